@@ -1,0 +1,42 @@
+// ebac/config.hpp - compiler and namespace plumbing shared by every header.
+//
+// One header decides how functions are annotated (host/device), how the
+// versioned inline namespace is spelled, and which optional features exist.
+// Every policy functor is written once and compiled by g++ for the host
+// backend and by nvcc for the CUDA backend, so nothing here may assume nvcc.
+#pragma once
+
+#include <ebac/version.hpp>
+
+#if defined(__CUDACC__)
+#  define EBAC_CUDA_COMPILATION() 1
+#  define EBAC_HOST_DEVICE __host__ __device__ __forceinline__
+#  define EBAC_DEVICE __device__ __forceinline__
+#else
+#  define EBAC_CUDA_COMPILATION() 0
+#  define EBAC_HOST_DEVICE inline
+#  define EBAC_DEVICE inline
+#endif
+
+#if defined(_OPENMP)
+#  define EBAC_HAS_OPENMP() 1
+#else
+#  define EBAC_HAS_OPENMP() 0
+#endif
+
+// The inline namespace carries the version so that two extensions built
+// against different ebac versions can share one process without ODR clashes
+// (CUB does the same with CUB_DETAIL_MAGIC_NS_BEGIN).
+#define EBAC_DETAIL_CONCAT_(a, b, c) a##_##b##_##c
+#define EBAC_DETAIL_ABI_NAME(a, b, c) EBAC_DETAIL_CONCAT_(a, b, c)
+#define EBAC_ABI_NAMESPACE                                                    \
+  EBAC_DETAIL_ABI_NAME(EBAC_DETAIL_ABI_NAME(v, EBAC_VERSION_MAJOR,             \
+                                            EBAC_VERSION_MINOR),               \
+                       EBAC_VERSION_PATCH, abi)
+
+#define EBAC_NAMESPACE_BEGIN                                                   \
+  namespace ebac {                                                             \
+  inline namespace EBAC_ABI_NAMESPACE {
+#define EBAC_NAMESPACE_END                                                     \
+  }                                                                            \
+  }

@@ -1,0 +1,22 @@
+// ebac/ebac.hpp - umbrella header: everything host-side.
+//
+// CUDA headers (ebac/cuda/...) and interop headers are opt-in and never
+// included from here, so this header compiles with any C++20 compiler.
+#pragma once
+
+#include <ebac/concepts.hpp>
+#include <ebac/config.hpp>
+#include <ebac/dtype.hpp>
+#include <ebac/encoder/block_bitpack.hpp>
+#include <ebac/encoder/huffman.hpp>
+#include <ebac/encoder/run_length.hpp>
+#include <ebac/error_bound.hpp>
+#include <ebac/extents.hpp>
+#include <ebac/format/stream_header.hpp>
+#include <ebac/host/codec.hpp>
+#include <ebac/pipeline.hpp>
+#include <ebac/predictor/lorenzo.hpp>
+#include <ebac/predictor/no_prediction.hpp>
+#include <ebac/quantizer/linear.hpp>
+#include <ebac/status.hpp>
+#include <ebac/version.hpp>

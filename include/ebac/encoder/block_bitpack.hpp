@@ -1,0 +1,113 @@
+// ebac/encoder/block_bitpack.hpp - fixed-width packing per block of 32 codes.
+//
+// Chunk layout: one width byte per block of 32 codes, then the blocks' payloads
+// (4 * width bytes each: the 32 codes, zero-padded, packed LSB-first at
+// `width` bits). An all-zero block costs its width byte only. Keeping the
+// widths apart from the payload lets a decoder find every block's offset with
+// a prefix sum over bytes it has already validated.
+#pragma once
+
+#include <ebac/config.hpp>
+#include <ebac/detail/bytes.hpp>
+#include <ebac/encoder/encoder_id.hpp>
+#include <ebac/status.hpp>
+
+#include <cstddef>
+#include <cstdint>
+
+EBAC_NAMESPACE_BEGIN
+
+struct block_bitpack {
+  static constexpr encoder_id id = encoder_id::block_bitpack;
+  static constexpr bool needs_codebook = false;
+  static constexpr std::size_t block = 32;
+
+  [[nodiscard]] EBAC_HOST_DEVICE static std::size_t blocks(std::size_t n) noexcept { return (n + block - 1) / block; }
+
+  [[nodiscard]] EBAC_HOST_DEVICE std::size_t max_chunk_bytes(std::size_t n) const noexcept {
+    return blocks(n) * (1 + 4 * block);
+  }
+
+  /// Packs one block of `m <= 32` codes at `width` bits; returns bytes written.
+  EBAC_HOST_DEVICE static std::size_t pack_block(const std::uint32_t* codes, std::size_t m, int width,
+                                                 std::byte* out) noexcept {
+    if (width == 0) return 0;
+    std::uint64_t acc = 0;
+    int bits = 0;
+    std::byte* p = out;
+    for (std::size_t i = 0; i < block; ++i) {
+      const std::uint64_t v = i < m ? codes[i] : 0u;
+      acc |= v << bits;
+      bits += width;
+      if (bits >= 32) {
+        detail::store_le<std::uint32_t>(p, static_cast<std::uint32_t>(acc));
+        p += 4;
+        acc >>= 32;
+        bits -= 32;
+      }
+    }
+    return static_cast<std::size_t>(p - out);  // == 4 * width
+  }
+
+  EBAC_HOST_DEVICE static void unpack_block(const std::byte* in, int width, std::uint32_t* codes,
+                                            std::size_t m) noexcept {
+    if (width == 0) {
+      for (std::size_t i = 0; i < m; ++i) codes[i] = 0;
+      return;
+    }
+    const std::uint64_t mask = (width == 32) ? 0xffffffffull : ((1ull << width) - 1);
+    std::uint64_t acc = 0;
+    int bits = 0;
+    const std::byte* p = in;
+    for (std::size_t i = 0; i < m; ++i) {
+      if (bits < width) {
+        acc |= static_cast<std::uint64_t>(detail::load_le<std::uint32_t>(p)) << bits;
+        p += 4;
+        bits += 32;
+      }
+      codes[i] = static_cast<std::uint32_t>(acc & mask);
+      acc >>= width;
+      bits -= width;
+    }
+  }
+
+  EBAC_HOST_DEVICE std::size_t encode_chunk(const std::uint32_t* codes, std::size_t n,
+                                            std::byte* out) const noexcept {
+    const std::size_t nb = blocks(n);
+    std::byte* payload = out + nb;
+    for (std::size_t b = 0; b < nb; ++b) {
+      const std::size_t first = b * block;
+      const std::size_t m = (n - first < block) ? n - first : block;
+      std::uint32_t any = 0;
+      for (std::size_t i = 0; i < m; ++i) any |= codes[first + i];
+      const int w = detail::bit_width(any);
+      out[b] = static_cast<std::byte>(w);
+      payload += pack_block(codes + first, m, w, payload);
+    }
+    return static_cast<std::size_t>(payload - out);
+  }
+
+  [[nodiscard]] EBAC_HOST_DEVICE status decode_chunk(const std::byte* in, std::size_t bytes,
+                                                     std::uint32_t* codes, std::size_t n) const noexcept {
+    const std::size_t nb = blocks(n);
+    if (bytes < nb) return status::corrupt_stream;
+    std::size_t payload = 0;
+    for (std::size_t b = 0; b < nb; ++b) {
+      const auto w = static_cast<unsigned>(in[b]);
+      if (w > 32) return status::corrupt_stream;
+      payload += 4 * w;
+    }
+    if (payload != bytes - nb) return status::corrupt_stream;
+    const std::byte* p = in + nb;
+    for (std::size_t b = 0; b < nb; ++b) {
+      const std::size_t first = b * block;
+      const std::size_t m = (n - first < block) ? n - first : block;
+      const int w = static_cast<int>(in[b]);
+      unpack_block(p, w, codes + first, m);
+      p += 4 * static_cast<std::size_t>(w);
+    }
+    return status::ok;
+  }
+};
+
+EBAC_NAMESPACE_END

@@ -1,0 +1,387 @@
+// ebac/encoder/huffman.hpp - canonical Huffman over literals and zero runs.
+//
+// Alphabet: literal codes 0..literals-1, then one symbol per zero-run class k
+// (a run of L >= 2 zeros with 2^k <= L < 2^(k+1), followed by k extra bits),
+// then an escape followed by the 32 raw bits of a code too large for a literal.
+// Whether runs are used is decided per stream from the histogram ("where it
+// pays"): runs help on sparse post-ReLU streams and only cost elsewhere.
+//
+// Code lengths are limited to max_code_length so that any symbol plus its
+// extra bits fits a 64-bit bit buffer; decoding uses a table for codes of up
+// to table_bits bits and a canonical walk for longer ones. The codebook is
+// built on the host from a histogram and stored as (symbol, length) pairs in
+// the stream; the encoder functor only points at the tables.
+#pragma once
+
+#include <ebac/config.hpp>
+#include <ebac/detail/bytes.hpp>
+#include <ebac/encoder/encoder_id.hpp>
+#include <ebac/status.hpp>
+
+#include <algorithm>
+#include <cstddef>
+#include <cstdint>
+#include <queue>
+#include <vector>
+
+EBAC_NAMESPACE_BEGIN
+
+namespace huffman_alphabet {
+inline constexpr std::uint32_t literals = 4096;
+inline constexpr std::uint32_t run_classes = 31;           // k = 1..31
+inline constexpr std::uint32_t run_base = literals;        // symbol of class k: run_base + k - 1
+inline constexpr std::uint32_t escape = literals + run_classes;
+inline constexpr std::uint32_t size = escape + 1;
+inline constexpr int max_code_length = 24;
+inline constexpr int table_bits = 12;
+}  // namespace huffman_alphabet
+
+namespace detail {
+
+/// Calls emit(symbol, extra_bits, extra_count) for each token of a chunk.
+template <class Emit>
+EBAC_HOST_DEVICE void huffman_tokenize(const std::uint32_t* codes, std::size_t n, bool use_runs, Emit&& emit) {
+  namespace A = huffman_alphabet;
+  std::size_t i = 0;
+  while (i < n) {
+    const std::uint32_t c = codes[i];
+    if (c == 0 && use_runs) {
+      std::size_t j = i + 1;
+      while (j < n && codes[j] == 0) ++j;
+      std::size_t run = j - i;
+      i = j;
+      // Split runs longer than a class can hold (chunks larger than 2^32).
+      while (run > 0) {
+        if (run == 1) { emit(0u, 0u, 0); break; }
+        const std::size_t take = run >= (std::size_t{1} << 32) ? (std::size_t{1} << 32) - 1 : run;
+        const int k = bit_width(static_cast<std::uint32_t>(take)) - 1;
+        emit(A::run_base + static_cast<std::uint32_t>(k) - 1u,
+             static_cast<std::uint32_t>(take - (std::size_t{1} << k)), k);
+        run -= take;
+      }
+      continue;
+    }
+    if (c < A::literals) emit(c, 0u, 0);
+    else emit(A::escape, c, 32);
+    ++i;
+  }
+}
+
+struct bit_writer {
+  std::byte* p;
+  std::uint64_t acc = 0;
+  int bits = 0;
+  EBAC_HOST_DEVICE void put(std::uint64_t v, int n) noexcept {  // n <= 32
+    acc |= v << bits;
+    bits += n;
+    if (bits >= 32) {
+      store_le<std::uint32_t>(p, static_cast<std::uint32_t>(acc));
+      p += 4;
+      acc >>= 32;
+      bits -= 32;
+    }
+  }
+  EBAC_HOST_DEVICE std::byte* finish() noexcept {
+    while (bits > 0) {
+      *p++ = static_cast<std::byte>(acc & 0xffu);
+      acc >>= 8;
+      bits -= 8;
+    }
+    return p;
+  }
+};
+
+/// LSB-first bit reader that never reads outside [p, end): bytes past the
+/// end read as zero and are counted, so the caller can reject the stream.
+struct bit_reader {
+  const std::byte* p;
+  const std::byte* end;
+  std::uint64_t buf = 0;
+  int count = 0;
+  std::uint64_t phantom_bits = 0;  // bits supplied past the end
+  EBAC_HOST_DEVICE void refill() noexcept {
+    while (count <= 56) {
+      std::uint64_t b = 0;
+      if (p < end) b = static_cast<std::uint64_t>(*p++);
+      else phantom_bits += 8;
+      buf |= b << count;
+      count += 8;
+    }
+  }
+  EBAC_HOST_DEVICE std::uint32_t peek(int n) noexcept {
+    if (count < n) refill();
+    return static_cast<std::uint32_t>(buf & ((n == 32) ? 0xffffffffull : ((1ull << n) - 1)));
+  }
+  EBAC_HOST_DEVICE void skip(int n) noexcept {
+    buf >>= n;
+    count -= n;
+  }
+  EBAC_HOST_DEVICE bool overran() const noexcept { return phantom_bits > static_cast<std::uint64_t>(count); }
+};
+
+EBAC_HOST_DEVICE std::uint32_t reverse_bits(std::uint32_t v, int n) noexcept {
+  std::uint32_t r = 0;
+  for (int i = 0; i < n; ++i) { r = (r << 1) | (v & 1u); v >>= 1; }
+  return r;
+}
+
+}  // namespace detail
+
+/// Tables of one canonical codebook; the huffman functor points into them.
+struct huffman_codebook {
+  bool use_runs = false;
+  std::vector<std::uint8_t> length;      // per symbol, 0 = unused
+  std::vector<std::uint32_t> code_lsb;   // bit-reversed canonical code
+  std::vector<std::uint32_t> table;      // table_bits lookup: symbol << 8 | length (0: long code)
+  std::vector<std::uint32_t> sorted;     // symbols ordered by (length, symbol)
+  std::uint32_t first_code[huffman_alphabet::max_code_length + 2]{};
+  std::uint32_t count[huffman_alphabet::max_code_length + 2]{};
+  std::uint32_t offset[huffman_alphabet::max_code_length + 2]{};
+
+  /// Builds lengths from a histogram (length-limited by flattening), then tables.
+  static huffman_codebook from_histogram(const std::vector<std::uint64_t>& hist, bool use_runs);
+  /// Fills code/table arrays from `length`; false if the lengths are not a prefix code.
+  bool finalize();
+  /// Estimated payload bits for a histogram under these lengths (extra bits included).
+  static std::uint64_t cost_bits(const std::vector<std::uint64_t>& hist, const std::vector<std::uint8_t>& len);
+
+  void serialize(std::vector<std::byte>& out) const;
+  static status deserialize(const std::byte* p, std::size_t bytes, huffman_codebook& cb);
+};
+
+/// The encoder functor: trivially copyable, points at a codebook's tables.
+struct huffman {
+  static constexpr encoder_id id = encoder_id::huffman;
+  static constexpr bool needs_codebook = true;
+
+  bool use_runs = false;
+  const std::uint8_t* length = nullptr;
+  const std::uint32_t* code_lsb = nullptr;
+  const std::uint32_t* table = nullptr;
+  const std::uint32_t* sorted = nullptr;
+  const std::uint32_t* first_code = nullptr;
+  const std::uint32_t* count = nullptr;
+  const std::uint32_t* offset = nullptr;
+
+  static huffman bind(const huffman_codebook& cb) noexcept {
+    return huffman{cb.use_runs, cb.length.data(), cb.code_lsb.data(), cb.table.data(), cb.sorted.data(),
+                   cb.first_code, cb.count, cb.offset};
+  }
+
+  [[nodiscard]] EBAC_HOST_DEVICE std::size_t max_chunk_bytes(std::size_t n) const noexcept {
+    return n * 7 + 16;  // <= 24-bit escape code + 32 raw bits per code
+  }
+
+  EBAC_HOST_DEVICE std::size_t encode_chunk(const std::uint32_t* codes, std::size_t n, std::byte* out) const noexcept {
+    detail::bit_writer w{out};
+    detail::huffman_tokenize(codes, n, use_runs, [&](std::uint32_t s, std::uint32_t extra, int extra_bits) {
+      w.put(code_lsb[s], length[s]);
+      if (extra_bits) w.put(extra, extra_bits);
+    });
+    return static_cast<std::size_t>(w.finish() - out);
+  }
+
+  [[nodiscard]] EBAC_HOST_DEVICE status decode_chunk(const std::byte* in, std::size_t bytes, std::uint32_t* codes,
+                                                     std::size_t n) const noexcept {
+    namespace A = huffman_alphabet;
+    detail::bit_reader r{in, in + bytes};
+    std::size_t i = 0;
+    while (i < n) {
+      std::uint32_t sym;
+      const std::uint32_t e = table[r.peek(A::table_bits)];
+      if (e & 0xffu) {
+        sym = e >> 8;
+        r.skip(static_cast<int>(e & 0xffu));
+      } else {  // long code: canonical walk, MSB of the code first
+        std::uint32_t code = 0;
+        int len = 0;
+        for (;;) {
+          code = (code << 1) | r.peek(1);
+          r.skip(1);
+          ++len;
+          if (len > A::max_code_length) return status::corrupt_stream;
+          if (code - first_code[len] < count[len]) {
+            sym = sorted[offset[len] + (code - first_code[len])];
+            break;
+          }
+        }
+      }
+      if (r.overran()) return status::corrupt_stream;
+      if (sym < A::literals) {
+        codes[i++] = sym;
+      } else if (sym == A::escape) {
+        codes[i++] = r.peek(32);
+        r.skip(32);
+      } else {
+        const int k = static_cast<int>(sym - A::run_base) + 1;
+        const std::uint64_t run = (std::uint64_t{1} << k) + r.peek(k);
+        r.skip(k);
+        if (run > n - i) return status::corrupt_stream;
+        for (std::uint64_t j = 0; j < run; ++j) codes[i++] = 0;
+      }
+      if (r.overran()) return status::corrupt_stream;
+    }
+    // The stream must end within the last byte the encoder wrote.
+    const std::uint64_t consumed_bits =
+        static_cast<std::uint64_t>(r.p - in) * 8 + r.phantom_bits - static_cast<std::uint64_t>(r.count);
+    return (r.overran() || (consumed_bits + 7) / 8 != bytes) ? status::corrupt_stream : status::ok;
+  }
+};
+
+// --- codebook construction (host) ------------------------------------------
+
+inline std::uint64_t huffman_codebook::cost_bits(const std::vector<std::uint64_t>& hist,
+                                                 const std::vector<std::uint8_t>& len) {
+  namespace A = huffman_alphabet;
+  std::uint64_t bits = 0;
+  for (std::uint32_t s = 0; s < A::size; ++s) {
+    if (!hist[s]) continue;
+    std::uint64_t extra = 0;
+    if (s == A::escape) extra = 32;
+    else if (s >= A::run_base) extra = s - A::run_base + 1;
+    bits += hist[s] * (len[s] + extra);
+  }
+  return bits;
+}
+
+namespace detail {
+/// Huffman code lengths for the non-zero entries of `freq` (ties broken by
+/// symbol so the result is deterministic), flattened until max_len holds.
+inline std::vector<std::uint8_t> huffman_lengths(std::vector<std::uint64_t> freq, int max_len) {
+  const std::size_t n = freq.size();
+  std::vector<std::uint8_t> len(n, 0);
+  std::vector<std::uint32_t> used;
+  for (std::uint32_t s = 0; s < n; ++s)
+    if (freq[s]) used.push_back(s);
+  if (used.empty()) return len;
+  if (used.size() == 1) { len[used[0]] = 1; return len; }
+  for (;;) {
+    struct node { std::uint64_t w; std::uint32_t order; std::int32_t left, right; };
+    std::vector<node> nodes;
+    nodes.reserve(2 * used.size());
+    using item = std::pair<std::uint64_t, std::uint32_t>;  // (weight, node index)
+    std::priority_queue<item, std::vector<item>, std::greater<>> heap;
+    for (std::uint32_t s : used) {
+      nodes.push_back({freq[s], s, -1, -1});
+      heap.push({freq[s], static_cast<std::uint32_t>(nodes.size() - 1)});
+    }
+    while (heap.size() > 1) {
+      const auto a = heap.top(); heap.pop();
+      const auto b = heap.top(); heap.pop();
+      nodes.push_back({a.first + b.first, 0, static_cast<std::int32_t>(a.second), static_cast<std::int32_t>(b.second)});
+      heap.push({a.first + b.first, static_cast<std::uint32_t>(nodes.size() - 1)});
+    }
+    // Depths by an explicit stack (trees can be deep before flattening).
+    int deepest = 0;
+    std::vector<std::pair<std::int32_t, int>> stack{{static_cast<std::int32_t>(nodes.size() - 1), 0}};
+    while (!stack.empty()) {
+      const auto [idx, depth] = stack.back();
+      stack.pop_back();
+      const node& nd = nodes[static_cast<std::size_t>(idx)];
+      if (nd.left < 0) {
+        len[nd.order] = static_cast<std::uint8_t>(depth > 255 ? 255 : depth);
+        deepest = std::max(deepest, depth);
+      } else {
+        stack.push_back({nd.left, depth + 1});
+        stack.push_back({nd.right, depth + 1});
+      }
+    }
+    if (deepest <= max_len) return len;
+    for (std::uint32_t s : used) freq[s] = (freq[s] >> 1) | 1u;  // flatten, keep non-zero
+  }
+}
+}  // namespace detail
+
+inline huffman_codebook huffman_codebook::from_histogram(const std::vector<std::uint64_t>& hist, bool use_runs) {
+  huffman_codebook cb;
+  cb.use_runs = use_runs;
+  cb.length = detail::huffman_lengths(hist, huffman_alphabet::max_code_length);
+  cb.finalize();
+  return cb;
+}
+
+inline bool huffman_codebook::finalize() {
+  namespace A = huffman_alphabet;
+  length.resize(A::size, 0);
+  code_lsb.assign(A::size, 0);
+  table.assign(std::size_t{1} << A::table_bits, 0);
+  sorted.clear();
+  for (auto& c : count) c = 0;
+  for (std::uint32_t s = 0; s < A::size; ++s) {
+    if (length[s] > A::max_code_length) return false;
+    if (length[s]) ++count[length[s]];
+  }
+  // Kraft inequality: a valid (possibly incomplete) prefix code.
+  std::uint64_t kraft = 0;
+  for (int l = 1; l <= A::max_code_length; ++l) kraft += std::uint64_t{count[l]} << (A::max_code_length - l);
+  if (kraft > (std::uint64_t{1} << A::max_code_length)) return false;
+  std::uint32_t code = 0, off = 0;
+  for (int l = 1; l <= A::max_code_length; ++l) {
+    first_code[l] = code;
+    offset[l] = off;
+    off += count[l];
+    code = (code + count[l]) << 1;
+  }
+  first_code[A::max_code_length + 1] = code;
+  sorted.resize(off);
+  std::uint32_t next[A::max_code_length + 2];
+  for (int l = 0; l <= A::max_code_length + 1; ++l) next[l] = 0;
+  for (std::uint32_t s = 0; s < A::size; ++s) {
+    const int l = length[s];
+    if (!l) continue;
+    const std::uint32_t c = first_code[l] + next[l];
+    sorted[offset[l] + next[l]] = s;
+    ++next[l];
+    code_lsb[s] = detail::reverse_bits(c, l);
+    if (l <= A::table_bits) {
+      const std::uint32_t step = 1u << l;
+      for (std::uint32_t t = code_lsb[s]; t < table.size(); t += step) table[t] = (s << 8) | static_cast<std::uint32_t>(l);
+    }
+  }
+  return true;
+}
+
+inline void huffman_codebook::serialize(std::vector<std::byte>& out) const {
+  std::byte tmp[10];
+  auto put = [&](std::uint64_t v) {
+    const std::size_t k = detail::put_varint(tmp, v);
+    out.insert(out.end(), tmp, tmp + k);
+  };
+  std::uint64_t used = 0;
+  for (auto l : length) used += l != 0;
+  put(use_runs ? 1 : 0);
+  put(used);
+  std::uint64_t prev = 0;
+  bool first = true;
+  for (std::uint32_t s = 0; s < length.size(); ++s) {
+    if (!length[s]) continue;
+    put(first ? s : s - prev - 1);
+    out.push_back(static_cast<std::byte>(length[s]));
+    prev = s;
+    first = false;
+  }
+}
+
+inline status huffman_codebook::deserialize(const std::byte* p, std::size_t bytes, huffman_codebook& cb) {
+  namespace A = huffman_alphabet;
+  const std::byte* end = p + bytes;
+  std::uint64_t flags, used;
+  if (!detail::get_varint(p, end, flags) || flags > 1) return status::corrupt_stream;
+  if (!detail::get_varint(p, end, used) || used > A::size) return status::corrupt_stream;
+  cb.use_runs = flags == 1;
+  cb.length.assign(A::size, 0);
+  std::uint64_t s = 0;
+  for (std::uint64_t i = 0; i < used; ++i) {
+    std::uint64_t d;
+    if (!detail::get_varint(p, end, d) || d >= A::size) return status::corrupt_stream;
+    s = (i == 0) ? d : s + d + 1;
+    if (s >= A::size || p >= end) return status::corrupt_stream;
+    const auto l = static_cast<std::uint8_t>(*p++);
+    if (l == 0 || l > A::max_code_length) return status::corrupt_stream;
+    cb.length[s] = l;
+  }
+  if (p != end) return status::corrupt_stream;
+  return cb.finalize() ? status::ok : status::corrupt_stream;
+}
+
+EBAC_NAMESPACE_END

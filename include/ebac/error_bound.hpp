@@ -1,0 +1,71 @@
+// ebac/error_bound.hpp - how the caller states the error bound.
+#pragma once
+
+#include <ebac/config.hpp>
+#include <ebac/dtype.hpp>
+#include <ebac/status.hpp>
+
+#include <cmath>
+#include <cstdint>
+#include <string_view>
+
+EBAC_NAMESPACE_BEGIN
+
+enum class bound_mode : std::uint8_t {
+  absolute = 1,  ///< |x - y| <= eb
+  relative = 2,  ///< |x - y| <= eb * (max - min), range over the finite values
+};
+
+constexpr std::string_view to_string(bound_mode m) noexcept {
+  return m == bound_mode::absolute ? "abs" : "rel";
+}
+
+constexpr bool parse_bound_mode(std::string_view s, bound_mode& out) noexcept {
+  if (s == "abs" || s == "absolute") { out = bound_mode::absolute; return true; }
+  if (s == "rel" || s == "relative") { out = bound_mode::relative; return true; }
+  return false;
+}
+
+struct error_bound {
+  double value = 0;
+  bound_mode mode = bound_mode::relative;
+
+  /// A bound is valid when it is finite and > 0 (and, relative, <= 1e6: a
+  /// larger relative bound is almost certainly a unit mistake).
+  [[nodiscard]] status validate() const noexcept {
+    if (!(value > 0) || !std::isfinite(value)) return status::invalid_argument;
+    if (mode != bound_mode::absolute && mode != bound_mode::relative) return status::invalid_argument;
+    return status::ok;
+  }
+};
+
+/// Finite value range of a tensor, accumulated in double.
+struct value_range {
+  double min = 0, max = 0;
+  bool any_finite = false;
+
+  EBAC_HOST_DEVICE void add(float x) noexcept {
+    if ((detail::float_bits(x) & 0x7f800000u) == 0x7f800000u) return;  // NaN or +-Inf
+    const double d = x;
+    if (!any_finite) { min = max = d; any_finite = true; return; }
+    if (d < min) min = d;
+    if (d > max) max = d;
+  }
+  EBAC_HOST_DEVICE void merge(const value_range& o) noexcept {
+    if (!o.any_finite) return;
+    if (!any_finite) { *this = o; return; }
+    if (o.min < min) min = o.min;
+    if (o.max > max) max = o.max;
+  }
+  [[nodiscard]] double span() const noexcept { return any_finite ? max - min : 0.0; }
+};
+
+/// The absolute bound a relative one stands for. A constant (or empty, or
+/// all-non-finite) tensor has range 0 and hence bound 0: everything that is
+/// not exactly representable is then stored losslessly, which keeps the
+/// promise |x - y| <= rel * range.
+inline double absolute_bound(const error_bound& eb, const value_range& r) noexcept {
+  return eb.mode == bound_mode::absolute ? eb.value : eb.value * r.span();
+}
+
+EBAC_NAMESPACE_END

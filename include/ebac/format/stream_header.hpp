@@ -1,0 +1,195 @@
+// ebac/format/stream_header.hpp - the self-describing stream header.
+//
+// Layout (little-endian, offsets in bytes):
+//    0  magic "EBAC"               4  u16 format version     6  u16 header bytes
+//    8  u8 dtype  9 u8 bound mode  10 u8 flags               11 u8 rank
+//   12  u8 predictor id  13 u8 predictor dims  14 u8 quantizer id  15 u8 encoder id
+//   16  u8 axis[3], u8 reserved    20 u32 tile[3]
+//   32  f64 requested bound        40 f64 absolute bound used
+//   48  u32 chunk elements         52 u32 reserved (0)
+//   56  u64 outlier count
+//   64  u64 section bytes[5]: codebook, chunk table, chunk payloads,
+//                             outlier indices, outlier values
+//  104  u64 extents[rank]
+// then the five sections in that order, then (flag bit 0) a u64 checksum of
+// every byte before it. An in-memory buffer may omit the checksum; the flag
+// says so. Every size is validated before it is used.
+#pragma once
+
+#include <ebac/config.hpp>
+#include <ebac/detail/bytes.hpp>
+#include <ebac/detail/checksum.hpp>
+#include <ebac/dtype.hpp>
+#include <ebac/encoder/encoder_id.hpp>
+#include <ebac/error_bound.hpp>
+#include <ebac/extents.hpp>
+#include <ebac/predictor/lorenzo.hpp>
+#include <ebac/predictor/predictor_id.hpp>
+#include <ebac/quantizer/linear.hpp>
+#include <ebac/status.hpp>
+
+#include <cmath>
+#include <cstddef>
+#include <cstdint>
+
+EBAC_NAMESPACE_BEGIN
+
+enum section : int { section_codebook = 0, section_chunk_table, section_payload, section_outlier_index, section_outlier_value, section_count };
+
+inline constexpr std::uint8_t stream_flag_checksum = 1;
+inline constexpr std::size_t stream_fixed_header_bytes = 104;
+
+struct stream_header {
+  dtype type = dtype::f32;
+  bound_mode mode = bound_mode::absolute;
+  std::uint8_t flags = stream_flag_checksum;
+  extents shape;
+  predictor_id predictor = predictor_id::none;
+  lorenzo lorenzo_params;  // meaningful when predictor == lorenzo
+  quantizer_id quantizer = quantizer_id::sign_preserving;
+  encoder_id encoder = encoder_id::block_bitpack;
+  double eb_requested = 0;
+  double eb_abs = 0;
+  std::uint32_t chunk_elements = 0;
+  std::uint64_t outlier_count = 0;
+  std::uint64_t section_bytes[section_count]{};
+
+  [[nodiscard]] std::size_t header_bytes() const noexcept { return stream_fixed_header_bytes + 8 * static_cast<std::size_t>(shape.rank); }
+  [[nodiscard]] bool has_checksum() const noexcept { return flags & stream_flag_checksum; }
+
+  /// Offset of a section from the start of the stream.
+  [[nodiscard]] std::uint64_t section_offset(int s) const noexcept {
+    std::uint64_t off = header_bytes();
+    for (int i = 0; i < s; ++i) off += section_bytes[i];
+    return off;
+  }
+
+  void write(std::byte* p) const noexcept {
+    using detail::store_le;
+    p[0] = std::byte{'E'}; p[1] = std::byte{'B'}; p[2] = std::byte{'A'}; p[3] = std::byte{'C'};
+    store_le<std::uint16_t>(p + 4, EBAC_FORMAT_VERSION);
+    store_le<std::uint16_t>(p + 6, static_cast<std::uint16_t>(header_bytes()));
+    p[8] = static_cast<std::byte>(type);
+    p[9] = static_cast<std::byte>(mode);
+    p[10] = static_cast<std::byte>(flags);
+    p[11] = static_cast<std::byte>(shape.rank);
+    p[12] = static_cast<std::byte>(predictor);
+    p[13] = static_cast<std::byte>(predictor == predictor_id::lorenzo ? lorenzo_params.dims : 0);
+    p[14] = static_cast<std::byte>(quantizer);
+    p[15] = static_cast<std::byte>(encoder);
+    for (int k = 0; k < 3; ++k) {
+      const bool used = predictor == predictor_id::lorenzo && k < lorenzo_params.dims;
+      p[16 + k] = static_cast<std::byte>(used ? lorenzo_params.axis[k] : 0);
+      store_le<std::uint32_t>(p + 20 + 4 * k, used ? lorenzo_params.tile[k] : 0);
+    }
+    p[19] = std::byte{0};
+    store_le<std::uint64_t>(p + 32, detail::double_bits(eb_requested));
+    store_le<std::uint64_t>(p + 40, detail::double_bits(eb_abs));
+    store_le<std::uint32_t>(p + 48, chunk_elements);
+    store_le<std::uint32_t>(p + 52, 0);
+    store_le<std::uint64_t>(p + 56, outlier_count);
+    for (int s = 0; s < section_count; ++s) store_le<std::uint64_t>(p + 64 + 8 * s, section_bytes[s]);
+    for (int i = 0; i < shape.rank; ++i) store_le<std::uint64_t>(p + stream_fixed_header_bytes + 8 * i, shape.dims[i]);
+  }
+};
+
+/// Bytes the element data of a stream decompresses to (validated header).
+inline std::uint64_t element_count(const stream_header& h) noexcept {
+  std::uint64_t n = 0;
+  (void)h.shape.count(n);
+  return n;
+}
+
+/// Parses and validates a header against the stream's total size. On
+/// success every section lies inside the stream and every id is known.
+/// `what` names the failing field.
+[[nodiscard]] inline status read_stream_header(const std::byte* p, std::size_t size, stream_header& h,
+                                               const char** what = nullptr) noexcept {
+  using detail::load_le;
+  auto bad = [&](status s, const char* w) {
+    if (what) *what = w;
+    return s;
+  };
+  if (size < 8) return bad(status::truncated_stream, "stream shorter than its magic and version");
+  if (p[0] != std::byte{'E'} || p[1] != std::byte{'B'} || p[2] != std::byte{'A'} || p[3] != std::byte{'C'})
+    return bad(status::corrupt_stream, "not an ebac stream (bad magic)");
+  if (load_le<std::uint16_t>(p + 4) != EBAC_FORMAT_VERSION)
+    return bad(status::unsupported, "unsupported stream format version");
+  if (size < stream_fixed_header_bytes) return bad(status::truncated_stream, "stream shorter than its header");
+  const auto t = static_cast<std::uint8_t>(p[8]);
+  if (t < 1 || t > 3) return bad(status::corrupt_stream, "unknown dtype id");
+  h.type = static_cast<dtype>(t);
+  const auto m = static_cast<std::uint8_t>(p[9]);
+  if (m < 1 || m > 2) return bad(status::corrupt_stream, "unknown bound mode");
+  h.mode = static_cast<bound_mode>(m);
+  h.flags = static_cast<std::uint8_t>(p[10]);
+  if (h.flags & ~stream_flag_checksum) return bad(status::corrupt_stream, "unknown flag bits");
+  const int rank = static_cast<int>(p[11]);
+  if (rank < 1 || rank > max_rank) return bad(status::corrupt_stream, "rank out of range");
+  h.shape = extents{};
+  h.shape.rank = rank;
+  if (load_le<std::uint16_t>(p + 6) != h.header_bytes()) return bad(status::corrupt_stream, "header size mismatch");
+  if (size < h.header_bytes()) return bad(status::truncated_stream, "stream shorter than its header");
+  for (int i = 0; i < rank; ++i) h.shape.dims[i] = load_le<std::uint64_t>(p + stream_fixed_header_bytes + 8 * i);
+  std::uint64_t n = 0;
+  if (h.shape.count(n) != status::ok) return bad(status::corrupt_stream, "element count overflows");
+  if (n > (std::uint64_t{1} << 48)) return bad(status::corrupt_stream, "element count implausibly large");
+
+  const auto pid = static_cast<std::uint8_t>(p[12]);
+  const auto pdims = static_cast<std::uint8_t>(p[13]);
+  if (pid == static_cast<std::uint8_t>(predictor_id::none)) {
+    h.predictor = predictor_id::none;
+    if (pdims != 0) return bad(status::corrupt_stream, "predictor dims for no prediction");
+  } else if (pid == static_cast<std::uint8_t>(predictor_id::lorenzo)) {
+    h.predictor = predictor_id::lorenzo;
+    h.lorenzo_params.dims = pdims;
+    for (int k = 0; k < 3; ++k) {
+      h.lorenzo_params.axis[k] = static_cast<std::uint8_t>(p[16 + k]);
+      h.lorenzo_params.tile[k] = load_le<std::uint32_t>(p + 20 + 4 * k);
+    }
+    if (h.lorenzo_params.validate(h.shape) != status::ok) return bad(status::corrupt_stream, "invalid Lorenzo parameters");
+  } else {
+    return bad(status::corrupt_stream, "unknown predictor id");
+  }
+  const auto qid = static_cast<std::uint8_t>(p[14]);
+  if (qid < 1 || qid > 2) return bad(status::corrupt_stream, "unknown quantizer id");
+  h.quantizer = static_cast<quantizer_id>(qid);
+  const auto eid = static_cast<std::uint8_t>(p[15]);
+  if (eid < 1 || eid > 3) return bad(status::corrupt_stream, "unknown encoder id");
+  h.encoder = static_cast<encoder_id>(eid);
+
+  h.eb_requested = detail::bits_double(load_le<std::uint64_t>(p + 32));
+  h.eb_abs = detail::bits_double(load_le<std::uint64_t>(p + 40));
+  if (!(h.eb_requested > 0) || !std::isfinite(h.eb_requested)) return bad(status::corrupt_stream, "invalid requested bound");
+  if (!(h.eb_abs >= 0) || !std::isfinite(h.eb_abs)) return bad(status::corrupt_stream, "invalid absolute bound");
+  h.chunk_elements = load_le<std::uint32_t>(p + 48);
+  if (h.chunk_elements < 32 || h.chunk_elements % 32 != 0 || h.chunk_elements > (1u << 24))
+    return bad(status::corrupt_stream, "invalid chunk size");
+  h.outlier_count = load_le<std::uint64_t>(p + 56);
+  if (h.outlier_count > n) return bad(status::corrupt_stream, "more outliers than elements");
+
+  std::uint64_t total = h.header_bytes();
+  for (int s = 0; s < section_count; ++s) {
+    h.section_bytes[s] = load_le<std::uint64_t>(p + 64 + 8 * s);
+    if (h.section_bytes[s] > size) return bad(status::truncated_stream, "section larger than the stream");
+    total += h.section_bytes[s];
+  }
+  if (h.has_checksum()) total += 8;
+  if (total > size) return bad(status::truncated_stream, "stream shorter than its sections");
+  if (total < size) return bad(status::corrupt_stream, "trailing bytes after the stream");
+
+  const std::uint64_t chunks = (n + h.chunk_elements - 1) / h.chunk_elements;
+  if (h.section_bytes[section_chunk_table] != 4 * chunks) return bad(status::corrupt_stream, "chunk table size mismatch");
+  if (h.section_bytes[section_outlier_value] != h.outlier_count * size_of(h.type))
+    return bad(status::corrupt_stream, "outlier value section size mismatch");
+  if ((h.encoder == encoder_id::huffman) != (h.section_bytes[section_codebook] > 0))
+    return bad(status::corrupt_stream, "codebook presence does not match the encoder");
+  if (h.has_checksum()) {
+    const std::size_t body = size - 8;
+    if (detail::checksum64(p, body) != load_le<std::uint64_t>(p + body))
+      return bad(status::checksum_mismatch, "stream checksum does not match (corrupted or truncated)");
+  }
+  return status::ok;
+}
+
+EBAC_NAMESPACE_END

@@ -1,0 +1,130 @@
+// ebac/pipeline.hpp - composing predictor x quantizer x encoder.
+//
+// A pipeline is a compile-time triple checked by the concepts in
+// concepts.hpp; any predictor composes with any quantizer and any encoder.
+// For tools that choose at run time (the CLI, the PyTorch extension), a
+// pipeline_spec names the stages and with_pipeline() calls a generic lambda
+// with the matching concrete pipeline type.
+#pragma once
+
+#include <ebac/concepts.hpp>
+#include <ebac/config.hpp>
+#include <ebac/encoder/block_bitpack.hpp>
+#include <ebac/encoder/huffman.hpp>
+#include <ebac/encoder/run_length.hpp>
+#include <ebac/predictor/lorenzo.hpp>
+#include <ebac/predictor/no_prediction.hpp>
+#include <ebac/quantizer/linear.hpp>
+
+#include <array>
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <type_traits>
+
+EBAC_NAMESPACE_BEGIN
+
+/// Elements per independently encoded chunk: the unit of parallel work and of
+/// the chunk table. Fixed per stream, so the output never depends on threads.
+inline constexpr std::uint32_t default_chunk_elements = 1u << 14;
+
+template <predictor Predictor, quantizer Quantizer, encoder Encoder>
+struct pipeline {
+  using predictor_type = Predictor;
+  using quantizer_type = Quantizer;
+  using encoder_type = Encoder;
+
+  Predictor predictor{};
+  std::uint32_t chunk_elements = default_chunk_elements;
+};
+
+/// A pipeline chosen at run time.
+struct pipeline_spec {
+  predictor_id predictor = predictor_id::lorenzo;
+  lorenzo lorenzo_params = lorenzo::flat();
+  /// 0: use lorenzo_params as given. 2 or 3: Lorenzo over the last 2 (3)
+  /// axes when the tensor has rank >= 3 (spatial activations), else flat 1-D.
+  int lorenzo_auto_dims = 0;
+  quantizer_id quantizer = quantizer_id::sign_preserving;
+  encoder_id encoder = encoder_id::block_bitpack;
+  std::uint32_t chunk_elements = default_chunk_elements;
+
+  /// The concrete Lorenzo parameters for a tensor of this shape.
+  [[nodiscard]] lorenzo lorenzo_for(const extents& e) const noexcept {
+    if (lorenzo_auto_dims == 0) return lorenzo_params;
+    if (e.rank >= 3) {
+      const int d = lorenzo_auto_dims < e.rank - 1 ? lorenzo_auto_dims : e.rank - 1;
+      return lorenzo::along_last(d, e.rank, d == 3 ? lorenzo::default_tile_3d : lorenzo::default_tile_2d);
+    }
+    return lorenzo::flat();
+  }
+};
+
+/// The named pipelines, in the order `--pipeline all` reports them.
+inline constexpr std::array<std::string_view, 5> pipeline_names = {"fast", "ratio", "ratio-flat", "rle", "plain"};
+
+/// Parses a named pipeline ("fast", "ratio", ...) or an explicit
+/// "predictor:quantizer:encoder" triple, e.g. "lorenzo2:sign:huffman".
+///   predictor: none | lorenzo (flat 1-D) | lorenzo1 | lorenzo2 | lorenzo3 (last axes)
+///   quantizer: sign (zero/sign preserving) | linear
+///   encoder:   bitpack | rle | huffman
+inline bool parse_pipeline(std::string_view name, pipeline_spec& s) {
+  s = pipeline_spec{};
+  if (name == "fast") return true;  // flat Lorenzo + sign-preserving + bit-packing
+  if (name == "ratio") { s.lorenzo_auto_dims = 2; s.encoder = encoder_id::huffman; return true; }
+  if (name == "ratio-flat") { s.encoder = encoder_id::huffman; return true; }
+  if (name == "rle") { s.encoder = encoder_id::run_length; return true; }
+  if (name == "plain") { s.predictor = predictor_id::none; return true; }
+  const auto c1 = name.find(':');
+  if (c1 == std::string_view::npos) return false;
+  const auto c2 = name.find(':', c1 + 1);
+  if (c2 == std::string_view::npos) return false;
+  const auto p = name.substr(0, c1), q = name.substr(c1 + 1, c2 - c1 - 1), e = name.substr(c2 + 1);
+  if (p == "none") s.predictor = predictor_id::none;
+  else if (p == "lorenzo") s.lorenzo_params = lorenzo::flat();
+  else if (p == "lorenzo1") s.lorenzo_auto_dims = 1;
+  else if (p == "lorenzo2") s.lorenzo_auto_dims = 2;
+  else if (p == "lorenzo3") s.lorenzo_auto_dims = 3;
+  else return false;
+  if (s.lorenzo_auto_dims == 1) {  // last axis only
+    s.lorenzo_auto_dims = 0;
+    s.lorenzo_params = lorenzo{};
+    s.lorenzo_params.dims = 1;
+    s.lorenzo_params.axis[0] = 0xfe;  // resolved to rank-1 by resolve_last_axis()
+    s.lorenzo_params.tile[0] = lorenzo::default_flat_tile;
+  }
+  if (q == "sign") s.quantizer = quantizer_id::sign_preserving;
+  else if (q == "linear") s.quantizer = quantizer_id::linear;
+  else return false;
+  if (e == "bitpack") s.encoder = encoder_id::block_bitpack;
+  else if (e == "rle") s.encoder = encoder_id::run_length;
+  else if (e == "huffman") s.encoder = encoder_id::huffman;
+  else return false;
+  return true;
+}
+
+/// Calls f(pipeline<P, Q, E>{...}) for the stages a spec names, resolved for
+/// a tensor of shape e. Instantiates every combination once.
+template <class F>
+decltype(auto) with_pipeline(const pipeline_spec& s, const extents& e, F&& f) {
+  auto with_encoder = [&](auto pred, auto quant_tag) -> decltype(auto) {
+    using P = decltype(pred);
+    using Q = typename decltype(quant_tag)::type;
+    switch (s.encoder) {
+      case encoder_id::run_length: return f(pipeline<P, Q, run_length>{pred, s.chunk_elements});
+      case encoder_id::huffman: return f(pipeline<P, Q, huffman>{pred, s.chunk_elements});
+      case encoder_id::block_bitpack: break;
+    }
+    return f(pipeline<P, Q, block_bitpack>{pred, s.chunk_elements});
+  };
+  auto with_quantizer = [&](auto pred) -> decltype(auto) {
+    if (s.quantizer == quantizer_id::linear) return with_encoder(pred, std::type_identity<linear_quantizer>{});
+    return with_encoder(pred, std::type_identity<sign_preserving_quantizer>{});
+  };
+  if (s.predictor == predictor_id::none) return with_quantizer(no_prediction{});
+  lorenzo l = s.lorenzo_for(e);
+  if (l.dims == 1 && l.axis[0] == 0xfe) l.axis[0] = static_cast<std::uint8_t>(e.rank - 1);
+  return with_quantizer(l);
+}
+
+EBAC_NAMESPACE_END
