@@ -6,6 +6,7 @@
 #include <ebac/status.hpp>
 
 #include <cmath>
+#include <cstddef>
 #include <cstdint>
 #include <string_view>
 
@@ -39,25 +40,43 @@ struct error_bound {
   }
 };
 
-/// Finite value range of a tensor, accumulated in double.
+/// Finite value range of a tensor. Float min/max are exact, so the range is
+/// accumulated in float (vectorizable) and the span taken in double.
 struct value_range {
-  double min = 0, max = 0;
+  float min = 0, max = 0;
   bool any_finite = false;
 
-  EBAC_HOST_DEVICE void add(float x) noexcept {
-    if ((detail::float_bits(x) & 0x7f800000u) == 0x7f800000u) return;  // NaN or +-Inf
-    const double d = x;
-    if (!any_finite) { min = max = d; any_finite = true; return; }
-    if (d < min) min = d;
-    if (d > max) max = d;
+  /// Folds a block of floats in; NaN and +-Inf are ignored. Works on the
+  /// floats' bit patterns mapped to order-preserving integers, so the loop is
+  /// plain integer min/max and vectorizes.
+  EBAC_HOST_DEVICE void add_block(const float* x, std::size_t n) noexcept {
+    std::int32_t lo = 0x7fffffff, hi = -0x7fffffff - 1;
+    for (std::size_t i = 0; i < n; ++i) {
+      const std::uint32_t b = detail::float_bits(x[i]);
+      const std::int32_t key = static_cast<std::int32_t>(b ^ ((static_cast<std::uint32_t>(static_cast<std::int32_t>(b) >> 31)) & 0x7fffffffu));
+      const std::uint32_t fm = 0u - static_cast<std::uint32_t>((b & 0x7f800000u) != 0x7f800000u);
+      const auto klo = static_cast<std::int32_t>((static_cast<std::uint32_t>(key) & fm) | (0x7fffffffu & ~fm));
+      const auto khi = static_cast<std::int32_t>((static_cast<std::uint32_t>(key) & fm) | (0x80000000u & ~fm));
+      lo = klo < lo ? klo : lo;
+      hi = khi > hi ? khi : hi;
+    }
+    if (lo > hi) return;  // no finite value
+    auto to_float_key = [](std::int32_t k) {
+      const auto u = static_cast<std::uint32_t>(k);
+      return detail::bits_float(u ^ ((static_cast<std::uint32_t>(k >> 31)) & 0x7fffffffu));
+    };
+    merge(value_range{to_float_key(lo), to_float_key(hi), true});
   }
+  EBAC_HOST_DEVICE void add(float x) noexcept { add_block(&x, 1); }
   EBAC_HOST_DEVICE void merge(const value_range& o) noexcept {
     if (!o.any_finite) return;
     if (!any_finite) { *this = o; return; }
     if (o.min < min) min = o.min;
     if (o.max > max) max = o.max;
   }
-  [[nodiscard]] double span() const noexcept { return any_finite ? max - min : 0.0; }
+  [[nodiscard]] double span() const noexcept {
+    return any_finite ? static_cast<double>(max) - static_cast<double>(min) : 0.0;
+  }
 };
 
 /// The absolute bound a relative one stands for. A constant (or empty, or

@@ -8,20 +8,31 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <cstring>
 
 EBAC_NAMESPACE_BEGIN
 namespace detail {
 
 template <class U>
 EBAC_HOST_DEVICE void store_le(std::byte* p, U v) noexcept {
+#if !defined(__CUDA_ARCH__) && defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
+  std::memcpy(p, &v, sizeof(U));  // one unaligned store on little-endian hosts
+#else
   for (std::size_t i = 0; i < sizeof(U); ++i) p[i] = static_cast<std::byte>((v >> (8 * i)) & 0xffu);
+#endif
 }
 
 template <class U>
 EBAC_HOST_DEVICE U load_le(const std::byte* p) noexcept {
+#if !defined(__CUDA_ARCH__) && defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
+  U v;
+  std::memcpy(&v, p, sizeof(U));
+  return v;
+#else
   U v = 0;
   for (std::size_t i = 0; i < sizeof(U); ++i) v |= static_cast<U>(static_cast<U>(p[i]) << (8 * i));
   return v;
+#endif
 }
 
 /// LEB128 unsigned varint. Returns bytes written (at most 10).

@@ -14,6 +14,8 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <type_traits>
+#include <utility>
 
 EBAC_NAMESPACE_BEGIN
 
@@ -28,25 +30,61 @@ struct block_bitpack {
     return blocks(n) * (1 + 4 * block);
   }
 
-  /// Packs one block of `m <= 32` codes at `width` bits; returns bytes written.
-  EBAC_HOST_DEVICE static std::size_t pack_block(const std::uint32_t* codes, std::size_t m, int width,
-                                                 std::byte* out) noexcept {
-    if (width == 0) return 0;
+  /// Packs 32 codes at a compile-time width; fully unrolled by the compiler.
+  template <int W>
+  EBAC_HOST_DEVICE static void pack_fixed(const std::uint32_t* codes, std::byte* out) noexcept {
     std::uint64_t acc = 0;
     int bits = 0;
-    std::byte* p = out;
-    for (std::size_t i = 0; i < block; ++i) {
-      const std::uint64_t v = i < m ? codes[i] : 0u;
-      acc |= v << bits;
-      bits += width;
+    int word = 0;
+#if defined(__CUDA_ARCH__)
+#  pragma unroll
+#elif defined(__GNUC__) && !defined(__clang__)
+#  pragma GCC unroll 32
+#endif
+    for (int i = 0; i < 32; ++i) {
+      acc |= static_cast<std::uint64_t>(codes[i]) << bits;
+      bits += W;
       if (bits >= 32) {
-        detail::store_le<std::uint32_t>(p, static_cast<std::uint32_t>(acc));
-        p += 4;
+        detail::store_le<std::uint32_t>(out + 4 * word++, static_cast<std::uint32_t>(acc));
         acc >>= 32;
         bits -= 32;
       }
     }
-    return static_cast<std::size_t>(p - out);  // == 4 * width
+  }
+
+  template <int W>
+  EBAC_HOST_DEVICE static void unpack_fixed(const std::byte* in, std::uint32_t* codes) noexcept {
+    constexpr std::uint64_t mask = (W == 32) ? 0xffffffffull : ((1ull << W) - 1);
+    std::uint64_t acc = 0;
+    int bits = 0;
+    int word = 0;
+#if defined(__CUDA_ARCH__)
+#  pragma unroll
+#elif defined(__GNUC__) && !defined(__clang__)
+#  pragma GCC unroll 32
+#endif
+    for (int i = 0; i < 32; ++i) {
+      if (bits < W) {
+        acc |= static_cast<std::uint64_t>(detail::load_le<std::uint32_t>(in + 4 * word++)) << bits;
+        bits += 32;
+      }
+      codes[i] = static_cast<std::uint32_t>(acc & mask);
+      acc >>= W;
+      bits -= W;
+    }
+  }
+
+  /// Packs one block of `m <= 32` codes at `width` bits; returns bytes written.
+  EBAC_HOST_DEVICE static std::size_t pack_block(const std::uint32_t* codes, std::size_t m, int width,
+                                                 std::byte* out) noexcept {
+    if (width == 0) return 0;
+    std::uint32_t padded[block];
+    if (m < block) {
+      for (std::size_t i = 0; i < block; ++i) padded[i] = i < m ? codes[i] : 0u;
+      codes = padded;
+    }
+    dispatch_width(width, [&](auto w) { pack_fixed<decltype(w)::value>(codes, out); });
+    return 4 * static_cast<std::size_t>(width);
   }
 
   EBAC_HOST_DEVICE static void unpack_block(const std::byte* in, int width, std::uint32_t* codes,
@@ -55,20 +93,23 @@ struct block_bitpack {
       for (std::size_t i = 0; i < m; ++i) codes[i] = 0;
       return;
     }
-    const std::uint64_t mask = (width == 32) ? 0xffffffffull : ((1ull << width) - 1);
-    std::uint64_t acc = 0;
-    int bits = 0;
-    const std::byte* p = in;
-    for (std::size_t i = 0; i < m; ++i) {
-      if (bits < width) {
-        acc |= static_cast<std::uint64_t>(detail::load_le<std::uint32_t>(p)) << bits;
-        p += 4;
-        bits += 32;
-      }
-      codes[i] = static_cast<std::uint32_t>(acc & mask);
-      acc >>= width;
-      bits -= width;
+    if (m == block) {
+      dispatch_width(width, [&](auto w) { unpack_fixed<decltype(w)::value>(in, codes); });
+      return;
     }
+    std::uint32_t full[block];
+    dispatch_width(width, [&](auto w) { unpack_fixed<decltype(w)::value>(in, full); });
+    for (std::size_t i = 0; i < m; ++i) codes[i] = full[i];
+  }
+
+  /// Calls f(std::integral_constant<int, width>) for width in 1..32.
+  template <class F>
+  EBAC_HOST_DEVICE static void dispatch_width(int width, F&& f) noexcept {
+    dispatch_width_impl(width, f, std::make_integer_sequence<int, 33>{});
+  }
+  template <class F, int... W>
+  EBAC_HOST_DEVICE static void dispatch_width_impl(int width, F& f, std::integer_sequence<int, W...>) noexcept {
+    ((W == width && W > 0 ? (f(std::integral_constant<int, W>{}), true) : false) || ...);
   }
 
   EBAC_HOST_DEVICE std::size_t encode_chunk(const std::uint32_t* codes, std::size_t n,

@@ -30,6 +30,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <cstring>
+#include <memory>
 #include <string>
 #include <type_traits>
 #include <vector>
@@ -93,13 +94,41 @@ inline void flat_pass_in_chunk(std::uint32_t* f, std::size_t m, std::uint64_t ti
   }
 }
 
+/// Zigzagged flat 1-D Lorenzo residuals of one chunk, out of place so the
+/// loop vectorizes (tile divides the chunk).
+inline void flat_residuals(const std::uint32_t* q, std::uint32_t* codes, std::size_t m, std::uint64_t tile) {
+  for (std::size_t t0 = 0; t0 < m; t0 += tile) {
+    const std::size_t t1 = std::min<std::size_t>(m, t0 + tile);
+    codes[t0] = ::ebac::detail::zigzag(static_cast<std::int32_t>(q[t0]));
+    for (std::size_t i = t0 + 1; i < t1; ++i)
+      codes[i] = ::ebac::detail::zigzag(static_cast<std::int32_t>(lorenzo::forward(q[i], q[i - 1])));
+  }
+}
+
 template <class Q, class T>
 inline void quantize_chunk(const Q& q, const T* in, std::size_t m, std::uint64_t first, std::uint32_t* codes,
                            std::vector<std::uint64_t>& outliers) {
-  for (std::size_t i = 0; i < m; ++i) {
-    const quantized r = quantize_element(q, in[i]);
-    codes[i] = static_cast<std::uint32_t>(r.code);
-    if (r.outlier) outliers.push_back(first + i);
+  // Two loops: a branch-free first pass the compiler vectorizes, then the
+  // exact decision for the few elements it could not settle.
+  std::uint8_t unsettled[4096];
+  for (std::size_t b = 0; b < m; b += sizeof unsettled) {
+    const std::size_t e = std::min(m, b + sizeof unsettled);
+    for (std::size_t i = b; i < e; ++i) {
+      const quantized r = quantize_element_fast(q, in[i]);
+      codes[i] = static_cast<std::uint32_t>(r.code);
+      unsettled[i - b] = r.outlier;
+    }
+    for (std::size_t i = b; i < e; ++i) {
+      if ((i - b) % 8 == 0 && i + 8 <= e) {  // skip 8 settled elements at once
+        std::uint64_t any;
+        std::memcpy(&any, unsettled + (i - b), 8);
+        if (!any) { i += 7; continue; }
+      }
+      if (!unsettled[i - b]) continue;
+      const quantized r = quantize_element(q, in[i]);
+      codes[i] = static_cast<std::uint32_t>(r.code);
+      if (r.outlier) outliers.push_back(first + i);
+    }
   }
 }
 
@@ -108,6 +137,21 @@ inline void zigzag_in_place(std::uint32_t* f, std::size_t m) {
 }
 inline void unzigzag_in_place(std::uint32_t* f, std::size_t m) {
   for (std::size_t i = 0; i < m; ++i) f[i] = static_cast<std::uint32_t>(::ebac::detail::unzigzag(f[i]));
+}
+
+/// Encodes one chunk through a reused per-thread buffer, so the chunk's own
+/// vector is sized once to its real length (no zero-fill of the worst case).
+template <class E>
+void encode_into(const E& enc, const std::uint32_t* codes, std::size_t m, std::vector<std::byte>& out) {
+  thread_local std::unique_ptr<std::byte[]> buf;
+  thread_local std::size_t cap = 0;
+  const std::size_t need = enc.max_chunk_bytes(m);
+  if (need > cap) {
+    buf.reset(new std::byte[need]);
+    cap = need;
+  }
+  const std::size_t k = enc.encode_chunk(codes, m, buf.get());
+  out.assign(buf.get(), buf.get() + k);
 }
 
 template <class P>
@@ -123,7 +167,16 @@ value_range finite_range(const T* in, std::uint64_t n, std::uint32_t chunk, int 
   parallel_for(static_cast<std::int64_t>(chunks), threads, [&](std::int64_t c) {
     const std::uint64_t b = static_cast<std::uint64_t>(c) * chunk, e = std::min<std::uint64_t>(n, b + chunk);
     value_range r;
-    for (std::uint64_t i = b; i < e; ++i) r.add(to_float(in[i]));
+    if constexpr (std::is_same_v<T, float>) {
+      r.add_block(in + b, static_cast<std::size_t>(e - b));
+    } else {
+      float buf[1024];
+      for (std::uint64_t i = b; i < e; i += 1024) {
+        const std::size_t k = static_cast<std::size_t>(std::min<std::uint64_t>(1024, e - i));
+        for (std::size_t j = 0; j < k; ++j) buf[j] = to_float(in[i + j]);
+        r.add_block(buf, k);
+      }
+    }
     part[static_cast<std::size_t>(c)] = r;
   });
   value_range all;
@@ -169,9 +222,7 @@ std::vector<std::byte> compress(const T* in, const extents& shape, const Pipelin
       const auto c = static_cast<std::uint64_t>(ci);
       const std::size_t m = chunk_len(c);
       const std::uint32_t* codes = codes_of_chunk(c, m);
-      auto& out = payload[c];
-      out.resize(enc.max_chunk_bytes(m));
-      out.resize(enc.encode_chunk(codes, m, out.data()));
+      detail::encode_into(enc, codes, m, payload[c]);
     });
   };
 
@@ -185,30 +236,32 @@ std::vector<std::byte> compress(const T* in, const extents& shape, const Pipelin
         thread_local std::vector<std::uint32_t> scratch;
         const auto c = static_cast<std::uint64_t>(ci);
         const std::size_t m = chunk_len(c);
-        scratch.resize(m);
-        detail::quantize_chunk(q, in + c * C, m, c * C, scratch.data(), outliers[c]);
-        if constexpr (detail::is_lorenzo<P>) detail::flat_pass_in_chunk<true>(scratch.data(), m, pipe.predictor.tile[0]);
-        detail::zigzag_in_place(scratch.data(), m);
-        auto& out = payload[c];
-        out.resize(enc.max_chunk_bytes(m));
-        out.resize(enc.encode_chunk(scratch.data(), m, out.data()));
+        scratch.resize(2 * m);
+        std::uint32_t* quant = scratch.data();
+        std::uint32_t* codes = scratch.data() + m;
+        detail::quantize_chunk(q, in + c * C, m, c * C, quant, outliers[c]);
+        if constexpr (detail::is_lorenzo<P>) detail::flat_residuals(quant, codes, m, pipe.predictor.tile[0]);
+        else for (std::size_t i = 0; i < m; ++i) codes[i] = ::ebac::detail::zigzag(static_cast<std::int32_t>(quant[i]));
+        detail::encode_into(enc, codes, m, payload[c]);
       });
     }
   }
   if (!fused) {
     // Whole-tensor path: the integer field is built first so that residuals
     // may use codes from other chunks and a codebook can see every symbol.
-    std::vector<std::uint32_t> field(static_cast<std::size_t>(n));
+    // Uninitialized: every element is written before it is read.
+    std::unique_ptr<std::uint32_t[]> field_store(new std::uint32_t[static_cast<std::size_t>(n)]);
+    std::uint32_t* const field = field_store.get();
     parallel_for(static_cast<std::int64_t>(chunks), threads, [&](std::int64_t ci) {
       const auto c = static_cast<std::uint64_t>(ci);
-      detail::quantize_chunk(q, in + c * C, chunk_len(c), c * C, field.data() + c * C, outliers[c]);
+      detail::quantize_chunk(q, in + c * C, chunk_len(c), c * C, field + c * C, outliers[c]);
     });
-    for (int k = 0; k < pipe.predictor.passes(); ++k) detail::run_pass<true>(field.data(), pipe.predictor.pass(shape, k), threads);
+    for (int k = 0; k < pipe.predictor.passes(); ++k) detail::run_pass<true>(field, pipe.predictor.pass(shape, k), threads);
     parallel_for(static_cast<std::int64_t>(chunks), threads, [&](std::int64_t ci) {
       const auto c = static_cast<std::uint64_t>(ci);
-      detail::zigzag_in_place(field.data() + c * C, chunk_len(c));
+      detail::zigzag_in_place(field + c * C, chunk_len(c));
     });
-    auto codes_of = [&](std::uint64_t c, std::size_t) -> const std::uint32_t* { return field.data() + c * C; };
+    auto codes_of = [&](std::uint64_t c, std::size_t) -> const std::uint32_t* { return field + c * C; };
     if constexpr (E::needs_codebook) {
       // Histograms with and without zero runs; keep whichever codes smaller.
       namespace A = huffman_alphabet;
@@ -378,21 +431,23 @@ void decompress(const std::byte* data, std::size_t size, T* out, std::uint64_t c
         for (std::size_t i = 0; i < m; ++i) o[i] = reconstruct_element<T>(q, static_cast<std::int32_t>(scratch[i]));
       });
     } else {
-      std::vector<std::uint32_t> field(static_cast<std::size_t>(n));
+      // Uninitialized: every element is written before it is read.
+    std::unique_ptr<std::uint32_t[]> field_store(new std::uint32_t[static_cast<std::size_t>(n)]);
+    std::uint32_t* const field = field_store.get();
       parallel_for(static_cast<std::int64_t>(chunks), threads, [&](std::int64_t ci) {
         const auto c = static_cast<std::uint64_t>(ci);
         const std::size_t m = chunk_len(c);
-        const status s = enc.decode_chunk(payload + offsets[c], static_cast<std::size_t>(offsets[c + 1] - offsets[c]), field.data() + c * C, m);
+        const status s = enc.decode_chunk(payload + offsets[c], static_cast<std::size_t>(offsets[c + 1] - offsets[c]), field + c * C, m);
         if (s != status::ok) { errors[c] = s; return; }
-        detail::unzigzag_in_place(field.data() + c * C, m);
+        detail::unzigzag_in_place(field + c * C, m);
       });
       for (status s : errors)
         if (s != status::ok) fail(s, "a chunk's payload does not decode to its element count");
-      for (int k = pipe.predictor.passes() - 1; k >= 0; --k) detail::run_pass<false>(field.data(), pipe.predictor.pass(h.shape, k), threads);
+      for (int k = pipe.predictor.passes() - 1; k >= 0; --k) detail::run_pass<false>(field, pipe.predictor.pass(h.shape, k), threads);
       parallel_for(static_cast<std::int64_t>(chunks), threads, [&](std::int64_t ci) {
         const auto c = static_cast<std::uint64_t>(ci);
         const std::size_t m = chunk_len(c);
-        const std::uint32_t* f = field.data() + c * C;
+        const std::uint32_t* f = field + c * C;
         T* o = out + c * C;
         for (std::size_t i = 0; i < m; ++i) o[i] = reconstruct_element<T>(q, static_cast<std::int32_t>(f[i]));
       });

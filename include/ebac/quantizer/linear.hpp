@@ -39,6 +39,19 @@ inline float float_at_most(double d) noexcept {
   return f;
 }
 
+/// All ones when b, else zero: selects by masking, which (unlike a ternary
+/// around float arithmetic) compilers vectorize under -ftrapping-math.
+EBAC_HOST_DEVICE std::uint32_t mask(bool b) noexcept { return 0u - static_cast<std::uint32_t>(b); }
+
+/// Bit pattern of float(quantizer_code_limit - 1): candidate magnitudes must stay below it.
+inline constexpr std::uint32_t code_limit_bits = 0x4a7ffffcu;  // 4194303.0f
+static_assert(quantizer_code_limit == (1 << 22));
+
+/// The float difference fl(x - y) is within 2^-24 (relative) of the exact
+/// one, so fl(|x - y|) <= eb (1 - 2^-22) proves |x - y| <= eb. Values closer
+/// to the bound than that take the exact (double, TwoSum) check.
+inline float settle_threshold(double eb) noexcept { return float_at_most(eb * (1.0 - 0x1p-22)); }
+
 EBAC_HOST_DEVICE bool is_finite_float(float x) noexcept {
   return (float_bits(x) & 0x7f800000u) != 0x7f800000u;
 }
@@ -50,11 +63,9 @@ EBAC_HOST_DEVICE bool within_bound(float x, float y, double eb) noexcept {
   const double a = x, b = -static_cast<double>(y);
   const double s = a + b;
   const double m = s < 0 ? -s : s;
-  if (m < eb) return true;
-  if (m > eb) return false;
   const double bb = s - a;
-  const double err = (a - (s - bb)) + (b - bb);  // exact: (a + b) - s
-  return err == 0 || ((err < 0) != (s < 0));
+  const double err = (a - (s - bb)) + (b - bb);  // exact: (a + b) - s (TwoSum)
+  return (m < eb) | ((m == eb) & ((err == 0) | ((err < 0) != (s < 0))));
 }
 
 }  // namespace detail
@@ -68,23 +79,31 @@ struct linear_quantizer {
   double eb = 0;         // the bound the caller is promised
   float step = 0;        // largest float <= 2eb: reconstruction = q * step
   float inv_step = 0;    // 1 / step, used only to pick a candidate code
+  float settle = 0;      // a float |x - y| <= settle proves |x - y| <= eb exactly
 
   static linear_quantizer make(double eb) noexcept {
     linear_quantizer q;
     q.eb = eb;
     q.step = detail::float_at_most(2.0 * eb);
     q.inv_step = q.step > 0 ? static_cast<float>(1.0 / static_cast<double>(q.step)) : 0.0f;
+    q.settle = detail::settle_threshold(eb);
     return q;
   }
 
-  /// Candidate code; false when none fits the code range (or x is not finite).
+  /// Candidate code (0 when none fits the code range or x is not finite).
+  /// Comparisons act on the bit patterns of non-negative floats (which order
+  /// like integers) so the loop has no float compares and vectorizes even
+  /// under the default -ftrapping-math.
   EBAC_HOST_DEVICE bool try_quantize(float x, std::int32_t& code) const noexcept {
-    const float a = (x < 0 ? -x : x) * inv_step;
-    if (!(a < static_cast<float>(quantizer_code_limit - 1))) return false;
-    const std::int32_t t = static_cast<std::int32_t>(a);  // trunc, a >= 0
-    const std::int32_t m = t + ((static_cast<float>(t) + 0.5f <= a) ? 1 : 0);
-    code = x < 0 ? -m : m;
-    return true;
+    const std::uint32_t xb = detail::float_bits(x);
+    std::uint32_t ab = detail::float_bits(detail::bits_float(xb & 0x7fffffffu) * inv_step);
+    const std::uint32_t ok = detail::mask(ab < detail::code_limit_bits);  // 0 for NaN/Inf
+    ab &= ok;
+    const std::int32_t t = static_cast<std::int32_t>(detail::bits_float(ab));  // trunc, 0 <= a < 2^22
+    const std::int32_t m = t + static_cast<std::int32_t>(detail::float_bits(static_cast<float>(t) + 0.5f) <= ab);
+    const std::int32_t sign = static_cast<std::int32_t>(xb) >> 31;  // 0 or -1
+    code = (m ^ sign) - sign;
+    return ok != 0;
   }
 
   EBAC_HOST_DEVICE float reconstruct(std::int32_t code) const noexcept {
@@ -102,31 +121,41 @@ struct sign_preserving_quantizer {
   double eb = 0;
   float half_step = 0;   // largest float <= eb: reconstruction = (2q-1) * half_step
   float inv_step = 0;    // 1 / (2 half_step)
+  float settle = 0;      // a float |x - y| <= settle proves |x - y| <= eb exactly
 
   static sign_preserving_quantizer make(double eb) noexcept {
     sign_preserving_quantizer q;
     q.eb = eb;
     q.half_step = detail::float_at_most(eb);
     q.inv_step = q.half_step > 0 ? static_cast<float>(0.5 / static_cast<double>(q.half_step)) : 0.0f;
+    q.settle = detail::settle_threshold(eb);
     return q;
   }
 
   EBAC_HOST_DEVICE bool try_quantize(float x, std::int32_t& code) const noexcept {
-    if (x == 0.0f) { code = 0; return true; }
-    const float a = (x < 0 ? -x : x) * inv_step;
-    if (!(a < static_cast<float>(quantizer_code_limit - 1))) return false;
-    std::int32_t t = static_cast<std::int32_t>(a);
-    t += (static_cast<float>(t) < a) ? 1 : 0;  // ceil
-    if (t < 1) t = 1;
-    code = x < 0 ? -t : t;
-    return true;
+    const std::uint32_t xb = detail::float_bits(x);
+    const std::uint32_t axb = xb & 0x7fffffffu;
+    std::uint32_t ab = detail::float_bits(detail::bits_float(axb) * inv_step);
+    const std::uint32_t ok = detail::mask(ab < detail::code_limit_bits);  // 0 for NaN/Inf
+    ab &= ok;
+    std::int32_t t = static_cast<std::int32_t>(detail::bits_float(ab));
+    t += static_cast<std::int32_t>(detail::float_bits(static_cast<float>(t)) < ab);  // ceil
+    t += static_cast<std::int32_t>(t < 1);                                         // x != 0 -> |code| >= 1
+    const std::int32_t sign = static_cast<std::int32_t>(xb) >> 31;
+    code = static_cast<std::int32_t>(static_cast<std::uint32_t>((t ^ sign) - sign) & detail::mask(axb != 0));
+    return ok != 0;
   }
 
   EBAC_HOST_DEVICE float reconstruct(std::int32_t code) const noexcept {
-    if (code == 0) return 0.0f;
-    const std::int64_t m = code < 0 ? -static_cast<std::int64_t>(code) : code;
-    const float mag = static_cast<float>(2 * m - 1) * half_step;
-    return code < 0 ? -mag : mag;
+    // 2|code| - 1 in wrapping unsigned arithmetic: exact for valid codes
+    // (|code| < 2^22), and defined (if meaningless) for a corrupt stream's.
+    const std::uint32_t sign = static_cast<std::uint32_t>(code >> 31);
+    const std::uint32_t m = (static_cast<std::uint32_t>(code) ^ sign) - sign;
+    const auto odd = static_cast<std::int32_t>((2u * m - 1u) & 0x7fffffffu);
+    const std::uint32_t mag = detail::float_bits(static_cast<float>(odd) * half_step);
+    // Masks, not a ternary: a conditional float multiply would keep the
+    // compiler from vectorizing (it may not speculate a trapping operation).
+    return detail::bits_float((mag | (sign << 31)) & (0u - static_cast<std::uint32_t>(code != 0)));
   }
 };
 
@@ -140,15 +169,39 @@ struct quantized {
 /// arithmetic, including the rounding back to the storage type T.
 template <class Quantizer, class T>
 EBAC_HOST_DEVICE quantized quantize_element(const Quantizer& q, T x) noexcept {
+  // Written without early returns so that host loops over it vectorize.
   const float xf = to_float(x);
   std::int32_t code;
-  if (!detail::is_finite_float(xf) || !q.try_quantize(xf, code)) return {0, true};
+  bool ok = q.try_quantize(xf, code);
+  code = ok ? code : 0;
   const float yf = to_float(from_float<T>(q.reconstruct(code)));
-  if (!detail::is_finite_float(yf) || !detail::within_bound(xf, yf, q.eb)) return {0, true};
+  ok = ok & detail::is_finite_float(yf) & detail::within_bound(xf, yf, q.eb);
   if constexpr (Quantizer::preserves_zero_and_sign) {
-    if ((xf == 0.0f) != (yf == 0.0f) || ((xf < 0.0f) != (yf < 0.0f))) return {0, true};
+    ok = ok & ((xf == 0.0f) == (yf == 0.0f)) & ((xf < 0.0f) == (yf < 0.0f));
   }
-  return {code, false};
+  return {ok ? code : 0, !ok};
+}
+
+/// Vectorizable first pass of quantize_element: `outlier == false` means the
+/// code is final and equals what quantize_element returns; `outlier == true`
+/// means "not settled here" and the caller must run quantize_element (which
+/// decides exactly; NaN, Inf, range overflow and values whose error lies
+/// within 2^-22 of the bound all land there). Uses only integer compares.
+template <class Quantizer, class T>
+EBAC_HOST_DEVICE quantized quantize_element_fast(const Quantizer& q, T x) noexcept {
+  const float xf = to_float(x);
+  std::int32_t code;
+  const std::uint32_t ok = detail::mask(q.try_quantize(xf, code));
+  code = static_cast<std::int32_t>(static_cast<std::uint32_t>(code) & ok);
+  const float yf = to_float(from_float<T>(q.reconstruct(code)));
+  const std::uint32_t xb = detail::float_bits(xf), yb = detail::float_bits(yf);
+  const std::uint32_t db = detail::float_bits(xf - yf) & 0x7fffffffu;  // NaN/Inf compare above settle
+  std::uint32_t settled = ok & detail::mask(db <= detail::float_bits(q.settle));
+  if constexpr (Quantizer::preserves_zero_and_sign) {
+    const std::uint32_t xz = detail::mask((xb & 0x7fffffffu) == 0), yz = detail::mask((yb & 0x7fffffffu) == 0);
+    settled &= ~(xz ^ yz) & (xz | (static_cast<std::uint32_t>(static_cast<std::int32_t>(xb ^ yb) >> 31) ^ 0xffffffffu));
+  }
+  return {static_cast<std::int32_t>(static_cast<std::uint32_t>(code) & settled), settled == 0};
 }
 
 /// The decoder's reconstruction of a code, rounded to the storage type.
