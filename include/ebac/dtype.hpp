@@ -65,14 +65,16 @@ EBAC_HOST_DEVICE float to_float(bfloat16 x) noexcept {
 }
 
 EBAC_HOST_DEVICE float to_float(float16 x) noexcept {
-  const std::uint32_t sign = (static_cast<std::uint32_t>(x.bits) & 0x8000u) << 16;
-  const std::uint32_t exp = (x.bits >> 10) & 0x1fu;
-  const std::uint32_t mant = x.bits & 0x3ffu;
-  if (exp == 0x1f) return detail::bits_float(sign | 0x7f800000u | (mant << 13));
-  if (exp != 0) return detail::bits_float(sign | ((exp + 112u) << 23) | (mant << 13));
-  // Subnormal: mant * 2^-24 is exact in float.
-  const float mag = static_cast<float>(mant) * 5.9604644775390625e-08f;
-  return sign ? -mag : mag;
+  // Branch-free (so conversion loops vectorize): shifting exponent and
+  // mantissa into place and scaling by 2^112 is exact for normal and
+  // subnormal halves alike; Inf/NaN are selected by mask.
+  const std::uint32_t h = x.bits;
+  const std::uint32_t sign = (h & 0x8000u) << 16;
+  const std::uint32_t em = h & 0x7fffu;
+  const std::uint32_t scaled = detail::float_bits(detail::bits_float(em << 13) * 0x1p112f);
+  const std::uint32_t special = 0u - static_cast<std::uint32_t>(em >= 0x7c00u);
+  const std::uint32_t inf_nan = 0x7f800000u | ((em & 0x3ffu) << 13);
+  return detail::bits_float(sign | (scaled & ~special) | (inf_nan & special));
 }
 
 /// Round-to-nearest-even conversion, identical on host and device.
@@ -88,28 +90,22 @@ template <> EBAC_HOST_DEVICE bfloat16 from_float<bfloat16>(float f) noexcept {
 }
 
 template <> EBAC_HOST_DEVICE float16 from_float<float16>(float f) noexcept {
+  // Branch-free round-to-nearest-even. Subnormal halves: adding 0.5f puts
+  // the half's unit 2^-24 at the float's last mantissa bit, so the float
+  // addition itself rounds (ties to even) and the low bits are the result.
   const std::uint32_t u = detail::float_bits(f);
   const std::uint32_t sign = (u >> 16) & 0x8000u;
   const std::uint32_t a = u & 0x7fffffffu;
-  if (a > 0x7f800000u)  // NaN: quiet, keep the top payload bits
-    return float16{static_cast<std::uint16_t>(sign | 0x7e00u | ((a >> 13) & 0x3ffu))};
-  if (a >= 0x477ff000u)  // >= 65520 rounds to infinity (also maps Inf)
-    return float16{static_cast<std::uint16_t>(sign | 0x7c00u)};
-  if (a >= 0x38800000u) {  // normal half range
-    const std::uint32_t r = a - 0x38000000u;
-    return float16{static_cast<std::uint16_t>(sign | ((r + 0x0fffu + ((r >> 13) & 1u)) >> 13))};
-  }
-  if (a <= 0x33000000u)  // <= 2^-25 rounds (ties to even) to zero
-    return float16{static_cast<std::uint16_t>(sign)};
-  // Subnormal half: value = m * 2^(e-150), unit 2^-24, so shift by 126 - e.
-  const std::uint32_t e = a >> 23;
-  const std::uint32_t m = (a & 0x7fffffu) | 0x800000u;
-  const std::uint32_t shift = 126u - e;  // 14..24
-  const std::uint32_t q = m >> shift;
-  const std::uint32_t rem = m & ((1u << shift) - 1u);
-  const std::uint32_t half = 1u << (shift - 1u);
-  const std::uint32_t up = (rem > half || (rem == half && (q & 1u))) ? 1u : 0u;
-  return float16{static_cast<std::uint16_t>(sign | (q + up))};
+  const std::uint32_t r = a - 0x38000000u;
+  const std::uint32_t normal = (r + 0x0fffu + ((r >> 13) & 1u)) >> 13;
+  const std::uint32_t sub = detail::float_bits(detail::bits_float(a) + 0.5f) - 0x3f000000u;
+  const std::uint32_t is_nan = 0u - static_cast<std::uint32_t>(a > 0x7f800000u);
+  const std::uint32_t is_inf = 0u - static_cast<std::uint32_t>(a >= 0x477ff000u);  // >= 65520 rounds to Inf
+  const std::uint32_t is_sub = 0u - static_cast<std::uint32_t>(a < 0x38800000u);
+  std::uint32_t h = (normal & ~is_sub) | (sub & is_sub);
+  h = (h & ~is_inf) | (0x7c00u & is_inf);
+  h = (h & ~is_nan) | ((0x7e00u | ((a >> 13) & 0x3ffu)) & is_nan);
+  return float16{static_cast<std::uint16_t>(sign | h)};
 }
 
 /// The element's bit pattern as an unsigned integer.
