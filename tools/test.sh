@@ -23,6 +23,7 @@ NVCC=/usr/local/cuda/bin/nvcc
 packages=(
   cmake ninja-build g++     # build
   doctest-dev               # unit and property tests
+  python3 python3-numpy     # tests/cli drives the CLI from Python and checks results in numpy
   clang libclang-rt-14-dev  # libFuzzer + sanitizer runtimes for the fuzz preset
 )
 
