@@ -20,11 +20,14 @@ corpus=$build/corpus/decompress    # grows across local runs; seeds stay pristin
 artifacts=$build/artifacts
 log=$build/fuzz_decompress.log
 
+regressions=tests/fuzz/regressions   # inputs that once failed: replayed by ctest, fuzzed from too
+if [[ -z "${ASAN_SYMBOLIZER_PATH:-}" && -x /usr/bin/llvm-symbolizer-14 ]]; then export ASAN_SYMBOLIZER_PATH=/usr/bin/llvm-symbolizer-14; fi
+
 command -v clang++ >/dev/null || { echo "fuzz.sh: clang++ not found (apt-get install clang libclang-rt-14-dev)" >&2; exit 1; }
 
 cmake --preset fuzz >/dev/null
 cmake --build --preset fuzz -j "$JOBS"
-ctest --preset fuzz    # every seed once through the sanitized decoder
+ctest --preset fuzz    # every seed and regression input once through the sanitized decoder
 
 if [[ "$FUZZ_SECONDS" == 0 ]]; then
   echo "fuzz.sh: FUZZ_SECONDS=0, seed replay only"
@@ -35,12 +38,12 @@ mkdir -p "$corpus" "$artifacts"
 echo "fuzz.sh: fuzzing the decoder for ${FUZZ_SECONDS}s (log: $log)"
 rc=0
 "$fuzzer" -max_total_time="$FUZZ_SECONDS" -timeout=10 -rss_limit_mb=2048 -print_final_stats=1 \
-  -artifact_prefix="$artifacts/" "$corpus" "$seeds" >"$log" 2>&1 || rc=$?
+  -artifact_prefix="$artifacts/" "$corpus" "$seeds" $([[ -d $regressions ]] && echo "$regressions") >"$log" 2>&1 || rc=$?
 if [[ $rc -ne 0 ]]; then
   tail -n 80 "$log"
   echo "fuzz.sh: FAILED (libFuzzer exit $rc); inputs that failed:" >&2
   ls -l "$artifacts" >&2 || true
-  echo "fuzz.sh: reproduce with: $fuzzer <artifact>" >&2
+  echo "fuzz.sh: reproduce with: $fuzzer <artifact>; once fixed, add the input to $regressions/" >&2
   exit 1
 fi
 grep -E 'DONE|stat::number_of_executed_units|stat::new_units_added|stat::peak_rss_mb' "$log" || tail -n 5 "$log"

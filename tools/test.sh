@@ -25,12 +25,14 @@ packages=(
   doctest-dev               # unit and property tests
   python3 python3-numpy     # tests/cli drives the CLI from Python and checks results in numpy
   clang libclang-rt-14-dev  # libFuzzer + sanitizer runtimes for the fuzz preset
+  llvm-14                   # llvm-symbolizer: sanitizer reports with file:line
 )
 
 stage_start=$SECONDS
+stage_name=""
 timings=()
 stage() {  # stage NAME: closes the previous stage's timer, opens a new one
-  if [[ -n "${stage_name:-}" ]]; then timings+=("$(printf '%-28s %5ss' "$stage_name" $((SECONDS - stage_start)))"); fi
+  if [[ -n "$stage_name" ]]; then timings+=("$(printf '%-28s %5ss' "$stage_name" $((SECONDS - stage_start)))"); fi
   stage_name=$1
   stage_start=$SECONDS
   [[ -n "$1" ]] && printf '\n==== %s ====\n' "$1"
@@ -42,7 +44,7 @@ summary() {
   printf '%s\n' "${timings[@]}"
   printf '%-28s %5ss\n' total "$SECONDS"
 }
-trap 'rc=$?; if [[ $rc -ne 0 ]]; then summary; echo "tools/test.sh: FAILED in stage: ${stage_name:-?}" >&2; fi' EXIT
+trap 'rc=$?; if [[ $rc -ne 0 ]]; then failed=$stage_name; summary; echo "tools/test.sh: FAILED in stage: ${failed:-?} (exit $rc)" >&2; fi' EXIT
 
 stage "packages"
 missing=()
@@ -65,6 +67,9 @@ else
   "${sudo[@]}" apt-get update -q
   "${sudo[@]}" apt-get install -y -q --no-install-recommends "${missing[@]}"
 fi
+
+# Sanitizers look for a plain `llvm-symbolizer` in PATH; Debian names it by version.
+if [[ -z "${ASAN_SYMBOLIZER_PATH:-}" && -x /usr/bin/llvm-symbolizer-14 ]]; then export ASAN_SYMBOLIZER_PATH=/usr/bin/llvm-symbolizer-14; fi
 
 stage "release: configure + build"
 cmake --preset release
