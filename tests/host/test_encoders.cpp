@@ -1,0 +1,409 @@
+// Encoders: round trips on many code distributions and chunk sizes, exact
+// byte layouts, and hostile input (every truncation, mutations, garbage).
+// Every decoder input lives in an allocation of exactly its size so the
+// sanitizer build catches a read past the end.
+#include "test_support.hpp"
+
+#include <algorithm>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <queue>
+#include <random>
+#include <string>
+#include <vector>
+
+using namespace ebac_test;
+
+namespace {
+
+namespace A = ebac::huffman_alphabet;
+
+struct code_set {
+  std::string name;
+  std::vector<std::uint32_t> codes;
+};
+
+std::vector<std::size_t> sizes() { return {0, 1, 2, 31, 32, 33, 63, 64, 65, 1000, 4096, 16384, 65537}; }
+
+std::vector<code_set> code_sets(std::uint64_t seed) {
+  std::mt19937_64 rng(seed);
+  std::vector<code_set> out;
+  for (std::size_t n : sizes()) {
+    const std::string sn = "n=" + std::to_string(n);
+    auto gen = [&](const std::string& kind, auto&& f) {
+      code_set c{kind + " " + sn, std::vector<std::uint32_t>(n)};
+      for (std::size_t i = 0; i < n; ++i) c.codes[i] = f(i);
+      out.push_back(std::move(c));
+    };
+    gen("all-zero", [](std::size_t) { return 0u; });
+    gen("all-ones", [](std::size_t) { return 1u; });
+    gen("sparse", [&](std::size_t) { return (rng() % 20 == 0) ? static_cast<std::uint32_t>(1 + rng() % 50) : 0u; });
+    std::geometric_distribution<std::uint32_t> geo(0.3);
+    gen("geometric", [&](std::size_t) { return geo(rng); });
+    std::geometric_distribution<std::uint32_t> geo_slow(0.002);
+    gen("geometric-wide", [&](std::size_t) { return geo_slow(rng); });  // some above 4095: escapes
+    gen("huge", [&](std::size_t) { return static_cast<std::uint32_t>(rng()); });
+    gen("max", [](std::size_t) { return 0xffffffffu; });
+    gen("literal-edge", [&](std::size_t i) { return (i % 3 == 0) ? 4095u : (i % 3 == 1 ? 4096u : 4094u); });
+    gen("mostly-small-some-huge", [&](std::size_t) {
+      return (rng() % 100 == 0) ? static_cast<std::uint32_t>(rng() | 0x80000000u) : static_cast<std::uint32_t>(rng() % 4);
+    });
+    gen("long-runs", [&, run = std::size_t{0}, val = 0u](std::size_t) mutable {
+      if (run == 0) {
+        run = 1 + rng() % 300;
+        val = (rng() % 3 == 0) ? static_cast<std::uint32_t>(1 + rng() % 9) : 0u;
+      }
+      --run;
+      return val;
+    });
+    gen("one-nonzero-at-end", [n](std::size_t i) { return i + 1 == n ? 12345u : 0u; });
+  }
+  return out;
+}
+
+/// Truncation lengths to try: all of them for small chunks, a sample otherwise.
+std::vector<std::size_t> truncations(std::size_t bytes, std::mt19937_64& rng) {
+  std::vector<std::size_t> v;
+  if (bytes <= 3000) {
+    for (std::size_t l = 0; l < bytes; ++l) v.push_back(l);
+  } else {
+    for (std::size_t l = 0; l < 16; ++l) v.push_back(l);
+    for (std::size_t l = bytes - 32; l < bytes; ++l) v.push_back(l);
+    for (int i = 0; i < 40; ++i) v.push_back(rng() % bytes);
+  }
+  return v;
+}
+
+std::unique_ptr<std::byte[]> exact_copy(const std::byte* p, std::size_t n) {
+  std::unique_ptr<std::byte[]> b(new std::byte[n]);
+  if (n) std::memcpy(b.get(), p, n);
+  return b;
+}
+
+/// Encode, decode, compare; then every truncation must fail and mutations
+/// must not crash (the sanitizer build checks the "no out-of-bounds" part).
+template <class E>
+void check_encoder(const E& enc, const code_set& cs, std::mt19937_64& rng, bool mutate = true) {
+  INFO("codes: ", cs.name);
+  const std::size_t n = cs.codes.size();
+  const std::size_t cap = enc.max_chunk_bytes(n);
+  auto buf = std::unique_ptr<std::byte[]>(new std::byte[cap ? cap : 1]);
+  const std::size_t bytes = enc.encode_chunk(cs.codes.data(), n, buf.get());
+  REQUIRE(bytes <= cap);
+  auto in = exact_copy(buf.get(), bytes);
+  std::vector<std::uint32_t> out(n, 0xdeadbeefu);
+  REQUIRE(enc.decode_chunk(in.get(), bytes, out.data(), n) == ebac::status::ok);
+  const bool equal = out == cs.codes;
+  CHECK_MESSAGE(equal, "decoded codes differ");
+
+  std::size_t accepted = 0, first = 0;
+  for (std::size_t l : truncations(bytes, rng)) {
+    auto t = exact_copy(buf.get(), l);
+    std::vector<std::uint32_t> o(n);
+    if (enc.decode_chunk(t.get(), l, o.data(), n) == ebac::status::ok && accepted++ == 0) first = l;
+  }
+  CHECK_MESSAGE(accepted == 0, accepted, " truncations decoded as ok, first at length ", first, " of ", bytes);
+
+  if (!mutate || bytes == 0) return;
+  const int tries = bytes <= 200 ? static_cast<int>(bytes) * 3 : 150;
+  for (int k = 0; k < tries; ++k) {
+    auto t = exact_copy(buf.get(), bytes);
+    const std::size_t pos = bytes <= 200 ? static_cast<std::size_t>(k / 3) : rng() % bytes;
+    const std::uint8_t x[3] = {0x01, 0x80, 0xff};
+    t[pos] ^= static_cast<std::byte>(bytes <= 200 ? x[k % 3] : static_cast<std::uint8_t>(1 + rng() % 255));
+    std::vector<std::uint32_t> o(n);
+    (void)enc.decode_chunk(t.get(), bytes, o.data(), n);  // any status; must not crash or overrun
+  }
+}
+
+std::vector<std::uint64_t> histogram(const std::vector<std::uint32_t>& codes, bool runs) {
+  std::vector<std::uint64_t> h(A::size, 0);
+  ebac::detail::huffman_tokenize(codes.data(), codes.size(), runs, [&](std::uint32_t s, std::uint32_t, int) { ++h[s]; });
+  return h;
+}
+
+std::uint64_t kraft_units(const std::vector<std::uint8_t>& len) {  // sum 2^(24 - l)
+  std::uint64_t k = 0;
+  for (auto l : len)
+    if (l) k += std::uint64_t{1} << (A::max_code_length - l);
+  return k;
+}
+
+/// Optimal (unlimited) Huffman cost sum(freq * len), computed independently
+/// as the sum of all merged weights.
+std::uint64_t optimal_cost(const std::vector<std::uint64_t>& freq) {
+  std::priority_queue<std::uint64_t, std::vector<std::uint64_t>, std::greater<>> q;
+  for (auto f : freq)
+    if (f) q.push(f);
+  if (q.size() == 1) return q.top();
+  std::uint64_t cost = 0;
+  while (q.size() > 1) {
+    const auto a = q.top(); q.pop();
+    const auto b = q.top(); q.pop();
+    cost += a + b;
+    q.push(a + b);
+  }
+  return cost;
+}
+
+}  // namespace
+
+TEST_SUITE("host") {
+
+TEST_CASE("block_bitpack: byte layout") {
+  const ebac::block_bitpack e{};
+  std::vector<std::byte> buf(e.max_chunk_bytes(100));
+  const std::vector<std::uint32_t> zeros(64, 0);
+  CHECK(e.encode_chunk(zeros.data(), 64, buf.data()) == 2);  // two all-zero blocks: width bytes only
+  CHECK(buf[0] == std::byte{0});
+  CHECK(buf[1] == std::byte{0});
+  std::vector<std::uint32_t> ones(33, 1);
+  CHECK(e.encode_chunk(ones.data(), 33, buf.data()) == 2 + 4 + 4);
+  CHECK(buf[0] == std::byte{1});
+  CHECK(buf[1] == std::byte{1});
+  CHECK(buf[2] == std::byte{0xff});  // 32 one-bit codes, LSB first
+  CHECK(buf[6] == std::byte{0x01});  // the 33rd code, zero padded
+  CHECK(buf[7] == std::byte{0});
+  std::vector<std::uint32_t> v = {5, 0, 0, 0x80000000u};
+  CHECK(e.encode_chunk(v.data(), 4, buf.data()) == 1 + 4 * 32);
+  CHECK(buf[0] == std::byte{32});
+  CHECK(e.encode_chunk(v.data(), 0, buf.data()) == 0);
+  CHECK(e.max_chunk_bytes(0) == 0);
+  CHECK(e.max_chunk_bytes(33) == 2 * 129);
+}
+
+TEST_CASE("block_bitpack: round trips, truncations and mutations") {
+  std::mt19937_64 rng(21);
+  for (const auto& cs : code_sets(1)) check_encoder(ebac::block_bitpack{}, cs, rng);
+}
+
+TEST_CASE("block_bitpack: width bytes above 32 and wrong sizes are rejected") {
+  const ebac::block_bitpack e{};
+  std::vector<std::uint32_t> codes(40, 3);
+  std::vector<std::byte> buf(e.max_chunk_bytes(40));
+  const std::size_t bytes = e.encode_chunk(codes.data(), 40, buf.data());
+  std::vector<std::uint32_t> out(40);
+  for (int w : {33, 64, 255}) {
+    auto t = exact_copy(buf.data(), bytes);
+    t[1] = static_cast<std::byte>(w);
+    CHECK(e.decode_chunk(t.get(), bytes, out.data(), 40) != ebac::status::ok);
+  }
+  auto longer = std::unique_ptr<std::byte[]>(new std::byte[bytes + 4]{});
+  std::memcpy(longer.get(), buf.data(), bytes);
+  CHECK(e.decode_chunk(longer.get(), bytes + 4, out.data(), 40) != ebac::status::ok);  // trailing bytes
+  std::vector<std::uint32_t> out70(70);
+  CHECK(e.decode_chunk(buf.data(), bytes, out70.data(), 70) != ebac::status::ok);  // 3 blocks do not fit these bytes
+}
+
+TEST_CASE("run_length: byte layout") {
+  const ebac::run_length e{};
+  std::vector<std::byte> buf(64);
+  auto enc = [&](std::vector<std::uint32_t> v) {
+    const std::size_t k = e.encode_chunk(v.data(), v.size(), buf.data());
+    std::vector<int> r;
+    for (std::size_t i = 0; i < k; ++i) r.push_back(static_cast<int>(buf[i]));
+    return r;
+  };
+  CHECK(enc({}) == std::vector<int>{});
+  CHECK(enc({0, 0, 0, 5}) == std::vector<int>{3, 4});
+  CHECK(enc({7}) == std::vector<int>{0, 6});
+  CHECK(enc({0, 0}) == std::vector<int>{2});
+  CHECK(enc({1, 0, 200}) == std::vector<int>{0, 0, 1, 0xc7, 0x01});
+  CHECK(e.max_chunk_bytes(10) >= 10 * 6);
+}
+
+TEST_CASE("run_length: round trips, truncations and mutations") {
+  std::mt19937_64 rng(22);
+  for (const auto& cs : code_sets(2)) check_encoder(ebac::run_length{}, cs, rng);
+}
+
+TEST_CASE("run_length: runs past the chunk, trailing bytes and overlong varints are rejected") {
+  const ebac::run_length e{};
+  std::vector<std::uint32_t> out(8);
+  auto dec = [&](std::vector<std::uint8_t> b, std::size_t n) {
+    auto t = std::unique_ptr<std::byte[]>(new std::byte[b.size() ? b.size() : 1]);
+    for (std::size_t i = 0; i < b.size(); ++i) t[i] = static_cast<std::byte>(b[i]);
+    return e.decode_chunk(t.get(), b.size(), out.data(), n);
+  };
+  CHECK(dec({8}, 8) == ebac::status::ok);
+  CHECK(dec({9}, 8) != ebac::status::ok);           // run longer than the chunk
+  CHECK(dec({8, 0}, 8) != ebac::status::ok);        // trailing byte
+  CHECK(dec({0, 0xff, 0xff, 0xff, 0xff, 0x0f}, 1) != ebac::status::ok);  // code - 1 = 2^32 - 1: code overflows
+  CHECK(dec({0, 0xfe, 0xff, 0xff, 0xff, 0x0f}, 1) == ebac::status::ok);
+  CHECK(out[0] == 0xffffffffu);
+  CHECK(dec({0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x01}, 8) != ebac::status::ok);  // > 64 bits
+  CHECK(dec({}, 1) != ebac::status::ok);
+  CHECK(dec({}, 0) == ebac::status::ok);
+}
+
+TEST_CASE("huffman: round trips with and without zero runs, truncations and mutations") {
+  std::mt19937_64 rng(23);
+  for (const auto& cs : code_sets(3)) {
+    for (bool runs : {false, true}) {
+      CAPTURE(runs);
+      const auto cb = ebac::huffman_codebook::from_histogram(histogram(cs.codes, runs), runs);
+      for (std::uint32_t s = 0; s < A::size; ++s) REQUIRE(cb.length[s] <= A::max_code_length);
+      CHECK(kraft_units(cb.length) <= (std::uint64_t{1} << A::max_code_length));
+      check_encoder(ebac::huffman::bind(cb), cs, rng, !cs.codes.empty() && cs.codes.size() <= 16384);
+      // The serialized codebook describes the same code.
+      std::vector<std::byte> ser;
+      cb.serialize(ser);
+      ebac::huffman_codebook back;
+      auto in = exact_copy(ser.data(), ser.size());
+      REQUIRE(ebac::huffman_codebook::deserialize(in.get(), ser.size(), back) == ebac::status::ok);
+      CHECK(back.use_runs == cb.use_runs);
+      CHECK(back.length == cb.length);
+      CHECK(back.code_lsb == cb.code_lsb);
+    }
+  }
+}
+
+TEST_CASE("huffman: lengths are optimal when the limit does not bind") {
+  std::mt19937_64 rng(24);
+  for (int t = 0; t < 300; ++t) {
+    std::vector<std::uint64_t> h(A::size, 0);
+    const int used = 2 + static_cast<int>(rng() % 200);
+    for (int i = 0; i < used; ++i) h[rng() % A::literals] += 1 + rng() % 1000;
+    const auto cb = ebac::huffman_codebook::from_histogram(h, false);
+    std::uint64_t cost = 0;
+    bool covered = true;
+    for (std::uint32_t s = 0; s < A::size; ++s) {
+      cost += h[s] * cb.length[s];
+      if (h[s] && !cb.length[s]) covered = false;
+    }
+    CHECK(covered);
+    CHECK(cost == optimal_cost(h));
+    CHECK(cost == ebac::huffman_codebook::cost_bits(h, cb.length));
+  }
+}
+
+TEST_CASE("huffman: length limit <= 24 on highly skewed (Fibonacci) histograms") {
+  std::mt19937_64 rng(25);
+  for (int nsym : {26, 40, 60, 90}) {
+    for (bool runs : {false, true}) {
+      CAPTURE(nsym);
+      CAPTURE(runs);
+      std::vector<std::uint64_t> h(A::size, 0);
+      // Symbols: literals, and with runs also run classes and the escape.
+      std::vector<std::uint32_t> syms;
+      for (int i = 0; i < nsym; ++i) syms.push_back(static_cast<std::uint32_t>(i * 37 % A::literals));
+      if (runs) {
+        syms.push_back(A::run_base);
+        syms.push_back(A::run_base + 4);
+      }
+      syms.push_back(A::escape);
+      std::uint64_t a = 1, b = 1;
+      for (auto s : syms) {
+        h[s] = a;  // Fibonacci weights: an unlimited Huffman tree would be a chain
+        const auto c = a + b;
+        a = b;
+        b = std::min<std::uint64_t>(c, std::uint64_t{1} << 40);  // realistic counts: no overflow in sums
+      }
+      const auto cb = ebac::huffman_codebook::from_histogram(h, runs);
+      int longest = 0;
+      for (auto s : syms) {
+        CHECK(cb.length[s] >= 1);
+        longest = std::max<int>(longest, cb.length[s]);
+      }
+      CHECK(longest <= A::max_code_length);
+      if (syms.size() > 30) CHECK(longest >= 13);  // the long-code walk is exercised
+      CHECK(kraft_units(cb.length) <= (std::uint64_t{1} << A::max_code_length));
+      // Every symbol (incl. the longest codes) encodes and decodes.
+      code_set cs{"fibonacci", {}};
+      for (int rep = 0; rep < 3; ++rep)
+        for (auto s : syms) {
+          if (s < A::literals) cs.codes.push_back(s);
+          else if (s == A::escape) cs.codes.push_back(0x12345678u + static_cast<std::uint32_t>(rep));
+          else if (runs) {  // a run of class k, closed by a non-zero literal so runs never merge
+            const std::size_t k = s - A::run_base + 1;
+            cs.codes.insert(cs.codes.end(), (std::size_t{1} << k) + static_cast<std::size_t>(rep) % (std::size_t{1} << k), 0u);
+            cs.codes.push_back(syms[1]);
+          }
+        }
+      // Tokenize with the same run setting: only symbols in `syms` may appear.
+      const auto hist = histogram(cs.codes, runs);
+      bool subset = true;
+      for (std::uint32_t s = 0; s < A::size; ++s)
+        if (hist[s] && !h[s]) subset = false;
+      REQUIRE(subset);
+      check_encoder(ebac::huffman::bind(cb), cs, rng);
+    }
+  }
+}
+
+TEST_CASE("huffman: codebook deserialization rejects malformed input") {
+  std::vector<std::uint64_t> h(A::size, 0);
+  for (std::uint32_t s = 0; s < 50; ++s) h[s * 3] = 1 + s * s;
+  h[A::escape] = 7;
+  const auto cb = ebac::huffman_codebook::from_histogram(h, true);
+  std::vector<std::byte> ser;
+  cb.serialize(ser);
+  ebac::huffman_codebook out;
+  // Every truncation fails.
+  for (std::size_t l = 0; l < ser.size(); ++l) {
+    auto t = exact_copy(ser.data(), l);
+    CAPTURE(l);
+    CHECK(ebac::huffman_codebook::deserialize(t.get(), l, out) != ebac::status::ok);
+  }
+  // Mutations never crash; those that succeed still give a usable prefix code.
+  std::mt19937_64 rng(26);
+  for (std::size_t pos = 0; pos < ser.size(); ++pos)
+    for (std::uint8_t x : {0x01, 0x02, 0x10, 0x80, 0xff}) {
+      auto t = exact_copy(ser.data(), ser.size());
+      t[pos] ^= static_cast<std::byte>(x);
+      if (ebac::huffman_codebook::deserialize(t.get(), ser.size(), out) == ebac::status::ok) {
+        CHECK(kraft_units(out.length) <= (std::uint64_t{1} << A::max_code_length));
+        std::vector<std::byte> garbage(64);
+        for (auto& g : garbage) g = static_cast<std::byte>(rng());
+        auto gin = exact_copy(garbage.data(), garbage.size());
+        std::vector<std::uint32_t> codes(100);
+        (void)ebac::huffman::bind(out).decode_chunk(gin.get(), garbage.size(), codes.data(), codes.size());
+      }
+    }
+  auto raw = [&](std::vector<std::uint8_t> b) {
+    auto t = std::unique_ptr<std::byte[]>(new std::byte[b.size() ? b.size() : 1]);
+    for (std::size_t i = 0; i < b.size(); ++i) t[i] = static_cast<std::byte>(b[i]);
+    return ebac::huffman_codebook::deserialize(t.get(), b.size(), out);
+  };
+  CHECK(raw({0, 0}) == ebac::status::ok);              // empty codebook
+  CHECK(raw({0, 2, 5, 1, 0, 1}) == ebac::status::ok);  // symbols 5, 6 with length 1
+  CHECK(raw({0, 3, 5, 1, 0, 1, 0, 1}) != ebac::status::ok);  // three codes of length 1: Kraft > 1
+  CHECK(raw({0, 1, 5, 25}) != ebac::status::ok);        // length above 24
+  CHECK(raw({0, 1, 5, 0}) != ebac::status::ok);         // length 0 listed
+  CHECK(raw({2, 0}) != ebac::status::ok);               // unknown flag
+  CHECK(raw({0, 1, 0xa0, 0x20, 1}) != ebac::status::ok);  // symbol 4128 >= alphabet size
+  CHECK(raw({0, 2, 0x9f, 0x20, 1, 0, 1}) != ebac::status::ok);  // second symbol past the alphabet
+  CHECK(raw({0, 1, 5, 1, 0}) != ebac::status::ok);      // trailing byte
+  CHECK(raw({0, 0xff, 0xff, 0x03}) != ebac::status::ok);  // more symbols than the alphabet
+}
+
+TEST_CASE("huffman: garbage chunk bytes never crash the decoder") {
+  std::mt19937_64 rng(27);
+  std::vector<std::uint64_t> h(A::size, 0);
+  std::uint64_t a = 1, b = 1;
+  for (std::uint32_t s = 0; s < 40; ++s) {
+    h[s] = a;
+    const auto c = a + b;
+    a = b;
+    b = c;
+  }
+  h[A::run_base] = 3;
+  h[A::run_base + 30] = 1;
+  h[A::escape] = 2;
+  const auto skewed = ebac::huffman_codebook::from_histogram(h, true);
+  std::vector<std::uint64_t> flat(A::size, 1);
+  const auto uniform = ebac::huffman_codebook::from_histogram(flat, true);
+  for (const auto* cb : {&skewed, &uniform}) {
+    const auto enc = ebac::huffman::bind(*cb);
+    for (int t = 0; t < 3000; ++t) {
+      const std::size_t bytes = rng() % 80, n = rng() % 300;
+      auto in = std::unique_ptr<std::byte[]>(new std::byte[bytes ? bytes : 1]);
+      for (std::size_t i = 0; i < bytes; ++i) in[i] = static_cast<std::byte>(rng());
+      std::vector<std::uint32_t> codes(n);
+      (void)enc.decode_chunk(in.get(), bytes, codes.data(), n);
+    }
+  }
+}
+
+}  // TEST_SUITE
