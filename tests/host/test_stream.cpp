@@ -1,0 +1,441 @@
+// Stream format: layout, validation of every field, every truncation and
+// single-byte mutation, and the host codec's argument checks.
+#include "test_support.hpp"
+
+#include <cmath>
+#include <cstdint>
+#include <cstring>
+#include <functional>
+#include <limits>
+#include <memory>
+#include <random>
+#include <string>
+#include <vector>
+
+using namespace ebac_test;
+
+namespace {
+
+constexpr float qnan = std::numeric_limits<float>::quiet_NaN();
+constexpr float finf = std::numeric_limits<float>::infinity();
+
+/// A small tensor with smooth values, zeros, NaN/Inf and huge values, so that
+/// every section of the stream (codebook, chunks, outliers) is non-empty.
+std::vector<float> mixed_tensor(std::size_t n, std::uint64_t seed) {
+  std::mt19937_64 rng(seed);
+  std::normal_distribution<float> g(0.0f, 1.0f);
+  std::vector<float> v(n);
+  for (std::size_t i = 0; i < n; ++i) {
+    const float s = std::sin(0.05f * static_cast<float>(i)) + 0.1f * g(rng);
+    v[i] = s > 0 ? s : 0.0f;
+  }
+  if (n > 10) {
+    v[3] = qnan;
+    v[n / 2] = -finf;
+    v[n - 2] = 3e30f;
+    v[7] = bits_to_float(0x7f812345u);  // signalling NaN with payload
+  }
+  return v;
+}
+
+struct stream_case {
+  std::string pipeline;
+  ebac::dtype type;
+  ebac::extents shape;
+  std::vector<std::byte> bytes;
+};
+
+template <class T>
+stream_case make_case(const std::string& pipe, const ebac::extents& e, bool checksum, std::uint32_t chunk = 0,
+                      std::uint64_t seed = 1) {
+  const auto x = convert<T>(mixed_tensor(count_of(e), seed));
+  ebac::compress_options o;
+  o.bound = {1e-2, ebac::bound_mode::absolute};
+  o.checksum = checksum;
+  o.threads = 1;
+  return {pipe, ebac::dtype_of<T>::value, e, compress(x.data(), e, spec_of(pipe, chunk), o)};
+}
+
+std::vector<stream_case> small_streams(bool checksum) {
+  std::vector<stream_case> v;
+  v.push_back(make_case<float>("fast", {300}, checksum));
+  v.push_back(make_case<float>("ratio", {2, 3, 7, 9}, checksum));
+  v.push_back(make_case<ebac::float16>("rle", {5, 61}, checksum));
+  v.push_back(make_case<ebac::bfloat16>("plain", {257}, checksum));
+  v.push_back(make_case<float>("lorenzo2:linear:huffman", {3, 10, 11}, checksum, 64));
+  v.push_back(make_case<ebac::float16>("lorenzo1:sign:bitpack", {4, 70}, checksum, 32));
+  v.push_back(make_case<float>("none:linear:rle", {200}, checksum, 96));
+  v.push_back(make_case<float>("fast", {0}, checksum));
+  v.push_back(make_case<float>("ratio", {3, 0, 5}, checksum));
+  v.push_back(make_case<ebac::bfloat16>("ratio-flat", {1}, checksum));
+  return v;
+}
+
+/// Decompresses into the stream's own dtype; returns "" or the error text.
+/// Only ebac::error is acceptable; anything else fails the test.
+std::string try_decompress(const std::byte* p, std::size_t n, ebac::dtype t, int threads = 1) {
+  try {
+    switch (t) {
+      case ebac::dtype::f32: (void)ebac::host::decompress<float>(p, n, threads); break;
+      case ebac::dtype::f16: (void)ebac::host::decompress<ebac::float16>(p, n, threads); break;
+      case ebac::dtype::bf16: (void)ebac::host::decompress<ebac::bfloat16>(p, n, threads); break;
+    }
+    return "";
+  } catch (const ebac::error& e) {
+    std::string w = e.what();
+    return w.empty() ? "(empty message)" : w;
+  } catch (const std::exception& e) {
+    FAIL_CHECK("decompress threw a non-ebac exception: ", e.what());
+    return "other";
+  }
+}
+
+std::unique_ptr<std::byte[]> exact_copy(const std::vector<std::byte>& v, std::size_t n) {
+  std::unique_ptr<std::byte[]> b(new std::byte[n ? n : 1]);
+  if (n) std::memcpy(b.get(), v.data(), n);
+  return b;
+}
+
+ebac::status header_status(const std::vector<std::byte>& s, const char** what = nullptr) {
+  auto c = exact_copy(s, s.size());
+  ebac::stream_header h;
+  return ebac::read_stream_header(c.get(), s.size(), h, what);
+}
+
+}  // namespace
+
+TEST_SUITE("host") {
+
+TEST_CASE("stream: header layout") {
+  const auto c = make_case<ebac::float16>("ratio", {2, 3, 7, 9}, true);
+  const auto& s = c.bytes;
+  REQUIRE(s.size() > 136);
+  CHECK(std::string(reinterpret_cast<const char*>(s.data()), 4) == "EBAC");
+  CHECK(ebac::detail::load_le<std::uint16_t>(s.data() + 4) == EBAC_FORMAT_VERSION);
+  CHECK(ebac::detail::load_le<std::uint16_t>(s.data() + 6) == 104 + 8 * 4);
+  CHECK(s[8] == std::byte{2});    // f16
+  CHECK(s[9] == std::byte{1});    // absolute
+  CHECK(s[10] == std::byte{1});   // checksum flag
+  CHECK(s[11] == std::byte{4});   // rank
+  CHECK(s[12] == std::byte{2});   // lorenzo
+  CHECK(s[13] == std::byte{2});   // 2-D
+  CHECK(s[14] == std::byte{2});   // sign-preserving
+  CHECK(s[15] == std::byte{3});   // huffman
+  CHECK(s[16] == std::byte{2});
+  CHECK(s[17] == std::byte{3});
+  CHECK(ebac::detail::bits_double(ebac::detail::load_le<std::uint64_t>(s.data() + 32)) == 1e-2);
+  CHECK(ebac::detail::load_le<std::uint32_t>(s.data() + 48) == ebac::default_chunk_elements);
+  CHECK(ebac::detail::load_le<std::uint64_t>(s.data() + 56) >= 4);  // NaN, sNaN, -Inf, 3e30 (inf in f16)
+  for (int i = 0; i < 4; ++i) CHECK(ebac::detail::load_le<std::uint64_t>(s.data() + 104 + 8 * i) == c.shape.dims[i]);
+  const auto h = ebac::host::inspect(s.data(), s.size());
+  std::uint64_t total = h.header_bytes() + 8;
+  for (auto b : h.section_bytes) total += b;
+  CHECK(total == s.size());
+  CHECK(h.section_bytes[ebac::section_outlier_value] == h.outlier_count * 2);
+  CHECK(ebac::detail::load_le<std::uint64_t>(s.data() + s.size() - 8) == ebac::detail::checksum64(s.data(), s.size() - 8));
+}
+
+TEST_CASE("stream: every truncation of a valid stream is rejected") {
+  for (bool checksum : {true, false}) {
+    for (const auto& c : small_streams(checksum)) {
+      INFO("pipeline ", c.pipeline, " shape ", shape_str(c.shape), " checksum ", checksum, " size ", c.bytes.size());
+      REQUIRE(header_status(c.bytes) == ebac::status::ok);
+      REQUIRE(try_decompress(c.bytes.data(), c.bytes.size(), c.type).empty());
+      std::size_t accepted = 0, first = 0;
+      for (std::size_t l = 0; l < c.bytes.size(); ++l) {
+        auto t = exact_copy(c.bytes, l);
+        ebac::stream_header h;
+        const char* what = nullptr;
+        const ebac::status st = ebac::read_stream_header(t.get(), l, h, &what);
+        const std::string err = try_decompress(t.get(), l, c.type);
+        if ((st == ebac::status::ok || err.empty() || what == nullptr) && accepted++ == 0) first = l;
+      }
+      CHECK_MESSAGE(accepted == 0, accepted, " truncations accepted, first at length ", first);
+    }
+  }
+}
+
+TEST_CASE("stream: every single-byte mutation of a checksummed stream is rejected") {
+  for (const auto& c : small_streams(true)) {
+    INFO("pipeline ", c.pipeline, " shape ", shape_str(c.shape), " size ", c.bytes.size());
+    std::size_t accepted = 0, first = 0;
+    for (std::size_t pos = 0; pos < c.bytes.size(); ++pos) {
+      for (std::uint8_t x : {0x01, 0x04, 0x80, 0xff}) {
+        auto m = c.bytes;
+        m[pos] ^= static_cast<std::byte>(x);
+        auto t = exact_copy(m, m.size());
+        ebac::stream_header h;
+        const ebac::status st = ebac::read_stream_header(t.get(), m.size(), h);
+        const std::string err = try_decompress(t.get(), m.size(), c.type);
+        if ((st == ebac::status::ok || err.empty()) && accepted++ == 0) first = pos;
+      }
+    }
+    CHECK_MESSAGE(accepted == 0, accepted, " mutations accepted, first at byte ", first);
+  }
+  // A flipped payload byte is reported as a checksum mismatch.
+  auto c = make_case<float>("fast", {300}, true);
+  const auto h = ebac::host::inspect(c.bytes.data(), c.bytes.size());
+  c.bytes[h.section_offset(ebac::section_payload) + 3] ^= std::byte{0x10};
+  CHECK(header_status(c.bytes) == ebac::status::checksum_mismatch);
+  try {
+    (void)ebac::host::decompress<float>(c.bytes.data(), c.bytes.size());
+    FAIL_CHECK("corrupted stream decoded");
+  } catch (const ebac::error& e) {
+    CHECK(e.code() == ebac::status::checksum_mismatch);
+    CHECK(std::string(e.what()).find("checksum") != std::string::npos);
+  }
+}
+
+TEST_CASE("stream: mutations of checksum-less streams never crash") {
+  std::mt19937_64 rng(31);
+  std::size_t decoded = 0, rejected = 0;
+  for (const auto& c : small_streams(false)) {
+    INFO("pipeline ", c.pipeline, " shape ", shape_str(c.shape), " size ", c.bytes.size());
+    for (std::size_t pos = 0; pos < c.bytes.size(); ++pos) {
+      for (int k = 0; k < 4; ++k) {
+        auto m = c.bytes;
+        const std::uint8_t x = k == 0 ? 0x01 : k == 1 ? 0x80 : k == 2 ? 0xff : static_cast<std::uint8_t>(1 + rng() % 255);
+        m[pos] ^= static_cast<std::byte>(x);
+        auto t = exact_copy(m, m.size());
+        // Two threads only now and then: on a shared machine OpenMP's
+        // busy-waiting makes thousands of tiny parallel calls slow.
+        const std::string err = try_decompress(t.get(), m.size(), c.type, (pos + k) % 16 == 0 ? 2 : 1);
+        (err.empty() ? decoded : rejected)++;
+      }
+    }
+  }
+  // Multi-byte mutations in the header and the sections.
+  for (const auto& c : small_streams(false)) {
+    for (int k = 0; k < 300; ++k) {
+      auto m = c.bytes;
+      const int flips = 2 + static_cast<int>(rng() % 6);
+      for (int f = 0; f < flips; ++f) m[rng() % m.size()] = static_cast<std::byte>(rng());
+      auto t = exact_copy(m, m.size());
+      const std::string err = try_decompress(t.get(), m.size(), c.type);
+      (err.empty() ? decoded : rejected)++;
+    }
+  }
+  CHECK(rejected > 0);
+  MESSAGE("checksum-less mutations: ", decoded, " decoded, ", rejected, " rejected with ebac::error");
+}
+
+TEST_CASE("stream: inputs that are not ebac streams are rejected") {
+  std::vector<std::vector<std::byte>> bad;
+  bad.push_back({});
+  bad.push_back(std::vector<std::byte>(3, std::byte{'E'}));
+  std::vector<std::byte> text(200);
+  const char* msg = "this is certainly not an ebac stream, just some text bytes ...";
+  for (std::size_t i = 0; i < text.size(); ++i) text[i] = static_cast<std::byte>(msg[i % std::strlen(msg)]);
+  bad.push_back(text);
+  std::mt19937_64 rng(32);
+  for (int k = 0; k < 200; ++k) {
+    std::vector<std::byte> r(rng() % 400);
+    for (auto& b : r) b = static_cast<std::byte>(rng());
+    if (k % 2 && r.size() >= 6) {  // a valid magic and version, random rest
+      r[0] = std::byte{'E'}; r[1] = std::byte{'B'}; r[2] = std::byte{'A'}; r[3] = std::byte{'C'};
+      ebac::detail::store_le<std::uint16_t>(r.data() + 4, EBAC_FORMAT_VERSION);
+    }
+    bad.push_back(r);
+  }
+  for (const auto& b : bad) {
+    auto t = exact_copy(b, b.size());
+    ebac::stream_header h;
+    CHECK(ebac::read_stream_header(t.get(), b.size(), h) != ebac::status::ok);
+    for (auto type : {ebac::dtype::f32, ebac::dtype::f16, ebac::dtype::bf16}) CHECK_FALSE(try_decompress(t.get(), b.size(), type).empty());
+  }
+  auto c = make_case<float>("fast", {300}, true);
+  auto v = c.bytes;
+  v[4] = std::byte{99};  // future format version
+  CHECK(header_status(v) == ebac::status::unsupported);
+  v = c.bytes;
+  v.push_back(std::byte{0});  // trailing byte
+  CHECK(header_status(v) != ebac::status::ok);
+  CHECK_FALSE(try_decompress(v.data(), v.size(), ebac::dtype::f32).empty());
+}
+
+TEST_CASE("stream: the header parser validates every field before using it") {
+  const auto base = make_case<float>("ratio", {4, 10, 12}, false).bytes;  // no checksum: structure alone
+  REQUIRE(header_status(base) == ebac::status::ok);
+  struct edit {
+    const char* name;
+    std::function<void(std::vector<std::byte>&)> f;
+  };
+  using ebac::detail::store_le;
+  auto u8 = [](std::size_t off, std::uint8_t v) { return [=](std::vector<std::byte>& s) { s[off] = static_cast<std::byte>(v); }; };
+  auto u32 = [](std::size_t off, std::uint32_t v) { return [=](std::vector<std::byte>& s) { store_le<std::uint32_t>(s.data() + off, v); }; };
+  auto u64 = [](std::size_t off, std::uint64_t v) { return [=](std::vector<std::byte>& s) { store_le<std::uint64_t>(s.data() + off, v); }; };
+  auto f64 = [](std::size_t off, double v) {
+    return [=](std::vector<std::byte>& s) { store_le<std::uint64_t>(s.data() + off, ebac::detail::double_bits(v)); };
+  };
+  const std::vector<edit> edits = {
+      {"magic", u8(0, 'X')},
+      {"header bytes", [](std::vector<std::byte>& s) { store_le<std::uint16_t>(s.data() + 6, 100); }},
+      {"dtype 0", u8(8, 0)},
+      {"dtype 4", u8(8, 4)},
+      {"mode 0", u8(9, 0)},
+      {"mode 3", u8(9, 3)},
+      {"flag bits", u8(10, 2)},
+      {"checksum flag without checksum", u8(10, 1)},
+      {"rank 0", u8(11, 0)},
+      {"rank 9", u8(11, 9)},
+      {"rank 2 (header size mismatch)", u8(11, 2)},
+      {"predictor id 0", u8(12, 0)},
+      {"predictor id 3", u8(12, 3)},
+      {"lorenzo dims 0", u8(13, 0)},
+      {"lorenzo dims 4", u8(13, 4)},
+      {"lorenzo axis >= rank", u8(17, 3)},
+      {"lorenzo axes not increasing", u8(16, 2)},
+      {"lorenzo tile 0", u32(20, 0)},
+      {"quantizer id 0", u8(14, 0)},
+      {"quantizer id 3", u8(14, 3)},
+      {"encoder id 0", u8(15, 0)},
+      {"encoder id 4", u8(15, 4)},
+      {"encoder bitpack with a codebook", u8(15, 1)},
+      {"requested bound 0", f64(32, 0.0)},
+      {"requested bound NaN", f64(32, std::nan(""))},
+      {"requested bound -1", f64(32, -1.0)},
+      {"requested bound inf", f64(32, INFINITY)},
+      {"absolute bound NaN", f64(40, std::nan(""))},
+      {"absolute bound -1e-3", f64(40, -1e-3)},
+      {"absolute bound inf", f64(40, INFINITY)},
+      {"chunk 0", u32(48, 0)},
+      {"chunk 31", u32(48, 31)},
+      {"chunk 48", u32(48, 48)},
+      {"chunk 2^24 + 32", u32(48, (1u << 24) + 32)},
+      {"outliers > elements", u64(56, 481)},
+      {"codebook section huge", u64(64, ~std::uint64_t{0})},
+      {"chunk table section huge", u64(72, std::uint64_t{1} << 63)},
+      {"payload section + 1", [](std::vector<std::byte>& s) {
+         store_le<std::uint64_t>(s.data() + 80, ebac::detail::load_le<std::uint64_t>(s.data() + 80) + 1);
+       }},
+      {"payload section - 1", [](std::vector<std::byte>& s) {
+         store_le<std::uint64_t>(s.data() + 80, ebac::detail::load_le<std::uint64_t>(s.data() + 80) - 1);
+       }},
+      {"outlier value section + 4", [](std::vector<std::byte>& s) {
+         store_le<std::uint64_t>(s.data() + 96, ebac::detail::load_le<std::uint64_t>(s.data() + 96) + 4);
+       }},
+      {"dims overflow", [](std::vector<std::byte>& s) {
+         store_le<std::uint64_t>(s.data() + 104, std::uint64_t{1} << 40);
+         store_le<std::uint64_t>(s.data() + 112, std::uint64_t{1} << 40);
+       }},
+      {"dims > 2^48 elements", [](std::vector<std::byte>& s) {
+         store_le<std::uint64_t>(s.data() + 104, std::uint64_t{1} << 30);
+         store_le<std::uint64_t>(s.data() + 112, std::uint64_t{1} << 20);
+       }},
+      {"dims: more chunks than the table", u64(104, 4000)},
+  };
+  for (const auto& e : edits) {
+    CAPTURE(e.name);
+    auto s = base;
+    e.f(s);
+    const char* what = nullptr;
+    const ebac::status st = header_status(s, &what);
+    CHECK(st != ebac::status::ok);
+    CHECK(what != nullptr);
+    CHECK_FALSE(try_decompress(s.data(), s.size(), ebac::dtype::f32).empty());
+  }
+}
+
+TEST_CASE("stream: decoder checks sections it cannot validate in the header") {
+  // Chunk sizes that do not add up, outlier indices out of range or not
+  // increasing: all must end in ebac::error, never in a crash.
+  auto c = make_case<float>("fast", {3000}, false, 1024);
+  const auto h = ebac::host::inspect(c.bytes.data(), c.bytes.size());
+  REQUIRE(h.outlier_count >= 4);
+  {
+    auto s = c.bytes;
+    const auto off = h.section_offset(ebac::section_chunk_table);
+    ebac::detail::store_le<std::uint32_t>(s.data() + off, ebac::detail::load_le<std::uint32_t>(s.data() + off) + 1);
+    CHECK_FALSE(try_decompress(s.data(), s.size(), ebac::dtype::f32).empty());
+  }
+  {
+    auto s = c.bytes;
+    const auto off = h.section_offset(ebac::section_chunk_table);
+    ebac::detail::store_le<std::uint32_t>(s.data() + off, ebac::detail::load_le<std::uint32_t>(s.data() + off) + 1);
+    ebac::detail::store_le<std::uint32_t>(s.data() + off + 4, ebac::detail::load_le<std::uint32_t>(s.data() + off + 4) - 1);
+    CHECK_FALSE(try_decompress(s.data(), s.size(), ebac::dtype::f32).empty());  // sum right, split wrong
+  }
+  {
+    auto s = c.bytes;  // first outlier index varint -> 3000 (== n), same varint length not guaranteed: rewrite section
+    const auto off = h.section_offset(ebac::section_outlier_index);
+    std::vector<std::byte> idx(h.section_bytes[ebac::section_outlier_index]);
+    std::memcpy(idx.data(), s.data() + off, idx.size());
+    // Set every continuation byte's payload to the maximum: indices blow past n.
+    for (auto& b : idx) b |= std::byte{0x7f};
+    std::memcpy(s.data() + off, idx.data(), idx.size());
+    CHECK_FALSE(try_decompress(s.data(), s.size(), ebac::dtype::f32).empty());
+  }
+}
+
+TEST_CASE("host codec: argument errors throw ebac::error naming the problem") {
+  std::vector<float> x(100, 1.0f);
+  auto expect_error = [&](auto&& f, const char* what) {
+    CAPTURE(what);
+    try {
+      f();
+      FAIL_CHECK("no exception");
+    } catch (const ebac::error& e) {
+      CHECK(e.code() != ebac::status::ok);
+      CHECK(std::string(e.what()).size() > 10);
+    } catch (const std::exception& e) {
+      FAIL_CHECK("not an ebac::error: ", e.what());
+    }
+  };
+  const ebac::pipeline<ebac::lorenzo, ebac::sign_preserving_quantizer, ebac::block_bitpack> fast{};
+  ebac::compress_options o;
+  o.threads = 1;
+  for (double eb : {0.0, -1e-3, std::nan(""), double(INFINITY), -double(INFINITY)}) {
+    o.bound = {eb, ebac::bound_mode::absolute};
+    expect_error([&] { (void)ebac::host::compress(x.data(), ebac::extents{100}, fast, o); }, "bad bound");
+    o.bound.mode = ebac::bound_mode::relative;
+    expect_error([&] { (void)ebac::host::compress(x.data(), ebac::extents{100}, fast, o); }, "bad bound (rel)");
+  }
+  o.bound = {1e-3, ebac::bound_mode::absolute};
+  expect_error([&] { (void)ebac::host::compress(x.data(), ebac::extents{}, fast, o); }, "rank 0");
+  expect_error([&] { (void)ebac::host::compress(x.data(), ebac::extents{1, 1, 1, 1, 1, 1, 1, 1, 100}, fast, o); }, "rank 9");
+  expect_error([&] { (void)ebac::host::compress(x.data(), ebac::extents{1ull << 32, 1ull << 32, 2}, fast, o); }, "count overflow");
+  expect_error([&] { (void)ebac::host::compress(x.data(), ebac::extents{1ull << 25, 1ull << 24}, fast, o); }, "> 2^48 elements");
+  expect_error([&] { (void)ebac::host::compress(static_cast<const float*>(nullptr), ebac::extents{100}, fast, o); }, "null input");
+  for (std::uint32_t chunk : {0u, 16u, 31u, 48u, (1u << 24) + 32, 0xffffffe0u}) {
+    auto p = fast;
+    p.chunk_elements = chunk;
+    expect_error([&] { (void)ebac::host::compress(x.data(), ebac::extents{100}, p, o); }, "chunk size");
+  }
+  {
+    ebac::pipeline<ebac::lorenzo, ebac::linear_quantizer, ebac::huffman> p{ebac::lorenzo::along({2}, 16)};
+    expect_error([&] { (void)ebac::host::compress(x.data(), ebac::extents{10, 10}, p, o); }, "lorenzo axis >= rank");
+    p.predictor = ebac::lorenzo::along({1, 0}, 16);
+    expect_error([&] { (void)ebac::host::compress(x.data(), ebac::extents{10, 10}, p, o); }, "lorenzo axes not increasing");
+  }
+  // Empty tensors: a null pointer is fine.
+  const auto s = ebac::host::compress(static_cast<const float*>(nullptr), ebac::extents{0}, fast, o);
+  CHECK(ebac::host::decompress<float>(s.data(), s.size()).empty());
+
+  const auto good = ebac::host::compress(x.data(), ebac::extents{100}, fast, o);
+  std::vector<float> out(100);
+  expect_error([&] { (void)ebac::host::decompress<ebac::float16>(good.data(), good.size()); }, "wrong dtype");
+  expect_error([&] { ebac::host::decompress(good.data(), good.size(), out.data(), 99); }, "wrong count");
+  expect_error([&] { ebac::host::decompress(good.data(), good.size(), out.data(), 101); }, "wrong count");
+  expect_error([&] { ebac::host::decompress(good.data(), good.size(), static_cast<float*>(nullptr), 100); }, "null output");
+  ebac::host::decompress(good.data(), good.size(), out.data(), 100);
+  for (std::size_t i = 0; i < x.size(); ++i) CHECK(exact_within(x[i], out[i], 1e-3));
+}
+
+TEST_CASE("host codec: a relative bound whose absolute value overflows is refused or held") {
+  std::vector<float> x = {std::numeric_limits<float>::max(), -std::numeric_limits<float>::max(), 1.0f, 0.0f};
+  ebac::compress_options o;
+  o.threads = 1;
+  o.bound = {1e300, ebac::bound_mode::relative};
+  const ebac::pipeline<ebac::lorenzo, ebac::sign_preserving_quantizer, ebac::block_bitpack> fast{};
+  try {
+    const auto s = ebac::host::compress(x.data(), ebac::extents{4}, fast, o);
+    const auto y = ebac::host::decompress<float>(s.data(), s.size());
+    const auto h = ebac::host::inspect(s.data(), s.size());
+    CHECK(std::isfinite(h.eb_abs));
+    for (std::size_t i = 0; i < x.size(); ++i) CHECK(exact_within(x[i], y[i], h.eb_abs));
+  } catch (const ebac::error& e) {
+    CHECK(e.code() == ebac::status::invalid_argument);
+  }
+}
+
+}  // TEST_SUITE
