@@ -1,0 +1,180 @@
+// Property tests on adversarial inputs: specials, constants, alternating
+// signs, bin edges, the code limit, denormals, tiny bounds against huge values.
+#include "property_inputs.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <limits>
+#include <random>
+#include <string>
+#include <vector>
+
+using namespace ebac_test;
+
+namespace {
+
+constexpr float fmax_ = std::numeric_limits<float>::max();
+
+/// Runs one float tensor through every pipeline, as f32, f16 and bf16.
+void all_pipelines_all_types(const std::vector<float>& xf, const ebac::extents& e, ebac::error_bound eb,
+                             const std::string& label) {
+  for (const auto& p : all_pipelines()) {
+    check_roundtrip(xf, e, p, eb, label);
+    check_roundtrip(convert<ebac::float16>(xf), e, p, eb, label);
+    check_roundtrip(convert<ebac::bfloat16>(xf), e, p, eb, label);
+  }
+}
+
+}  // namespace
+
+TEST_SUITE("property") {
+
+TEST_CASE("adversarial: special values (NaN payloads, infinities, extremes, subnormals)") {
+  std::mt19937_64 rng(101);
+  auto sp = special_floats();
+  std::vector<float> x;
+  for (int r = 0; r < 12; ++r) x.insert(x.end(), sp.begin(), sp.end());
+  std::shuffle(x.begin(), x.end(), rng);
+  const ebac::extents e{3, static_cast<std::uint64_t>(x.size() / 3)};
+  for (double b : {1e-3, 1e-30, 1e30}) all_pipelines_all_types(x, e, {b, ebac::bound_mode::absolute}, "specials");
+  all_pipelines_all_types(x, e, {1e-3, ebac::bound_mode::relative}, "specials");
+  // 16-bit NaN payloads placed directly.
+  for (const auto& p : all_pipelines()) {
+    std::vector<ebac::float16> h;
+    std::vector<ebac::bfloat16> b;
+    for (int r = 0; r < 5; ++r) {
+      for (auto v : special_bits<ebac::float16>()) h.push_back({v});
+      for (auto v : special_bits<ebac::bfloat16>()) b.push_back({v});
+    }
+    check_roundtrip(h, ebac::extents{h.size()}, p, {1e-2, ebac::bound_mode::absolute}, "f16 specials");
+    check_roundtrip(b, ebac::extents{b.size()}, p, {1e-2, ebac::bound_mode::relative}, "bf16 specials");
+  }
+}
+
+TEST_CASE("adversarial: all-NaN and all-infinite tensors") {
+  for (float v : {bits_to_float(0x7fc00001u), -std::numeric_limits<float>::infinity()}) {
+    const std::vector<float> x(300, v);
+    all_pipelines_all_types(x, ebac::extents{300}, {1e-3, ebac::bound_mode::relative}, "all non-finite");
+  }
+}
+
+TEST_CASE("adversarial: constant tensors (relative bound 0 -> exact)") {
+  for (float c : {0.0f, -0.0f, 1.5f, -3.0f, 1e-40f, fmax_, -65504.0f, 0.1f}) {
+    CAPTURE(c);
+    const std::vector<float> x(1000, c);
+    for (const auto& p : all_pipelines()) {
+      const auto st = check_roundtrip(x, ebac::extents{10, 100}, p, {1e-2, ebac::bound_mode::relative}, "constant");
+      CHECK(st.eb_abs == 0.0);
+      // With a zero bound every value must come back equal (zeros may lose their sign bit only).
+      const auto s = compress(x, ebac::extents{10, 100}, p, {1e-2, ebac::bound_mode::relative});
+      const auto y = ebac::host::decompress<float>(s.data(), s.size());
+      std::size_t diff = 0;
+      for (std::size_t i = 0; i < x.size(); ++i) diff += !(y[i] == x[i]);
+      CHECK(diff == 0);
+      const auto h16 = convert<ebac::float16>(x);
+      check_roundtrip(h16, ebac::extents{1000}, p, {1e-2, ebac::bound_mode::relative}, "constant f16");
+      check_roundtrip(convert<ebac::bfloat16>(x), ebac::extents{1000}, p, {1e-5, ebac::bound_mode::absolute}, "constant bf16");
+    }
+  }
+}
+
+TEST_CASE("adversarial: alternating signs") {
+  for (double eb : {1e-3, 0.1}) {
+    for (double mag : {eb / 2, eb, 2 * eb, 1000 * eb, 1.0}) {
+      std::vector<float> x(2000);
+      for (std::size_t i = 0; i < x.size(); ++i) x[i] = static_cast<float>((i % 2) ? -mag : mag);
+      all_pipelines_all_types(x, ebac::extents{2, 1000}, {eb, ebac::bound_mode::absolute}, "alternating " + fmt(mag));
+    }
+    std::vector<float> x(2000);  // alternating zero / value: the ReLU mask pattern
+    for (std::size_t i = 0; i < x.size(); ++i) x[i] = (i % 2) ? 0.0f : static_cast<float>(eb * 0.25 * static_cast<double>(i % 7));
+    all_pipelines_all_types(x, ebac::extents{2000}, {eb, ebac::bound_mode::absolute}, "zero/value");
+  }
+}
+
+TEST_CASE("adversarial: values on and next to quantization bin edges") {
+  for (double eb : {0.1, 1e-3, std::ldexp(1.0, -10), 1.0 / 3.0, 2.5e-5}) {
+    CAPTURE(eb);
+    std::vector<float> x;
+    for (int k = -300; k <= 300; ++k) {
+      for (double pos : {2.0 * k * eb, (2.0 * k - 1.0) * eb, (2.0 * k + 1.0) * eb, (k + 0.5) * 2.0 * eb}) {
+        const auto f = static_cast<float>(pos);
+        x.push_back(f);
+        x.push_back(std::nextafter(f, INFINITY));
+        x.push_back(std::nextafter(f, -INFINITY));
+      }
+    }
+    // Near the code limit, where float spacing approaches the bound.
+    for (int k = -3; k <= 3; ++k)
+      for (double sgn : {1.0, -1.0}) {
+        const auto f = static_cast<float>(sgn * 2.0 * eb * (ebac::quantizer_code_limit + k));
+        x.push_back(f);
+        x.push_back(std::nextafter(f, 0.0f));
+      }
+    const ebac::extents e{x.size()};
+    all_pipelines_all_types(x, e, {eb, ebac::bound_mode::absolute}, "bin edges");
+  }
+}
+
+TEST_CASE("adversarial: tiny bounds against huge values") {
+  std::mt19937_64 rng(102);
+  std::vector<float> x(4096);
+  std::uniform_real_distribution<float> ex(20.0f, 38.0f);
+  for (auto& v : x) v = std::pow(10.0f, ex(rng)) * ((rng() & 1) ? -1.0f : 1.0f);
+  x[5] = fmax_;
+  x[6] = -fmax_;
+  x[7] = 0.0f;
+  for (const auto& p : all_pipelines()) {
+    for (double eb : {1e-6, 1e-30, 1e-45}) {
+      const auto st = check_roundtrip(x, ebac::extents{64, 64}, p, {eb, ebac::bound_mode::absolute}, "huge values");
+      CHECK(st.outliers >= x.size() - 1);  // nothing but the zero can be quantized
+    }
+    check_roundtrip(x, ebac::extents{64, 64}, p, {1e-12, ebac::bound_mode::relative}, "huge values rel");
+    check_roundtrip(convert<ebac::float16>(x), ebac::extents{4096}, p, {1e-6, ebac::bound_mode::absolute}, "huge values f16");
+    check_roundtrip(convert<ebac::bfloat16>(x), ebac::extents{4096}, p, {1e-6, ebac::bound_mode::absolute}, "huge values bf16");
+  }
+}
+
+TEST_CASE("adversarial: denormals with bounds around the subnormal range") {
+  std::mt19937_64 rng(103);
+  std::vector<float> x(3000);
+  for (auto& v : x) {
+    const std::uint32_t m = static_cast<std::uint32_t>(rng()) & 0x7fffffu;
+    v = bits_to_float(((rng() & 1) ? 0x80000000u : 0u) | m);
+    if (rng() % 10 == 0) v = 0.0f;
+  }
+  for (const auto& p : all_pipelines())
+    for (double eb : {1e-46, 1e-45, 1e-44, 1e-42, 1e-39, 1e-38, 1e-3}) {
+      check_roundtrip(x, ebac::extents{3, 1000}, p, {eb, ebac::bound_mode::absolute}, "float denormals");
+      check_roundtrip(x, ebac::extents{3, 1000}, p, {eb * 1e3, ebac::bound_mode::relative}, "float denormals rel");
+    }
+  // Half-precision subnormals.
+  std::vector<ebac::float16> h(3000);
+  for (auto& v : h) v.bits = static_cast<std::uint16_t>((rng() & 0x83ff));
+  for (const auto& p : all_pipelines())
+    for (double eb : {1e-9, 5.96e-8, 1e-7, 3e-6, 1e-4})
+      check_roundtrip(h, ebac::extents{3000}, p, {eb, ebac::bound_mode::absolute}, "f16 subnormals");
+}
+
+TEST_CASE("adversarial: NaN and Inf inside smooth data (prediction across outliers)") {
+  const ebac::extents e{2, 4, 40, 40};
+  auto x = make_floats(12800, 40, kind::smooth, 104);
+  for (std::size_t i = 0; i < x.size(); i += 97) x[i] = (i % 3 == 0) ? NAN : (i % 3 == 1 ? INFINITY : -INFINITY);
+  for (std::size_t i = 50; i < x.size(); i += 131) x[i] = bits_to_float(0x7f800000u | static_cast<std::uint32_t>(i));
+  for (const auto& p : all_pipelines())
+    for (auto mode : {ebac::bound_mode::absolute, ebac::bound_mode::relative}) {
+      check_roundtrip(x, e, p, {1e-3, mode}, "smooth + non-finite");
+      check_roundtrip(convert<ebac::bfloat16>(x), e, p, {1e-3, mode}, "smooth + non-finite bf16");
+    }
+}
+
+TEST_CASE("adversarial: relative bound over an extreme value range") {
+  std::vector<float> x = make_floats(5000, 100, kind::uniform, 105);
+  x[10] = fmax_;
+  x[20] = -fmax_;
+  for (const auto& p : all_pipelines())
+    for (double eb : {1e-3, 1e-30, 0.5})
+      check_roundtrip(x, ebac::extents{50, 100}, p, {eb, ebac::bound_mode::relative}, "range 2*FLT_MAX");
+}
+
+}  // TEST_SUITE
