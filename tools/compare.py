@@ -1,0 +1,879 @@
+#!/usr/bin/python3
+"""Side-by-side comparison of ebac with SZ3, ZFP and a quantize+zstd baseline.
+
+Run it with the Debian interpreter (numpy 1.24, python3-zstandard):
+
+    /usr/bin/python3 tools/compare.py --out out                  # bundled corpus
+    /usr/bin/python3 tools/compare.py --file a.f32 --dtype f32 --dims 512,512,512 --out out
+
+For every tensor and every relative bound r in --bounds, one absolute bound
+eb = r * (max - min over the finite values) is computed here, once, and every
+compressor gets that same eb: ebac (--mode abs, every named pipeline), SZ3
+(ABS), ZFP (fixed accuracy eb) and quantize+zstd (round(x / 2eb) to int32,
+zstd level 3, reconstruct q * 2eb; nothing is verified or stored raw, so its
+max error is whatever it measures). Every reconstruction is decompressed and
+compared element-wise here, in float64; a compressor's own claims are not
+trusted. Ratios are input bytes (in the tensor's storage dtype) over compressed
+bytes; aggregate ratios are total input bytes over total compressed bytes.
+
+Timings are in memory (no file IO), the best of N runs with N adaptive (runs
+until --min-time seconds in total, at most 100, at least 1), single-threaded
+and with all cores: ebac's figures come from `ebac eval --json` (its in-memory
+timing, --threads 1 and 0); SZ3 runs in this process through pysz (openmp off
+and on); ZFP through tools/peers/zfp_runner (serial and OpenMP policies); the
+zstd baseline in numpy + python-zstandard (threads=-1 for all cores). MB/s
+count input bytes in the storage dtype.
+
+16-bit tensors (f16, bf16): SZ3, ZFP and the baseline have no 16-bit input, so
+they get the values widened to float32 and their float32 reconstruction is
+rounded back to the storage dtype (as a trainer must, to put the tensor back);
+that rounding counts against the bound, as it does for ebac. The float32
+error before rounding is kept in the JSON as max_abs_error_f32.
+
+Outputs: a markdown report (stdout and OUT/compare.md) with per-bound,
+per-kind tables and a "Where ebac loses" section, and OUT/compare.json with
+per-file detail, the aggregates and the losses (the input of plot_rd.py).
+"""
+
+import argparse
+import datetime
+import json
+import math
+import os
+import platform
+import subprocess
+import sys
+import tempfile
+import time
+
+import numpy as np
+
+REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+PYDEPS = os.path.join(REPO, "build", "pydeps")
+if os.path.isdir(PYDEPS) and PYDEPS not in sys.path:
+    sys.path.append(PYDEPS)  # appended: never shadows Debian's numpy
+
+EBAC_PIPELINES = ["fast", "ratio", "ratio-flat", "rle", "plain"]
+PEERS = ["sz3", "zfp", "quant+zstd"]
+KINDS = ["post_relu", "other"]
+STORAGE = {"f32": np.float32, "f16": np.float16, "bf16": np.uint16}
+ITEMSIZE = {"f32": 4, "f16": 2, "bf16": 2}
+
+
+def log(msg):
+    print(msg, file=sys.stderr, flush=True)
+
+
+# --------------------------------------------------------------------------
+# arrays
+# --------------------------------------------------------------------------
+
+def load_raw(path, dtype, dims):
+    n = int(np.prod(dims, dtype=np.int64))
+    a = np.fromfile(path, dtype=STORAGE[dtype])
+    if a.size != n:
+        raise SystemExit("%s: %d elements on disk, --dims %s says %d" % (path, a.size, dims, n))
+    return a.reshape(dims)
+
+
+def to_float32(a, dtype):
+    """Storage array -> float32 values (exact for f16 and bf16)."""
+    if dtype == "bf16":
+        return (a.astype(np.uint32) << 16).view(np.float32)
+    return a.astype(np.float32, copy=False)
+
+
+def from_float32(y, dtype):
+    """float32 -> storage dtype, round to nearest even (the trainer's cast)."""
+    y = np.ascontiguousarray(y, dtype=np.float32)
+    if dtype == "f32":
+        return y
+    if dtype == "f16":
+        return y.astype(np.float16)
+    b = y.view(np.uint32)
+    rounded = ((b + 0x7FFF + ((b >> 16) & 1)) >> 16).astype(np.uint16)
+    nan = np.isnan(y)
+    if nan.any():
+        rounded[nan] = ((b[nan] >> 16) | 0x40).astype(np.uint16)  # stays a NaN
+    return rounded
+
+
+def peer_shape(dims):
+    """The shape peers see: size-1 axes dropped, leading axes folded to rank <= 4."""
+    d = [int(v) for v in dims if int(v) != 1] or [1]
+    while len(d) > 4:
+        d = [d[0] * d[1]] + d[2:]
+    return tuple(d)
+
+
+class Tensor:
+    """One input: storage array, float64 view for error checks, its range."""
+
+    def __init__(self, path, label, dtype, dims, kind, meta=None):
+        self.path, self.label, self.dtype, self.dims, self.kind = path, label, dtype, list(dims), kind
+        self.meta = meta or {}
+        self.storage = load_raw(path, dtype, self.dims)
+        self.f32 = np.ascontiguousarray(to_float32(self.storage, dtype))
+        self.n = int(self.storage.size)
+        self.bytes_in = self.n * ITEMSIZE[dtype]
+        x = self.f32.astype(np.float64)
+        self.finite = np.isfinite(x)
+        self.all_finite = bool(self.finite.all())
+        fx = x[self.finite] if not self.all_finite else x
+        self.vmin = float(fx.min()) if fx.size else 0.0
+        self.vmax = float(fx.max()) if fx.size else 0.0
+        self.range = self.vmax - self.vmin
+        self.zero_fraction = float(np.count_nonzero(x == 0)) / max(1, self.n)
+        self.x64 = x
+
+    def check(self, y_storage):
+        """Error of a reconstruction given in the storage dtype."""
+        y = to_float32(np.asarray(y_storage).reshape(self.storage.shape), self.dtype).astype(np.float64)
+        return self.check_f64(y, y_storage)
+
+    def check_f64(self, y, y_storage=None):
+        x = self.x64
+        if self.all_finite:
+            d = np.abs(x - y)
+        else:
+            d = np.abs(x[self.finite] - y[self.finite])
+        d = np.where(np.isnan(d), np.inf, d)
+        max_err = float(d.max()) if d.size else 0.0
+        mse = float(np.mean(d * d)) if d.size else 0.0
+        nonfinite_exact = True
+        if not self.all_finite and y_storage is not None:
+            xs = self.storage.reshape(-1).view(np.uint32 if self.dtype == "f32" else np.uint16)
+            ys = np.asarray(y_storage).reshape(-1).view(xs.dtype)
+            bad = ~self.finite.reshape(-1)
+            nonfinite_exact = bool(np.array_equal(xs[bad], ys[bad]))
+        elif not self.all_finite:
+            nonfinite_exact = False
+        if mse > 0 and self.range > 0 and math.isfinite(mse):
+            psnr = 20 * math.log10(self.range) - 10 * math.log10(mse)
+        else:
+            psnr = math.inf if mse == 0 else -math.inf
+        return {"max_abs_error": max_err, "psnr": psnr, "nonfinite_exact": nonfinite_exact}
+
+
+# --------------------------------------------------------------------------
+# timing
+# --------------------------------------------------------------------------
+
+def best_seconds(fn, min_time):
+    """Best of N runs: at least one, until min_time seconds in total, at most 100."""
+    best, total, out = math.inf, 0.0, None
+    for rep in range(100):
+        t0 = time.perf_counter()
+        out = fn()
+        s = time.perf_counter() - t0
+        best, total = min(best, s), total + s
+        if total >= min_time:
+            break
+    return best, out
+
+
+# --------------------------------------------------------------------------
+# compressors
+# --------------------------------------------------------------------------
+
+def result(t, eb, rel, name, family, bytes_out, err, times, extra=None):
+    r = {
+        "file": t.label, "dtype": t.dtype, "kind": t.kind, "n": t.n, "bound_rel": rel, "eb_abs": eb,
+        "compressor": name, "family": family, "bytes_in": t.bytes_in, "bytes_out": int(bytes_out),
+        "ratio": t.bytes_in / bytes_out if bytes_out else None,
+        "bits_per_value": 8.0 * bytes_out / t.n,
+        "max_abs_error": err["max_abs_error"],
+        "bound_held": bool(err["max_abs_error"] <= eb and err["nonfinite_exact"]),
+        "psnr": err["psnr"],
+    }
+    for key in ("compress_s_1t", "decompress_s_1t", "compress_s_all", "decompress_s_all"):
+        s = times.get(key)
+        r[key] = s
+        r[key.replace("_s_", "_MBps_")] = (t.bytes_in / s / 1e6) if s else None
+    if extra:
+        r.update(extra)
+    return r
+
+
+def run_checked(cmd):
+    p = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    if p.returncode != 0:
+        raise RuntimeError("%s failed (%d): %s" % (" ".join(cmd[:2]), p.returncode, p.stderr.strip()))
+    return p.stdout
+
+
+def ebac_results(args, t, eb, rel, tmp):
+    """Every ebac pipeline: MB/s from `ebac eval`, ratio and error from compress + decompress here."""
+    common = ["--dtype", t.dtype, "--dims", ",".join(map(str, t.dims)), "--eb", repr(eb), "--mode", "abs"]
+    evals = {}
+    # `--pipeline all` runs the named pipelines in one process; other lists one process each.
+    names = ["all"] if args.ebac_pipelines == EBAC_PIPELINES else args.ebac_pipelines
+    for tag, threads in () if args.ratios_only else (("1t", "1"), ("all", "0")):
+        for name in names:
+            out = run_checked([args.ebac, "eval", "--input", t.path] + common +
+                              ["--pipeline", name, "--json", "--threads", threads, "--min-time", repr(args.min_time)])
+            for line in out.splitlines():
+                if line.strip().startswith("{"):
+                    j = json.loads(line)
+                    evals.setdefault(j["pipeline"], {})[tag] = j
+    rows = []
+    stream, recon = os.path.join(tmp, "x.ebac"), os.path.join(tmp, "x.raw")
+    for p in args.ebac_pipelines:
+        run_checked([args.ebac, "compress", "--input", t.path, "--output", stream] + common + ["--pipeline", p])
+        run_checked([args.ebac, "decompress", "--input", stream, "--output", recon])
+        bytes_out = os.path.getsize(stream)
+        y = np.fromfile(recon, dtype=STORAGE[t.dtype])
+        if y.size != t.n:
+            raise RuntimeError("ebac decompress gave %d elements, expected %d" % (y.size, t.n))
+        err = t.check(y)
+        ev = evals.get(p, {})
+        times = {}
+        for tag in ("1t", "all"):
+            e = ev.get(tag)
+            if e and e.get("compress_MBps") and e.get("decompress_MBps"):
+                times["compress_s_" + tag] = t.bytes_in / (e["compress_MBps"] * 1e6)
+                times["decompress_s_" + tag] = t.bytes_in / (e["decompress_MBps"] * 1e6)
+        extra = {}
+        e1 = ev.get("1t")
+        if e1 and e1["bytes_out"] != bytes_out:
+            extra["note"] = "ebac eval reported %d bytes, the file has %d" % (e1["bytes_out"], bytes_out)
+        if e1 and e1["bound_held"] is False:
+            extra["ebac_self_check"] = "ebac eval reports the bound NOT held"
+        rows.append(result(t, eb, rel, "ebac " + p, "ebac", bytes_out, err, times, extra))
+    return rows
+
+
+_SZ3_OPENMP = None
+
+
+def sz3_has_openmp():
+    """Whether this pysz build has OpenMP (the PyPI wheel does not link libgomp)."""
+    global _SZ3_OPENMP
+    if _SZ3_OPENMP is None:
+        import importlib.util
+        with open(importlib.util.find_spec("pysz.sz").origin, "rb") as f:
+            blob = f.read()
+        _SZ3_OPENMP = b"GOMP_parallel" in blob or b"omp_get_num_threads" in blob
+    return _SZ3_OPENMP
+
+
+def sz3_results(args, t, eb, rel):
+    from pysz import sz, szConfig, szErrorBoundMode
+    x = np.ascontiguousarray(t.f32.reshape(peer_shape(t.dims)))
+    times, extra, out = {}, {}, {}
+    modes = (("1t", False), ("all", True)) if sz3_has_openmp() and not args.ratios_only else (("1t", False),)
+    for tag, omp in modes:
+        c = szConfig()
+        c.errorBoundMode = szErrorBoundMode.ABS
+        c.absErrorBound = eb
+        c.openmp = omp
+        tc, (comp, _) = best_seconds(lambda: sz.compress(x, c), args.min_time)
+        comp = np.ascontiguousarray(comp).copy()  # own the bytes, not the size-bound buffer
+        td, (y, _) = best_seconds(lambda: sz.decompress(comp, np.float32, x.shape), args.min_time)
+        times["compress_s_" + tag], times["decompress_s_" + tag] = tc, td
+        out[tag] = (comp.size, peer_error(t, y))
+    bytes_out, err = out["1t"]
+    if "all" in out:
+        # The OpenMP stream is another format (a block per thread): its error counts too.
+        bytes_mt, err_mt = out["all"]
+        extra["bytes_out_all"] = int(bytes_mt)
+        extra["max_abs_error_all"] = err_mt["max_abs_error"]
+        if err_mt["max_abs_error"] > err["max_abs_error"]:
+            err = dict(err, max_abs_error=err_mt["max_abs_error"])
+    elif not args.ratios_only:
+        extra["note"] = "this pysz build has no OpenMP: no all-core figures"
+    extra["max_abs_error_f32"] = err.pop("max_abs_error_f32")
+    return [result(t, eb, rel, "sz3", "sz3", bytes_out, err, {} if args.ratios_only else times, extra)]
+
+
+def peer_error(t, y32):
+    """Error of a peer's float32 reconstruction after the cast back to the storage dtype."""
+    y32 = np.asarray(y32, dtype=np.float32).reshape(t.storage.shape)
+    ys = from_float32(y32, t.dtype)
+    err = t.check(ys)
+    err["max_abs_error_f32"] = t.check_f64(y32.astype(np.float64))["max_abs_error"] if t.dtype != "f32" else err["max_abs_error"]
+    return err
+
+
+def zfp_results(args, t, bounds, tmp):
+    """ZFP for every bound of one tensor in one zfp_runner process."""
+    if t.dtype == "f32":
+        src = t.path
+    else:
+        src = os.path.join(tmp, "zfp_in.f32")
+        t.f32.tofile(src)
+    prefix = os.path.join(tmp, "zfp_recon")
+    cmd = [args.zfp_runner, "--input", src, "--dims", ",".join(map(str, t.dims)),
+           "--eb", ",".join(repr(eb) for _, eb in bounds), "--min-time", repr(args.min_time),
+           "--recon", prefix]
+    lines = [json.loads(l) for l in run_checked(cmd).splitlines() if l.startswith("{")]
+    rows = []
+    for i, ((rel, eb), j) in enumerate(zip(bounds, lines)):
+        path = "%s.%d.f32" % (prefix, i)
+        y = np.fromfile(path, dtype=np.float32)
+        os.unlink(path)
+        err = peer_error(t, y)
+        times = {} if args.ratios_only else {
+            "compress_s_1t": j["compress_s"], "decompress_s_1t": j["decompress_s"],
+            "compress_s_all": j["compress_s_omp"], "decompress_s_all": j["decompress_s_omp"]}
+        extra = {"max_abs_error_f32": err.pop("max_abs_error_f32"), "zfp_version": j.get("zfp_version")}
+        if j["decompress_s_omp"] is None and not args.ratios_only:
+            extra["note"] = "ZFP has no OpenMP decompression for fixed-accuracy streams"
+        rows.append(result(t, eb, rel, "zfp", "zfp", j["bytes_out"], err, times, extra))
+    return rows
+
+
+def zstd_results(args, t, eb, rel):
+    import zstandard
+    x = t.f32 if t.all_finite else np.where(np.isfinite(t.f32), t.f32, np.float32(0))
+    step = 2.0 * eb
+    dims = t.storage.shape
+
+    def compress(cctx):
+        q = np.rint(x.astype(np.float64) / step).astype(np.int32)
+        return cctx.compress(q.data)
+
+    def decompress(blob):
+        q = np.frombuffer(dctx.decompress(blob), dtype=np.int32)
+        return (q * step).astype(np.float32).reshape(dims)
+
+    dctx = zstandard.ZstdDecompressor()
+    times, blobs = {}, {}
+    for tag, threads in (("1t", 0),) if args.ratios_only else (("1t", 0), ("all", -1)):
+        cctx = zstandard.ZstdCompressor(level=3, threads=threads)
+        tc, blob = best_seconds(lambda: compress(cctx), args.min_time)
+        td, y = best_seconds(lambda: decompress(blob), args.min_time)
+        times["compress_s_" + tag], times["decompress_s_" + tag] = tc, td
+        blobs[tag] = (blob, y)
+    blob, y = blobs["1t"]
+    err = peer_error(t, y)
+    extra = {"max_abs_error_f32": err.pop("max_abs_error_f32")}
+    if "all" in blobs:
+        extra.update(bytes_out_all=len(blobs["all"][0]), note="zstd decompression is single-threaded")
+    return [result(t, eb, rel, "quant+zstd", "quant+zstd", len(blob), err, {} if args.ratios_only else times, extra)]
+
+
+# --------------------------------------------------------------------------
+# inputs
+# --------------------------------------------------------------------------
+
+def parse_dims(s):
+    dims = [int(v) for v in s.split(",") if v.strip()]
+    if not dims or any(d <= 0 for d in dims):
+        raise SystemExit("bad --dims %r" % s)
+    return dims
+
+
+def corpus_inputs(corpus):
+    manifest = os.path.join(corpus, "manifest.tsv")
+    if not os.path.exists(manifest):
+        raise SystemExit("%s not found: generate the corpus (tools/make_corpus.py) or give --file" % manifest)
+    rows = []
+    with open(manifest) as f:
+        header = f.readline().rstrip("\n").split("\t")
+        for line in f:
+            if not line.strip():
+                continue
+            r = dict(zip(header, line.rstrip("\n").split("\t")))
+            if r.get("role", "activation") != "activation" or r.get("dtype") not in STORAGE or r.get("file", "-") == "-":
+                continue
+            kind = r.get("kind", "other")
+            rows.append((os.path.join(corpus, r["file"]), r["file"], r["dtype"], parse_dims(r["dims"]),
+                         kind if kind in KINDS else "other",
+                         {k: r[k] for k in ("model", "module") if k in r}))
+    return rows
+
+
+def guess_kind(t):
+    """Raw files carry no label: post_relu when nothing is negative and >= 10% are exactly zero."""
+    return "post_relu" if t.vmin >= 0 and t.zero_fraction >= 0.10 else "other"
+
+
+# --------------------------------------------------------------------------
+# aggregation and report
+# --------------------------------------------------------------------------
+
+def aggregate(rows):
+    """Per (bound, kind, compressor): total-bytes ratio, throughput over total time, worst error."""
+    groups = {}
+    for r in rows:
+        for kind in (r["kind"], "all"):
+            groups.setdefault((r["bound_rel"], kind, r["compressor"]), []).append(r)
+    out = []
+    for (rel, kind, name), rs in sorted(groups.items(), key=lambda kv: (-kv[0][0], kv[0][1], kv[0][2])):
+        bi = sum(r["bytes_in"] for r in rs)
+        bo = sum(r["bytes_out"] for r in rs)
+        n = sum(r["n"] for r in rs)
+        psnrs = [r["psnr"] for r in rs if r["psnr"] is not None and math.isfinite(r["psnr"])]
+        a = {"bound_rel": rel, "kind": kind, "compressor": name, "family": rs[0]["family"], "files": len(rs),
+             "bytes_in": bi, "bytes_out": bo, "ratio": bi / bo if bo else None,
+             "bits_per_value": 8.0 * bo / n if n else None,
+             "max_error_over_eb": max(r["max_abs_error"] / r["eb_abs"] for r in rs),
+             "bound_held_files": sum(1 for r in rs if r["bound_held"]),
+             "psnr_mean": sum(psnrs) / len(psnrs) if psnrs else None}
+        for key in ("compress", "decompress"):
+            for tag in ("1t", "all"):
+                ts = [r[key + "_s_" + tag] for r in rs]
+                a[key + "_MBps_" + tag] = bi / sum(ts) / 1e6 if all(ts) and sum(ts) > 0 else None
+        out.append(a)
+    return out
+
+
+def is_target(peer, kind):
+    """The design's ratio targets: at least SZ3 on post-ReLU activations, at least ZFP everywhere."""
+    return peer == "zfp" or (peer == "sz3" and kind == "post_relu")
+
+
+def losses(summary, rows):
+    """Every case where ebac loses, each named: design targets first, then for information."""
+    found = []
+
+    def add(typ, text, **kw):
+        found.append(dict(kw, type=typ, text=text))
+
+    agg = {(a["bound_rel"], a["kind"], a["compressor"]): a for a in summary}
+    for rel in sorted({a["bound_rel"] for a in summary}, reverse=True):
+        for kind in KINDS:
+            ebacs = [a for (b, k, _), a in agg.items() if b == rel and k == kind and a["family"] == "ebac"]
+            if not ebacs:
+                continue
+            best = max(ebacs, key=lambda a: a["ratio"] or 0)
+            fast = agg.get((rel, kind, "ebac fast"))
+            for peer in PEERS:
+                p = agg.get((rel, kind, peer))
+                if not p:
+                    continue
+                if best["ratio"] < p["ratio"]:
+                    held = "" if p["bound_held_files"] == p["files"] else \
+                        " (%s held the bound on %d/%d)" % (peer, p["bound_held_files"], p["files"])
+                    add("ratio" if is_target(peer, kind) else "ratio_info",
+                        "ratio, %s, rel %s: best ebac (%s) %.2f < %s %.2f over %d tensors%s"
+                        % (kind, bound_label(rel), best["compressor"], best["ratio"], peer, p["ratio"], p["files"], held),
+                        bound_rel=rel, kind=kind, peer=peer, ebac=best["compressor"], ebac_ratio=best["ratio"],
+                        peer_ratio=p["ratio"])
+                for key in ("compress", "decompress"):
+                    e, v = (fast or {}).get(key + "_MBps_1t"), p[key + "_MBps_1t"]
+                    if e and v and v > e:
+                        add("speed", "%s speed (1 thread), %s, rel %s: %s %.0f MB/s > ebac fast %.0f MB/s"
+                            % (key, kind, bound_label(rel), peer, v, e),
+                            bound_rel=rel, kind=kind, peer=peer, what=key, ebac_MBps=e, peer_MBps=v)
+    # Per file, against the design's targets: the best ebac pipeline for that file.
+    by_file = {}
+    for r in rows:
+        by_file.setdefault((r["bound_rel"], r["file"]), []).append(r)
+    for (rel, f), rs in sorted(by_file.items(), key=lambda kv: (-kv[0][0], kv[0][1])):
+        ebacs = [r for r in rs if r["family"] == "ebac"]
+        if not ebacs:
+            continue
+        best = max(ebacs, key=lambda r: r["ratio"])
+        for r in rs:
+            if r["family"] != "ebac" and is_target(r["compressor"], r["kind"]) and best["ratio"] < r["ratio"]:
+                held = "" if r["bound_held"] else " (%s breaks the bound here: max err / eb %.3f)" % (
+                    r["compressor"], r["max_abs_error"] / r["eb_abs"])
+                add("file_ratio", "ratio, %s (%s, %s), rel %s: best ebac (%s) %.2f < %s %.2f%s"
+                    % (f, r["kind"], r["dtype"], bound_label(rel), best["compressor"], best["ratio"],
+                       r["compressor"], r["ratio"], held),
+                    bound_rel=rel, kind=r["kind"], peer=r["compressor"], file=f, ebac=best["compressor"],
+                    ebac_ratio=best["ratio"], peer_ratio=r["ratio"], peer_bound_held=r["bound_held"])
+    for r in rows:
+        if r["family"] == "ebac" and not r["bound_held"]:
+            add("bound", "BOUND VIOLATED: %s on %s, rel %s: max error %.6g > eb %.6g"
+                % (r["compressor"], r["file"], bound_label(r["bound_rel"]), r["max_abs_error"], r["eb_abs"]),
+                bound_rel=r["bound_rel"], file=r["file"], ebac=r["compressor"])
+    return found
+
+
+def peer_violations(rows):
+    """Per peer: how many (tensor, bound) runs broke the bound, and how many only by the cast to 16 bits."""
+    out = []
+    for peer in PEERS:
+        bad = [r for r in rows if r["compressor"] == peer and not r["bound_held"]]
+        if not bad:
+            continue
+        total = sum(1 for r in rows if r["compressor"] == peer)
+        cast = [r for r in bad if r["dtype"] != "f32" and r.get("max_abs_error_f32") is not None
+                and r["max_abs_error_f32"] <= r["eb_abs"]]
+        worst = max(r["max_abs_error"] / r["eb_abs"] for r in bad)
+        text = "%s broke the bound in %d of %d runs (worst max err / eb %.3f)" % (peer, len(bad), total, worst)
+        if cast:
+            text += "; %d of them on 16-bit tensors only through the rounding back to %s (its float32 output " \
+                    "was within eb)" % (len(cast), "/".join(sorted({r["dtype"] for r in cast})))
+        rest = [r for r in bad if r not in cast]
+        if rest:
+            own = max((r.get("max_abs_error_f32") or r["max_abs_error"]) / r["eb_abs"] for r in rest)
+            text += "; %d in its own arithmetic (worst %.7f x eb before any 16-bit rounding)" % (len(rest), own)
+        out.append(text)
+    return out
+
+
+def pipeline_rank(name):
+    """Named pipelines in their CLI order, explicit triples after them."""
+    return EBAC_PIPELINES.index(name) if name in EBAC_PIPELINES else len(EBAC_PIPELINES)
+
+
+def fmt(v, spec):
+    if v is None:
+        return "-"
+    if isinstance(v, float) and math.isinf(v):
+        return "inf"
+    return format(v, spec)
+
+
+def markdown(meta, summary, found, violations, skipped, failures, rows_notes):
+    L = []
+    L.append("# ebac vs SZ3, ZFP and quantize+zstd")
+    L.append("")
+    L.append("Inputs: %s: %d tensors, %.1f MB (%s)." % (meta["source"], meta["files"], meta["bytes"] / 1e6,
+                                                     ", ".join("%d %s" % (v, k) for k, v in sorted(meta["kinds"].items()))))
+    if skipped:
+        L.append("Skipped %d tensors under %d elements (%.3f MB; BN statistics, losses): headers dominate them and no "
+                 "trainer compresses them." % (len(skipped), meta["min_elements"], sum(s["bytes"] for s in skipped) / 1e6))
+    L.append("Host: %s, %d threads for \"all\". %s." % (meta["cpu"], meta["threads_all"], ", ".join(
+        "%s %s" % (k, v) for k, v in meta["versions"].items())))
+    L.append("Every compressor gets the same absolute bound eb = rel x (max - min) of each tensor's finite values; "
+             "errors are measured by compare.py after decompression. Timing: in memory, %s; MB/s are input bytes "
+             "per second." % ("not measured (--ratios-only)" if meta.get("ratios_only") else
+                              "best of N runs (N adaptive, >= %g s in total, <= 100)" % meta["min_time"]
+                              if meta["min_time"] > 0 else "one run per measurement (--min-time 0)"))
+    L.append("")
+    bounds = sorted({a["bound_rel"] for a in summary}, reverse=True)
+    names = []
+    for a in summary:
+        if a["compressor"] not in names:
+            names.append(a["compressor"])
+    names.sort(key=lambda n: (0 if n.startswith("ebac") else 1,
+                              pipeline_rank(n[5:]) if n.startswith("ebac") else PEERS.index(n)))
+    agg = {(a["bound_rel"], a["kind"], a["compressor"]): a for a in summary}
+    kinds = [k for k in KINDS if any(a["kind"] == k for a in summary)]
+
+    L.append("## Ratio overview (total input bytes / total compressed bytes)")
+    L.append("")
+    cols = [(k, b) for k in kinds for b in bounds]
+    L.append("| compressor | " + " | ".join("%s %s" % (k, bound_label(b)) for k, b in cols) + " |")
+    L.append("|---|" + "---:|" * len(cols))
+    for n in names:
+        cells = []
+        for k, b in cols:
+            a = agg.get((b, k, n))
+            best = max((x["ratio"] for (bb, kk, _), x in agg.items() if bb == b and kk == k), default=None)
+            v = fmt(a["ratio"], ".2f") if a else "-"
+            cells.append("**%s**" % v if a and best and a["ratio"] == best else v)
+        L.append("| %s | %s |" % (n, " | ".join(cells)))
+    L.append("")
+    L.append("Bold: the best ratio in the column.")
+    L.append("")
+    for b in bounds:
+        L.append("## rel %s" % bound_label(b))
+        L.append("")
+        for k in kinds:
+            some = [agg[(b, k, n)] for n in names if (b, k, n) in agg]
+            if not some:
+                continue
+            L.append("### %s (%d tensors, %.1f MB)" % (k, some[0]["files"], some[0]["bytes_in"] / 1e6))
+            L.append("")
+            L.append("| compressor | ratio | bits/value | max err / eb | bound held | PSNR dB | comp MB/s 1T | "
+                     "dec MB/s 1T | comp MB/s all | dec MB/s all |")
+            L.append("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
+            for a in some:
+                L.append("| %s | %s | %s | %s | %d/%d | %s | %s | %s | %s | %s |" % (
+                    a["compressor"], fmt(a["ratio"], ".2f"), fmt(a["bits_per_value"], ".2f"),
+                    fmt(a["max_error_over_eb"], ".3f"), a["bound_held_files"], a["files"], fmt(a["psnr_mean"], ".1f"),
+                    fmt(a["compress_MBps_1t"], ".0f"), fmt(a["decompress_MBps_1t"], ".0f"),
+                    fmt(a["compress_MBps_all"], ".0f"), fmt(a["decompress_MBps_all"], ".0f")))
+            L.append("")
+    notes = {n: rows_notes[n] for n in names if rows_notes.get(n)}
+    if notes:
+        L.append("Notes: " + "; ".join("%s: %s" % (n, ", ".join(v)) for n, v in notes.items()) + ".")
+        L.append("")
+    L.append("## Where ebac loses")
+    L.append("")
+    L.append("Checked: the best ebac pipeline's ratio against SZ3 on post_relu tensors and against ZFP everywhere "
+             "(aggregate per bound and kind, then per file), every peer's single-thread speed against ebac fast, "
+             "and ebac's bound on every file.")
+    L.append("")
+    if not summary:
+        L.append("Nothing was measured.")
+    elif not [f for f in found if f["type"] != "ratio_info"]:
+        L.append("Nowhere: ebac wins every case checked.")
+        L.append("")
+    for typ, title in (("bound", "ebac bound violations"),
+                       ("ratio", "Ratio below a design target (SZ3 on post_relu, ZFP anywhere), aggregate"),
+                       ("file_ratio", "Ratio below a design target, per tensor"),
+                       ("speed", "A peer faster than ebac fast on one thread (aggregate)"),
+                       ("ratio_info", "For information, not a design target: other peers with a higher ratio "
+                                      "than ebac's best pipeline (aggregate)")):
+        items = [f for f in found if f["type"] == typ]
+        if items:
+            L.append("%s: %d case%s" % (title, len(items), "" if len(items) == 1 else "s"))
+            L.append("")
+            for f in items:
+                L.append("- " + f["text"])
+            L.append("")
+    if violations:
+        L.append("## Peers and the bound")
+        L.append("")
+        for v in violations:
+            L.append("- " + v)
+        L.append("")
+    if failures:
+        L.append("## Failures")
+        L.append("")
+        for f in failures:
+            L.append("- %s" % f)
+        L.append("")
+    L.append("Column key: ratio = input bytes / compressed bytes (totals over the tensors); bits/value = 8 x compressed "
+             "bytes / values; max err / eb = worst max |x - y| over the tensors divided by that tensor's eb (<= 1 means "
+             "the bound held); bound held = tensors whose reconstruction is within eb everywhere (NaN/Inf bit-exact); "
+             "PSNR = mean over tensors of 20 log10(range) - 10 log10(MSE); MB/s = total input bytes / total best time, "
+             "1T = one thread, all = every core (ebac --threads 0, SZ3 openmp, ZFP OpenMP policy, zstd threads=-1); "
+             "'-' = not available.")
+    L.append("")
+    return "\n".join(L)
+
+
+# --------------------------------------------------------------------------
+# main
+# --------------------------------------------------------------------------
+
+def cpu_name():
+    try:
+        with open("/proc/cpuinfo") as f:
+            for line in f:
+                if line.startswith("model name"):
+                    return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return platform.processor() or "unknown CPU"
+
+
+def versions(args, have):
+    v = {}
+    try:
+        v["ebac"] = run_checked([args.ebac, "--version"]).split()[1]
+    except Exception:  # noqa: BLE001 - only a label
+        v["ebac"] = "?"
+    if "sz3" in have:
+        try:
+            from importlib.metadata import version
+            v["SZ3 (pysz)"] = version("pysz")
+        except Exception:  # noqa: BLE001
+            v["SZ3 (pysz)"] = "?"
+    if "zstd" in have:
+        import zstandard
+        v["zstd"] = "%s (python-zstandard %s)" % (".".join(map(str, zstandard.ZSTD_VERSION)), zstandard.__version__)
+    v["numpy"] = np.__version__
+    return v
+
+
+def default_ebac():
+    for sub in ("", "release", "main"):
+        p = os.path.join(REPO, "build", sub, "bin", "ebac")
+        if os.access(p, os.X_OK):
+            return p
+    return os.path.join(REPO, "build", "bin", "ebac")
+
+
+def bound_label(b):
+    """1e-3 rather than 0.001."""
+    m, e = ("%.0e" % b).split("e")
+    return "%se%d" % (m, int(e)) if float("%se%d" % (m, int(e))) == b else "%g" % b
+
+
+def main(argv=None):
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0],
+                                 formatter_class=argparse.RawDescriptionHelpFormatter, epilog=__doc__.split("\n\n", 1)[1])
+    ap.add_argument("--corpus", default=os.path.join(REPO, "data", "corpus"), help="corpus directory with manifest.tsv")
+    ap.add_argument("--file", action="append", default=[], help="raw little-endian array (repeatable); replaces the corpus")
+    ap.add_argument("--dtype", action="append", default=[], help="f32|f16|bf16 per --file (one value applies to all)")
+    ap.add_argument("--dims", action="append", default=[], help="D0,D1,... outermost first, per --file (one applies to all)")
+    ap.add_argument("--kind", action="append", default=[], help="post_relu|other per --file (default: guessed from the data)")
+    ap.add_argument("--bounds", default="1e-2,1e-3,1e-4", help="relative bounds (default 1e-2,1e-3,1e-4)")
+    ap.add_argument("--out", default=os.path.join(REPO, "out"), help="output directory (default out/)")
+    ap.add_argument("--min-time", type=float, default=0.2, help="seconds of repetitions per timing (default 0.2)")
+    ap.add_argument("--ratios-only", action="store_true",
+                    help="ratio, error and PSNR only: one run each, no MB/s (for dense bound sweeps)")
+    ap.add_argument("--min-elements", type=int, default=4096, help="skip corpus tensors smaller than this (default 4096)")
+    ap.add_argument("--max-files", type=int, default=0, help="use only the first N tensors (0: all)")
+    ap.add_argument("--compressors", default="ebac,sz3,zfp,zstd", help="subset of ebac,sz3,zfp,zstd")
+    ap.add_argument("--ebac-pipelines", default=",".join(EBAC_PIPELINES),
+                    help="ebac pipelines to run: named ones and/or PREDICTOR:QUANTIZER:ENCODER triples "
+                         "(default: every named pipeline)")
+    ap.add_argument("--ebac", default=default_ebac(), help="the ebac CLI (default: build/bin/ebac, else build/*/bin/ebac)")
+    ap.add_argument("--zfp-runner", default=os.path.join(REPO, "build", "peers", "zfp_runner"))
+    ap.add_argument("--from-json", metavar="JSON", help="re-render the report from a compare.json, measuring nothing")
+    args = ap.parse_args(argv)
+    if args.from_json:
+        return rerender(args.from_json, args.out)
+
+    if args.ratios_only:
+        args.min_time = 0.0
+    args.ebac_pipelines = [p.strip() for p in args.ebac_pipelines.split(",") if p.strip()]
+    bounds = [float(b) for b in args.bounds.split(",") if b.strip()]
+    if not bounds or any(not (0 < b <= 1) for b in bounds):
+        raise SystemExit("--bounds must be relative bounds in (0, 1]")
+    want = {c.strip() for c in args.compressors.split(",") if c.strip()}
+    unknown = want - {"ebac", "sz3", "zfp", "zstd"}
+    if unknown:
+        raise SystemExit("unknown compressors: %s" % ", ".join(sorted(unknown)))
+    failures = []
+    have = set()
+    if "ebac" in want:
+        if not os.access(args.ebac, os.X_OK):
+            raise SystemExit("%s not found: cmake -S . -B build -DCMAKE_BUILD_TYPE=Release && "
+                             "cmake --build build -j2 --target ebac_cli" % args.ebac)
+        have.add("ebac")
+    if "sz3" in want:
+        try:
+            import pysz  # noqa: F401
+            have.add("sz3")
+        except ImportError:
+            failures.append("SZ3 skipped: pysz not importable (/usr/bin/python3 -m pip install --no-deps "
+                            "--target build/pydeps pysz)")
+    if "zfp" in want:
+        if os.access(args.zfp_runner, os.X_OK):
+            have.add("zfp")
+        else:
+            failures.append("ZFP skipped: %s not found (cmake -S tools/peers -B build/peers -DCMAKE_BUILD_TYPE=Release "
+                            "&& cmake --build build/peers)" % args.zfp_runner)
+    if "zstd" in want:
+        try:
+            import zstandard  # noqa: F401
+            have.add("zstd")
+        except ImportError:
+            failures.append("quant+zstd skipped: python3-zstandard missing (apt-get install python3-zstandard)")
+    for f in failures:
+        log("compare: " + f)
+
+    skipped = []
+    if args.file:
+        def per_file(values, name, default=None):
+            if not values:
+                if default is not None:
+                    return [default] * len(args.file)
+                raise SystemExit("--%s is required with --file" % name)
+            if len(values) == 1:
+                return values * len(args.file)
+            if len(values) != len(args.file):
+                raise SystemExit("give --%s once or once per --file" % name)
+            return values
+        dts, dms, kds = per_file(args.dtype, "dtype"), per_file(args.dims, "dims"), per_file(args.kind, "kind", "auto")
+        specs = []
+        for path, dt, dm, kd in zip(args.file, dts, dms, kds):
+            if dt not in STORAGE:
+                raise SystemExit("--dtype must be f32, f16 or bf16, not %r" % dt)
+            if kd not in KINDS + ["auto"]:
+                raise SystemExit("--kind must be post_relu or other")
+            specs.append((path, os.path.basename(path), dt, parse_dims(dm), kd, {}))
+        source = "%d raw file%s" % (len(specs), "" if len(specs) == 1 else "s")
+    else:
+        specs = []
+        for s in corpus_inputs(args.corpus):
+            n = int(np.prod(s[3]))
+            if n < args.min_elements:
+                skipped.append({"file": s[1], "n": n, "bytes": n * ITEMSIZE[s[2]]})
+            else:
+                specs.append(s)
+        source = os.path.relpath(args.corpus, os.getcwd()) if args.corpus.startswith(REPO) else args.corpus
+    if args.max_files:
+        specs = specs[:args.max_files]
+    if not specs:
+        raise SystemExit("no inputs")
+
+    os.makedirs(args.out, exist_ok=True)
+    rows, files, broken = [], [], 0
+    t_start = time.time()
+    with tempfile.TemporaryDirectory(prefix="ebac-compare-") as tmp:
+        for fi, (path, label, dt, dims, kind, meta) in enumerate(specs):
+            t = Tensor(path, label, dt, dims, "other" if kind == "auto" else kind, meta)
+            if kind == "auto":
+                t.kind = guess_kind(t)
+            files.append({"file": label, "path": path, "dtype": dt, "dims": dims, "kind": t.kind, "n": t.n,
+                          "bytes": t.bytes_in, "min": t.vmin, "max": t.vmax, "zero_fraction": t.zero_fraction, **meta})
+            log("compare: [%d/%d] %s %s %s (%s, %.2f MB)" % (fi + 1, len(specs), label, dt,
+                                                            "x".join(map(str, dims)), t.kind, t.bytes_in / 1e6))
+            if t.range <= 0:
+                failures.append("%s: constant tensor (range 0), no relative bound: skipped" % label)
+                continue
+            eb_of = [(rel, rel * t.range) for rel in bounds]
+            file_rows = []
+            try:
+                for rel, eb in eb_of:
+                    if "ebac" in have:
+                        file_rows += ebac_results(args, t, eb, rel, tmp)
+                    if "sz3" in have:
+                        file_rows += sz3_results(args, t, eb, rel)
+                    if "zstd" in have:
+                        file_rows += zstd_results(args, t, eb, rel)
+                if "zfp" in have:
+                    file_rows += zfp_results(args, t, eb_of, tmp)
+            except Exception as e:  # noqa: BLE001 - one bad file must not sink the run
+                failures.append("%s: %s (file left out of every aggregate)" % (label, e))
+                log("compare: " + failures[-1])
+                broken += 1
+                continue
+            rows += file_rows
+    elapsed = time.time() - t_start
+
+    kinds = {}
+    for f in files:
+        kinds[f["kind"]] = kinds.get(f["kind"], 0) + 1
+    meta = {"source": source, "files": len(files), "bytes": sum(f["bytes"] for f in files), "kinds": kinds,
+            "min_elements": args.min_elements, "bounds": bounds, "min_time": args.min_time,
+            "ratios_only": args.ratios_only,
+            "threads_all": os.cpu_count() or 1, "cpu": cpu_name(), "versions": versions(args, have),
+            "date": datetime.datetime.now().isoformat(timespec="seconds"), "seconds": round(elapsed, 1),
+            "command": " ".join([os.path.relpath(sys.argv[0], os.getcwd())] + (argv if argv is not None else sys.argv[1:]))}
+    zfp_v = next((r.get("zfp_version") for r in rows if r.get("zfp_version")), None)
+    if zfp_v:
+        meta["versions"]["ZFP"] = zfp_v
+    write_report(args.out, meta, files, skipped, failures, rows)
+    log("compare: %d tensors x %d bounds in %.0f s; wrote %s/compare.md and compare.json"
+        % (len(files), len(bounds), elapsed, args.out))
+    if broken:
+        log("compare: %d tensor%s failed (see Failures)" % (broken, "" if broken == 1 else "s"))
+    return 1 if broken or not rows else 0
+
+
+def write_report(out, meta, files, skipped, failures, rows):
+    """Aggregates rows, prints the markdown, writes OUT/compare.md and OUT/compare.json."""
+    summary = aggregate(rows)
+    found = losses(summary, rows)
+    violations = peer_violations(rows)
+    notes = {}
+    for r in rows:
+        if r.get("note") and r["note"] not in notes.setdefault(r["compressor"], []):
+            notes[r["compressor"]].append(r["note"])
+    md = markdown(meta, [a for a in summary if a["kind"] != "all"], found, violations, skipped, failures, notes)
+    print(md)
+
+    def clean(o):  # JSON has no inf/nan
+        if isinstance(o, float) and not math.isfinite(o):
+            return None
+        if isinstance(o, dict):
+            return {k: clean(v) for k, v in o.items()}
+        if isinstance(o, list):
+            return [clean(v) for v in o]
+        return o
+
+    os.makedirs(out, exist_ok=True)
+    with open(os.path.join(out, "compare.md"), "w") as f:
+        f.write(md)
+    with open(os.path.join(out, "compare.json"), "w") as f:
+        json.dump(clean({"meta": meta, "files": files, "skipped": skipped, "failures": failures,
+                         "summary": summary, "losses": found, "peer_violations": violations, "results": rows}),
+                  f, indent=1)
+
+
+def rerender(path, out):
+    """--from-json: the report again from a compare.json's per-file results, nothing re-measured."""
+    with open(path) as f:
+        d = json.load(f)
+    for r in d["results"]:  # JSON stored inf PSNR (lossless) as null
+        if r.get("psnr") is None:
+            r["psnr"] = math.inf
+    write_report(out, d["meta"], d["files"], d["skipped"], d["failures"], d["results"])
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

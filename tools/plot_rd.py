@@ -1,0 +1,111 @@
+#!/usr/bin/python3
+"""Rate-distortion plots from tools/compare.py's compare.json.
+
+    /usr/bin/python3 tools/plot_rd.py out/compare.json --out out
+
+Writes, per tensor kind (post_relu, other):
+  rd_ratio_<kind>.png  compression ratio vs relative error bound (log-log)
+  rd_psnr_<kind>.png   PSNR vs bit rate (bits per value)
+one line per compressor, from compare.json's aggregates (ratio of total
+bytes, mean PSNR over tensors). A dense bound sweep makes better curves:
+  /usr/bin/python3 tools/compare.py --bounds 1e-1,3e-2,1e-2,3e-3,1e-3,3e-4,1e-4,3e-5,1e-5 --out out/sweep
+"""
+
+import argparse
+import json
+import os
+import sys
+
+import matplotlib
+
+matplotlib.use("Agg")
+import matplotlib.pyplot as plt  # noqa: E402
+
+KINDS = ["post_relu", "other"]
+EBAC_PIPELINES = ["fast", "ratio", "ratio-flat", "rle", "plain"]
+PEER_STYLE = {"sz3": ("tab:red", "s"), "zfp": ("tab:purple", "^"), "quant+zstd": ("tab:gray", "D")}
+EBAC_COLORS = ["tab:blue", "tab:green", "tab:cyan", "tab:olive", "tab:orange"]
+
+
+def style(name, ebac_names):
+    if name in PEER_STYLE:
+        color, marker = PEER_STYLE[name]
+        return {"color": color, "marker": marker, "linestyle": "--", "linewidth": 1.6}
+    i = ebac_names.index(name) if name in ebac_names else 0
+    return {"color": EBAC_COLORS[i % len(EBAC_COLORS)], "marker": "o", "linestyle": "-", "linewidth": 1.6}
+
+
+def main(argv=None):
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0],
+                                 formatter_class=argparse.RawDescriptionHelpFormatter, epilog=__doc__.split("\n\n", 1)[1])
+    ap.add_argument("json", nargs="?", default="out/compare.json", help="compare.json (default out/compare.json)")
+    ap.add_argument("--out", default=None, help="output directory (default: next to the JSON)")
+    ap.add_argument("--dpi", type=int, default=90)
+    args = ap.parse_args(argv)
+    with open(args.json) as f:
+        data = json.load(f)
+    out = args.out or os.path.dirname(os.path.abspath(args.json))
+    os.makedirs(out, exist_ok=True)
+    summary = data["summary"]
+    meta = data.get("meta", {})
+    written = []
+    for kind in KINDS:
+        rows = [a for a in summary if a["kind"] == kind and a["ratio"]]
+        if not rows:
+            continue
+        names = []
+        for a in rows:
+            if a["compressor"] not in names:
+                names.append(a["compressor"])
+        order = ["ebac " + p for p in EBAC_PIPELINES]
+        ebac_names = sorted((n for n in names if n.startswith("ebac")),
+                            key=lambda n: order.index(n) if n in order else len(order))
+        names = ebac_names + [n for n in names if n not in ebac_names]
+        files = max(a["files"] for a in rows)
+        mb = max(a["bytes_in"] for a in rows) / 1e6
+
+        fig, ax = plt.subplots(figsize=(6.4, 4.4))
+        for n in names:
+            pts = sorted((a["bound_rel"], a["ratio"]) for a in rows if a["compressor"] == n)
+            ax.plot([p[0] for p in pts], [p[1] for p in pts], label=n, **style(n, ebac_names))
+        ax.set_xscale("log")
+        ax.set_yscale("log")
+        ax.set_xlabel("relative error bound (eb / value range)")
+        ax.set_ylabel("compression ratio (total bytes)")
+        ax.set_title("%s activations: ratio vs bound (%d tensors, %.1f MB)" % (kind, files, mb), fontsize=10)
+        ax.grid(True, which="both", alpha=0.3)
+        ax.legend(fontsize=8)
+        fig.tight_layout()
+        path = os.path.join(out, "rd_ratio_%s.png" % kind)
+        fig.savefig(path, dpi=args.dpi)
+        plt.close(fig)
+        written.append(path)
+
+        fig, ax = plt.subplots(figsize=(6.4, 4.4))
+        for n in names:
+            pts = sorted((a["bits_per_value"], a["psnr_mean"]) for a in rows
+                         if a["compressor"] == n and a["psnr_mean"] is not None)
+            ax.plot([p[0] for p in pts], [p[1] for p in pts], label=n, **style(n, ebac_names))
+        ax.set_xlabel("bit rate (bits per value)")
+        ax.set_ylabel("PSNR (dB, mean over tensors)")
+        ax.set_title("%s activations: rate-distortion (%d tensors)" % (kind, files), fontsize=10)
+        ax.grid(True, alpha=0.3)
+        ax.legend(fontsize=8)
+        fig.tight_layout()
+        path = os.path.join(out, "rd_psnr_%s.png" % kind)
+        fig.savefig(path, dpi=args.dpi)
+        plt.close(fig)
+        written.append(path)
+    if not written:
+        print("plot_rd: no aggregates in %s" % args.json, file=sys.stderr)
+        return 1
+    for p in written:
+        print(p)
+    if meta.get("source"):
+        print("plot_rd: %s, bounds %s" % (meta["source"], ",".join("%g" % b for b in meta.get("bounds", []))),
+              file=sys.stderr)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
