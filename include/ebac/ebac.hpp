@@ -17,6 +17,7 @@
 #include <ebac/pipeline.hpp>
 #include <ebac/predictor/lorenzo.hpp>
 #include <ebac/predictor/no_prediction.hpp>
+#include <ebac/predictor/residual.hpp>
 #include <ebac/quantizer/linear.hpp>
 #include <ebac/status.hpp>
 #include <ebac/version.hpp>

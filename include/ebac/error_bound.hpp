@@ -74,7 +74,7 @@ struct value_range {
     if (o.min < min) min = o.min;
     if (o.max > max) max = o.max;
   }
-  [[nodiscard]] double span() const noexcept {
+  [[nodiscard]] EBAC_HOST_DEVICE double span() const noexcept {
     return any_finite ? static_cast<double>(max) - static_cast<double>(min) : 0.0;
   }
 };

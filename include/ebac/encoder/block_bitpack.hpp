@@ -38,7 +38,7 @@ struct block_bitpack {
     int word = 0;
 #if defined(__CUDA_ARCH__)
 #  pragma unroll
-#elif defined(__GNUC__) && !defined(__clang__)
+#elif defined(__GNUC__) && !defined(__clang__) && !defined(__CUDACC__)
 #  pragma GCC unroll 32
 #endif
     for (int i = 0; i < 32; ++i) {
@@ -60,7 +60,7 @@ struct block_bitpack {
     int word = 0;
 #if defined(__CUDA_ARCH__)
 #  pragma unroll
-#elif defined(__GNUC__) && !defined(__clang__)
+#elif defined(__GNUC__) && !defined(__clang__) && !defined(__CUDACC__)
 #  pragma GCC unroll 32
 #endif
     for (int i = 0; i < 32; ++i) {

@@ -54,17 +54,17 @@ struct stream_header {
   std::uint64_t outlier_count = 0;
   std::uint64_t section_bytes[section_count]{};
 
-  [[nodiscard]] std::size_t header_bytes() const noexcept { return stream_fixed_header_bytes + 8 * static_cast<std::size_t>(shape.rank); }
+  [[nodiscard]] EBAC_HOST_DEVICE std::size_t header_bytes() const noexcept { return stream_fixed_header_bytes + 8 * static_cast<std::size_t>(shape.rank); }
   [[nodiscard]] bool has_checksum() const noexcept { return flags & stream_flag_checksum; }
 
   /// Offset of a section from the start of the stream.
-  [[nodiscard]] std::uint64_t section_offset(int s) const noexcept {
+  [[nodiscard]] EBAC_HOST_DEVICE std::uint64_t section_offset(int s) const noexcept {
     std::uint64_t off = header_bytes();
     for (int i = 0; i < s; ++i) off += section_bytes[i];
     return off;
   }
 
-  void write(std::byte* p) const noexcept {
+  EBAC_HOST_DEVICE void write(std::byte* p) const noexcept {
     using detail::store_le;
     p[0] = std::byte{'E'}; p[1] = std::byte{'B'}; p[2] = std::byte{'A'}; p[3] = std::byte{'C'};
     store_le<std::uint16_t>(p + 4, EBAC_FORMAT_VERSION);
@@ -100,22 +100,23 @@ inline std::uint64_t element_count(const stream_header& h) noexcept {
   return n;
 }
 
-/// Parses and validates a header against the stream's total size. On
-/// success every section lies inside the stream and every id is known.
-/// `what` names the failing field.
-[[nodiscard]] inline status read_stream_header(const std::byte* p, std::size_t size, stream_header& h,
-                                               const char** what = nullptr) noexcept {
+/// Like read_stream_header, but reads only the header bytes p[0, available)
+/// of a stream of `size` bytes and does not verify the checksum (for a
+/// stream in device memory, whose checksum the device checks).
+[[nodiscard]] inline status read_stream_header_fields(const std::byte* p, std::size_t available, std::size_t size,
+                                                      stream_header& h, const char** what = nullptr) noexcept {
   using detail::load_le;
   auto bad = [&](status s, const char* w) {
     if (what) *what = w;
     return s;
   };
-  if (size < 8) return bad(status::truncated_stream, "stream shorter than its magic and version");
+  if (available > size) available = size;
+  if (available < 8) return bad(status::truncated_stream, "stream shorter than its magic and version");
   if (p[0] != std::byte{'E'} || p[1] != std::byte{'B'} || p[2] != std::byte{'A'} || p[3] != std::byte{'C'})
     return bad(status::corrupt_stream, "not an ebac stream (bad magic)");
   if (load_le<std::uint16_t>(p + 4) != EBAC_FORMAT_VERSION)
     return bad(status::unsupported, "unsupported stream format version");
-  if (size < stream_fixed_header_bytes) return bad(status::truncated_stream, "stream shorter than its header");
+  if (available < stream_fixed_header_bytes) return bad(status::truncated_stream, "stream shorter than its header");
   const auto t = static_cast<std::uint8_t>(p[8]);
   if (t < 1 || t > 3) return bad(status::corrupt_stream, "unknown dtype id");
   h.type = static_cast<dtype>(t);
@@ -129,7 +130,7 @@ inline std::uint64_t element_count(const stream_header& h) noexcept {
   h.shape = extents{};
   h.shape.rank = rank;
   if (load_le<std::uint16_t>(p + 6) != h.header_bytes()) return bad(status::corrupt_stream, "header size mismatch");
-  if (size < h.header_bytes()) return bad(status::truncated_stream, "stream shorter than its header");
+  if (available < h.header_bytes()) return bad(status::truncated_stream, "stream shorter than its header");
   for (int i = 0; i < rank; ++i) h.shape.dims[i] = load_le<std::uint64_t>(p + stream_fixed_header_bytes + 8 * i);
   std::uint64_t n = 0;
   if (h.shape.count(n) != status::ok) return bad(status::corrupt_stream, "element count overflows");
@@ -184,10 +185,22 @@ inline std::uint64_t element_count(const stream_header& h) noexcept {
     return bad(status::corrupt_stream, "outlier value section size mismatch");
   if ((h.encoder == encoder_id::huffman) != (h.section_bytes[section_codebook] > 0))
     return bad(status::corrupt_stream, "codebook presence does not match the encoder");
+  return status::ok;
+}
+
+/// Parses and validates a header against the stream's total size, and the
+/// checksum when the stream has one. On success every section lies inside
+/// the stream and every id is known. `what` names the failing field.
+[[nodiscard]] inline status read_stream_header(const std::byte* p, std::size_t size, stream_header& h,
+                                               const char** what = nullptr) noexcept {
+  const status s = read_stream_header_fields(p, size, size, h, what);
+  if (s != status::ok) return s;
   if (h.has_checksum()) {
     const std::size_t body = size - 8;
-    if (detail::checksum64(p, body) != load_le<std::uint64_t>(p + body))
-      return bad(status::checksum_mismatch, "stream checksum does not match (corrupted or truncated)");
+    if (detail::checksum64(p, body) != detail::load_le<std::uint64_t>(p + body)) {
+      if (what) *what = "stream checksum does not match (corrupted or truncated)";
+      return status::checksum_mismatch;
+    }
   }
   return status::ok;
 }

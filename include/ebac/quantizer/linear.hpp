@@ -31,11 +31,10 @@ inline constexpr std::int32_t quantizer_code_limit = 1 << 22;
 namespace detail {
 
 /// Largest float <= d (d >= 0); float max for huge d.
-inline float float_at_most(double d) noexcept {
-  if (!(d < static_cast<double>(std::numeric_limits<float>::max())))
-    return std::numeric_limits<float>::max();
-  float f = static_cast<float>(d);
-  if (static_cast<double>(f) > d) f = std::nextafter(f, 0.0f);
+EBAC_HOST_DEVICE float float_at_most(double d) noexcept {
+  if (!(d < 3.4028234663852886e38)) return 3.4028234663852886e38f;  // float max (also for NaN)
+  float f = static_cast<float>(d);                     // round to nearest
+  if (static_cast<double>(f) > d) f = bits_float(float_bits(f) - 1u);  // f > d >= 0: one ulp down
   return f;
 }
 
@@ -50,7 +49,7 @@ static_assert(quantizer_code_limit == (1 << 22));
 /// The float difference fl(x - y) is within 2^-24 (relative) of the exact
 /// one, so fl(|x - y|) <= eb (1 - 2^-22) proves |x - y| <= eb. Values closer
 /// to the bound than that take the exact (double, TwoSum) check.
-inline float settle_threshold(double eb) noexcept { return float_at_most(eb * (1.0 - 0x1p-22)); }
+EBAC_HOST_DEVICE float settle_threshold(double eb) noexcept { return float_at_most(eb * (1.0 - 0x1p-22)); }
 
 EBAC_HOST_DEVICE bool is_finite_float(float x) noexcept {
   return (float_bits(x) & 0x7f800000u) != 0x7f800000u;
@@ -81,7 +80,7 @@ struct linear_quantizer {
   float inv_step = 0;    // 1 / step, used only to pick a candidate code
   float settle = 0;      // a float |x - y| <= settle proves |x - y| <= eb exactly
 
-  static linear_quantizer make(double eb) noexcept {
+  EBAC_HOST_DEVICE static linear_quantizer make(double eb) noexcept {
     linear_quantizer q;
     q.eb = eb;
     q.step = detail::float_at_most(2.0 * eb);
@@ -123,7 +122,7 @@ struct sign_preserving_quantizer {
   float inv_step = 0;    // 1 / (2 half_step)
   float settle = 0;      // a float |x - y| <= settle proves |x - y| <= eb exactly
 
-  static sign_preserving_quantizer make(double eb) noexcept {
+  EBAC_HOST_DEVICE static sign_preserving_quantizer make(double eb) noexcept {
     sign_preserving_quantizer q;
     q.eb = eb;
     q.half_step = detail::float_at_most(eb);

@@ -1,0 +1,149 @@
+// ebac/cuda/codec.cuh - host convenience layer over the device-scope API.
+//
+// Allocates through a pluggable allocator (so PyTorch's caching allocator can
+// serve it), optionally reads the compressed size back, and throws
+// ebac::error. Use device_codec.cuh directly for graph capture or to avoid
+// the size read-back.
+#pragma once
+
+#include <ebac/cuda/config.cuh>
+#include <ebac/cuda/device_codec.cuh>
+#include <ebac/status.hpp>
+
+#include <cstddef>
+#include <cstdint>
+#include <cstring>
+#include <string>
+#include <utility>
+#include <vector>
+
+EBAC_NAMESPACE_BEGIN
+namespace cuda {
+
+/// Stream-ordered allocation hooks; the default uses cudaMallocAsync.
+struct allocator {
+  void* (*allocate)(std::size_t bytes, cudaStream_t stream, void* context) = nullptr;
+  void (*deallocate)(void* p, cudaStream_t stream, void* context) = nullptr;
+  void* context = nullptr;
+};
+
+inline allocator default_allocator() {
+  allocator a;
+  a.allocate = [](std::size_t bytes, cudaStream_t s, void*) -> void* {
+    void* p = nullptr;
+    return cudaMallocAsync(&p, bytes ? bytes : 1, s) == cudaSuccess ? p : nullptr;
+  };
+  a.deallocate = [](void* p, cudaStream_t s, void*) { (void)cudaFreeAsync(p, s); };
+  return a;
+}
+
+namespace detail {
+inline void check(cudaError_t e, const char* what) {
+  if (e != cudaSuccess) ::ebac::detail::fail(status::invalid_argument, std::string(what) + ": " + cudaGetErrorString(e));
+}
+
+/// Owns one allocation from an allocator (move-only).
+class device_allocation {
+ public:
+  device_allocation() = default;
+  device_allocation(std::size_t bytes, cudaStream_t s, const allocator& a) : bytes_(bytes), stream_(s), alloc_(a) {
+    ptr_ = a.allocate(bytes, s, a.context);
+    if (!ptr_) ::ebac::detail::fail(status::invalid_argument, "device allocation of " + std::to_string(bytes) + " bytes failed");
+  }
+  device_allocation(device_allocation&& o) noexcept { *this = std::move(o); }
+  device_allocation& operator=(device_allocation&& o) noexcept {
+    std::swap(ptr_, o.ptr_);
+    std::swap(bytes_, o.bytes_);
+    std::swap(stream_, o.stream_);
+    std::swap(alloc_, o.alloc_);
+    return *this;
+  }
+  device_allocation(const device_allocation&) = delete;
+  device_allocation& operator=(const device_allocation&) = delete;
+  ~device_allocation() {
+    if (ptr_) alloc_.deallocate(ptr_, stream_, alloc_.context);
+  }
+  [[nodiscard]] void* get() const noexcept { return ptr_; }
+  [[nodiscard]] std::size_t bytes() const noexcept { return bytes_; }
+
+ private:
+  void* ptr_ = nullptr;
+  std::size_t bytes_ = 0;
+  cudaStream_t stream_ = nullptr;
+  allocator alloc_{};
+};
+}  // namespace detail
+
+/// A compressed stream in device memory.
+struct device_stream {
+  detail::device_allocation buffer;   // capacity = max_compressed_bytes
+  detail::device_allocation size;     // one std::uint64_t: the stream's bytes
+  std::uint64_t bytes = 0;            // valid when compress() read it back
+  [[nodiscard]] const std::byte* data() const noexcept { return static_cast<const std::byte*>(buffer.get()); }
+  [[nodiscard]] const std::uint64_t* device_size() const noexcept { return static_cast<const std::uint64_t*>(size.get()); }
+};
+
+/// Compresses d_in on `stream`. With read_size, waits for the stream and
+/// fills `bytes`, and checks the device status; otherwise nothing syncs.
+template <class Pipeline, element T>
+device_stream compress(const T* d_in, const extents& shape, const Pipeline& pipe, const compress_options& opt,
+                       cudaStream_t stream = nullptr, const allocator& alloc = default_allocator(), bool read_size = true) {
+  std::size_t temp = 0;
+  detail::check(::ebac::cuda::compress(nullptr, temp, d_in, shape, pipe, opt, nullptr, 0, nullptr, nullptr, stream),
+                "ebac::cuda::compress (temp query)");
+  device_stream out;
+  const std::size_t cap = max_compressed_bytes<Pipeline, T>(shape, pipe);
+  out.buffer = detail::device_allocation(cap, stream, alloc);
+  out.size = detail::device_allocation(sizeof(std::uint64_t) + sizeof(int), stream, alloc);
+  detail::device_allocation tmp(temp, stream, alloc);
+  auto* d_size = static_cast<std::uint64_t*>(out.size.get());
+  int* d_status = reinterpret_cast<int*>(d_size + 1);
+  detail::check(::ebac::cuda::compress(tmp.get(), temp, d_in, shape, pipe, opt, static_cast<std::byte*>(out.buffer.get()),
+                                       cap, d_size, d_status, stream),
+                "ebac::cuda::compress");
+  if (read_size) {
+    std::uint64_t host[2] = {0, 0};
+    detail::check(cudaMemcpyAsync(host, d_size, sizeof(std::uint64_t) + sizeof(int), cudaMemcpyDeviceToHost, stream), "reading the compressed size");
+    detail::check(cudaStreamSynchronize(stream), "ebac::cuda::compress");
+    int st = 0;
+    std::memcpy(&st, reinterpret_cast<const std::byte*>(host) + sizeof(std::uint64_t), sizeof st);
+    if (st != device_ok) ::ebac::detail::fail(status::invalid_argument, "relative bound times the value range is not finite");
+    out.bytes = host[0];
+  }
+  return out;
+}
+
+/// Reads and validates a device stream's header on the host (synchronizes).
+inline stream_header read_header(const std::byte* d_stream, std::size_t bytes, cudaStream_t stream = nullptr) {
+  std::vector<std::byte> head(bytes < stream_fixed_header_bytes + 8 * max_rank ? bytes : stream_fixed_header_bytes + 8 * max_rank);
+  detail::check(cudaMemcpyAsync(head.data(), d_stream, head.size(), cudaMemcpyDeviceToHost, stream), "reading the stream header");
+  detail::check(cudaStreamSynchronize(stream), "reading the stream header");
+  // Validate against the real size without the checksum (checked on the device).
+  stream_header h;
+  const char* what = "";
+  status s = read_stream_header_fields(head.data(), head.size(), bytes, h, &what);
+  if (s != status::ok) ::ebac::detail::fail(s, what);
+  return h;
+}
+
+/// Decompresses a device stream into d_out (count elements) and checks the
+/// device status (synchronizes). Throws ebac::error on a corrupt stream.
+template <element T>
+void decompress(const std::byte* d_in, std::size_t in_bytes, T* d_out, std::uint64_t count, cudaStream_t stream = nullptr,
+                const allocator& alloc = default_allocator()) {
+  const stream_header h = read_header(d_in, in_bytes, stream);
+  std::size_t temp = 0;
+  detail::check(::ebac::cuda::decompress<T>(nullptr, temp, h, d_in, in_bytes, d_out, count, nullptr, stream), "ebac::cuda::decompress (temp query)");
+  detail::device_allocation tmp(temp, stream, alloc);
+  detail::device_allocation st(sizeof(int), stream, alloc);
+  detail::check(::ebac::cuda::decompress<T>(tmp.get(), temp, h, d_in, in_bytes, d_out, count, static_cast<int*>(st.get()), stream),
+                "ebac::cuda::decompress");
+  int host = 0;
+  detail::check(cudaMemcpyAsync(&host, st.get(), sizeof host, cudaMemcpyDeviceToHost, stream), "reading the decode status");
+  detail::check(cudaStreamSynchronize(stream), "ebac::cuda::decompress");
+  if (host != device_ok) ::ebac::detail::fail(host == device_checksum ? status::checksum_mismatch : status::corrupt_stream,
+                                              "the device decoder rejected the stream (code " + std::to_string(host) + ")");
+}
+
+}  // namespace cuda
+EBAC_NAMESPACE_END

@@ -1,0 +1,262 @@
+// ebac/cuda/device_codec.cuh - device-scope compress/decompress (the CUB contract).
+//
+//   size_t temp = 0;
+//   ebac::cuda::compress(nullptr, temp, d_in, shape, pipe, opt, d_out, cap, d_size, stream); // query
+//   ... allocate temp (e.g. from PyTorch's caching allocator) ...
+//   ebac::cuda::compress(d_temp, temp, d_in, shape, pipe, opt, d_out, cap, d_size, stream);  // run
+//
+// No allocation, no synchronization, no host read of a device value: every
+// call only enqueues work on `stream`, so it can be captured in a CUDA graph.
+// The compressed size goes to device memory (*d_out_bytes); size `d_out` with
+// max_compressed_bytes(). Device streams carry no checksum (the header says
+// so); the bytes are otherwise identical to the host backend's stream for
+// the same input and settings (compress_options::checksum = false).
+//
+// Decompression needs the stream's header on the host (the caller kept it
+// from compression, or reads it: see cuda/codec.cuh); a corrupt payload is
+// reported through *d_status (0 = ok, see device_status), never by touching
+// memory out of bounds. Every output element is written.
+//
+// Not yet on the device: the Huffman encoder (cudaErrorNotSupported).
+#pragma once
+
+#include <ebac/cuda/config.cuh>
+#include <ebac/cuda/kernels/decode.cuh>
+#include <ebac/cuda/kernels/encode.cuh>
+#include <ebac/cuda/kernels/predict.cuh>
+#include <ebac/cuda/kernels/quantize.cuh>
+#include <ebac/dtype.hpp>
+#include <ebac/format/stream_header.hpp>
+#include <ebac/host/codec.hpp>
+#include <ebac/pipeline.hpp>
+
+#include <cub/device/device_scan.cuh>
+#include <cub/device/device_select.cuh>
+#include <thrust/iterator/counting_iterator.h>
+
+#include <cstddef>
+#include <cstdint>
+#include <type_traits>
+
+EBAC_NAMESPACE_BEGIN
+namespace cuda {
+
+namespace detail {
+
+inline unsigned grid_for(std::uint64_t n, unsigned threads = 256) {
+  const std::uint64_t g = (n + threads - 1) / threads;
+  return static_cast<unsigned>(g < 1 ? 1 : (g > 65535u * 8 ? 65535u * 8 : g));
+}
+
+/// Carves one temp allocation into aligned pieces (query and run agree).
+struct temp_carver {
+  std::byte* base;
+  std::size_t used = 0;
+  template <class U>
+  U* take(std::size_t count) {
+    used = align_up(used, 256);
+    U* p = base ? reinterpret_cast<U*>(base + used) : nullptr;
+    used += count * sizeof(U);
+    return p;
+  }
+};
+
+template <class E>
+constexpr bool device_encoder_supported = !E::needs_codebook;
+
+}  // namespace detail
+
+/// Bytes a stream of this shape and pipeline can take at most.
+template <class Pipeline, element T>
+std::size_t max_compressed_bytes(const extents& shape, const Pipeline& pipe) noexcept {
+  using E = typename Pipeline::encoder_type;
+  std::uint64_t n = 0;
+  if (shape.count(n) != status::ok) return 0;
+  const std::uint64_t C = pipe.chunk_elements;
+  const std::uint64_t chunks = (n + C - 1) / C;
+  const E enc{};
+  const std::uint64_t per_chunk = enc.max_chunk_bytes(static_cast<std::size_t>(C));
+  return static_cast<std::size_t>(stream_fixed_header_bytes + 8 * static_cast<std::uint64_t>(shape.rank) + 4 * chunks +
+                                  chunks * per_chunk + n * (10 + sizeof(T)) + 8);
+}
+
+template <class Pipeline, element T>
+[[nodiscard]] cudaError_t compress(void* d_temp, std::size_t& temp_bytes, const T* d_in, const extents& shape,
+                                   const Pipeline& pipe, const compress_options& opt, std::byte* d_out,
+                                   std::size_t out_capacity, std::uint64_t* d_out_bytes, int* d_status,
+                                   cudaStream_t stream = nullptr) {
+  using P = typename Pipeline::predictor_type;
+  using Q = typename Pipeline::quantizer_type;
+  using E = typename Pipeline::encoder_type;
+  if constexpr (!detail::device_encoder_supported<E>) {
+    return cudaErrorNotSupported;
+  } else {
+    std::uint64_t n = 0;
+    if (shape.count(n) != status::ok || opt.bound.validate() != status::ok || pipe.predictor.validate(shape) != status::ok)
+      return cudaErrorInvalidValue;
+    const std::uint32_t C = pipe.chunk_elements;
+    if (C < 32 || C % 32 != 0 || C > (1u << 24)) return cudaErrorInvalidValue;
+    const std::uint64_t chunks = (n + C - 1) / C;
+
+    // Temp layout. The field/code arrays are reused for the outlier indices
+    // once encoding no longer needs them (stream order makes that safe).
+    detail::temp_carver t{static_cast<std::byte*>(d_temp)};
+    auto* field = t.take<std::uint32_t>(2 * n + 2);  // q, then codes; later u64 outlier indices
+    std::uint32_t* codes = field ? field + n : nullptr;
+    auto* flags = t.take<std::uint8_t>(n + 1);
+    auto* chunk_bytes = t.take<std::uint64_t>(chunks + 1);
+    auto* chunk_offset = t.take<std::uint64_t>(chunks + 1);
+    auto* keys = t.take<std::int32_t>(2);
+    auto* quant = t.take<Q>(1);
+    auto* eb_abs = t.take<double>(1);
+    auto* layout = t.take<std::uint64_t>(4);
+    auto* outlier_count = t.take<std::uint64_t>(1);
+    auto* index_bytes = t.take<std::uint64_t>(1);
+    const E enc{};
+    const std::size_t slot = enc.max_chunk_bytes(C);
+    std::byte* scratch = nullptr;
+    if constexpr (!std::is_same_v<E, block_bitpack>) scratch = t.take<std::byte>(chunks * slot);
+    std::size_t scan_bytes = 0, select_bytes = 0;
+    cudaError_t e = cub::DeviceScan::ExclusiveSum(nullptr, scan_bytes, chunk_bytes, chunk_offset, static_cast<std::int64_t>(chunks), stream);
+    if (e != cudaSuccess) return e;
+    auto* outlier_index = reinterpret_cast<std::uint64_t*>(field);
+    e = cub::DeviceSelect::Flagged(nullptr, select_bytes, thrust::counting_iterator<std::uint64_t>(0), flags, outlier_index,
+                                   outlier_count, static_cast<std::int64_t>(n), stream);
+    if (e != cudaSuccess) return e;
+    void* cub_temp = t.take<std::byte>(scan_bytes > select_bytes ? scan_bytes : select_bytes);
+    const std::size_t cub_bytes = scan_bytes > select_bytes ? scan_bytes : select_bytes;
+    if (d_temp == nullptr) {
+      temp_bytes = t.used;
+      return cudaSuccess;
+    }
+    if (temp_bytes < t.used) return cudaErrorInvalidValue;
+    if (out_capacity < max_compressed_bytes<Pipeline, T>(shape, pipe) || !d_out || !d_out_bytes || !d_status ||
+        (n > 0 && !d_in))
+      return cudaErrorInvalidValue;
+
+    stream_header h;
+    h.type = dtype_of<T>::value;
+    h.mode = opt.bound.mode;
+    h.flags = 0;
+    h.shape = shape;
+    h.predictor = P::id;
+    if constexpr (std::is_same_v<P, lorenzo>) h.lorenzo_params = pipe.predictor;
+    h.quantizer = Q::id;
+    h.encoder = E::id;
+    h.eb_requested = opt.bound.value;
+    h.chunk_elements = C;
+    h.section_bytes[section_chunk_table] = 4 * chunks;
+    const std::uint64_t payload_offset = h.header_bytes() + 4 * chunks;
+
+    const unsigned g = detail::grid_for(n);
+    if ((e = cudaMemsetAsync(d_status, 0, sizeof(int), stream)) != cudaSuccess) return e;
+    kernels::range_init_kernel<<<1, 1, 0, stream>>>(keys);
+    if (opt.bound.mode == bound_mode::relative && n > 0) kernels::range_kernel<T><<<g, 256, 0, stream>>>(d_in, n, keys);
+    kernels::make_quantizer_kernel<Q><<<1, 1, 0, stream>>>(opt.bound, keys, quant, eb_abs, d_status);
+    if (n > 0) {
+      kernels::quantize_kernel<Q, T><<<g, 256, 0, stream>>>(d_in, n, quant, field, flags);
+      kernels::residual_kernel<P><<<g, 256, 0, stream>>>(pipe.predictor, shape, field, codes, n);
+    }
+    if ((e = cudaMemcpyAsync(layout, &payload_offset, sizeof payload_offset, cudaMemcpyHostToDevice, stream)) != cudaSuccess) return e;
+    if (chunks > 0) {
+      if constexpr (std::is_same_v<E, block_bitpack>) {
+        kernels::bitpack_size_kernel<<<static_cast<unsigned>(chunks), kernels::bitpack_threads, 0, stream>>>(codes, n, C, chunk_bytes);
+      } else {
+        kernels::serial_encode_kernel<E><<<detail::grid_for(chunks, 64), 64, 0, stream>>>(enc, codes, n, C, chunks, scratch, slot, chunk_bytes);
+      }
+      std::size_t cb = cub_bytes;
+      if ((e = cub::DeviceScan::ExclusiveSum(cub_temp, cb, chunk_bytes, chunk_offset, static_cast<std::int64_t>(chunks), stream)) != cudaSuccess) return e;
+    }
+    kernels::payload_layout_kernel<<<1, 1, 0, stream>>>(chunk_bytes, chunk_offset, chunks, layout);
+    if (chunks > 0) {
+      if constexpr (std::is_same_v<E, block_bitpack>) {
+        kernels::bitpack_write_kernel<<<static_cast<unsigned>(chunks), kernels::bitpack_threads, 0, stream>>>(codes, n, C, chunk_offset, d_out, layout);
+      } else {
+        kernels::copy_chunks_kernel<<<static_cast<unsigned>(chunks), 256, 0, stream>>>(scratch, slot, chunk_bytes, chunk_offset, d_out, layout);
+      }
+      kernels::chunk_table_kernel<<<detail::grid_for(chunks), 256, 0, stream>>>(chunk_bytes, chunks, d_out + h.header_bytes());
+    }
+    // Codes are encoded: their memory now holds the outlier indices.
+    if (n > 0) {
+      std::size_t sb = cub_bytes;
+      if ((e = cub::DeviceSelect::Flagged(cub_temp, sb, thrust::counting_iterator<std::uint64_t>(0), flags, outlier_index,
+                                          outlier_count, static_cast<std::int64_t>(n), stream)) != cudaSuccess)
+        return e;
+    } else if ((e = cudaMemsetAsync(outlier_count, 0, sizeof(std::uint64_t), stream)) != cudaSuccess) {
+      return e;
+    }
+    kernels::outlier_write_kernel<T><<<1, 1024, 0, stream>>>(d_in, outlier_index, outlier_count, d_out, layout + 2, index_bytes);
+    kernels::header_kernel<T><<<1, 1, 0, stream>>>(h, eb_abs, layout, outlier_count, index_bytes, d_out, d_out_bytes);
+    return cudaGetLastError();
+  }
+}
+
+/// Decompresses a stream whose (validated, host-side) header is `h`.
+/// *d_status receives 0 or a device_status code.
+template <element T>
+[[nodiscard]] cudaError_t decompress(void* d_temp, std::size_t& temp_bytes, const stream_header& h, const std::byte* d_in,
+                                     std::size_t in_bytes, T* d_out, std::uint64_t count, int* d_status,
+                                     cudaStream_t stream = nullptr) {
+  const std::uint64_t n = element_count(h);
+  const std::uint32_t C = h.chunk_elements;
+  const std::uint64_t chunks = C ? (n + C - 1) / C : 0;
+  detail::temp_carver t{static_cast<std::byte*>(d_temp)};
+  auto* field = t.take<std::uint32_t>(n + 1);
+  auto* chunk_bytes = t.take<std::uint64_t>(chunks + 1);
+  auto* chunk_offset = t.take<std::uint64_t>(chunks + 1);
+  std::size_t scan_bytes = 0;
+  cudaError_t e = cub::DeviceScan::ExclusiveSum(nullptr, scan_bytes, chunk_bytes, chunk_offset, static_cast<std::int64_t>(chunks), stream);
+  if (e != cudaSuccess) return e;
+  void* cub_temp = t.take<std::byte>(scan_bytes);
+  if (d_temp == nullptr) {
+    temp_bytes = t.used;
+    return cudaSuccess;
+  }
+  if (temp_bytes < t.used) return cudaErrorInvalidValue;
+  if (h.type != dtype_of<T>::value || count != n || in_bytes != h.section_offset(section_count) + (h.has_checksum() ? 8 : 0) ||
+      h.encoder == encoder_id::huffman || !d_status || (n > 0 && (!d_out || !d_in)))
+    return h.encoder == encoder_id::huffman ? cudaErrorNotSupported : cudaErrorInvalidValue;
+
+  if ((e = cudaMemsetAsync(d_status, 0, sizeof(int), stream)) != cudaSuccess) return e;
+  if (h.has_checksum()) kernels::checksum_kernel<<<1, 1, 0, stream>>>(d_in, in_bytes, d_status);
+  const std::byte* payload = d_in + h.section_offset(section_payload);
+  const std::uint64_t payload_bytes = h.section_bytes[section_payload];
+  if (chunks > 0) {
+    kernels::chunk_sizes_kernel<<<detail::grid_for(chunks), 256, 0, stream>>>(d_in + h.section_offset(section_chunk_table), chunks, chunk_bytes);
+    std::size_t sb = scan_bytes;
+    if ((e = cub::DeviceScan::ExclusiveSum(cub_temp, sb, chunk_bytes, chunk_offset, static_cast<std::int64_t>(chunks), stream)) != cudaSuccess) return e;
+    kernels::check_table_kernel<<<1, 1, 0, stream>>>(chunk_bytes, chunk_offset, chunks, payload_bytes, d_status);
+  }
+  ::ebac::host::detail::with_stream_pipeline(h, [&](auto pipe) {
+    using Pipe = decltype(pipe);
+    using Q = typename Pipe::quantizer_type;
+    using E = typename Pipe::encoder_type;
+    if constexpr (detail::device_encoder_supported<E>) {
+      if (chunks > 0) {
+        if constexpr (std::is_same_v<E, block_bitpack>) {
+          kernels::bitpack_decode_kernel<<<static_cast<unsigned>(chunks), kernels::bitpack_threads, 0, stream>>>(
+              payload, payload_bytes, chunk_bytes, chunk_offset, n, C, field, d_status);
+        } else {
+          kernels::serial_decode_kernel<E><<<detail::grid_for(chunks, 64), 64, 0, stream>>>(
+              E{}, payload, payload_bytes, chunk_bytes, chunk_offset, n, C, chunks, field, d_status);
+        }
+      }
+      if (n > 0) {
+        kernels::unzigzag_kernel<<<detail::grid_for(n), 256, 0, stream>>>(field, n);
+        for (int k = pipe.predictor.passes() - 1; k >= 0; --k) {
+          const axis_pass p = pipe.predictor.pass(h.shape, k);
+          kernels::inverse_pass_kernel<<<detail::grid_for(p.outer * ((p.extent + p.tile - 1) / p.tile) * p.inner), 256, 0, stream>>>(field, p);
+        }
+        kernels::reconstruct_kernel<Q, T><<<detail::grid_for(n), 256, 0, stream>>>(field, n, Q::make(h.eb_abs), d_out);
+      }
+    }
+  });
+  kernels::outlier_restore_kernel<T><<<1, 1, 0, stream>>>(d_in + h.section_offset(section_outlier_index),
+                                                           h.section_bytes[section_outlier_index],
+                                                           d_in + h.section_offset(section_outlier_value), h.outlier_count, n,
+                                                           d_out, d_status);
+  return cudaGetLastError();
+}
+
+}  // namespace cuda
+EBAC_NAMESPACE_END

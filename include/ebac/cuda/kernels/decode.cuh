@@ -1,0 +1,137 @@
+// ebac/cuda/kernels/decode.cuh - chunk decoding and outlier restore kernels.
+//
+// Every size read from the stream is checked on the device before use; a
+// failure sets the status word and the kernel stops touching memory, so a
+// corrupt stream never causes an out-of-bounds access.
+#pragma once
+
+#include <ebac/cuda/config.cuh>
+#include <ebac/cuda/kernels/encode.cuh>
+#include <ebac/detail/bytes.hpp>
+#include <ebac/detail/checksum.hpp>
+#include <ebac/dtype.hpp>
+#include <ebac/encoder/block_bitpack.hpp>
+
+#include <cub/block/block_reduce.cuh>
+#include <cub/block/block_scan.cuh>
+
+#include <cstdint>
+
+EBAC_NAMESPACE_BEGIN
+namespace cuda {
+namespace kernels {
+
+/// u32 chunk table -> u64 sizes.
+EBAC_KERNEL void chunk_sizes_kernel(const std::byte* table, std::uint64_t chunks, std::uint64_t* chunk_bytes) {
+  for (std::uint64_t c = blockIdx.x * std::uint64_t{blockDim.x} + threadIdx.x; c < chunks; c += std::uint64_t{gridDim.x} * blockDim.x)
+    chunk_bytes[c] = ::ebac::detail::load_le<std::uint32_t>(table + 4 * c);
+}
+
+/// The sizes must add up to the payload section exactly.
+EBAC_KERNEL void check_table_kernel(const std::uint64_t* chunk_bytes, const std::uint64_t* chunk_offset,
+                                    std::uint64_t chunks, std::uint64_t payload_bytes, int* status) {
+  const std::uint64_t total = chunks ? chunk_offset[chunks - 1] + chunk_bytes[chunks - 1] : 0;
+  if (total != payload_bytes) detail::set_status(status, device_corrupt_table);
+}
+
+__device__ __forceinline__ bool chunk_in_bounds(const std::uint64_t* chunk_bytes, const std::uint64_t* chunk_offset,
+                                                std::uint64_t c, std::uint64_t payload_bytes) {
+  return chunk_offset[c] <= payload_bytes && chunk_bytes[c] <= payload_bytes - chunk_offset[c];
+}
+
+/// Block bit-packing decode, one CUDA block a chunk.
+EBAC_KERNEL void __launch_bounds__(bitpack_threads)
+bitpack_decode_kernel(const std::byte* payload, std::uint64_t payload_bytes, const std::uint64_t* chunk_bytes,
+                      const std::uint64_t* chunk_offset, std::uint64_t n, std::uint32_t chunk, std::uint32_t* field,
+                      int* status) {
+  using scan = cub::BlockScan<std::uint64_t, bitpack_threads>;
+  __shared__ typename scan::TempStorage tmp;
+  __shared__ int bad;
+  const std::uint64_t c = blockIdx.x;
+  if (!chunk_in_bounds(chunk_bytes, chunk_offset, c, payload_bytes)) {  // uniform across the block
+    if (threadIdx.x == 0) detail::set_status(status, device_corrupt_table);
+    return;
+  }
+  const std::byte* in = payload + chunk_offset[c];
+  const std::uint64_t bytes = chunk_bytes[c];
+  const std::uint64_t first = c * chunk;
+  const std::size_t m = static_cast<std::size_t>(n - first < chunk ? n - first : chunk);
+  const std::size_t nb = block_bitpack::blocks(m);
+  if (bytes < nb) {
+    if (threadIdx.x == 0) detail::set_status(status, device_corrupt_chunk);
+    return;
+  }
+  if (threadIdx.x == 0) bad = 0;
+  __syncthreads();
+  const std::size_t per = (nb + bitpack_threads - 1) / bitpack_threads;
+  const std::size_t b0 = threadIdx.x * per < nb ? threadIdx.x * per : nb;
+  const std::size_t b1 = (b0 + per < nb) ? b0 + per : nb;
+  std::uint64_t mine = 0;
+  for (std::size_t b = b0; b < b1; ++b) {
+    const auto w = static_cast<unsigned>(in[b]);
+    if (w > 32) atomicOr(&bad, 1);
+    mine += 4 * static_cast<std::uint64_t>(w);
+  }
+  std::uint64_t at, total;
+  scan(tmp).ExclusiveSum(mine, at, total);
+  __syncthreads();
+  if (bad || total != bytes - nb) {
+    if (threadIdx.x == 0) detail::set_status(status, device_corrupt_chunk);
+    return;
+  }
+  const std::byte* p = in + nb + at;
+  for (std::size_t b = b0; b < b1; ++b) {
+    const std::size_t len = (m - b * 32 < 32) ? m - b * 32 : 32;
+    const int w = static_cast<int>(in[b]);
+    block_bitpack::unpack_block(p, w, field + first + b * 32, len);
+    p += 4 * static_cast<std::size_t>(w);
+  }
+}
+
+/// Any encoder, one thread a chunk. On failure the chunk's codes are zeroed
+/// so every output element is still written.
+template <class E>
+EBAC_KERNEL void serial_decode_kernel(E enc, const std::byte* payload, std::uint64_t payload_bytes,
+                                      const std::uint64_t* chunk_bytes, const std::uint64_t* chunk_offset,
+                                      std::uint64_t n, std::uint32_t chunk, std::uint64_t chunks, std::uint32_t* field,
+                                      int* status) {
+  for (std::uint64_t c = blockIdx.x * std::uint64_t{blockDim.x} + threadIdx.x; c < chunks; c += std::uint64_t{gridDim.x} * blockDim.x) {
+    const std::uint64_t first = c * chunk;
+    const std::size_t m = static_cast<std::size_t>(n - first < chunk ? n - first : chunk);
+    ::ebac::status s = ::ebac::status::corrupt_stream;
+    if (chunk_in_bounds(chunk_bytes, chunk_offset, c, payload_bytes))
+      s = enc.decode_chunk(payload + chunk_offset[c], static_cast<std::size_t>(chunk_bytes[c]), field + first, m);
+    if (s != ::ebac::status::ok) {
+      detail::set_status(status, device_corrupt_chunk);
+      for (std::size_t i = 0; i < m; ++i) field[first + i] = 0;
+    }
+  }
+}
+
+/// Restores the outliers' raw bits (sequential varints: one thread).
+template <class T>
+EBAC_KERNEL void outlier_restore_kernel(const std::byte* index, std::uint64_t index_bytes, const std::byte* values,
+                                        std::uint64_t count, std::uint64_t n, T* out, int* status) {
+  const std::byte* p = index;
+  const std::byte* end = index + index_bytes;
+  std::uint64_t idx = 0;
+  for (std::uint64_t k = 0; k < count; ++k) {
+    std::uint64_t gap;
+    if (!::ebac::detail::get_varint(p, end, gap) || gap >= n) { detail::set_status(status, device_corrupt_outliers); return; }
+    idx = k == 0 ? gap : idx + gap + 1;
+    if (idx >= n) { detail::set_status(status, device_corrupt_outliers); return; }
+    out[idx] = from_raw_bits<T>(::ebac::detail::load_le<typename bits_of<T>::type>(values + k * sizeof(T)));
+  }
+  if (p != end) detail::set_status(status, device_corrupt_outliers);
+}
+
+/// Verifies the stream checksum (one thread: correct, not fast; device
+/// streams are written without one).
+EBAC_KERNEL void checksum_kernel(const std::byte* in, std::uint64_t bytes, int* status) {
+  if (::ebac::detail::checksum64(in, bytes - 8) != ::ebac::detail::load_le<std::uint64_t>(in + bytes - 8))
+    detail::set_status(status, device_checksum);
+}
+
+}  // namespace kernels
+}  // namespace cuda
+EBAC_NAMESPACE_END

@@ -1,0 +1,157 @@
+// ebac/cuda/kernels/encode.cuh - chunk encoding and stream assembly kernels.
+//
+// Chunks are the same fixed element ranges as on the host, each encoded by
+// the same encoder functor, so the payload bytes are identical. Two passes:
+// sizes (then a device scan gives every chunk's offset), then writes.
+#pragma once
+
+#include <ebac/cuda/config.cuh>
+#include <ebac/detail/bytes.hpp>
+#include <ebac/encoder/block_bitpack.hpp>
+#include <ebac/format/stream_header.hpp>
+
+#include <cub/block/block_reduce.cuh>
+#include <cub/block/block_scan.cuh>
+
+#include <cstdint>
+
+EBAC_NAMESPACE_BEGIN
+namespace cuda {
+namespace kernels {
+
+inline constexpr int bitpack_threads = 256;
+
+__device__ __forceinline__ int block_width(const std::uint32_t* codes, std::size_t m) {
+  std::uint32_t any = 0;
+  for (std::size_t i = 0; i < m; ++i) any |= codes[i];
+  return ::ebac::detail::bit_width(any);
+}
+
+/// Pass 1 of block bit-packing: bytes of each chunk (one CUDA block a chunk).
+EBAC_KERNEL void __launch_bounds__(bitpack_threads)
+bitpack_size_kernel(const std::uint32_t* codes, std::uint64_t n, std::uint32_t chunk, std::uint64_t* chunk_bytes) {
+  using reduce = cub::BlockReduce<std::uint64_t, bitpack_threads>;
+  __shared__ typename reduce::TempStorage tmp;
+  const std::uint64_t c = blockIdx.x;
+  const std::uint64_t first = c * chunk;
+  const std::size_t m = static_cast<std::size_t>(n - first < chunk ? n - first : chunk);
+  const std::size_t nb = block_bitpack::blocks(m);
+  std::uint64_t bytes = 0;
+  for (std::size_t b = threadIdx.x; b < nb; b += bitpack_threads) {
+    const std::size_t len = (m - b * 32 < 32) ? m - b * 32 : 32;
+    bytes += 1 + 4 * static_cast<std::uint64_t>(block_width(codes + first + b * 32, len));
+  }
+  const std::uint64_t total = reduce(tmp).Sum(bytes);
+  if (threadIdx.x == 0) chunk_bytes[c] = total;
+}
+
+/// Pass 2: writes each chunk at payload + chunk_offset[c]: width bytes, then
+/// blocks packed by block_bitpack::pack_block (the host's functor).
+EBAC_KERNEL void __launch_bounds__(bitpack_threads)
+bitpack_write_kernel(const std::uint32_t* codes, std::uint64_t n, std::uint32_t chunk, const std::uint64_t* chunk_offset,
+                     std::byte* out, const std::uint64_t* payload_offset) {
+  using scan = cub::BlockScan<std::uint64_t, bitpack_threads>;
+  __shared__ typename scan::TempStorage tmp;
+  const std::uint64_t c = blockIdx.x;
+  const std::uint64_t first = c * chunk;
+  const std::size_t m = static_cast<std::size_t>(n - first < chunk ? n - first : chunk);
+  const std::size_t nb = block_bitpack::blocks(m);
+  // Each thread owns a contiguous run of blocks so a single scan orders them.
+  const std::size_t per = (nb + bitpack_threads - 1) / bitpack_threads;
+  const std::size_t b0 = threadIdx.x * per, b1 = (b0 + per < nb) ? b0 + per : nb;
+  std::uint64_t mine = 0;
+  for (std::size_t b = b0; b < b1; ++b) {
+    const std::size_t len = (m - b * 32 < 32) ? m - b * 32 : 32;
+    mine += 4 * static_cast<std::uint64_t>(block_width(codes + first + b * 32, len));
+  }
+  std::uint64_t at;
+  scan(tmp).ExclusiveSum(mine, at);
+  std::byte* base = out + *payload_offset + chunk_offset[c];
+  std::byte* payload = base + nb + at;
+  for (std::size_t b = b0; b < b1; ++b) {
+    const std::size_t len = (m - b * 32 < 32) ? m - b * 32 : 32;
+    const int w = block_width(codes + first + b * 32, len);
+    base[b] = static_cast<std::byte>(w);
+    payload += block_bitpack::pack_block(codes + first + b * 32, len, w, payload);
+  }
+}
+
+/// Any encoder, one thread a chunk, into a worst-case-sized slot per chunk.
+template <class E>
+EBAC_KERNEL void serial_encode_kernel(E enc, const std::uint32_t* codes, std::uint64_t n, std::uint32_t chunk,
+                                      std::uint64_t chunks, std::byte* scratch, std::size_t slot, std::uint64_t* chunk_bytes) {
+  for (std::uint64_t c = blockIdx.x * std::uint64_t{blockDim.x} + threadIdx.x; c < chunks; c += std::uint64_t{gridDim.x} * blockDim.x) {
+    const std::uint64_t first = c * chunk;
+    const std::size_t m = static_cast<std::size_t>(n - first < chunk ? n - first : chunk);
+    chunk_bytes[c] = enc.encode_chunk(codes + first, m, scratch + c * slot);
+  }
+}
+
+/// Copies each chunk's slot to its place in the payload (one block a chunk).
+EBAC_KERNEL void copy_chunks_kernel(const std::byte* scratch, std::size_t slot, const std::uint64_t* chunk_bytes,
+                                    const std::uint64_t* chunk_offset, std::byte* out, const std::uint64_t* payload_offset) {
+  const std::uint64_t c = blockIdx.x;
+  const std::byte* src = scratch + c * slot;
+  std::byte* dst = out + *payload_offset + chunk_offset[c];
+  for (std::uint64_t i = threadIdx.x; i < chunk_bytes[c]; i += blockDim.x) dst[i] = src[i];
+}
+
+/// Outlier indices as varint gaps, then their raw values, by one block: each
+/// thread takes a contiguous share and a block scan places the shares.
+/// The index section starts at out + *index_offset; the value section
+/// follows it directly.
+template <class T>
+EBAC_KERNEL void __launch_bounds__(1024)
+outlier_write_kernel(const T* in, const std::uint64_t* index, const std::uint64_t* count, std::byte* out,
+                     const std::uint64_t* index_offset, std::uint64_t* index_bytes) {
+  using scan = cub::BlockScan<std::uint64_t, 1024>;
+  __shared__ typename scan::TempStorage tmp;
+  const std::uint64_t k = *count;
+  const std::uint64_t per = (k + 1023) / 1024;
+  const std::uint64_t a = threadIdx.x * per < k ? threadIdx.x * per : k;
+  const std::uint64_t b = (a + per < k) ? a + per : k;
+  auto gap = [&](std::uint64_t j) { return j == 0 ? index[0] : index[j] - index[j - 1] - 1; };
+  std::uint64_t mine = 0;
+  std::byte scratch[10];
+  for (std::uint64_t j = a; j < b; ++j) mine += ::ebac::detail::put_varint(scratch, gap(j));
+  std::uint64_t at, total;
+  scan(tmp).ExclusiveSum(mine, at, total);
+  std::byte* p = out + *index_offset + at;
+  for (std::uint64_t j = a; j < b; ++j) p += ::ebac::detail::put_varint(p, gap(j));
+  std::byte* v = out + *index_offset + total;
+  for (std::uint64_t j = a; j < b; ++j) ::ebac::detail::store_le(v + j * sizeof(T), raw_bits(in[index[j]]));
+  if (threadIdx.x == 0) *index_bytes = total;
+}
+
+/// After the chunk scan: payload total and where the outlier sections start.
+/// layout[0] = payload offset (set by the host), [1] = payload bytes,
+/// [2] = outlier index offset.
+EBAC_KERNEL void payload_layout_kernel(const std::uint64_t* chunk_bytes, const std::uint64_t* chunk_offset,
+                                       std::uint64_t chunks, std::uint64_t* layout) {
+  layout[1] = chunks ? chunk_offset[chunks - 1] + chunk_bytes[chunks - 1] : 0;
+  layout[2] = layout[0] + layout[1];
+}
+
+/// The chunk table: u32 byte size per chunk.
+EBAC_KERNEL void chunk_table_kernel(const std::uint64_t* chunk_bytes, std::uint64_t chunks, std::byte* table) {
+  for (std::uint64_t c = blockIdx.x * std::uint64_t{blockDim.x} + threadIdx.x; c < chunks; c += std::uint64_t{gridDim.x} * blockDim.x)
+    ::ebac::detail::store_le<std::uint32_t>(table + 4 * c, static_cast<std::uint32_t>(chunk_bytes[c]));
+}
+
+/// Fills in the device-side sizes and writes the header; reports the size.
+template <class T>
+EBAC_KERNEL void header_kernel(stream_header h, const double* eb_abs, const std::uint64_t* layout,
+                               const std::uint64_t* outlier_count, const std::uint64_t* index_bytes, std::byte* out,
+                               std::uint64_t* out_bytes) {
+  h.eb_abs = *eb_abs;
+  h.outlier_count = *outlier_count;
+  h.section_bytes[section_payload] = layout[1];
+  h.section_bytes[section_outlier_index] = *index_bytes;
+  h.section_bytes[section_outlier_value] = *outlier_count * sizeof(T);
+  h.write(out);
+  *out_bytes = h.section_offset(section_count);  // device streams carry no checksum
+}
+
+}  // namespace kernels
+}  // namespace cuda
+EBAC_NAMESPACE_END

@@ -1,0 +1,175 @@
+// GPU tests of the CUDA backend (CTest label gpu). They need a GPU to run;
+// CI only compiles them. Each checks the device result against the host
+// backend, byte for byte.
+#include <ebac/cuda/codec.cuh>
+#include <ebac/ebac.hpp>
+
+#include <doctest/doctest.h>
+
+#include <cmath>
+#include <cstring>
+#include <random>
+#include <vector>
+
+namespace {
+
+template <class T>
+struct device_vector {
+  T* p = nullptr;
+  std::size_t n = 0;
+  explicit device_vector(std::size_t count) : n(count) { REQUIRE(cudaMalloc(&p, (count ? count : 1) * sizeof(T)) == cudaSuccess); }
+  device_vector(const std::vector<T>& h) : device_vector(h.size()) {
+    REQUIRE(cudaMemcpy(p, h.data(), h.size() * sizeof(T), cudaMemcpyHostToDevice) == cudaSuccess);
+  }
+  ~device_vector() { cudaFree(p); }
+  std::vector<T> to_host(std::size_t count) const {
+    std::vector<T> h(count);
+    REQUIRE(cudaMemcpy(h.data(), p, count * sizeof(T), cudaMemcpyDeviceToHost) == cudaSuccess);
+    return h;
+  }
+};
+
+std::vector<float> activations(std::size_t n, std::uint32_t seed) {
+  std::mt19937 rng(seed);
+  std::normal_distribution<float> nd(0.0f, 1.0f);
+  std::vector<float> x(n);
+  for (auto& v : x) v = std::max(0.0f, nd(rng));
+  if (n > 10) { x[3] = NAN; x[5] = INFINITY; x[7] = -1e30f; x[9] = 1e-42f; }
+  return x;
+}
+
+/// Device compress + decompress; stream and reconstruction must equal the host's.
+template <class Pipeline, class T>
+void check_matches_host(const std::vector<T>& x, const ebac::extents& e, const Pipeline& pipe, ebac::compress_options opt) {
+  opt.checksum = false;  // device streams carry none
+  const auto host_stream = ebac::host::compress(x.data(), e, pipe, opt);
+  std::vector<T> host_back(x.size());
+  ebac::host::decompress(host_stream.data(), host_stream.size(), host_back.data(), x.size());
+
+  device_vector<T> d_in(x);
+  auto s = ebac::cuda::compress(d_in.p, e, pipe, opt);
+  REQUIRE(s.bytes == host_stream.size());
+  std::vector<std::byte> dev_stream(s.bytes);
+  REQUIRE(cudaMemcpy(dev_stream.data(), s.data(), s.bytes, cudaMemcpyDeviceToHost) == cudaSuccess);
+  CHECK(dev_stream == host_stream);
+
+  device_vector<T> d_out(x.size());
+  REQUIRE(cudaMemset(d_out.p, 0xff, x.size() * sizeof(T)) == cudaSuccess);  // decoder must write every element
+  ebac::cuda::decompress(s.data(), s.bytes, d_out.p, x.size());
+  const auto dev_back = d_out.to_host(x.size());
+  CHECK(std::memcmp(dev_back.data(), host_back.data(), x.size() * sizeof(T)) == 0);
+}
+
+}  // namespace
+
+TEST_SUITE("gpu") {
+TEST_CASE("device fast/plain/rle pipelines equal the host byte for byte") {
+  const ebac::extents shapes[] = {{1}, {31}, {16385}, {4, 32, 28, 28}, {3, 5, 7, 11}};
+  ebac::compress_options opt;
+  opt.bound = {1e-3, ebac::bound_mode::relative};
+  std::uint32_t seed = 1;
+  for (const auto& e : shapes) {
+    std::uint64_t n = 0;
+    REQUIRE(e.count(n) == ebac::status::ok);
+    const auto x = activations(n, seed++);
+    check_matches_host(x, e, ebac::pipeline<ebac::lorenzo, ebac::sign_preserving_quantizer, ebac::block_bitpack>{}, opt);
+    check_matches_host(x, e, ebac::pipeline<ebac::no_prediction, ebac::linear_quantizer, ebac::block_bitpack>{}, opt);
+    check_matches_host(x, e, ebac::pipeline<ebac::lorenzo, ebac::sign_preserving_quantizer, ebac::run_length>{}, opt);
+    if (e.rank >= 3) {
+      ebac::pipeline<ebac::lorenzo, ebac::sign_preserving_quantizer, ebac::block_bitpack> p2;
+      p2.predictor = ebac::lorenzo::along_last(2, e.rank, 64);
+      check_matches_host(x, e, p2, opt);
+      p2.predictor = ebac::lorenzo::along_last(3, e.rank, 16);
+      check_matches_host(x, e, p2, opt);
+    }
+  }
+}
+
+TEST_CASE("device path handles f16 and bf16 and absolute bounds") {
+  const auto xf = activations(100000, 7);
+  std::vector<ebac::float16> h(xf.size());
+  std::vector<ebac::bfloat16> b(xf.size());
+  for (std::size_t i = 0; i < xf.size(); ++i) {
+    h[i] = ebac::from_float<ebac::float16>(xf[i]);
+    b[i] = ebac::from_float<ebac::bfloat16>(xf[i]);
+  }
+  ebac::compress_options opt;
+  opt.bound = {1e-2, ebac::bound_mode::absolute};
+  check_matches_host(h, ebac::extents{100000}, ebac::pipeline<ebac::lorenzo, ebac::sign_preserving_quantizer, ebac::block_bitpack>{}, opt);
+  check_matches_host(b, ebac::extents{100000}, ebac::pipeline<ebac::lorenzo, ebac::sign_preserving_quantizer, ebac::block_bitpack>{}, opt);
+}
+
+TEST_CASE("device compress is capturable in a CUDA graph") {
+  using pipe_t = ebac::pipeline<ebac::lorenzo, ebac::sign_preserving_quantizer, ebac::block_bitpack>;
+  const auto x = activations(1 << 20, 3);
+  const ebac::extents e{1 << 20};
+  ebac::compress_options opt;
+  opt.bound = {1e-3, ebac::bound_mode::relative};
+  opt.checksum = false;
+  device_vector<float> d_in(x);
+  std::size_t temp = 0;
+  REQUIRE(ebac::cuda::compress(nullptr, temp, d_in.p, e, pipe_t{}, opt, nullptr, 0, nullptr, nullptr) == cudaSuccess);
+  const std::size_t cap = ebac::cuda::max_compressed_bytes<pipe_t, float>(e, pipe_t{});
+  device_vector<std::byte> d_temp(temp), d_out(cap);
+  device_vector<std::uint64_t> d_size(1);
+  device_vector<int> d_status(1);
+  cudaStream_t s;
+  REQUIRE(cudaStreamCreate(&s) == cudaSuccess);
+  cudaGraph_t graph;
+  REQUIRE(cudaStreamBeginCapture(s, cudaStreamCaptureModeGlobal) == cudaSuccess);
+  REQUIRE(ebac::cuda::compress(d_temp.p, temp, d_in.p, e, pipe_t{}, opt, d_out.p, cap, d_size.p, d_status.p, s) == cudaSuccess);
+  REQUIRE(cudaStreamEndCapture(s, &graph) == cudaSuccess);
+  cudaGraphExec_t exec;
+  REQUIRE(cudaGraphInstantiate(&exec, graph, 0) == cudaSuccess);
+  REQUIRE(cudaGraphLaunch(exec, s) == cudaSuccess);
+  REQUIRE(cudaStreamSynchronize(s) == cudaSuccess);
+  const auto size = d_size.to_host(1)[0];
+  const auto host_stream = ebac::host::compress(x.data(), e, pipe_t{}, opt);
+  REQUIRE(size == host_stream.size());
+  auto dev = d_out.to_host(size);
+  CHECK(std::memcmp(dev.data(), host_stream.data(), size) == 0);
+  cudaGraphExecDestroy(exec);
+  cudaGraphDestroy(graph);
+  cudaStreamDestroy(s);
+}
+
+TEST_CASE("device decoder rejects corrupt streams without crashing") {
+  const auto x = activations(50000, 9);
+  ebac::compress_options opt;
+  opt.bound = {1e-3, ebac::bound_mode::relative};
+  opt.checksum = false;
+  auto stream = ebac::host::compress(x.data(), ebac::extents{50000}, ebac::pipeline<ebac::lorenzo, ebac::sign_preserving_quantizer, ebac::block_bitpack>{}, opt);
+  const auto h = ebac::host::inspect(stream.data(), stream.size());
+  std::mt19937 rng(5);
+  int rejected = 0;
+  for (int trial = 0; trial < 200; ++trial) {
+    auto bad = stream;
+    const std::size_t at = h.header_bytes() + rng() % (bad.size() - h.header_bytes());
+    bad[at] = static_cast<std::byte>(rng());
+    device_vector<std::byte> d(bad);
+    device_vector<float> out(x.size());
+    try {
+      ebac::cuda::decompress(d.p, bad.size(), out.p, x.size());
+    } catch (const ebac::error&) {
+      ++rejected;
+    }
+    REQUIRE(cudaGetLastError() == cudaSuccess);  // no sticky fault: nothing read out of bounds
+  }
+  CHECK(rejected > 0);
+}
+
+TEST_CASE("large tensor round trip on the device (> 2^31 bytes of input where memory allows)") {
+  std::size_t free_b = 0, total_b = 0;
+  REQUIRE(cudaMemGetInfo(&free_b, &total_b) == cudaSuccess);
+  const std::size_t n = (std::size_t{1} << 31) / sizeof(float) + 12345;  // just over 2^31 bytes
+  if (free_b < 8 * n * sizeof(float)) {
+    MESSAGE("skipped: needs ~" << 8 * n * sizeof(float) / (1 << 30) << " GiB of free device memory");
+    return;
+  }
+  std::vector<float> x(n);
+  for (std::size_t i = 0; i < n; ++i) x[i] = static_cast<float>((i * 2654435761u) % 1000) * 1e-3f;
+  ebac::compress_options opt;
+  opt.bound = {1e-3, ebac::bound_mode::absolute};
+  check_matches_host(x, ebac::extents{n}, ebac::pipeline<ebac::lorenzo, ebac::sign_preserving_quantizer, ebac::block_bitpack>{}, opt);
+}
+}
