@@ -284,4 +284,53 @@ TEST_CASE("quantize_element: every finite float16 and bfloat16 value, rounding t
   }
 }
 
+TEST_CASE("quantize_element_fast: whatever it settles, quantize_element decides the same way") {
+  // The host codec trusts the vectorized first pass for every element it
+  // marks settled; only the rest take the exact path. A settled element must
+  // therefore carry exactly the code the exact path would choose.
+  std::mt19937_64 rng(4);
+  std::vector<float> xs;
+  for (int i = 0; i < 100000; ++i) xs.push_back(bits_to_float(static_cast<std::uint32_t>(rng())));
+  std::uniform_real_distribution<float> u(-5.0f, 5.0f);
+  for (int i = 0; i < 100000; ++i) xs.push_back(u(rng));
+  for (float f : {0.0f, -0.0f, finf, -finf, std::numeric_limits<float>::quiet_NaN(), fmax_, -fmax_,
+                  std::numeric_limits<float>::denorm_min()})
+    xs.push_back(f);
+  const auto h = all_finite_16bit<ebac::float16>();
+  const auto b = all_finite_16bit<ebac::bfloat16>();
+  std::uint64_t bad = 0, settled = 0;
+  auto agree = [&](const auto& q, auto x) {
+    const ebac::quantized f = ebac::quantize_element_fast(q, x);
+    const ebac::quantized e = ebac::quantize_element(q, x);
+    if (f.outlier) {
+      if (f.code != 0 && bad++ < 5) FAIL_CHECK("unsettled element with a non-zero code, bits ", hex(ebac::raw_bits(x)));
+      return;
+    }
+    ++settled;
+    if ((e.outlier || e.code != f.code) && bad++ < 5)
+      FAIL_CHECK("eb ", fmt(q.eb), " bits ", hex(ebac::raw_bits(x)), ": fast settled code ", f.code, ", exact path says ",
+                 e.outlier ? std::string("outlier") : std::to_string(e.code));
+    if (!std::isfinite(ebac::to_float(x)) && bad++ < 5) FAIL_CHECK("non-finite value settled, bits ", hex(ebac::raw_bits(x)));
+  };
+  for (double eb : {0.0, 1e-45, 1e-40, 1e-30, 1e-7, 3e-5, 1e-3, 0.1, 1.0 / 3.0, 0.7, 100.0, 1e30, 1e39, 1e300}) {
+    CAPTURE(eb);
+    const auto qs = ebac::sign_preserving_quantizer::make(eb);
+    const auto ql = ebac::linear_quantizer::make(eb);
+    for (float x : xs) {
+      agree(qs, x);
+      agree(ql, x);
+    }
+    for (auto x : h) {
+      agree(qs, x);
+      agree(ql, x);
+    }
+    for (auto x : b) {
+      agree(qs, x);
+      agree(ql, x);
+    }
+  }
+  CHECK(bad == 0);
+  CHECK(settled > 1000000);
+}
+
 }  // TEST_SUITE
