@@ -3,9 +3,16 @@
 #include "test_support.hpp"
 
 #include <cmath>
+#include <csignal>
 #include <cstdint>
+#include <cstdio>
 #include <cstring>
 #include <functional>
+
+#if defined(__unix__)
+#  include <sys/wait.h>
+#  include <unistd.h>
+#endif
 #include <limits>
 #include <memory>
 #include <random>
@@ -101,6 +108,42 @@ ebac::status header_status(const std::vector<std::byte>& s, const char** what = 
   ebac::stream_header h;
   return ebac::read_stream_header(c.get(), s.size(), h, what);
 }
+
+#if defined(__unix__)
+/// Runs f in a forked child (single-threaded library calls only) and waits
+/// at most `seconds`. Returns "" when f returned or threw ebac::error in
+/// time, else what happened (the child is killed on timeout), so that a hang
+/// fails the test instead of hanging the suite.
+std::string run_with_deadline(const std::function<void()>& f, int seconds) {
+  std::fflush(stdout);
+  std::fflush(stderr);
+  const pid_t pid = fork();
+  if (pid < 0) return "fork failed";
+  if (pid == 0) {
+    int code = 0;
+    try {
+      f();
+    } catch (const ebac::error&) {
+      code = 0;
+    } catch (...) {
+      code = 3;
+    }
+    _exit(code);
+  }
+  int st = 0;
+  for (int i = 0; i < seconds * 20; ++i) {
+    if (waitpid(pid, &st, WNOHANG) == pid) {
+      if (WIFEXITED(st) && WEXITSTATUS(st) == 0) return "";
+      if (WIFEXITED(st)) return "child threw a non-ebac exception";
+      return "child died with signal " + std::to_string(WTERMSIG(st));
+    }
+    usleep(50000);
+  }
+  kill(pid, SIGKILL);
+  waitpid(pid, &st, 0);
+  return "did not finish within " + std::to_string(seconds) + " s (hang)";
+}
+#endif
 
 }  // namespace
 
@@ -366,6 +409,42 @@ TEST_CASE("stream: decoder checks sections it cannot validate in the header") {
     CHECK_FALSE(try_decompress(s.data(), s.size(), ebac::dtype::f32).empty());
   }
 }
+
+#if defined(__unix__)
+TEST_CASE("stream: zero-element tensors with huge extents finish promptly (no hang)") {
+  // A tensor with a zero extent has no elements whatever its other extents,
+  // so neither the header check (element count 0) nor the chunk table bounds
+  // them. The Lorenzo passes must not iterate over lines of an empty tensor:
+  // a 150-byte stream must not keep the decoder busy for hours.
+  using P = ebac::pipeline<ebac::lorenzo, ebac::sign_preserving_quantizer, ebac::block_bitpack>;
+  const P p{ebac::lorenzo::along({0, 1}, 1)};
+  ebac::compress_options o;
+  o.bound = {1e-3, ebac::bound_mode::absolute};
+  o.threads = 1;
+  o.checksum = false;
+  const ebac::extents small{1, 1, 0};
+  const auto base = ebac::host::compress(static_cast<const float*>(nullptr), small, p, o);
+  // The same stream claiming extents {2^40, 2^20, 0}: still 0 elements, still valid.
+  auto hostile = base;
+  ebac::detail::store_le<std::uint64_t>(hostile.data() + 104, std::uint64_t{1} << 40);
+  ebac::detail::store_le<std::uint64_t>(hostile.data() + 112, std::uint64_t{1} << 20);
+  REQUIRE(header_status(hostile) == ebac::status::ok);
+  auto with_checksum = hostile;  // checksums are not signatures: anyone can recompute one
+  with_checksum[10] = std::byte{1};
+  with_checksum.resize(with_checksum.size() + 8);
+  ebac::detail::store_le<std::uint64_t>(with_checksum.data() + with_checksum.size() - 8,
+                                        ebac::detail::checksum64(with_checksum.data(), with_checksum.size() - 8));
+  REQUIRE(header_status(with_checksum) == ebac::status::ok);
+  for (const auto* s : {&hostile, &with_checksum}) {
+    const std::string r = run_with_deadline([s] { (void)ebac::host::decompress<float>(s->data(), s->size(), 1); }, 10);
+    CHECK_MESSAGE(r.empty(), "decompress of a 0-element stream with extents {2^40, 2^20, 0}: ", r);
+  }
+  const std::string r = run_with_deadline(
+      [&] { (void)ebac::host::compress(static_cast<const float*>(nullptr), ebac::extents{1ull << 40, 1ull << 20, 0}, p, o); },
+      10);
+  CHECK_MESSAGE(r.empty(), "compress of an empty tensor with extents {2^40, 2^20, 0}: ", r);
+}
+#endif
 
 TEST_CASE("host codec: argument errors throw ebac::error naming the problem") {
   std::vector<float> x(100, 1.0f);
