@@ -320,6 +320,12 @@ def group_errors():
                                              "--pipeline", "nope"], "nope")
     expect_failure("eval size mismatch", ["eval", "--input", raw, "--dtype", "bf16", "--dims", "4000", "--eb", "1e-3"],
                    "bytes")
+    expect_failure("output directory missing", ["compress", "--input", raw, "--output", path("no-dir/x.ebac"), "--dtype",
+                                                "f32", "--dims", "4000", "--eb", "1e-3"], "no-dir")
+    expect_failure("output is a directory", ["compress", "--input", raw, "--output", WORK, "--dtype", "f32", "--dims",
+                                             "4000", "--eb", "1e-3"], "directory")
+    expect_failure("output is the input", ["compress", "--input", raw, "--output", raw, "--dtype", "f32", "--dims",
+                                           "4000", "--eb", "1e-3"], "--output")
     expect_failure("missing option", ["compress", "--input", raw, "--output", out, "--dtype", "f32", "--dims", "4000"],
                    "--eb")
     expect_failure("unknown command", ["squash", "--input", raw], "squash")
