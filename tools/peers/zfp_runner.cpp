@@ -10,11 +10,11 @@
 //   {"eb": .., "bytes_out": .., "compress_s": .., "decompress_s": ..,
 //    "compress_s_omp": .. | null, "decompress_s_omp": .. | null, "omp_threads": ..,
 //    "zfp_version": ".."}
-// Times are the best of repeated runs (at least one, until min-time seconds
-// in total, at most 100), excluding file IO and buffer allocation. The stream
-// carries ZFP's full header, so bytes_out is a self-describing size. With
-// --recon, the serial reconstruction for bound i is written to PREFIX.i.f32
-// so the caller can check the error itself. A *_omp time is null when this
+// Times are the best of repeated runs (until min-time seconds in total, at
+// most 100, at least 3; one with --min-time 0), excluding file IO and buffer
+// allocation. The stream carries ZFP's full header, so bytes_out is a
+// self-describing size. With --recon, the serial reconstruction for bound i
+// is written to PREFIX.i.f32 so the caller can check the error itself. A *_omp time is null when this
 // libzfp has no OpenMP policy or refuses it for this mode (ZFP decompresses
 // fixed-accuracy streams serially only).
 #include <zfp.h>
@@ -79,7 +79,8 @@ template <class F>
 double best_seconds(F&& f, double min_time) {
   using clock = std::chrono::steady_clock;
   double best = 1e300, total = 0;
-  for (int rep = 0; rep < 100 && (rep < 1 || total < min_time); ++rep) {
+  // At least 3 runs when timing at all: one preempted first run must not be the only sample.
+  for (int rep = 0; rep < 100 && (rep < (min_time > 0 ? 3 : 1) || total < min_time); ++rep) {
     const auto t0 = clock::now();
     if (!f()) return -1;  // the library refused this configuration
     const double s = std::chrono::duration<double>(clock::now() - t0).count();
