@@ -256,7 +256,9 @@ std::vector<std::byte> compress(const T* in, const extents& shape, const Pipelin
       const auto c = static_cast<std::uint64_t>(ci);
       detail::quantize_chunk(q, in + c * C, chunk_len(c), c * C, field + c * C, outliers[c]);
     });
-    for (int k = 0; k < pipe.predictor.passes(); ++k) detail::run_pass<true>(field, pipe.predictor.pass(shape, k), threads);
+    // An empty tensor may still have huge extents: no pass has work then.
+    const int passes = n > 0 ? pipe.predictor.passes() : 0;
+    for (int k = 0; k < passes; ++k) detail::run_pass<true>(field, pipe.predictor.pass(shape, k), threads);
     parallel_for(static_cast<std::int64_t>(chunks), threads, [&](std::int64_t ci) {
       const auto c = static_cast<std::uint64_t>(ci);
       detail::zigzag_in_place(field + c * C, chunk_len(c));
@@ -443,7 +445,8 @@ void decompress(const std::byte* data, std::size_t size, T* out, std::uint64_t c
       });
       for (status s : errors)
         if (s != status::ok) fail(s, "a chunk's payload does not decode to its element count");
-      for (int k = pipe.predictor.passes() - 1; k >= 0; --k) detail::run_pass<false>(field, pipe.predictor.pass(h.shape, k), threads);
+      for (int k = (n > 0 ? pipe.predictor.passes() : 0) - 1; k >= 0; --k)
+        detail::run_pass<false>(field, pipe.predictor.pass(h.shape, k), threads);
       parallel_for(static_cast<std::int64_t>(chunks), threads, [&](std::int64_t ci) {
         const auto c = static_cast<std::uint64_t>(ci);
         const std::size_t m = chunk_len(c);
