@@ -1,0 +1,232 @@
+// bindings.cpp - the ebac_torch extension module (pybind11 + ATen).
+//
+// Exposes compress/decompress of one tensor to Python; the saved-tensor
+// hooks, stats and policies live in Python (ebac_torch/hooks.py) because
+// torch.autograd.graph.saved_tensors_hooks only takes Python callables.
+//
+// Layout: a tensor whose strides are a permutation of a dense row-major
+// layout (contiguous, channels_last, a transposed view ...) is compressed in
+// its physical memory order, with no copy, and comes back with the same
+// strides; anything else is made contiguous first. Size-1 dimensions are
+// dropped from the extents the compressor sees, so Lorenzo predicts along
+// real axes.
+//
+// Devices: CPU tensors go to the host backend. CUDA tensors need the CUDA
+// backend (EBAC_TORCH_WITH_CUDA, not written yet); without it compress()
+// raises and the Python layer keeps CUDA tensors uncompressed.
+#include <torch/extension.h>
+
+#include <c10/core/StorageImpl.h>
+#include <c10/util/intrusive_ptr.h>
+
+#include <algorithm>
+#include <cstdint>
+#include <memory>
+#include <numeric>
+#include <string>
+#include <vector>
+
+#include "codec_api.hpp"
+
+namespace py = pybind11;
+
+namespace ebac_torch {
+namespace {
+
+elem elem_of(at::ScalarType s) {
+  switch (s) {
+    case at::kFloat: return elem::f32;
+    case at::kHalf: return elem::f16;
+    case at::kBFloat16: return elem::bf16;
+    default: break;
+  }
+  TORCH_CHECK(false, "ebac_torch: cannot compress dtype ", s, " (float32, float16 and bfloat16 only)");
+  return elem::f32;  // unreachable
+}
+
+at::ScalarType scalar_of(int code) {
+  switch (static_cast<elem>(code)) {
+    case elem::f32: return at::kFloat;
+    case elem::f16: return at::kHalf;
+    case elem::bf16: return at::kBFloat16;
+  }
+  TORCH_CHECK(false, "ebac_torch: unknown element code ", code);
+  return at::kFloat;  // unreachable
+}
+
+/// Dimension order from the largest stride to the smallest, or an empty
+/// vector when the strides do not describe a dense, non-overlapping layout.
+std::vector<int64_t> physical_order(const at::Tensor& t) {
+  const auto sizes = t.sizes();
+  const auto strides = t.strides();
+  const int64_t rank = t.dim();
+  std::vector<int64_t> perm(static_cast<size_t>(rank));
+  std::iota(perm.begin(), perm.end(), int64_t{0});
+  std::stable_sort(perm.begin(), perm.end(), [&](int64_t a, int64_t b) { return strides[a] > strides[b]; });
+  int64_t expected = 1;
+  for (int64_t k = rank - 1; k >= 0; --k) {
+    const int64_t d = perm[static_cast<size_t>(k)];
+    if (sizes[d] == 1) continue;  // any stride is fine for a size-1 dimension
+    if (strides[d] != expected) return {};
+    expected *= sizes[d];
+  }
+  return perm;
+}
+
+/// The extents the compressor sees: physical order, size-1 axes dropped,
+/// leading axes folded when more than 8 remain.
+void fill_extents(const at::Tensor& t, const std::vector<int64_t>& perm, compress_request& r) {
+  std::vector<std::uint64_t> d;
+  for (int64_t k : perm)
+    if (t.size(k) != 1) d.push_back(static_cast<std::uint64_t>(t.size(k)));
+  if (d.empty()) d.push_back(1);
+  while (d.size() > 8) {
+    d[1] *= d[0];
+    d.erase(d.begin());
+  }
+  r.rank = static_cast<int>(d.size());
+  for (size_t i = 0; i < d.size(); ++i) r.dims[i] = d[i];
+}
+
+/// A uint8 CPU tensor that owns the stream bytes (no copy).
+at::Tensor wrap_bytes(std::vector<std::byte>&& bytes) {
+  auto* owner = new std::vector<std::byte>(std::move(bytes));
+  const auto n = static_cast<int64_t>(owner->size());
+  return torch::from_blob(owner->data(), {n}, [owner](void*) { delete owner; },
+                          at::TensorOptions().dtype(at::kByte).device(at::kCPU));
+}
+
+bool parse_mode(const std::string& mode) {
+  if (mode == "rel" || mode == "relative") return true;
+  if (mode == "abs" || mode == "absolute") return false;
+  TORCH_CHECK(false, "ebac_torch: mode must be 'rel' or 'abs', got '", mode, "'");
+  return true;  // unreachable
+}
+
+/// compress(t, error_bound, mode, pipeline, threads, checksum) -> (blob, strides)
+/// `strides` are those the decompressed tensor must get (t's own when its
+/// layout is dense, else contiguous ones).
+py::tuple compress(at::Tensor t, double error_bound, const std::string& mode, const std::string& pipeline,
+                   int64_t threads, bool checksum) {
+  TORCH_CHECK(t.layout() == at::kStrided, "ebac_torch: only strided (dense) tensors can be compressed");
+  TORCH_CHECK(t.numel() > 0, "ebac_torch: cannot compress an empty tensor");
+  compress_request r;
+  r.type = elem_of(t.scalar_type());
+  r.error_bound = error_bound;
+  r.relative = parse_mode(mode);
+  r.pipeline = pipeline;
+  r.threads = static_cast<int>(threads);
+  r.checksum = checksum;
+  if (t.is_cuda()) {
+#if defined(EBAC_TORCH_WITH_CUDA)
+    // cuda_compress(...) on at::cuda::getCurrentCUDAStream(), with temp storage
+    // and the output blob from the caching allocator, goes here.
+#endif
+    TORCH_CHECK(false, "ebac_torch was built without the CUDA backend: cannot compress a CUDA tensor");
+  }
+  TORCH_CHECK(t.device().is_cpu(), "ebac_torch: unsupported device ", t.device());
+  std::vector<int64_t> perm = physical_order(t);
+  if (perm.empty()) {
+    t = t.contiguous();
+    perm = physical_order(t);
+  }
+  fill_extents(t, perm, r);
+  r.data = t.data_ptr();
+  std::vector<std::byte> bytes;
+  {
+    py::gil_scoped_release nogil;
+    bytes = host_compress(r);
+  }
+  return py::make_tuple(wrap_bytes(std::move(bytes)), t.strides().vec());
+}
+
+/// decompress(blob, sizes, strides, elem_code, threads) -> tensor
+at::Tensor decompress(const at::Tensor& blob, std::vector<int64_t> sizes, std::vector<int64_t> strides, int elem_code,
+                      int64_t threads) {
+  TORCH_CHECK(blob.device().is_cpu(), "ebac_torch: the CPU build keeps compressed blobs on the CPU");
+  TORCH_CHECK(blob.scalar_type() == at::kByte && blob.dim() == 1 && blob.is_contiguous(),
+              "ebac_torch: a compressed blob is a contiguous 1-D uint8 tensor");
+  const at::ScalarType st = scalar_of(elem_code);
+  at::Tensor out = at::empty_strided(sizes, strides, at::TensorOptions().dtype(st).device(at::kCPU));
+  const auto* data = reinterpret_cast<const std::byte*>(blob.data_ptr<std::uint8_t>());
+  const auto size = static_cast<std::size_t>(blob.numel());
+  void* dst = out.data_ptr();
+  const auto count = static_cast<std::uint64_t>(out.numel());
+  {
+    py::gil_scoped_release nogil;
+    host_decompress(data, size, dst, static_cast<elem>(elem_code), count, static_cast<int>(threads));
+  }
+  return out;
+}
+
+py::dict inspect(const at::Tensor& blob) {
+  TORCH_CHECK(blob.device().is_cpu() && blob.scalar_type() == at::kByte && blob.dim() == 1 && blob.is_contiguous(),
+              "ebac_torch: a compressed blob is a contiguous 1-D uint8 CPU tensor");
+  const stream_info s = host_inspect(reinterpret_cast<const std::byte*>(blob.data_ptr<std::uint8_t>()),
+                                     static_cast<std::size_t>(blob.numel()));
+  py::dict d;
+  d["dtype"] = s.type == elem::f32 ? "float32" : s.type == elem::f16 ? "float16" : "bfloat16";
+  d["dims"] = s.dims;
+  d["mode"] = s.relative ? "rel" : "abs";
+  d["eb_requested"] = s.eb_requested;
+  d["eb_abs"] = s.eb_abs;
+  d["outliers"] = s.outliers;
+  d["bytes"] = s.bytes;
+  d["predictor"] = s.predictor;
+  d["quantizer"] = s.quantizer;
+  d["encoder"] = s.encoder;
+  d["checksum"] = s.checksum;
+  return d;
+}
+
+/// A weak reference to a tensor's storage: says whether a tensor seen later
+/// still lives in that same storage, without keeping its memory alive (a
+/// data_ptr alone can be reused by a new allocation once the old one dies).
+class StorageRef {
+ public:
+  explicit StorageRef(const at::Tensor& t) : ref_(t.storage().getWeakStorageImpl()) {}
+  bool same(const at::Tensor& t) const {
+    if (!t.has_storage()) return false;
+    auto p = ref_.lock();
+    return p && p.get() == t.storage().unsafeGetStorageImpl();
+  }
+  bool alive() const { return !ref_.expired(); }
+
+ private:
+  c10::weak_intrusive_ptr<c10::StorageImpl> ref_;
+};
+
+std::uintptr_t storage_id(const at::Tensor& t) {
+  if (!t.has_storage()) return 0;
+  return reinterpret_cast<std::uintptr_t>(t.storage().unsafeGetStorageImpl());
+}
+
+bool has_cuda() {
+#if defined(EBAC_TORCH_WITH_CUDA)
+  return true;
+#else
+  return false;
+#endif
+}
+
+}  // namespace
+}  // namespace ebac_torch
+
+PYBIND11_MODULE(TORCH_EXTENSION_NAME, m) {
+  using namespace ebac_torch;
+  m.doc() = "ebac error-bounded compression of torch tensors (host backend)";
+  m.def("compress", &compress, py::arg("tensor"), py::arg("error_bound"), py::arg("mode") = "rel",
+        py::arg("pipeline") = "fast", py::arg("threads") = 0, py::arg("checksum") = false,
+        "Compress a float32/float16/bfloat16 tensor; returns (uint8 blob, strides to restore).");
+  m.def("decompress", &decompress, py::arg("blob"), py::arg("sizes"), py::arg("strides"), py::arg("elem"),
+        py::arg("threads") = 0, "Decompress a blob into a new tensor with the given sizes and strides.");
+  m.def("inspect", &inspect, py::arg("blob"), "The stream header of a blob as a dict.");
+  m.def("valid_pipeline", &valid_pipeline, py::arg("name"));
+  m.def("storage_id", &storage_id, py::arg("tensor"), "Identity of a tensor's storage (0 if none).");
+  m.def("has_cuda", &has_cuda, "True when built with the CUDA backend.");
+  m.def("ebac_version", &ebac_version);
+  py::class_<StorageRef>(m, "StorageRef")
+      .def(py::init<const at::Tensor&>())
+      .def("same", &StorageRef::same)
+      .def("alive", &StorageRef::alive);
+}

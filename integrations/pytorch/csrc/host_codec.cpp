@@ -1,0 +1,84 @@
+// host_codec.cpp - the host backend of the extension: ebac::host on CPU memory.
+//
+// The only translation unit that instantiates ebac's templates; it includes
+// no torch header (see codec_api.hpp).
+#include "codec_api.hpp"
+
+#include <ebac/ebac.hpp>
+
+#include <string>
+
+namespace ebac_torch {
+namespace {
+
+template <class F>
+decltype(auto) with_element(elem t, F&& f) {
+  switch (t) {
+    case elem::f16: return f(ebac::float16{});
+    case elem::bf16: return f(ebac::bfloat16{});
+    case elem::f32: break;
+  }
+  return f(float{});
+}
+
+ebac::pipeline_spec parse_or_throw(const std::string& name) {
+  ebac::pipeline_spec spec;
+  if (!ebac::parse_pipeline(name, spec))
+    throw ebac::error(ebac::status::invalid_argument,
+                      "unknown pipeline '" + name + "' (fast, ratio, ratio-flat, rle, plain or PREDICTOR:QUANTIZER:ENCODER)");
+  return spec;
+}
+
+}  // namespace
+
+bool valid_pipeline(const std::string& name) {
+  ebac::pipeline_spec spec;
+  return ebac::parse_pipeline(name, spec);
+}
+
+std::vector<std::byte> host_compress(const compress_request& r) {
+  const ebac::pipeline_spec spec = parse_or_throw(r.pipeline);
+  ebac::extents shape;
+  shape.rank = r.rank;
+  for (int i = 0; i < r.rank && i < ebac::max_rank; ++i) shape.dims[i] = r.dims[i];
+  ebac::compress_options opt;
+  opt.bound = {r.error_bound, r.relative ? ebac::bound_mode::relative : ebac::bound_mode::absolute};
+  opt.checksum = r.checksum;
+  opt.threads = r.threads;
+  return with_element(r.type, [&](auto tag) {
+    using T = decltype(tag);
+    const T* in = static_cast<const T*>(r.data);
+    return ebac::with_pipeline(spec, shape, [&](auto p) { return ebac::host::compress(in, shape, p, opt); });
+  });
+}
+
+void host_decompress(const std::byte* data, std::size_t size, void* out, elem type, std::uint64_t count, int threads) {
+  with_element(type, [&](auto tag) {
+    using T = decltype(tag);
+    ebac::host::decompress<T>(data, size, static_cast<T*>(out), count, threads);
+  });
+}
+
+stream_info host_inspect(const std::byte* data, std::size_t size) {
+  const ebac::stream_header h = ebac::host::inspect(data, size);
+  stream_info s;
+  s.type = static_cast<elem>(h.type);
+  for (int i = 0; i < h.shape.rank; ++i) s.dims.push_back(static_cast<std::int64_t>(h.shape.dims[i]));
+  s.relative = h.mode == ebac::bound_mode::relative;
+  s.eb_requested = h.eb_requested;
+  s.eb_abs = h.eb_abs;
+  s.outliers = h.outlier_count;
+  s.bytes = size;
+  s.predictor = static_cast<int>(h.predictor);
+  s.quantizer = static_cast<int>(h.quantizer);
+  s.encoder = static_cast<int>(h.encoder);
+  s.checksum = h.has_checksum();
+  return s;
+}
+
+std::string ebac_version() {
+  return std::to_string(EBAC_VERSION_MAJOR) + "." + std::to_string(EBAC_VERSION_MINOR) + "." +
+         std::to_string(EBAC_VERSION_PATCH);
+}
+
+}  // namespace ebac_torch

@@ -1,0 +1,76 @@
+"""ebac_torch: train PyTorch models with error-bounded compressed activations.
+
+    import ebac_torch
+    with ebac_torch.compressed_activations(error_bound=1e-2, mode="rel", pipeline="fast", model=net):
+        loss = criterion(net(x), y)
+    loss.backward()
+    print(ebac_torch.stats()["ratio"])
+
+See docs/pytorch.md in the ebac repository.
+"""
+
+import torch
+
+from . import _ext
+from .hooks import compressed_activations, stats
+
+__all__ = ["compressed_activations", "stats", "compress", "decompress", "inspect", "load_extension",
+           "has_cuda", "ebac_version", "__version__"]
+
+__version__ = "0.1.0"
+
+_FLOAT_CODES = {torch.float32: 1, torch.float16: 2, torch.bfloat16: 3}
+_CODE_DTYPES = {v: k for k, v in _FLOAT_CODES.items()}
+
+
+def load_extension(verbose=False):
+    """The C++ extension module (installed, or built in-tree on first use)."""
+    return _ext.load(verbose)
+
+
+class Compressed:
+    """A compressed tensor: the uint8 `blob` plus what is needed to rebuild it."""
+
+    __slots__ = ("blob", "shape", "strides", "dtype")
+
+    def __init__(self, blob, shape, strides, dtype):
+        self.blob, self.shape, self.strides, self.dtype = blob, tuple(shape), tuple(strides), dtype
+
+    @property
+    def nbytes(self):
+        return self.blob.numel()
+
+    def __repr__(self):
+        return "Compressed(shape=%s, dtype=%s, bytes=%d)" % (self.shape, self.dtype, self.nbytes)
+
+
+def compress(t, error_bound=1e-2, mode="rel", pipeline="fast", threads=None, checksum=False):
+    """Compresses one float32/float16/bfloat16 CPU tensor; returns a Compressed."""
+    if t.dtype not in _FLOAT_CODES:
+        raise TypeError("ebac_torch.compress: dtype %s is not float32, float16 or bfloat16" % t.dtype)
+    C = _ext.load()
+    th = torch.get_num_threads() if threads is None else threads
+    blob, strides = C.compress(t.detach(), float(error_bound), mode, pipeline, th, checksum)
+    return Compressed(blob, t.shape, strides, t.dtype)
+
+
+def decompress(c, threads=None):
+    """Rebuilds the tensor of a Compressed (same shape, strides and dtype)."""
+    C = _ext.load()
+    th = torch.get_num_threads() if threads is None else threads
+    return C.decompress(c.blob, list(c.shape), list(c.strides), _FLOAT_CODES[c.dtype], th)
+
+
+def inspect(c):
+    """The stream header of a Compressed (or of a raw uint8 blob) as a dict."""
+    blob = c.blob if isinstance(c, Compressed) else c
+    return _ext.load().inspect(blob)
+
+
+def has_cuda():
+    """True when the extension was built with ebac's CUDA backend."""
+    return _ext.load().has_cuda()
+
+
+def ebac_version():
+    return _ext.load().ebac_version()

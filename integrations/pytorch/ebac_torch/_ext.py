@@ -1,0 +1,81 @@
+"""Loading the C++ extension: the installed one, or a JIT build from the tree.
+
+Order:
+1. ``ebac_torch._C``, built by ``pip install integrations/pytorch`` (setup.py);
+2. otherwise (or with ``EBAC_TORCH_FORCE_JIT=1``) a build of ``../csrc`` with
+   ``torch.utils.cpp_extension.load`` against ebac's headers, found at
+   ``$EBAC_INCLUDE_DIR`` or ``<repo>/include``. The build is cached under
+   ``$TORCH_EXTENSIONS_DIR`` (default ``~/.cache/torch_extensions``) and
+   rebuilt by ninja when a source or an ebac header changes.
+"""
+
+import os
+import threading
+
+_HERE = os.path.dirname(os.path.abspath(__file__))
+_lock = threading.Lock()
+_ext = None
+_origin = None
+
+# Flags shared with setup.py (which imports this module without torch's
+# extension machinery running).
+CXX_FLAGS = ["-O3", "-std=c++20", "-fopenmp", "-ffp-contract=off", "-Wno-deprecated-declarations"]
+LD_FLAGS = ["-fopenmp"]
+SOURCES = ["bindings.cpp", "host_codec.cpp"]
+
+
+def source_dir():
+    """Directory of the extension's C++ sources (present in a source tree only)."""
+    return os.path.normpath(os.path.join(_HERE, "..", "csrc"))
+
+
+def include_dir():
+    """ebac's include/ directory: $EBAC_INCLUDE_DIR, else the repository's."""
+    env = os.environ.get("EBAC_INCLUDE_DIR")
+    if env:
+        return os.path.abspath(env)
+    return os.path.normpath(os.path.join(_HERE, "..", "..", "..", "include"))
+
+
+def _jit_load(verbose):
+    from torch.utils import cpp_extension
+
+    src, inc = source_dir(), include_dir()
+    missing = [p for p in [os.path.join(src, s) for s in SOURCES] + [os.path.join(inc, "ebac", "ebac.hpp")]
+               if not os.path.exists(p)]
+    if missing:
+        raise ImportError(
+            "ebac_torch: the compiled extension is not installed and the in-tree build cannot find %s "
+            "(install with `pip install --no-build-isolation integrations/pytorch`, or set EBAC_INCLUDE_DIR)"
+            % ", ".join(missing))
+    return cpp_extension.load(
+        name="ebac_torch_C",
+        sources=[os.path.join(src, s) for s in SOURCES],
+        extra_include_paths=[inc],
+        extra_cflags=CXX_FLAGS,
+        extra_ldflags=LD_FLAGS,
+        verbose=verbose)
+
+
+def load(verbose=False):
+    """Returns the extension module, building it in-tree on first use if needed."""
+    global _ext, _origin
+    if _ext is not None:
+        return _ext
+    with _lock:
+        if _ext is not None:
+            return _ext
+        if os.environ.get("EBAC_TORCH_FORCE_JIT", "0") != "1":
+            try:
+                from . import _C  # type: ignore[attr-defined]
+                _ext, _origin = _C, "installed"
+                return _ext
+            except ImportError:
+                pass
+        _ext, _origin = _jit_load(verbose), "in-tree"
+        return _ext
+
+
+def origin():
+    """'installed', 'in-tree', or None when not loaded yet."""
+    return _origin

@@ -1,0 +1,445 @@
+"""Compressing the tensors autograd saves for backward.
+
+``compressed_activations(...)`` installs a pair of
+``torch.autograd.graph.saved_tensors_hooks``: every tensor autograd saves
+inside the ``with`` block goes through ``pack`` (compress) and, in backward,
+through ``unpack`` (decompress). What is compressed, what is kept, and what
+is counted:
+
+* parameters (leaves that require grad, views of them, and with ``model=``
+  every parameter and buffer of the model) are handed back untouched and are
+  not counted as activation memory: they exist anyway;
+* floating-point tensors (float32, float16, bfloat16) with at least
+  ``min_numel`` elements are compressed under the error bound;
+* everything else that autograd saves (integer and bool tensors such as
+  max-pool indices, float64, tiny tensors, tensors on a device without a
+  backend) is kept as is and counted with its raw size, so the reported
+  ratio covers every saved byte;
+* a tensor saved twice (a ReLU output that the next conv saves too) is
+  stored and counted once: same storage (checked through a weak reference,
+  so a recycled address never matches), data pointer, shape, strides, dtype
+  and version.
+
+A "pass" is the lifetime of the saved tensors of one (or several
+overlapping) autograd graphs: it starts with the first tensor packed while
+nothing from an earlier pass is alive, and is complete once backward (or the
+end of the graph) has freed all of them. ``stats()`` reports the latest pass.
+"""
+
+import threading
+import time
+import warnings
+import weakref
+from collections import OrderedDict
+
+import torch
+
+from . import _ext
+
+_FLOAT_CODES = {torch.float32: 1, torch.float16: 2, torch.bfloat16: 3}
+
+_state = threading.local()
+_last_session = None
+
+
+def _nbytes(t):
+    return t.numel() * t.element_size()
+
+
+class _Packed:
+    """What pack() returns for a non-parameter tensor: a blob or the tensor itself."""
+
+    __slots__ = ("session", "blob", "tensor", "sizes", "strides", "elem", "stored", "saves",
+                 "unpacks", "cache", "__weakref__")
+
+    def __init__(self, session, stored):
+        self.session = session
+        self.blob = None
+        self.tensor = None
+        self.sizes = None
+        self.strides = None
+        self.elem = 0
+        self.stored = stored
+        self.saves = 1      # times autograd saved it (dedupe hits + 1)
+        self.unpacks = 0
+        self.cache = None   # decompressed tensor while more unpacks are expected
+
+    def __del__(self):
+        s = self.session
+        if s is not None:
+            s._release(self.stored)
+
+
+def _module_record():
+    return {"raw_bytes": 0, "stored_bytes": 0, "tensors": 0, "compressed_tensors": 0,
+            "sq_error": 0.0, "elements": 0, "max_abs_error": 0.0, "max_error_over_bound": 0.0}
+
+
+class _Pass:
+    def __init__(self, index):
+        self.index = index
+        self.complete = False
+        self.raw_bytes = 0
+        self.stored_bytes = 0
+        self.tensors = 0
+        self.compressed_tensors = 0
+        self.kept = {}            # reason -> [tensors, bytes]
+        self.duplicates = 0
+        self.duplicate_bytes = 0
+        self.param_tensors = 0
+        self.param_bytes = 0
+        self.pack_seconds = 0.0
+        self.unpack_seconds = 0.0
+        self.decompressions = 0
+        self.live_stored_bytes = 0
+        self.peak_stored_bytes = 0
+        self.bound_violations = 0
+        self.modules = OrderedDict()
+        self.details = []
+
+    def module(self, name):
+        m = self.modules.get(name)
+        if m is None:
+            m = self.modules[name] = _module_record()
+        return m
+
+    def as_dict(self):
+        d = {
+            "pass": self.index,
+            "complete": self.complete,
+            "raw_bytes": self.raw_bytes,
+            "compressed_bytes": self.stored_bytes,
+            "ratio": (self.raw_bytes / self.stored_bytes) if self.stored_bytes else float("nan"),
+            "tensors": self.tensors,
+            "compressed_tensors": self.compressed_tensors,
+            "kept": {k: {"tensors": v[0], "bytes": v[1]} for k, v in self.kept.items()},
+            "duplicates": self.duplicates,
+            "duplicate_bytes": self.duplicate_bytes,
+            "parameters": {"tensors": self.param_tensors, "bytes": self.param_bytes},
+            "pack_seconds": self.pack_seconds,
+            "unpack_seconds": self.unpack_seconds,
+            "decompressions": self.decompressions,
+            "peak_compressed_bytes": self.peak_stored_bytes,
+            "bound_violations": self.bound_violations,
+            "per_module": OrderedDict(),
+            "details": [dict(x) for x in self.details],
+        }
+        for name, m in self.modules.items():
+            r = dict(m)
+            r["ratio"] = (m["raw_bytes"] / m["stored_bytes"]) if m["stored_bytes"] else float("nan")
+            if m["elements"]:
+                r["mse"] = m["sq_error"] / m["elements"]
+            d["per_module"][name] = r
+        return d
+
+
+def _normalize_bound(v, default_mode, default_pipeline):
+    """A policy answer -> (eb, mode, pipeline) or None (keep the tensor raw)."""
+    if v is None:
+        return None
+    if isinstance(v, (int, float)):
+        return float(v), default_mode, default_pipeline
+    v = tuple(v)
+    if len(v) == 2:
+        return float(v[0]), v[1], default_pipeline
+    if len(v) == 3:
+        return float(v[0]), v[1], v[2]
+    raise ValueError("ebac_torch: a bound is eb, (eb, mode) or (eb, mode, pipeline), got %r" % (v,))
+
+
+class compressed_activations:
+    """Context manager: compress what autograd saves for backward.
+
+    Args:
+        error_bound: the bound (value-range relative with mode="rel":
+            |x - y| <= error_bound * (max - min) of each tensor; absolute with
+            mode="abs").
+        mode: "rel" or "abs".
+        pipeline: an ebac pipeline name ("fast", "ratio", "ratio-flat", "rle",
+            "plain") or a "PREDICTOR:QUANTIZER:ENCODER" triple.
+        min_numel: floating-point tensors with fewer elements are kept raw.
+        model: optional nn.Module; names per-module statistics with its
+            qualified module names and excludes all its parameters and buffers.
+        bounds: optional {module name: eb | (eb, mode) | (eb, mode, pipeline) |
+            None}; None keeps that module's tensors raw.
+        policy: optional callable(module_name, tensor) returning the same kinds
+            of values as `bounds`; takes precedence over `bounds`. This is
+            where a controller plugs in per-module bounds.
+        threads: host threads for compression (default: torch.get_num_threads()).
+        checksum: add a checksum to every blob (off: in-memory buffers).
+        measure_error: also decompress at pack time and record the realised
+            error per module (costs a decompression per tensor; for studies
+            and tests).
+        unsupported_device: "raw" (keep tensors on a device this build cannot
+            compress, with a warning) or "error".
+        keep_details: record one dict per saved tensor in stats()["details"].
+    """
+
+    def __init__(self, error_bound=1e-2, mode="rel", pipeline="fast", *, min_numel=4096, model=None,
+                 bounds=None, policy=None, threads=None, checksum=False, measure_error=False,
+                 unsupported_device="raw", keep_details=True):
+        if mode not in ("rel", "abs", "relative", "absolute"):
+            raise ValueError("ebac_torch: mode must be 'rel' or 'abs', got %r" % (mode,))
+        if not (error_bound > 0):
+            raise ValueError("ebac_torch: error_bound must be > 0, got %r" % (error_bound,))
+        if unsupported_device not in ("raw", "error"):
+            raise ValueError("ebac_torch: unsupported_device must be 'raw' or 'error'")
+        self.C = _ext.load()
+        for p in [pipeline] + [b[2] for b in (bounds or {}).values()
+                               if isinstance(b, (tuple, list)) and len(b) == 3]:
+            if not self.C.valid_pipeline(p):
+                raise ValueError("ebac_torch: unknown pipeline %r" % (p,))
+        self.error_bound = float(error_bound)
+        self.mode = "rel" if mode.startswith("rel") else "abs"
+        self.pipeline = pipeline
+        self.min_numel = int(min_numel)
+        self.bounds = dict(bounds or {})
+        self.policy = policy
+        self.threads = threads
+        self.checksum = bool(checksum)
+        self.measure_error = bool(measure_error)
+        self.unsupported_device = unsupported_device
+        self.keep_details = keep_details
+        self._lock = threading.RLock()
+        self._names = {}
+        self._param_ids = set()
+        if model is not None:
+            self._names = {m: n for n, m in model.named_modules()}
+            self._param_ids = {self.C.storage_id(p) for p in model.parameters()}
+            self._param_ids |= {self.C.storage_id(b) for b in model.buffers()}
+        self._anon = {}
+        self._stack = []
+        self._table = {}
+        self._live = 0
+        self._closed = True       # the latest pass has freed everything it held
+        self._pass = None
+        self._passes = 0
+        self._handles = []
+        self._hooks = None
+        self._warned_device = False
+
+    # -- context -------------------------------------------------------------
+    def __enter__(self):
+        global _last_session
+        self._hooks = torch.autograd.graph.saved_tensors_hooks(self._pack, self._unpack)
+        self._hooks.__enter__()
+        mm = torch.nn.modules.module
+        self._handles = [mm.register_module_forward_pre_hook(self._pre),
+                         mm.register_module_forward_hook(self._post)]
+        _last_session = self
+        return self
+
+    def __exit__(self, *exc):
+        for h in self._handles:
+            h.remove()
+        self._handles = []
+        self._stack = []
+        self._hooks.__exit__(*exc)
+        self._hooks = None
+        return False
+
+    def _pre(self, module, inputs):
+        self._stack.append(module)
+
+    def _post(self, module, inputs, output):
+        if self._stack and self._stack[-1] is module:
+            self._stack.pop()
+        elif module in self._stack:  # an inner forward raised; drop what it left
+            del self._stack[self._stack.index(module):]
+
+    def _module_name(self):
+        if not self._stack:
+            return "<top>"
+        m = self._stack[-1]
+        n = self._names.get(m)
+        if n is not None:
+            return n or "<model>"
+        n = self._anon.get(m)
+        if n is None:
+            n = self._anon[m] = "%s#%d" % (type(m).__name__, len(self._anon))
+        return n
+
+    # -- stats ---------------------------------------------------------------
+    def stats(self):
+        """Statistics of the latest pass (see module docstring), as a dict."""
+        with self._lock:
+            if self._pass is None:
+                return _Pass(0).as_dict()
+            return self._pass.as_dict()
+
+    def _release(self, stored):
+        with self._lock:
+            self._live -= 1
+            if self._pass is not None:
+                self._pass.live_stored_bytes -= stored
+                if self._live == 0:
+                    self._pass.complete = True
+                    self._closed = True
+                    self._table.clear()
+
+    def _new_pass_if_idle(self):
+        if self._live == 0 and self._closed:
+            self._closed = False
+            self._passes += 1
+            self._pass = _Pass(self._passes)
+            self._table.clear()
+
+    # -- hooks ---------------------------------------------------------------
+    def _is_parameter(self, t):
+        if t.requires_grad and t.is_leaf:
+            return True
+        b = t._base
+        if b is not None and b.requires_grad and b.is_leaf:
+            return True
+        return bool(self._param_ids) and self.C.storage_id(t) in self._param_ids
+
+    def _bound_for(self, name, t):
+        if self.policy is not None:
+            v = self.policy(name, t)
+        elif name in self.bounds:
+            v = self.bounds[name]
+        else:
+            return self.error_bound, self.mode, self.pipeline
+        return _normalize_bound(v, self.mode, self.pipeline)
+
+    def _keep_reason(self, t):
+        if t.layout != torch.strided:
+            return "layout"
+        if not t.is_floating_point():
+            return "integer"
+        if t.dtype not in _FLOAT_CODES:
+            return "dtype"
+        if t.numel() < self.min_numel:
+            return "tiny"
+        if t.device.type != "cpu" and not self.C.has_cuda():
+            if self.unsupported_device == "error":
+                raise RuntimeError("ebac_torch: this build has no %s backend (saved tensor of shape %s)"
+                                   % (t.device.type, tuple(t.shape)))
+            if not self._warned_device:
+                warnings.warn("ebac_torch: built without a %s backend; %s tensors are kept uncompressed"
+                              % (t.device.type, t.device.type))
+                self._warned_device = True
+            return "device"
+        return None
+
+    def _pack(self, t):
+        t0 = time.perf_counter()
+        with self._lock:
+            self._new_pass_if_idle()
+            P = self._pass
+            if self._is_parameter(t):
+                P.param_tensors += 1
+                P.param_bytes += _nbytes(t)
+                return t
+            raw = _nbytes(t)
+            key = None
+            if t.layout == torch.strided:
+                key = (t.data_ptr(), t.dtype, t.device, tuple(t.shape), tuple(t.stride()), t._version)
+                hit = self._table.get(key)
+                if hit is not None:
+                    sref, wref = hit
+                    p = wref()
+                    if p is not None and sref.same(t):
+                        p.saves += 1
+                        P.duplicates += 1
+                        P.duplicate_bytes += raw
+                        return p
+            name = self._module_name()
+            reason = self._keep_reason(t)
+            spec = None
+            if reason is None:
+                spec = self._bound_for(name, t)
+                if spec is None:
+                    reason = "policy"
+            if reason is not None:
+                p = _Packed(self, raw)
+                p.tensor = t
+                P.kept.setdefault(reason, [0, 0])
+                P.kept[reason][0] += 1
+                P.kept[reason][1] += raw
+                detail = {"module": name, "shape": tuple(t.shape), "dtype": str(t.dtype).replace("torch.", ""),
+                          "raw_bytes": raw, "stored_bytes": raw, "kept": reason}
+            else:
+                eb, mode, pipeline = spec
+                threads = self.threads if self.threads is not None else torch.get_num_threads()
+                blob, strides = self.C.compress(t.detach(), eb, mode, pipeline, threads, self.checksum)
+                p = _Packed(self, blob.numel())
+                p.blob = blob
+                p.sizes = list(t.shape)
+                p.strides = list(strides)
+                p.elem = _FLOAT_CODES[t.dtype]
+                P.compressed_tensors += 1
+                info = self.C.inspect(blob)
+                detail = {"module": name, "shape": tuple(t.shape), "dtype": str(t.dtype).replace("torch.", ""),
+                          "raw_bytes": raw, "stored_bytes": blob.numel(), "eb": eb, "mode": mode,
+                          "pipeline": pipeline, "eb_abs": info["eb_abs"], "outliers": info["outliers"]}
+                if self.measure_error:
+                    self._measure(P, name, t, p, info["eb_abs"], detail)
+            self._live += 1
+            P.tensors += 1
+            P.raw_bytes += raw
+            P.stored_bytes += p.stored
+            P.live_stored_bytes += p.stored
+            P.peak_stored_bytes = max(P.peak_stored_bytes, P.live_stored_bytes)
+            m = P.module(name)
+            m["raw_bytes"] += raw
+            m["stored_bytes"] += p.stored
+            m["tensors"] += 1
+            m["compressed_tensors"] += int(p.blob is not None)
+            if self.keep_details:
+                P.details.append(detail)
+            if key is not None:
+                self._table[key] = (self.C.StorageRef(t), weakref.ref(p))
+            P.pack_seconds += time.perf_counter() - t0
+            return p
+
+    def _measure(self, P, name, t, p, eb_abs, detail):
+        y = self.C.decompress(p.blob, p.sizes, p.strides, p.elem, 1 if self.threads is None else self.threads)
+        x64 = t.detach().double()
+        e = (y.double() - x64)
+        fin = torch.isfinite(x64)
+        e = torch.where(fin, e, torch.zeros_like(e))
+        max_err = float(e.abs().max()) if e.numel() else 0.0
+        sq = float((e * e).sum())
+        m = P.module(name)
+        m["sq_error"] += sq
+        m["elements"] += t.numel()
+        m["max_abs_error"] = max(m["max_abs_error"], max_err)
+        ratio = (max_err / eb_abs) if eb_abs > 0 else (0.0 if max_err == 0 else float("inf"))
+        m["max_error_over_bound"] = max(m["max_error_over_bound"], ratio)
+        if max_err > eb_abs:
+            P.bound_violations += 1
+        detail["max_abs_error"] = max_err
+        detail["mse"] = sq / max(1, t.numel())
+
+    def _unpack(self, p):
+        if isinstance(p, torch.Tensor):
+            return p
+        if p.tensor is not None:
+            return p.tensor
+        p.unpacks += 1
+        if p.cache is not None:
+            out = p.cache
+            if p.unpacks >= p.saves:
+                p.cache = None
+            return out
+        t0 = time.perf_counter()
+        threads = self.threads if self.threads is not None else torch.get_num_threads()
+        out = self.C.decompress(p.blob, p.sizes, p.strides, p.elem, threads)
+        # A tensor saved by k nodes is decompressed once and handed to the
+        # other k-1 unpacks (backward visits them close together).
+        if p.unpacks < p.saves:
+            p.cache = out
+        with self._lock:
+            P = self._pass
+            if P is not None:
+                P.unpack_seconds += time.perf_counter() - t0
+                P.decompressions += 1
+        return out
+
+
+def stats():
+    """Statistics of the latest pass of the most recently entered session."""
+    if _last_session is None:
+        return _Pass(0).as_dict()
+    return _last_session.stats()

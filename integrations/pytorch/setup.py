@@ -1,0 +1,66 @@
+"""Builds and installs ebac_torch (the Python package and its C++ extension).
+
+    pip install --no-build-isolation integrations/pytorch
+
+--no-build-isolation makes pip build against the torch already installed
+(an isolated build would try to download one, and the extension must match
+the torch it runs with). ebac's headers are taken from $EBAC_INCLUDE_DIR or
+from this repository's include/ (two levels up).
+
+CUDA: the extension is CPU-only until ebac's CUDA backend and the
+extension's csrc/cuda_codec.cu exist; then EBAC_TORCH_CUDA=1 (or a CUDA
+build of torch with nvcc present) builds a CUDAExtension that defines
+EBAC_TORCH_WITH_CUDA. Setting EBAC_TORCH_CUDA=1 before that fails clearly.
+"""
+
+import os
+import sys
+
+from setuptools import setup
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, os.path.join(HERE, "ebac_torch"))
+import _ext as flags  # noqa: E402  (the loader's flag lists, without importing the package)
+
+from torch.utils.cpp_extension import BuildExtension, CppExtension  # noqa: E402
+
+
+def ebac_include():
+    inc = os.environ.get("EBAC_INCLUDE_DIR") or os.path.join(HERE, "..", "..", "include")
+    inc = os.path.abspath(inc)
+    if not os.path.exists(os.path.join(inc, "ebac", "ebac.hpp")):
+        sys.exit("ebac_torch: ebac headers not found at %s; set EBAC_INCLUDE_DIR to ebac's include/" % inc)
+    return inc
+
+
+def extension():
+    sources = [os.path.join("csrc", s) for s in flags.SOURCES]
+    want_cuda = os.environ.get("EBAC_TORCH_CUDA", "0") == "1"
+    if want_cuda:
+        cu = os.path.join(HERE, "csrc", "cuda_codec.cu")
+        if not os.path.exists(cu):
+            sys.exit("ebac_torch: EBAC_TORCH_CUDA=1 but the CUDA backend (csrc/cuda_codec.cu) is not written yet")
+        from torch.utils.cpp_extension import CUDAExtension
+        return CUDAExtension(
+            "ebac_torch._C", sources + [os.path.join("csrc", "cuda_codec.cu")],
+            include_dirs=[ebac_include()],
+            extra_compile_args={"cxx": flags.CXX_FLAGS + ["-DEBAC_TORCH_WITH_CUDA=1"],
+                                "nvcc": ["-O3", "-std=c++20", "-fmad=false", "-DEBAC_TORCH_WITH_CUDA=1"]},
+            extra_link_args=flags.LD_FLAGS)
+    return CppExtension(
+        "ebac_torch._C", sources,
+        include_dirs=[ebac_include()],
+        extra_compile_args=flags.CXX_FLAGS,
+        extra_link_args=flags.LD_FLAGS)
+
+
+setup(
+    name="ebac_torch",
+    version="0.1.0",
+    description="Train PyTorch models with error-bounded compressed activations (ebac)",
+    packages=["ebac_torch"],
+    ext_modules=[extension()],
+    cmdclass={"build_ext": BuildExtension},
+    python_requires=">=3.8",
+    zip_safe=False,
+)

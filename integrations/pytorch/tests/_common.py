@@ -1,0 +1,28 @@
+"""Shared set-up for the ebac_torch tests: import path, threads, extension."""
+
+import os
+import sys
+
+os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")  # see docs/pytorch.md, "Threads"
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+PKG_ROOT = os.path.dirname(HERE)            # integrations/pytorch
+REPO = os.path.normpath(os.path.join(PKG_ROOT, "..", ".."))
+if PKG_ROOT not in sys.path:
+    sys.path.insert(0, PKG_ROOT)
+
+import torch  # noqa: E402
+
+torch.set_num_threads(min(2, torch.get_num_threads() or 1) or 1)
+
+import ebac_torch  # noqa: E402
+
+C = ebac_torch.load_extension()
+
+
+def max_err(x, y):
+    """max |x - y| over finite x, in float64."""
+    x64, y64 = x.detach().double(), y.detach().double()
+    fin = torch.isfinite(x64)
+    d = torch.where(fin, (x64 - y64).abs(), torch.zeros_like(x64))
+    return float(d.max()) if d.numel() else 0.0

@@ -1,0 +1,170 @@
+"""Tensor-level compress/decompress through the extension."""
+
+import gc
+import math
+import unittest
+
+from _common import C, ebac_torch, max_err, torch
+
+PIPELINES = ["fast", "ratio", "ratio-flat", "rle", "plain", "lorenzo1:linear:bitpack"]
+
+
+def activation(shape, seed=0, relu=True, dtype=torch.float32):
+    g = torch.Generator().manual_seed(seed)
+    x = torch.randn(shape, generator=g)
+    # some spatial correlation, like a conv output
+    if x.dim() == 4:
+        x = torch.nn.functional.avg_pool2d(x, 3, 1, 1) * 3
+    if relu:
+        x = torch.relu(x)
+    return x.to(dtype)
+
+
+class RoundTrip(unittest.TestCase):
+    def check(self, x, eb, mode, pipeline):
+        c = ebac_torch.compress(x, eb, mode, pipeline)
+        y = ebac_torch.decompress(c)
+        self.assertEqual(y.shape, x.shape)
+        self.assertEqual(y.dtype, x.dtype)
+        self.assertEqual(y.stride(), x.stride() if _dense(x) else x.contiguous().stride())
+        info = ebac_torch.inspect(c)
+        self.assertEqual(info["mode"], mode)
+        self.assertLessEqual(max_err(x, y), info["eb_abs"], (pipeline, mode, eb, x.dtype))
+        fin = torch.isfinite(x)
+        # zeros stay zero and signs are kept (sign-preserving quantizer)
+        if pipeline != "lorenzo1:linear:bitpack":
+            self.assertTrue(bool(((x == 0) == (y == 0))[fin].all()))
+            self.assertTrue(bool((torch.sign(x) == torch.sign(y))[fin].all()))
+        if mode == "rel":
+            xf = x.float()[fin]
+            span = float(xf.max()) - float(xf.min()) if xf.numel() else 0.0
+            self.assertAlmostEqual(info["eb_abs"], eb * span, delta=1e-6 * max(1.0, eb * span))
+        return c, y
+
+    def test_dtypes_modes_pipelines(self):
+        for dtype in (torch.float32, torch.float16, torch.bfloat16):
+            x = activation((4, 8, 12, 12), dtype=dtype)
+            for p in PIPELINES:
+                for eb, mode in ((1e-2, "rel"), (1e-3, "rel"), (0.05, "abs")):
+                    with self.subTest(dtype=dtype, pipeline=p, eb=eb, mode=mode):
+                        self.check(x, eb, mode, p)
+
+    def test_signed_data(self):
+        x = activation((3, 5, 17, 9), seed=3, relu=False)
+        for p in PIPELINES:
+            self.check(x, 1e-3, "rel", p)
+
+    def test_ratio_on_post_relu(self):
+        x = activation((16, 16, 28, 28), seed=1)
+        c, _ = self.check(x, 1e-2, "rel", "ratio")
+        self.assertGreater(x.numel() * 4 / c.nbytes, 4.0)
+
+    def test_pipelines_reconstruct_identically(self):
+        # Every named pipeline shares the quantizer: same bound, same values back
+        # (so training does not depend on the pipeline, only on the bound).
+        x = activation((4, 8, 16, 16), seed=9, relu=False)
+        ref = ebac_torch.decompress(ebac_torch.compress(x, 1e-2, "rel", "fast"))
+        for p in ("ratio", "ratio-flat", "rle", "plain"):
+            y = ebac_torch.decompress(ebac_torch.compress(x, 1e-2, "rel", p))
+            self.assertTrue(torch.equal(y, ref), p)
+
+    def test_nan_inf_bit_exact(self):
+        x = activation((2, 3, 16, 16), seed=2, relu=False)
+        x[0, 0, 0, :4] = torch.tensor([float("nan"), float("inf"), -float("inf"), 0.0])
+        for dtype in (torch.float32, torch.float16, torch.bfloat16):
+            xd = x.to(dtype)
+            y = ebac_torch.decompress(ebac_torch.compress(xd, 1e-2, "rel", "fast"))
+            self.assertTrue(math.isnan(float(y[0, 0, 0, 0])))
+            self.assertEqual(float(y[0, 0, 0, 1]), float("inf"))
+            self.assertEqual(float(y[0, 0, 0, 2]), -float("inf"))
+            self.assertEqual(float(y[0, 0, 0, 3]), 0.0)
+            self.assertLessEqual(max_err(xd, y), ebac_torch.inspect(ebac_torch.compress(xd, 1e-2))["eb_abs"])
+
+    def test_layouts(self):
+        x = activation((4, 8, 10, 6), seed=4)
+        cl = x.contiguous(memory_format=torch.channels_last)
+        _, y = self.check(cl, 1e-2, "rel", "ratio")
+        self.assertTrue(y.is_contiguous(memory_format=torch.channels_last))
+        t = x.transpose(1, 3)  # dense, permuted: compressed in memory order, strides kept
+        _, y = self.check(t, 1e-2, "rel", "fast")
+        self.assertEqual(y.stride(), t.stride())
+        s = x[:, ::2, :, 1:]  # not dense: made contiguous
+        _, y = self.check(s, 1e-2, "rel", "fast")
+        self.assertTrue(y.is_contiguous())
+        off = x.view(-1)[7:7 + 500]  # storage offset
+        self.check(off, 1e-3, "abs", "fast")
+
+    def test_odd_shapes(self):
+        self.check(torch.tensor(3.5), 1e-2, "abs", "fast")                       # 0-d
+        self.check(activation((1, 1, 1, 37)), 1e-2, "rel", "ratio")               # size-1 axes
+        self.check(torch.randn(2, 1, 2, 1, 2, 1, 2, 1, 3, 2), 1e-2, "rel", "ratio")  # rank 10
+        self.check(torch.full((5, 7), 2.0), 1e-2, "rel", "fast")                  # constant: range 0
+
+    def test_blob(self):
+        x = activation((4, 4, 8, 8))
+        blob, strides = C.compress(x, 1e-2, "rel", "fast", 1, False)
+        self.assertEqual(blob.dtype, torch.uint8)
+        self.assertEqual(blob.dim(), 1)
+        self.assertFalse(C.inspect(blob)["checksum"])
+        blob2, _ = C.compress(x, 1e-2, "rel", "fast", 2, True)
+        self.assertTrue(C.inspect(blob2)["checksum"])
+        # thread count never changes the bytes
+        blob1, _ = C.compress(x, 1e-2, "rel", "fast", 1, True)
+        self.assertTrue(torch.equal(blob1, blob2))
+
+    def test_errors(self):
+        x = activation((4, 4))
+        with self.assertRaises(RuntimeError):
+            C.compress(x, 1e-2, "rel", "nonsense", 1, False)
+        with self.assertRaises(RuntimeError):
+            C.compress(x, 1e-2, "sideways", "fast", 1, False)
+        with self.assertRaises(RuntimeError):
+            C.compress(x, -1.0, "rel", "fast", 1, False)
+        with self.assertRaises(TypeError):
+            ebac_torch.compress(x.double())
+        with self.assertRaises(RuntimeError):
+            C.compress(torch.empty(0), 1e-2, "rel", "fast", 1, False)
+        blob, strides = C.compress(x, 1e-2, "rel", "fast", 1, True)
+        bad = blob.clone()
+        bad[-3] ^= 0xFF
+        with self.assertRaises(RuntimeError):  # checksum catches it
+            C.decompress(bad, [4, 4], strides, 1, 1)
+        with self.assertRaises(RuntimeError):  # truncated
+            C.decompress(blob[:20].clone(), [4, 4], strides, 1, 1)
+        with self.assertRaises(RuntimeError):  # wrong element count
+            C.decompress(blob, [4, 5], [5, 1], 1, 1)
+        with self.assertRaises(RuntimeError):  # wrong dtype
+            C.decompress(blob, [4, 4], strides, 2, 1)
+
+    def test_storage_ref(self):
+        a = torch.randn(1000)
+        r = C.StorageRef(a)
+        self.assertTrue(r.same(a))
+        self.assertTrue(r.same(a[10:].view(10, 99)))
+        self.assertTrue(r.same(a.detach()))
+        self.assertFalse(r.same(torch.randn(1000)))
+        del a
+        gc.collect()
+        self.assertFalse(r.alive())
+        b = torch.randn(1000)  # may well reuse a's address
+        self.assertFalse(r.same(b))
+
+
+def _dense(t):
+    return torch.empty_strided(t.shape, t.stride()).is_contiguous() or _permuted_dense(t)
+
+
+def _permuted_dense(t):
+    dims = sorted(range(t.dim()), key=lambda d: -t.stride(d))
+    expected = 1
+    for d in reversed(dims):
+        if t.size(d) == 1:
+            continue
+        if t.stride(d) != expected:
+            return False
+        expected *= t.size(d)
+    return True
+
+
+if __name__ == "__main__":
+    unittest.main()

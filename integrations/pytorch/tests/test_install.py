@@ -1,0 +1,36 @@
+"""pip install into a temporary --target directory, then import from there.
+
+Slow (a full extension build), so opt-in: EBAC_TORCH_TEST_INSTALL=1.
+"""
+
+import os
+import subprocess
+import sys
+import tempfile
+import unittest
+
+from _common import PKG_ROOT
+
+
+@unittest.skipUnless(os.environ.get("EBAC_TORCH_TEST_INSTALL") == "1", "set EBAC_TORCH_TEST_INSTALL=1 to run")
+class Install(unittest.TestCase):
+    def test_pip_install_target(self):
+        with tempfile.TemporaryDirectory() as d:
+            target = os.path.join(d, "site")
+            subprocess.run([sys.executable, "-m", "pip", "install", "--no-build-isolation", "--no-deps",
+                            "--target", target, PKG_ROOT], check=True)
+            code = ("import ebac_torch, torch; from ebac_torch import _ext; C = ebac_torch.load_extension(); "
+                    "assert _ext.origin() == 'installed', _ext.origin(); "
+                    "assert C.__file__.startswith(%r), C.__file__; "
+                    "x = torch.relu(torch.randn(4, 8, 16, 16)); c = ebac_torch.compress(x, 1e-2, 'rel', 'ratio'); "
+                    "y = ebac_torch.decompress(c); "
+                    "assert float((x - y).abs().max()) <= ebac_torch.inspect(c)['eb_abs']; print('ok')" % target)
+            env = dict(os.environ, PYTHONPATH=target)
+            env.pop("EBAC_TORCH_FORCE_JIT", None)
+            out = subprocess.run([sys.executable, "-c", code], cwd=d, env=env, check=True,
+                                 capture_output=True, text=True)
+            self.assertIn("ok", out.stdout)
+
+
+if __name__ == "__main__":
+    unittest.main()
