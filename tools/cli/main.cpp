@@ -47,6 +47,7 @@ constexpr const char* usage_text =
     "  ebac eval       (--input F --dtype T --dims D0,... | --manifest M.tsv) --eb X\n"
     "                  [--mode abs|rel] [--pipeline NAME|all] [--json] [--threads N] [--min-time S]\n"
     "  ebac info       --input G\n"
+    "  ebac grad-error --activation A --grad-output D --layer linear|conv2d|batchnorm2d --input-shape N,C[,H,W] [--weight-shape O,C[,KH,KW]] [--stride S] [--padding P] [--dilation D] [--groups G] (--eb X [--mode abs|rel] | --target-rel T) [--pipeline NAME] [--trials K] [--json]\n"
     "  ebac --version | --help\n"
     "dims are outermost first; input files are raw little-endian arrays.\n"
     "--mode defaults to abs. --threads 0 uses every core (default for compress and\n"
@@ -478,6 +479,8 @@ int cmd_eval(int argc, char** argv) {
 
 }  // namespace
 
+#include "grad_error.hpp"
+
 int main(int argc, char** argv) {
   if (argc < 2) {
     std::fputs(usage_text, stderr);
@@ -495,6 +498,7 @@ int main(int argc, char** argv) {
     if (cmd == "decompress") return cmd_decompress(argc, argv);
     if (cmd == "eval") return cmd_eval(argc, argv);
     if (cmd == "info") return cmd_info(argc, argv);
+    if (cmd == "grad-error") return cmd_grad_error(argc, argv);
     throw usage_error("unknown command '" + std::string(cmd) + "' (expected compress, decompress, eval or info)");
   } catch (const usage_error& e) {
     std::fprintf(stderr, "ebac: usage error: %s (see ebac --help)\n", e.what());

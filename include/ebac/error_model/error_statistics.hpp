@@ -1,0 +1,118 @@
+// ebac/error_model/error_statistics.hpp - what the compressor reports about
+// the error it made on a saved input.
+//
+// The compressor knows every element's error e = y - x when it writes the
+// stream, so it can report more than "var(e) = eb^2 / 3". The model needs:
+//   - per channel, the mean error over the flat region (a repeated value's
+//     error is one number, with a sign) and over the rest (the mean of the
+//     other errors, which is not zero: small positive values all round up to
+//     the first bin centre eb, and exact zeros contribute nothing);
+//   - per channel group, the energy pyramid of what is left (the residual),
+//     read at the kernel's centre tap so it lies on the output grid;
+//   - per channel, sum e^2 and the non-zero count (the i.i.d. model).
+// One pass over (x, y), O(N C H W).
+#pragma once
+
+#include <ebac/config.hpp>
+#include <ebac/error_model/energy_pyramid.hpp>
+#include <ebac/error_model/flat_mask.hpp>
+#include <ebac/error_model/gradient_statistics.hpp>
+#include <ebac/error_model/layer_geometry.hpp>
+#include <ebac/error_model/reference_gradient.hpp>
+
+#include <cmath>
+#include <cstddef>
+#include <cstdint>
+#include <vector>
+
+EBAC_NAMESPACE_BEGIN
+namespace error_model {
+
+struct input_error_statistics {
+  conv2d_geometry geometry{};
+  double eb_abs = 0;                 ///< the absolute bound the errors obey
+  std::vector<double> flat_mean;     ///< [C] mean error over flat positions (0 if none)
+  std::vector<double> rest_mean;     ///< [C] mean error over the other positions
+  std::vector<double> sum_squares;   ///< [C] sum of e^2
+  std::vector<std::int64_t> nonzero; ///< [C] elements with x != 0
+  std::vector<energy_pyramid> pyramids;  ///< [groups] residual at the centre tap
+  double max_abs_error = 0;
+  std::int64_t non_finite = 0;       ///< NaN/Inf inputs (stored exactly; excluded)
+
+  [[nodiscard]] double total_sum_squares() const noexcept {
+    double s = 0;
+    for (double v : sum_squares) s += v;
+    return s;
+  }
+  [[nodiscard]] double nonzero_share() const noexcept {
+    std::int64_t z = 0;
+    for (auto v : nonzero) z += v;
+    const std::int64_t t = geometry.input_count();
+    return t > 0 ? static_cast<double>(z) / static_cast<double>(t) : 0.0;
+  }
+  /// E[e^2] over the non-zero inputs: eb^2 / 3 for a uniform error.
+  [[nodiscard]] double mean_square_nonzero() const noexcept {
+    std::int64_t z = 0;
+    for (auto v : nonzero) z += v;
+    return z > 0 ? total_sum_squares() / static_cast<double>(z) : 0.0;
+  }
+};
+
+/// x: the original saved input, y: its reconstruction (both NCHW with the
+/// geometry's input shape), mask: find_flat_mask(g, x).
+template <class X, class Y>
+input_error_statistics collect_input_error_statistics(const conv2d_geometry& g, const X* x, const Y* y,
+                                                      const flat_mask& mask, double eb_abs) {
+  input_error_statistics s;
+  s.geometry = g;
+  s.eb_abs = eb_abs;
+  const std::int64_t C = g.in_channels, H = g.in_h, W = g.in_w, plane = H * W;
+  s.flat_mean.assign(static_cast<std::size_t>(C), 0.0);
+  s.rest_mean.assign(static_cast<std::size_t>(C), 0.0);
+  s.sum_squares.assign(static_cast<std::size_t>(C), 0.0);
+  s.nonzero.assign(static_cast<std::size_t>(C), 0);
+  auto err = [&](std::int64_t i) {
+    const double xv = detail::as_double(x[i]), yv = detail::as_double(y[i]);
+    return std::isfinite(xv) ? yv - xv : 0.0;  // non-finite values round-trip exactly
+  };
+  const double n_flat = static_cast<double>(mask.flat_positions);
+  const double n_rest = static_cast<double>(g.batch * plane) - n_flat;
+  for (std::int64_t c = 0; c < C; ++c) {
+    double fs = 0, rs = 0, q = 0;
+    std::int64_t nz = 0;
+    for (std::int64_t n = 0; n < g.batch; ++n) {
+      const std::int64_t base = (n * C + c) * plane;
+      for (std::int64_t i = 0; i < plane; ++i) {
+        const double xv = detail::as_double(x[base + i]);
+        if (!std::isfinite(xv)) ++s.non_finite;
+        const double e = err(base + i);
+        q += e * e;
+        nz += (xv != 0);
+        if (mask.flat.empty() || mask.flat[static_cast<std::size_t>(n * plane + i)] == 0) rs += e;
+        else fs += e;
+        const double a = std::fabs(e);
+        if (a > s.max_abs_error) s.max_abs_error = a;
+      }
+    }
+    s.flat_mean[static_cast<std::size_t>(c)] = n_flat > 0 ? fs / n_flat : 0.0;
+    s.rest_mean[static_cast<std::size_t>(c)] = n_rest > 0 ? rs / n_rest : 0.0;
+    s.sum_squares[static_cast<std::size_t>(c)] = q;
+    s.nonzero[static_cast<std::size_t>(c)] = nz;
+  }
+  const std::int64_t Ho = g.out_h(), Wo = g.out_w(), Cg = g.in_channels_per_group();
+  for (std::int64_t grp = 0; grp < g.groups; ++grp) {
+    s.pyramids.push_back(build_energy_pyramid(g.batch, Cg, Ho, Wo, [&](std::int64_t n, std::int64_t cl, std::int64_t oh, std::int64_t ow) {
+      const std::int64_t ih = centre_tap_input(oh, g.stride_h, g.pad_h, g.kernel_h, g.dilation_h);
+      const std::int64_t iw = centre_tap_input(ow, g.stride_w, g.pad_w, g.kernel_w, g.dilation_w);
+      if (ih < 0 || ih >= H || iw < 0 || iw >= W) return 0.0;
+      const std::int64_t c = grp * Cg + cl;
+      const bool flat = mask.at(n, ih, iw);
+      const double mean = flat ? s.flat_mean[static_cast<std::size_t>(c)] : s.rest_mean[static_cast<std::size_t>(c)];
+      return err(((n * C + c) * H + ih) * W + iw) - mean;
+    }));
+  }
+  return s;
+}
+
+}  // namespace error_model
+EBAC_NAMESPACE_END

@@ -1,0 +1,120 @@
+// ebac/error_model/weight_error_model.hpp - forward map: compressor error
+// statistics + output-gradient statistics -> predicted RMS of the
+// weight-gradient error of a linear or 2-D convolution layer.
+//
+// Decomposition (docs/error-model.md has the derivation). For input channel c
+// the error field is split as
+//     e = u_c [flat] + r_c [not flat] + residual,
+// u_c and r_c the mean errors over the flat region and over the rest. The
+// first two terms are one number each, repeated over many positions, so their
+// contribution is coherent: with the centre-tap sums of dy over the flat
+// region (F_o) and the rest (R_o), the entry (o, c, k) gets
+//     u_c F_o + r_c R_o,
+// the same for every tap k. The residual is modelled as independent in the
+// energy-pyramid basis. In total, for the weight count P,
+//     sigma^2 = (1/P) sum_groups [ K sum_{o,c} (u_c F_o + r_c R_o)^2 + K inner(dy, residual) ],
+// with K the taps that read inside the input (layer_geometry::effective_taps).
+// The coherent term matters for early layers (flat image backgrounds) and for
+// biased errors (small positive values all round up to eb); without it the
+// model falls back to the pyramid alone, and without the pyramid to the
+// i.i.d. model of iid_model.hpp.
+#pragma once
+
+#include <ebac/config.hpp>
+#include <ebac/error_model/energy_pyramid.hpp>
+#include <ebac/error_model/error_statistics.hpp>
+#include <ebac/error_model/gradient_statistics.hpp>
+#include <ebac/error_model/iid_model.hpp>
+#include <ebac/status.hpp>
+
+#include <cmath>
+#include <cstddef>
+#include <cstdint>
+#include <vector>
+
+EBAC_NAMESPACE_BEGIN
+namespace error_model {
+
+/// The coherent contribution of one group, from sums the caller has formed:
+/// K * sum_{o,c} (u_c F_o + r_c R_o)^2 expanded so it costs O(O + C):
+///   K * (U2 FF + 2 UR FR + R2 RR),
+/// U2 = sum u_c^2, UR = sum u_c r_c, R2 = sum r_c^2 over the group's inputs,
+/// FF = sum F_o^2, FR = sum F_o R_o, RR = sum R_o^2 over its outputs.
+struct coherent_term {
+  double taps = 1;
+  EBAC_HOST_DEVICE constexpr double operator()(double U2, double UR, double R2, double FF, double FR, double RR) const noexcept {
+    const double v = taps * (U2 * FF + 2 * UR * FR + R2 * RR);
+    return v > 0 ? v : 0.0;
+  }
+};
+
+/// Mean square per weight from the expected sum of squared errors (sigma^2).
+EBAC_HOST_DEVICE constexpr double mean_square_per_weight(double sum_squares, double weights) noexcept {
+  return weights > 0 && sum_squares > 0 ? sum_squares / weights : 0.0;
+}
+
+struct weight_error_prediction {
+  status state = status::ok;
+  double sigma = 0;            ///< predicted RMS of the weight-gradient error
+  double coherent_share = 0;   ///< share of sigma^2 from the flat/mean (coherent) term
+  double iid_sigma = 0;        ///< the i.i.d. baseline (iid_model.hpp) with the measured E[e^2]
+  std::vector<double> group_sum_squares;  ///< expected sum of squared errors per channel group
+};
+
+/// Host functor: forward map of the model. Stateless; the struct exists so
+/// that a caller can pass the model around like the other policies.
+struct weight_error_model {
+  weight_error_prediction operator()(const output_gradient_statistics& dy, const input_error_statistics& err) const {
+    weight_error_prediction r;
+    const conv2d_geometry& g = dy.geometry;
+    const conv2d_geometry& ge = err.geometry;
+    if (g.validate() != status::ok || ge.batch != g.batch || ge.in_channels != g.in_channels || ge.in_h != g.in_h ||
+        ge.in_w != g.in_w || ge.out_h() != g.out_h() || ge.out_w() != g.out_w() || ge.groups != g.groups ||
+        dy.pyramids.size() != static_cast<std::size_t>(g.groups) || err.pyramids.size() != static_cast<std::size_t>(g.groups)) {
+      r.state = status::invalid_argument;
+      return r;
+    }
+    // Taps reading the zero padding carry no error: count only the valid ones.
+    const double K = g.effective_taps(), P = static_cast<double>(g.weight_count());
+    const std::int64_t Og = g.out_channels_per_group(), Cg = g.in_channels_per_group();
+    const double per_channel = static_cast<double>(g.batch * g.in_h * g.in_w);
+    double total = 0, coherent = 0, iid = 0;
+    r.group_sum_squares.assign(static_cast<std::size_t>(g.groups), 0.0);
+    for (std::int64_t grp = 0; grp < g.groups; ++grp) {
+      double U2 = 0, UR = 0, R2 = 0, E2 = 0;
+      for (std::int64_t c = grp * Cg; c < (grp + 1) * Cg; ++c) {
+        const double u = err.flat_mean[static_cast<std::size_t>(c)], q = err.rest_mean[static_cast<std::size_t>(c)];
+        U2 += u * u;
+        UR += u * q;
+        R2 += q * q;
+        E2 += err.sum_squares[static_cast<std::size_t>(c)] / per_channel;
+      }
+      double FF = 0, FR = 0, RR = 0, S2 = 0;
+      for (std::int64_t o = grp * Og; o < (grp + 1) * Og; ++o) {
+        const double f = dy.flat_sum[static_cast<std::size_t>(o)], rest = dy.sum[static_cast<std::size_t>(o)] - f;
+        FF += f * f;
+        FR += f * rest;
+        RR += rest * rest;
+        S2 += dy.sum_squares[static_cast<std::size_t>(o)];
+      }
+      const double coh = coherent_term{K}(U2, UR, R2, FF, FR, RR);
+      const double inner = pyramid_inner(dy.pyramids[static_cast<std::size_t>(grp)], err.pyramids[static_cast<std::size_t>(grp)]);
+      if (inner < 0) {
+        r.state = status::invalid_argument;
+        return r;
+      }
+      const double group_total = coh + K * inner;
+      r.group_sum_squares[static_cast<std::size_t>(grp)] = group_total;
+      total += group_total;
+      coherent += coh;
+      iid += K * S2 * E2;
+    }
+    r.sigma = std::sqrt(mean_square_per_weight(total, P));
+    r.coherent_share = total > 0 ? coherent / total : 0.0;
+    r.iid_sigma = std::sqrt(mean_square_per_weight(iid, P));
+    return r;
+  }
+};
+
+}  // namespace error_model
+EBAC_NAMESPACE_END

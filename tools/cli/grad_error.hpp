@@ -1,0 +1,423 @@
+// tools/cli/grad_error.hpp - `ebac grad-error`: the error model checked
+// against measured weight gradients.
+//
+//   ebac grad-error --activation A --grad-output D --layer linear|conv2d|batchnorm2d
+//                   --input-shape N,C[,H,W] [--weight-shape O,C/G[,KH,KW]]
+//                   [--stride S[,S]] [--padding P[,P]] [--dilation D[,D]] [--groups G]
+//                   (--eb X [--mode abs|rel] | --target-rel T | --target-sigma S)
+//                   [--pipeline NAME] [--trials K] [--dtype f32|f16|bf16] [--gamma F] [--json]
+//
+// Compresses the activation with the real pipeline, decompresses it, and
+// computes the exact weight gradient (double, reference_gradient.hpp) with
+// the original and with the decompressed activation: their RMS difference is
+// measured_sigma. predicted_sigma comes from the model, fed only with the
+// statistics a trainer collects cheaply (output-gradient sums and energies,
+// the compressor's error statistics) - never from the gradients themselves.
+//
+// A trial is one compression at a bound spread log-evenly over [eb/1.1,
+// eb*1.1] (K = 1: exactly eb). Repeated values (flat image regions) make the
+// measured error depend on where the bound's bin edges fall; trials show that
+// spread. With --target-rel T the inverse map picks the bound for a target
+// sigma of T x the gradient RMS (or --target-sigma S), and the output says how
+// close the measured error lands.
+//
+// Included by main.cpp after its helpers (args, parse_args, parse_dims,
+// read_file, with_element, compress_any, decompress_any, ...), inside its
+// anonymous namespace.
+#pragma once
+
+#include <ebac/error_model/batchnorm_model.hpp>
+#include <ebac/error_model/error_statistics.hpp>
+#include <ebac/error_model/flat_mask.hpp>
+#include <ebac/error_model/gradient_statistics.hpp>
+#include <ebac/error_model/iid_model.hpp>
+#include <ebac/error_model/inverse.hpp>
+#include <ebac/error_model/quantizer_error.hpp>
+#include <ebac/error_model/reference_gradient.hpp>
+#include <ebac/error_model/weight_error_model.hpp>
+
+namespace {
+
+namespace em = ebac::error_model;
+
+/// "S" or "S1,S2" -> two integers >= lo.
+inline std::pair<long, long> ge_parse_pair(const args& a, const std::string& key, long def, long lo) {
+  if (!a.has(key)) return {def, def};
+  const std::string& s = a.opt.at(key);
+  const auto comma = s.find(',');
+  if (comma == std::string::npos) {
+    const long v = parse_int(s, ("--" + key).c_str(), lo, 1L << 30);
+    return {v, v};
+  }
+  return {parse_int(s.substr(0, comma), ("--" + key).c_str(), lo, 1L << 30),
+          parse_int(s.substr(comma + 1), ("--" + key).c_str(), lo, 1L << 30)};
+}
+
+struct ge_trial {
+  double eb_requested = 0, eb_abs = 0, predicted = 0, measured = 0, iid = 0, coherent_share = 0, ratio_bytes = 0;
+  double input_predicted = 0, input_measured = 0;  // batchnorm only
+};
+
+struct ge_report {
+  std::string layer, pipeline, mode;
+  double eb = 0;  // as requested (or chosen by the inverse map, in --mode units)
+  std::int64_t weights = 0;
+  double grad_rms = 0, input_grad_rms = 0, flat_share = 0;
+  double target_sigma = 0;  // > 0 in target mode
+  int solver_evaluations = 0;
+  double solver_predicted = 0;
+  std::vector<ge_trial> trials;
+};
+
+inline double ge_quadratic_mean(const std::vector<ge_trial>& t, double ge_trial::*f) {
+  double s = 0;
+  for (const auto& x : t) s += (x.*f) * (x.*f);
+  return t.empty() ? 0.0 : std::sqrt(s / static_cast<double>(t.size()));
+}
+
+inline std::vector<float> ge_read_f32(const std::string& path, std::uint64_t expect, const char* what) {
+  const auto raw = read_file(path);
+  if (raw.size() != expect * 4)
+    throw input_error(std::string(what) + " '" + path + "' has " + std::to_string(raw.size()) + " bytes, the shapes need " +
+                      std::to_string(expect * 4) + " (f32)");
+  std::vector<float> v(static_cast<std::size_t>(expect));
+  std::memcpy(v.data(), raw.data(), raw.size());
+  return v;
+}
+
+/// Bounds of the trials: eb itself for K = 1, else log-evenly over [eb/1.1, eb*1.1].
+inline std::vector<double> ge_trial_bounds(double eb, int k) {
+  std::vector<double> v;
+  for (int i = 0; i < k; ++i) v.push_back(k == 1 ? eb : eb * std::pow(1.1, 2.0 * i / (k - 1) - 1.0));
+  return v;
+}
+
+template <class T>
+ge_report ge_run(const args& a, const std::vector<std::byte>& raw, const ebac::extents& shape, const em::conv2d_geometry& g,
+                 const std::vector<float>& dy, const std::string& layer) {
+  const T* x = reinterpret_cast<const T*>(raw.data());
+  const std::size_t n_in = raw.size() / sizeof(T);
+  ge_report rep;
+  rep.layer = layer;
+  rep.pipeline = a.has("pipeline") ? a.opt.at("pipeline") : "fast";
+  const ebac::pipeline_spec spec = parse_pipeline_arg(rep.pipeline);
+  const int threads = threads_arg(a, 0);
+  const int K = a.has("trials") ? static_cast<int>(parse_int(a.opt.at("trials"), "--trials", 1, 1000)) : 1;
+  const bool bn = (layer == "batchnorm2d");
+
+  // The model's inputs that do not depend on the bound.
+  const em::flat_mask mask = em::find_flat_mask(g, x);
+  rep.flat_share = mask.share();
+  const em::output_gradient_statistics dstats = em::collect_output_gradient_statistics(g, dy.data(), mask);
+  rep.weights = bn ? g.in_channels : g.weight_count();
+
+  // Exact reference with the original input.
+  std::vector<double> w0, dx0, gamma, inv_std, mean;
+  const std::int64_t C = g.in_channels, plane = g.in_h * g.in_w, M = g.batch * plane;
+  auto bn_backward = [&](const auto* in, std::vector<double>& dgamma, std::vector<double>& dx) {
+    // Training-mode BN backward with the saved (exact) mean and 1/s.
+    dgamma.assign(static_cast<std::size_t>(C), 0.0);
+    dx.assign(static_cast<std::size_t>(g.batch * C * plane), 0.0);
+    for (std::int64_t c = 0; c < C; ++c) {
+      double sdy = 0, sdyx = 0;
+      for (std::int64_t n = 0; n < g.batch; ++n)
+        for (std::int64_t i = 0; i < plane; ++i) {
+          const std::int64_t j = (n * C + c) * plane + i;
+          const double xh = (em::detail::as_double(in[j]) - mean[static_cast<std::size_t>(c)]) * inv_std[static_cast<std::size_t>(c)];
+          sdy += dy[static_cast<std::size_t>(j)];
+          sdyx += dy[static_cast<std::size_t>(j)] * xh;
+        }
+      dgamma[static_cast<std::size_t>(c)] = sdyx;
+      const double k = gamma[static_cast<std::size_t>(c)] * inv_std[static_cast<std::size_t>(c)], mdy = sdy / M, m1 = sdyx / M;
+      for (std::int64_t n = 0; n < g.batch; ++n)
+        for (std::int64_t i = 0; i < plane; ++i) {
+          const std::int64_t j = (n * C + c) * plane + i;
+          const double xh = (em::detail::as_double(in[j]) - mean[static_cast<std::size_t>(c)]) * inv_std[static_cast<std::size_t>(c)];
+          dx[static_cast<std::size_t>(j)] = k * (dy[static_cast<std::size_t>(j)] - mdy - xh * m1);
+        }
+    }
+  };
+  if (bn) {
+    gamma.assign(static_cast<std::size_t>(C), 1.0);
+    if (a.has("gamma")) {
+      const auto gv = ge_read_f32(a.opt.at("gamma"), static_cast<std::uint64_t>(C), "--gamma");
+      for (std::int64_t c = 0; c < C; ++c) gamma[static_cast<std::size_t>(c)] = gv[static_cast<std::size_t>(c)];
+    }
+    const double eps = a.has("eps") ? parse_double(a.opt.at("eps"), "--eps") : 1e-5;
+    mean.assign(static_cast<std::size_t>(C), 0.0);
+    inv_std.assign(static_cast<std::size_t>(C), 0.0);
+    for (std::int64_t c = 0; c < C; ++c) {
+      double s = 0, q = 0;
+      for (std::int64_t n = 0; n < g.batch; ++n)
+        for (std::int64_t i = 0; i < plane; ++i) s += em::detail::as_double(x[(n * C + c) * plane + i]);
+      const double mu = s / M;
+      for (std::int64_t n = 0; n < g.batch; ++n)
+        for (std::int64_t i = 0; i < plane; ++i) {
+          const double d = em::detail::as_double(x[(n * C + c) * plane + i]) - mu;
+          q += d * d;
+        }
+      mean[static_cast<std::size_t>(c)] = mu;
+      inv_std[static_cast<std::size_t>(c)] = 1.0 / std::sqrt(q / M + eps);
+    }
+    bn_backward(x, w0, dx0);
+    rep.input_grad_rms = em::rms(dx0.data(), dx0.size());
+  } else {
+    w0.assign(static_cast<std::size_t>(g.weight_count()), 0.0);
+    if (em::weight_gradient(g, x, dy.data(), w0.data()) != ebac::status::ok) throw usage_error("invalid layer geometry");
+  }
+  rep.grad_rms = em::rms(w0.data(), w0.size());
+
+  const em::weight_error_model model;
+  // Prediction from (x, its reconstruction y): the compressor's statistics and the trainer's.
+  auto predict = [&](const T* y, double eb_abs, ge_trial& t) {
+    const em::input_error_statistics es = em::collect_input_error_statistics(g, x, y, mask, eb_abs);
+    const em::weight_error_prediction p = model(dstats, es);
+    if (p.state != ebac::status::ok) throw input_error("error model: inconsistent statistics");
+    if (!bn) {
+      t.predicted = p.sigma;
+      t.iid = p.iid_sigma;
+      t.coherent_share = p.coherent_share;
+      return;
+    }
+    // Batchnorm: the per-channel (depthwise 1x1) sums scaled by the saved 1/s.
+    std::vector<double> dg1, dx1;
+    bn_backward(y, dg1, dx1);  // m1 = dgamma / M as the trainer computes it, from the decompressed input
+    double sg = 0, sx = 0;
+    for (std::int64_t c = 0; c < C; ++c) {
+      const em::batchnorm_channel_error b{gamma[static_cast<std::size_t>(c)], inv_std[static_cast<std::size_t>(c)], static_cast<double>(M),
+                                          dg1[static_cast<std::size_t>(c)] / M, es.sum_squares[static_cast<std::size_t>(c)] / M};
+      sg += b.gamma_grad_square(p.group_sum_squares[static_cast<std::size_t>(c)]);
+      sx += b.input_grad_square(p.group_sum_squares[static_cast<std::size_t>(c)]);
+    }
+    t.predicted = std::sqrt(sg / C);
+    t.input_predicted = std::sqrt(sx / C);
+    t.iid = p.iid_sigma;
+    t.coherent_share = p.coherent_share;
+  };
+  auto measure = [&](const T* y, ge_trial& t) {
+    if (bn) {
+      std::vector<double> dg1, dx1;
+      bn_backward(y, dg1, dx1);
+      t.measured = em::rms_difference(dg1.data(), w0.data(), w0.size());
+      t.input_measured = em::rms_difference(dx1.data(), dx0.data(), dx0.size());
+      return;
+    }
+    std::vector<double> w1(w0.size());
+    (void)em::weight_gradient(g, y, dy.data(), w1.data());
+    t.measured = em::rms_difference(w1.data(), w0.data(), w0.size());
+  };
+  auto run_once = [&](const ebac::error_bound& bound, ge_trial& t) {
+    ebac::compress_options opt;
+    opt.bound = bound;
+    opt.threads = threads;
+    opt.checksum = false;
+    const auto stream = compress_any(raw, ebac::dtype_of<T>::value, shape, spec, opt);
+    const ebac::stream_header h = ebac::host::inspect(stream.data(), stream.size());
+    const auto back = decompress_any(stream, threads);
+    const T* y = reinterpret_cast<const T*>(back.data());
+    t.eb_requested = bound.value;
+    t.eb_abs = h.eb_abs;
+    t.ratio_bytes = static_cast<double>(raw.size()) / static_cast<double>(stream.size());
+    predict(y, h.eb_abs, t);
+    measure(y, t);
+  };
+
+  const bool target_mode = a.has("target-rel") || a.has("target-sigma");
+  if (target_mode) {
+    if (a.has("eb")) throw usage_error("--eb and --target-rel/--target-sigma exclude each other");
+    if (a.has("target-rel") && a.has("target-sigma")) throw usage_error("give --target-rel or --target-sigma, not both");
+    if (K != 1) throw usage_error("--trials applies to --eb, not to a target");
+    if (a.has("target-rel")) {
+      const double t = parse_double(a.opt.at("target-rel"), "--target-rel");
+      if (!(t > 0) || !std::isfinite(t)) throw usage_error("--target-rel must be > 0");
+      rep.target_sigma = t * (bn ? rep.grad_rms : rep.grad_rms);
+    } else {
+      rep.target_sigma = parse_double(a.opt.at("target-sigma"), "--target-sigma");
+      if (!(rep.target_sigma > 0) || !std::isfinite(rep.target_sigma)) throw usage_error("--target-sigma must be > 0");
+    }
+    if (!(rep.grad_rms > 0)) throw input_error("the weight gradient is zero: no target relative to it can be met or missed");
+    ebac::value_range range;
+    std::vector<float> xf(n_in);
+    for (std::size_t i = 0; i < n_in; ++i) xf[i] = ebac::to_float(x[i]);
+    range.add_block(xf.data(), xf.size());
+    rep.mode = a.has("mode") ? a.opt.at("mode") : "abs";
+    ebac::bound_mode mode = ebac::bound_mode::absolute;
+    if (!ebac::parse_bound_mode(rep.mode, mode)) throw usage_error("unknown --mode '" + rep.mode + "' (expected abs or rel)");
+    // Forward map at a candidate bound: reconstruct as the decoder would (no stream needed).
+    std::vector<T> ybuf(n_in);
+    auto sigma_of = [&](double eb_abs) {
+      if (spec.quantizer == ebac::quantizer_id::linear)
+        em::reconstruct_like_decoder(ebac::linear_quantizer::make(eb_abs), x, n_in, ybuf.data());
+      else
+        em::reconstruct_like_decoder(ebac::sign_preserving_quantizer::make(eb_abs), x, n_in, ybuf.data());
+      ge_trial t;
+      predict(ybuf.data(), eb_abs, t);
+      return t.predicted;
+    };
+    // First guess: the i.i.d. closed form with a uniform error.
+    em::iid_weight_error iid;
+    iid.taps = static_cast<double>(bn ? 1 : g.taps());
+    iid.sum_dy2 = dstats.total_sum_squares();
+    iid.in_channels_per_group = static_cast<double>(bn ? 1 : g.in_channels_per_group());
+    std::size_t nz = 0;
+    for (std::size_t i = 0; i < n_in; ++i) nz += (xf[i] != 0);
+    iid.nonzero_share = n_in ? static_cast<double>(nz) / static_cast<double>(n_in) : 0.0;
+    iid.weights = static_cast<double>(rep.weights);
+    double guess = iid.inverse(rep.target_sigma);
+    if (bn) guess = rep.target_sigma / std::max(1e-300, rep.grad_rms) * std::max(1e-12, range.span()) * 0.1;
+    if (!(guess > 0) || !std::isfinite(guess)) guess = 1e-3 * std::max(1e-12, range.span());
+    em::bound_solver solver;
+    solver.eb_max = range.span() > 0 ? range.span() : 0.0;
+    const em::bound_solution sol = solver(rep.target_sigma, guess, sigma_of);
+    if (sol.state != ebac::status::ok) throw input_error("the inverse map found no bound for this target");
+    rep.solver_evaluations = sol.evaluations;
+    rep.solver_predicted = sol.predicted_sigma;
+    // Compress at the chosen bound, stated in the requested mode.
+    ebac::error_bound b{sol.eb, ebac::bound_mode::absolute};
+    if (mode == ebac::bound_mode::relative) {
+      if (!(range.span() > 0)) throw input_error("relative mode needs a non-constant activation");
+      b = {sol.eb / range.span(), ebac::bound_mode::relative};
+    }
+    rep.eb = b.value;
+    ge_trial t;
+    run_once(b, t);
+    rep.trials.push_back(t);
+    return rep;
+  }
+
+  const ebac::error_bound bound = parse_bound(a);
+  rep.mode = std::string(ebac::to_string(bound.mode));
+  rep.eb = bound.value;
+  for (double eb : ge_trial_bounds(bound.value, K)) {
+    ge_trial t;
+    run_once({eb, bound.mode}, t);
+    rep.trials.push_back(t);
+  }
+  return rep;
+}
+
+inline void ge_print(const ge_report& r, bool json) {
+  const double pred = ge_quadratic_mean(r.trials, &ge_trial::predicted);
+  const double meas = ge_quadratic_mean(r.trials, &ge_trial::measured);
+  const double iid = ge_quadratic_mean(r.trials, &ge_trial::iid);
+  const double ratio = meas > 0 ? pred / meas : (pred == 0 ? 1.0 : INFINITY);
+  double rmin = INFINITY, rmax = -INFINITY, coh = 0, bytes = 0;
+  for (const auto& t : r.trials) {
+    const double q = t.measured > 0 ? t.predicted / t.measured : (t.predicted == 0 ? 1.0 : INFINITY);
+    rmin = std::min(rmin, q);
+    rmax = std::max(rmax, q);
+    coh += t.coherent_share / static_cast<double>(r.trials.size());
+    bytes += t.ratio_bytes / static_cast<double>(r.trials.size());
+  }
+  const bool bn = r.layer == "batchnorm2d";
+  const double ipred = ge_quadratic_mean(r.trials, &ge_trial::input_predicted);
+  const double imeas = ge_quadratic_mean(r.trials, &ge_trial::input_measured);
+  const double eb_abs = r.trials.empty() ? 0 : r.trials[r.trials.size() / 2].eb_abs;
+  if (json) {
+    std::printf("{\"layer\": \"%s\", \"pipeline\": \"%s\", \"mode\": \"%s\", \"eb\": %s, \"eb_abs\": %s, \"trials\": %zu, "
+                "\"predicted_sigma\": %s, \"measured_sigma\": %s, \"ratio\": %s, \"ratio_min\": %s, \"ratio_max\": %s, "
+                "\"grad_rms\": %s, \"relative_error\": %s, \"iid_sigma\": %s, \"coherent_share\": %s, \"flat_share\": %s, "
+                "\"compression_ratio\": %s, \"weights\": %lld",
+                r.layer.c_str(), r.pipeline.c_str(), r.mode.c_str(), json_number(r.eb).c_str(), json_number(eb_abs).c_str(),
+                r.trials.size(), json_number(pred).c_str(), json_number(meas).c_str(), json_number(ratio).c_str(),
+                json_number(rmin).c_str(), json_number(rmax).c_str(), json_number(r.grad_rms).c_str(),
+                json_number(r.grad_rms > 0 ? meas / r.grad_rms : NAN).c_str(), json_number(iid).c_str(), json_number(coh).c_str(),
+                json_number(r.flat_share).c_str(), json_number(bytes).c_str(), static_cast<long long>(r.weights));
+    if (bn)
+      std::printf(", \"input_grad_predicted_sigma\": %s, \"input_grad_measured_sigma\": %s, \"input_grad_ratio\": %s, \"input_grad_rms\": %s",
+                  json_number(ipred).c_str(), json_number(imeas).c_str(), json_number(imeas > 0 ? ipred / imeas : NAN).c_str(),
+                  json_number(r.input_grad_rms).c_str());
+    if (r.target_sigma > 0)
+      std::printf(", \"target_sigma\": %s, \"measured_over_target\": %s, \"solver_predicted_sigma\": %s, \"solver_evaluations\": %d",
+                  json_number(r.target_sigma).c_str(), json_number(meas / r.target_sigma).c_str(),
+                  json_number(r.solver_predicted).c_str(), r.solver_evaluations);
+    std::printf(", \"per_trial\": [");
+    for (std::size_t i = 0; i < r.trials.size(); ++i) {
+      const auto& t = r.trials[i];
+      std::printf("%s{\"eb\": %s, \"eb_abs\": %s, \"predicted_sigma\": %s, \"measured_sigma\": %s}", i ? ", " : "",
+                  json_number(t.eb_requested).c_str(), json_number(t.eb_abs).c_str(), json_number(t.predicted).c_str(),
+                  json_number(t.measured).c_str());
+    }
+    std::printf("]}\n");
+    return;
+  }
+  std::printf("layer %s  pipeline %s  eb %.6g (%s)  eb_abs %.6g  trials %zu  weights %lld\n", r.layer.c_str(), r.pipeline.c_str(), r.eb,
+              r.mode.c_str(), eb_abs, r.trials.size(), static_cast<long long>(r.weights));
+  std::printf("predicted_sigma %.6g  measured_sigma %.6g  ratio %.4f", pred, meas, ratio);
+  if (r.trials.size() > 1) std::printf(" (per trial %.4f .. %.4f)", rmin, rmax);
+  std::printf("\ngrad_rms %.6g  relative_error %.4g  iid_sigma %.6g  coherent_share %.3f  flat_share %.3f  compression_ratio %.2f\n",
+              r.grad_rms, r.grad_rms > 0 ? meas / r.grad_rms : NAN, iid, coh, r.flat_share, bytes);
+  if (bn)
+    std::printf("input_grad_predicted_sigma %.6g  input_grad_measured_sigma %.6g  input_grad_ratio %.4f  input_grad_rms %.6g\n", ipred,
+                imeas, imeas > 0 ? ipred / imeas : NAN, r.input_grad_rms);
+  if (r.target_sigma > 0)
+    std::printf("target_sigma %.6g  measured_over_target %.4f  (inverse map: %d evaluations, predicted %.6g)\n", r.target_sigma,
+                meas / r.target_sigma, r.solver_evaluations, r.solver_predicted);
+}
+
+inline int cmd_grad_error(int argc, char** argv) {
+  const args a = parse_args(argc, argv, {"activation", "grad-output", "layer", "input-shape", "weight-shape", "stride", "padding",
+                                         "dilation", "groups", "eb", "mode", "pipeline", "trials", "dtype", "gamma", "eps",
+                                         "target-rel", "target-sigma", "threads"});
+  const std::string layer = a.need("layer");
+  if (layer != "linear" && layer != "conv2d" && layer != "batchnorm2d")
+    throw usage_error("--layer must be linear, conv2d or batchnorm2d, got '" + layer + "'");
+  const ebac::extents in_shape = parse_dims(a.need("input-shape"));
+  const ebac::dtype t = a.has("dtype") ? parse_dtype_arg(a.opt.at("dtype")) : ebac::dtype::f32;
+  em::conv2d_geometry g;
+  std::uint64_t dy_count = 0;
+  if (layer == "linear") {
+    // Rows x features; leading dimensions (batch, tokens, ...) are rows.
+    if (in_shape.rank < 2) throw usage_error("--input-shape of a linear layer is N,C (or N,...,C)");
+    const ebac::extents w = parse_dims(a.need("weight-shape"));
+    if (w.rank != 2) throw usage_error("--weight-shape of a linear layer is O,C");
+    std::uint64_t rows = 1;
+    for (int i = 0; i + 1 < in_shape.rank; ++i) rows *= in_shape.dims[i];
+    if (w.dims[1] != in_shape.dims[in_shape.rank - 1])
+      throw usage_error("--weight-shape C (" + std::to_string(w.dims[1]) + ") must equal the input's last extent (" +
+                        std::to_string(in_shape.dims[in_shape.rank - 1]) + ")");
+    g = em::conv2d_geometry::linear(static_cast<std::int64_t>(rows), static_cast<std::int64_t>(w.dims[1]), static_cast<std::int64_t>(w.dims[0]));
+    for (const char* k : {"stride", "padding", "dilation", "groups", "gamma", "eps"})
+      if (a.has(k)) throw usage_error(std::string("--") + k + " does not apply to a linear layer");
+  } else if (layer == "conv2d") {
+    if (in_shape.rank != 4) throw usage_error("--input-shape of a conv2d layer is N,C,H,W");
+    const ebac::extents w = parse_dims(a.need("weight-shape"));
+    if (w.rank != 4) throw usage_error("--weight-shape of a conv2d layer is O,C/G,KH,KW");
+    g.batch = static_cast<std::int64_t>(in_shape.dims[0]);
+    g.in_channels = static_cast<std::int64_t>(in_shape.dims[1]);
+    g.in_h = static_cast<std::int64_t>(in_shape.dims[2]);
+    g.in_w = static_cast<std::int64_t>(in_shape.dims[3]);
+    g.out_channels = static_cast<std::int64_t>(w.dims[0]);
+    g.kernel_h = static_cast<std::int64_t>(w.dims[2]);
+    g.kernel_w = static_cast<std::int64_t>(w.dims[3]);
+    std::tie(g.stride_h, g.stride_w) = ge_parse_pair(a, "stride", 1, 1);
+    std::tie(g.pad_h, g.pad_w) = ge_parse_pair(a, "padding", 0, 0);
+    std::tie(g.dilation_h, g.dilation_w) = ge_parse_pair(a, "dilation", 1, 1);
+    g.groups = a.has("groups") ? parse_int(a.opt.at("groups"), "--groups", 1, 1L << 30) : 1;
+    if (g.in_channels % g.groups != 0 || static_cast<std::int64_t>(w.dims[1]) * g.groups != g.in_channels)
+      throw usage_error("--weight-shape C/G (" + std::to_string(w.dims[1]) + ") times --groups must equal the input channels (" +
+                        std::to_string(g.in_channels) + ")");
+    for (const char* k : {"gamma", "eps"})
+      if (a.has(k)) throw usage_error(std::string("--") + k + " applies to batchnorm2d only");
+  } else {
+    if (in_shape.rank != 4) throw usage_error("--input-shape of a batchnorm2d layer is N,C,H,W");
+    if (a.has("weight-shape") || a.has("stride") || a.has("padding") || a.has("dilation") || a.has("groups"))
+      throw usage_error("batchnorm2d takes no --weight-shape/--stride/--padding/--dilation/--groups");
+    // BN's gamma gradient is a depthwise 1x1 convolution's weight gradient.
+    g.batch = static_cast<std::int64_t>(in_shape.dims[0]);
+    g.in_channels = g.out_channels = g.groups = static_cast<std::int64_t>(in_shape.dims[1]);
+    g.in_h = static_cast<std::int64_t>(in_shape.dims[2]);
+    g.in_w = static_cast<std::int64_t>(in_shape.dims[3]);
+  }
+  if (g.validate() != ebac::status::ok)
+    throw usage_error("the layer's shapes, stride, padding, dilation and groups do not describe a valid layer");
+  dy_count = static_cast<std::uint64_t>(g.output_count());
+  const auto raw = read_file(a.need("activation"));
+  check_input_size(a.opt.at("activation"), raw.size(), in_shape, t);
+  const std::vector<float> dy = ge_read_f32(a.need("grad-output"), dy_count, "--grad-output");
+  const ge_report r = with_element(t, [&](auto tag) { return ge_run<decltype(tag)>(a, raw, in_shape, g, dy, layer); });
+  ge_print(r, a.json);
+  return 0;
+}
+
+}  // namespace
