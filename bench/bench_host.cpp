@@ -19,8 +19,8 @@
 //
 // DIR defaults to the corpus this was built with (EBAC_CORPUS_DIR) or the
 // EBAC_CORPUS environment variable. Without a corpus it falls back to
-// synthetic tensors and says so. No CUDA variant yet: the CUDA backend does
-// not exist.
+// synthetic tensors and says so. Host only: the CUDA backend's throughput
+// (cudaEvent timing) is bench/cuda/gpu_throughput.cu.
 #include <ebac/ebac.hpp>
 
 #include <benchmark/benchmark.h>
