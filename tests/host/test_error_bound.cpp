@@ -1,0 +1,102 @@
+// Error bound description: validation, modes, value range, absolute bound.
+#include "test_support.hpp"
+
+#include <cmath>
+#include <limits>
+#include <vector>
+
+using namespace ebac_test;
+
+TEST_SUITE("host") {
+
+TEST_CASE("error_bound: modes parse and print") {
+  ebac::bound_mode m{};
+  CHECK((ebac::parse_bound_mode("abs", m) && m == ebac::bound_mode::absolute));
+  CHECK((ebac::parse_bound_mode("absolute", m) && m == ebac::bound_mode::absolute));
+  CHECK((ebac::parse_bound_mode("rel", m) && m == ebac::bound_mode::relative));
+  CHECK((ebac::parse_bound_mode("relative", m) && m == ebac::bound_mode::relative));
+  CHECK_FALSE(ebac::parse_bound_mode("", m));
+  CHECK_FALSE(ebac::parse_bound_mode("ABS", m));
+  CHECK(ebac::to_string(ebac::bound_mode::absolute) == "abs");
+  CHECK(ebac::to_string(ebac::bound_mode::relative) == "rel");
+}
+
+TEST_CASE("error_bound: validate accepts finite positive bounds only") {
+  using ebac::bound_mode;
+  for (double v : {1e-300, 1e-6, 0.5, 1.0, 1e6}) {
+    CAPTURE(v);
+    CHECK(ebac::error_bound{v, bound_mode::absolute}.validate() == ebac::status::ok);
+    CHECK(ebac::error_bound{v, bound_mode::relative}.validate() == ebac::status::ok);
+  }
+  CHECK(ebac::error_bound{1e300, bound_mode::absolute}.validate() == ebac::status::ok);
+  for (double v : {0.0, -0.0, -1e-3, std::nan(""), std::numeric_limits<double>::infinity(),
+                   -std::numeric_limits<double>::infinity()}) {
+    CAPTURE(v);
+    CHECK(ebac::error_bound{v, bound_mode::absolute}.validate() == ebac::status::invalid_argument);
+    CHECK(ebac::error_bound{v, bound_mode::relative}.validate() == ebac::status::invalid_argument);
+  }
+  CHECK(ebac::error_bound{1e-3, static_cast<bound_mode>(0)}.validate() == ebac::status::invalid_argument);
+  CHECK(ebac::error_bound{1e-3, static_cast<bound_mode>(3)}.validate() == ebac::status::invalid_argument);
+}
+
+TEST_CASE("error_bound: a relative bound above 1e6 is rejected as documented") {
+  // error_bound::validate's contract: "(and, relative, <= 1e6: a larger
+  // relative bound is almost certainly a unit mistake)".
+  using ebac::bound_mode;
+  CHECK(ebac::error_bound{1e6, bound_mode::relative}.validate() == ebac::status::ok);
+  CHECK(ebac::error_bound{std::nextafter(1e6, 1e7), bound_mode::relative}.validate() == ebac::status::invalid_argument);
+  CHECK(ebac::error_bound{1e7, bound_mode::relative}.validate() == ebac::status::invalid_argument);
+  CHECK(ebac::error_bound{1e300, bound_mode::relative}.validate() == ebac::status::invalid_argument);
+  std::vector<float> x(64, 1.0f);
+  x[3] = 2.0f;
+  ebac::compress_options o;
+  o.bound = {1e7, bound_mode::relative};
+  o.threads = 1;
+  const ebac::pipeline<ebac::lorenzo, ebac::sign_preserving_quantizer, ebac::block_bitpack> fast{};
+  CHECK_THROWS_AS((void)ebac::host::compress(x.data(), ebac::extents{64}, fast, o), ebac::error);
+}
+
+TEST_CASE("value_range: finite values only, merge, span") {
+  ebac::value_range r;
+  CHECK_FALSE(r.any_finite);
+  CHECK(r.span() == 0.0);
+  r.add(std::nanf(""));
+  r.add(std::numeric_limits<float>::infinity());
+  r.add(-std::numeric_limits<float>::infinity());
+  CHECK_FALSE(r.any_finite);
+  CHECK(r.span() == 0.0);
+  r.add(2.5f);
+  CHECK(r.any_finite);
+  CHECK(r.span() == 0.0);
+  r.add(-1.0f);
+  r.add(0.5f);
+  CHECK(r.span() == 3.5);
+  ebac::value_range o;
+  o.add(std::numeric_limits<float>::max());
+  ebac::value_range empty;
+  r.merge(empty);
+  CHECK(r.span() == 3.5);
+  r.merge(o);
+  CHECK(r.span() == static_cast<double>(std::numeric_limits<float>::max()) + 1.0);
+  empty.merge(o);
+  CHECK(empty.any_finite);
+  CHECK(empty.span() == 0.0);
+  ebac::value_range w;
+  w.add(std::numeric_limits<float>::max());
+  w.add(-std::numeric_limits<float>::max());
+  CHECK(w.span() == 2.0 * static_cast<double>(std::numeric_limits<float>::max()));  // no float overflow
+}
+
+TEST_CASE("absolute_bound: absolute passes through, relative scales by the span") {
+  ebac::value_range r;
+  r.add(-2.0f);
+  r.add(6.0f);
+  CHECK(ebac::absolute_bound({1e-3, ebac::bound_mode::absolute}, r) == 1e-3);
+  CHECK(ebac::absolute_bound({1e-3, ebac::bound_mode::relative}, r) == 1e-3 * 8.0);
+  ebac::value_range c;
+  c.add(3.0f);
+  CHECK(ebac::absolute_bound({1e-3, ebac::bound_mode::relative}, c) == 0.0);  // constant: exact
+  CHECK(ebac::absolute_bound({1e-3, ebac::bound_mode::relative}, ebac::value_range{}) == 0.0);
+}
+
+}  // TEST_SUITE
