@@ -65,7 +65,7 @@ std::vector<corpus_file> read_manifest() {
     CHECK((f.kind == "post_relu" || f.kind == "other"));
     CHECK((f.role == "activation" || f.role == "grad_output"));
     if (f.file == "-") continue;
-    ebac::dtype t;
+    ebac::dtype t{};
     REQUIRE_MESSAGE(ebac::parse_dtype(f.dtype, t), "written files must be f32/f16/bf16");
     const fs::path p = dir / f.file;
     REQUIRE_MESSAGE(fs::is_regular_file(p), "listed file missing: ", p.string());
