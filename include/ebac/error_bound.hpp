@@ -36,6 +36,7 @@ struct error_bound {
   [[nodiscard]] status validate() const noexcept {
     if (!(value > 0) || !std::isfinite(value)) return status::invalid_argument;
     if (mode != bound_mode::absolute && mode != bound_mode::relative) return status::invalid_argument;
+    if (mode == bound_mode::relative && value > 1e6) return status::invalid_argument;
     return status::ok;
   }
 };

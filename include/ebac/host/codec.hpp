@@ -199,7 +199,7 @@ std::vector<std::byte> compress(const T* in, const extents& shape, const Pipelin
   if (shape.count(n) != status::ok) fail(status::invalid_argument, "extents: rank must be 1..8 and the element count must fit 64 bits");
   if (n > (std::uint64_t{1} << 48)) fail(status::invalid_argument, "extents: more than 2^48 elements");
   if (n > 0 && in == nullptr) fail(status::invalid_argument, "input pointer is null");
-  if (opt.bound.validate() != status::ok) fail(status::invalid_argument, "error bound must be finite and > 0");
+  if (opt.bound.validate() != status::ok) fail(status::invalid_argument, "error bound must be finite and > 0 (a relative one at most 1e6)");
   if (pipe.predictor.validate(shape) != status::ok) fail(status::invalid_argument, "predictor axes/tiles do not fit the tensor's rank");
   const std::uint32_t C = pipe.chunk_elements;
   if (C < 32 || C % 32 != 0 || C > (1u << 24)) fail(status::invalid_argument, "chunk_elements must be a multiple of 32 in [32, 2^24]");
