@@ -96,5 +96,17 @@ else
   echo "         (install the CUDA toolkit there, or configure the 'cuda' preset with -DCMAKE_CUDA_COMPILER=...)"
 fi
 
+# ---- PyTorch integration (issue #5: integrations/pytorch, tools/accuracy_study.py) ------------
+# Needs Debian's /usr/bin/python3 with python3-torch; SKIPPED without it. The extension is
+# built in-tree on first use (cached under ~/.cache/torch_extensions). About 5-10 min on 2 cores.
+stage "pytorch: ebac_torch tests + smoke study"
+if /usr/bin/python3 -c 'import torch, numpy, matplotlib' 2>/dev/null; then
+  /usr/bin/python3 -m unittest discover -s integrations/pytorch/tests -v
+  /usr/bin/python3 tools/accuracy_study.py --smoke --out build/study-smoke
+else
+  echo "SKIPPED: /usr/bin/python3 lacks torch/numpy/matplotlib (Debian: python3-torch python3-numpy python3-matplotlib)."
+fi
+# ---- end of the PyTorch block ------------------------------------------------------------------
+
 summary
 echo "tools/test.sh: all stages passed"
