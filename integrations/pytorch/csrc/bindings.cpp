@@ -201,6 +201,51 @@ std::uintptr_t storage_id(const at::Tensor& t) {
   return reinterpret_cast<std::uintptr_t>(t.storage().unsafeGetStorageImpl());
 }
 
+/// predict_weight_error(x, y, dy, eb_abs, kernel, stride, padding, dilation, groups) -> dict
+/// x, y: a Conv2d's saved input and its reconstruction (N, C, H, W), dy its
+/// output gradient (N, O, Ho, Wo); or, for a Linear, x, y (N, F) and dy (N, O)
+/// with kernel etc. ignored.
+py::dict predict_weight_error_py(const at::Tensor& x, const at::Tensor& y, const at::Tensor& dy, double eb_abs,
+                                 std::vector<int64_t> kernel, std::vector<int64_t> stride,
+                                 std::vector<int64_t> padding, std::vector<int64_t> dilation, int64_t groups) {
+  TORCH_CHECK(x.sizes() == y.sizes(), "ebac_torch: x and its reconstruction differ in shape");
+  TORCH_CHECK(x.dim() == dy.dim() && (x.dim() == 4 || x.dim() == 2) && x.size(0) == dy.size(0),
+              "ebac_torch: predict_weight_error takes NCHW conv tensors or N x F linear tensors");
+  layer_geometry g;
+  g.batch = x.size(0);
+  g.in_channels = x.size(1);
+  g.out_channels = dy.size(1);
+  if (x.dim() == 2) {
+    g.linear = true;
+  } else {
+    TORCH_CHECK(kernel.size() == 2 && stride.size() == 2 && padding.size() == 2 && dilation.size() == 2,
+                "ebac_torch: kernel, stride, padding and dilation are pairs");
+    g.in_h = x.size(2);
+    g.in_w = x.size(3);
+    g.kernel_h = kernel[0], g.kernel_w = kernel[1];
+    g.stride_h = stride[0], g.stride_w = stride[1];
+    g.pad_h = padding[0], g.pad_w = padding[1];
+    g.dilation_h = dilation[0], g.dilation_w = dilation[1];
+    g.groups = groups;
+  }
+  const at::Tensor xf = x.detach().to(at::kFloat).contiguous(), yf = y.detach().to(at::kFloat).contiguous();
+  const at::Tensor df = dy.detach().to(at::kFloat).contiguous();
+  TORCH_CHECK(xf.device().is_cpu() && df.device().is_cpu(), "ebac_torch: predict_weight_error runs on CPU tensors");
+  weight_error_estimate r;
+  try {
+    py::gil_scoped_release nogil;
+    r = predict_weight_error(g, xf.data_ptr<float>(), yf.data_ptr<float>(), df.data_ptr<float>(), eb_abs);
+  } catch (const std::invalid_argument& e) {
+    TORCH_CHECK(false, e.what());
+  }
+  py::dict d;
+  d["sigma"] = r.sigma;
+  d["iid_sigma"] = r.iid_sigma;
+  d["coherent_share"] = r.coherent_share;
+  d["flat_share"] = r.flat_share;
+  return d;
+}
+
 bool has_cuda() {
 #if defined(EBAC_TORCH_WITH_CUDA)
   return true;
@@ -224,6 +269,12 @@ PYBIND11_MODULE(TORCH_EXTENSION_NAME, m) {
   m.def("valid_pipeline", &valid_pipeline, py::arg("name"));
   m.def("storage_id", &storage_id, py::arg("tensor"), "Identity of a tensor's storage (0 if none).");
   m.def("has_cuda", &has_cuda, "True when built with the CUDA backend.");
+  m.def("predict_weight_error", &predict_weight_error_py, py::arg("x"), py::arg("y"), py::arg("dy"), py::arg("eb_abs"),
+        py::arg("kernel") = std::vector<int64_t>{1, 1}, py::arg("stride") = std::vector<int64_t>{1, 1},
+        py::arg("padding") = std::vector<int64_t>{0, 0}, py::arg("dilation") = std::vector<int64_t>{1, 1},
+        py::arg("groups") = 1,
+        "ebac's error model: predicted RMS weight-gradient error of a Conv2d/Linear layer whose saved "
+        "input x is replaced by y.");
   m.def("ebac_version", &ebac_version);
   py::class_<StorageRef>(m, "StorageRef")
       .def(py::init<const at::Tensor&>())

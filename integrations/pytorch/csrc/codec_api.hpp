@@ -52,6 +52,29 @@ std::vector<std::byte> host_compress(const compress_request& r);
 void host_decompress(const std::byte* data, std::size_t size, void* out, elem type, std::uint64_t count, int threads);
 stream_info host_inspect(const std::byte* data, std::size_t size);
 
+/// A Conv2d (or, with 1x1 everything, a Linear: rows = batch, features =
+/// in_channels) whose saved input is compressed; PyTorch conventions.
+struct layer_geometry {
+  std::int64_t batch = 1, in_channels = 1, in_h = 1, in_w = 1, out_channels = 1;
+  std::int64_t kernel_h = 1, kernel_w = 1, stride_h = 1, stride_w = 1, pad_h = 0, pad_w = 0;
+  std::int64_t dilation_h = 1, dilation_w = 1, groups = 1;
+  bool linear = false;
+};
+
+/// ebac's error model (include/ebac/error_model) applied to one layer.
+struct weight_error_estimate {
+  double sigma = 0;           ///< predicted RMS of the weight-gradient error
+  double iid_sigma = 0;       ///< the i.i.d. baseline of DESIGN.md with the measured E[e^2]
+  double coherent_share = 0;  ///< share of sigma^2 from the flat-region / mean-error term
+  double flat_share = 0;      ///< share of input positions the model treats as flat
+};
+
+/// x: the saved input, y: its reconstruction, dy: the layer's output
+/// gradient; all float32, contiguous NCHW (N x F for a linear layer).
+/// Throws std::invalid_argument when shapes and geometry disagree.
+weight_error_estimate predict_weight_error(const layer_geometry& g, const float* x, const float* y, const float* dy,
+                                           double eb_abs);
+
 /// ebac's version as "major.minor.patch".
 std::string ebac_version();
 

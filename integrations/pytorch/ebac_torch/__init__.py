@@ -1,7 +1,7 @@
 """ebac_torch: train PyTorch models with error-bounded compressed activations.
 
     import ebac_torch
-    with ebac_torch.compressed_activations(error_bound=1e-2, mode="rel", pipeline="fast", model=net):
+    with ebac_torch.compressed_activations(error_bound=1e-2, mode="rel", pipeline="ratio", model=net):
         loss = criterion(net(x), y)
     loss.backward()
     print(ebac_torch.stats()["ratio"])
@@ -14,8 +14,8 @@ import torch
 from . import _ext
 from .hooks import compressed_activations, stats
 
-__all__ = ["compressed_activations", "stats", "compress", "decompress", "inspect", "load_extension",
-           "has_cuda", "ebac_version", "__version__"]
+__all__ = ["compressed_activations", "stats", "compress", "decompress", "inspect", "predict_weight_error",
+           "load_extension", "has_cuda", "ebac_version", "__version__"]
 
 __version__ = "0.1.0"
 
@@ -65,6 +65,28 @@ def inspect(c):
     """The stream header of a Compressed (or of a raw uint8 blob) as a dict."""
     blob = c.blob if isinstance(c, Compressed) else c
     return _ext.load().inspect(blob)
+
+
+def predict_weight_error(layer, x, x_hat, grad_output, eb_abs):
+    """ebac's error model (include/ebac/error_model) for one layer.
+
+    Predicts the RMS error of `layer`'s weight gradient when its saved input
+    `x` is replaced by the reconstruction `x_hat`, from the compressor's error
+    statistics and those of `grad_output` (dL/d output). Returns a dict:
+    sigma (the prediction), iid_sigma (the i.i.d. baseline of DESIGN.md),
+    coherent_share, flat_share. `layer` is an nn.Conv2d (numeric padding) or
+    an nn.Linear (leading dimensions are flattened into rows).
+    """
+    C = _ext.load()
+    if isinstance(layer, torch.nn.Conv2d):
+        if isinstance(layer.padding, str) or layer.padding_mode != "zeros":
+            raise ValueError("predict_weight_error: Conv2d with numeric zero padding only")
+        return C.predict_weight_error(x, x_hat, grad_output, float(eb_abs), list(layer.kernel_size),
+                                      list(layer.stride), list(layer.padding), list(layer.dilation), layer.groups)
+    if isinstance(layer, torch.nn.Linear):
+        return C.predict_weight_error(x.reshape(-1, x.shape[-1]), x_hat.reshape(-1, x_hat.shape[-1]),
+                                      grad_output.reshape(-1, grad_output.shape[-1]), float(eb_abs))
+    raise TypeError("predict_weight_error: nn.Conv2d or nn.Linear, got %s" % type(layer).__name__)
 
 
 def has_cuda():

@@ -150,6 +150,38 @@ class RoundTrip(unittest.TestCase):
         self.assertFalse(r.same(b))
 
 
+class ErrorModel(unittest.TestCase):
+    """ebac's error model through the extension agrees with a measured gradient error."""
+
+    def check(self, layer, x, rel=1e-2):
+        torch.manual_seed(0)
+        c = ebac_torch.compress(x, rel, "rel", "ratio")
+        x_hat = ebac_torch.decompress(c)
+        eb_abs = ebac_torch.inspect(c)["eb_abs"]
+        out = layer(x)
+        dy = torch.randn_like(out)
+        def wgrad(inp):
+            layer.zero_grad()
+            layer(inp).backward(dy)
+            return layer.weight.grad.double().clone()
+        measured = float((wgrad(x_hat) - wgrad(x)).pow(2).mean().sqrt())
+        p = ebac_torch.predict_weight_error(layer, x, x_hat, dy, eb_abs)
+        self.assertGreater(p["sigma"], 0)
+        self.assertLess(abs(p["sigma"] / measured - 1), 0.5, (p, measured))
+        return p
+
+    def test_conv2d(self):
+        self.check(torch.nn.Conv2d(8, 16, 3, padding=1), activation((8, 8, 16, 16), seed=11))
+        self.check(torch.nn.Conv2d(8, 16, 3, stride=2, padding=1, groups=2), activation((8, 8, 16, 16), seed=12))
+
+    def test_linear(self):
+        self.check(torch.nn.Linear(64, 32), activation((128, 64), seed=13))
+
+    def test_bad_layer(self):
+        with self.assertRaises(TypeError):
+            ebac_torch.predict_weight_error(torch.nn.ReLU(), torch.ones(2, 2), torch.ones(2, 2), torch.ones(2, 2), 0.1)
+
+
 def _dense(t):
     return torch.empty_strided(t.shape, t.stride()).is_contiguous() or _permuted_dense(t)
 

@@ -1,0 +1,52 @@
+// error_model.cpp - ebac's gradient-error model (include/ebac/error_model)
+// for one Conv2d/Linear layer, from tensors the trainer already has.
+// Like host_codec.cpp, it includes no torch header.
+#include "codec_api.hpp"
+
+#include <ebac/error_model/error_statistics.hpp>
+#include <ebac/error_model/flat_mask.hpp>
+#include <ebac/error_model/gradient_statistics.hpp>
+#include <ebac/error_model/layer_geometry.hpp>
+#include <ebac/error_model/weight_error_model.hpp>
+
+#include <stdexcept>
+
+namespace ebac_torch {
+
+weight_error_estimate predict_weight_error(const layer_geometry& lg, const float* x, const float* y, const float* dy,
+                                           double eb_abs) {
+  namespace em = ebac::error_model;
+  em::conv2d_geometry g;
+  if (lg.linear) {
+    g = em::conv2d_geometry::linear(lg.batch, lg.in_channels, lg.out_channels);
+  } else {
+    g.batch = lg.batch;
+    g.in_channels = lg.in_channels;
+    g.in_h = lg.in_h;
+    g.in_w = lg.in_w;
+    g.out_channels = lg.out_channels;
+    g.kernel_h = lg.kernel_h;
+    g.kernel_w = lg.kernel_w;
+    g.stride_h = lg.stride_h;
+    g.stride_w = lg.stride_w;
+    g.pad_h = lg.pad_h;
+    g.pad_w = lg.pad_w;
+    g.dilation_h = lg.dilation_h;
+    g.dilation_w = lg.dilation_w;
+    g.groups = lg.groups;
+  }
+  if (g.validate() != ebac::status::ok) throw std::invalid_argument("ebac_torch: invalid layer geometry");
+  const em::flat_mask mask = em::find_flat_mask(g, x);
+  const em::output_gradient_statistics ds = em::collect_output_gradient_statistics(g, dy, mask);
+  const em::input_error_statistics es = em::collect_input_error_statistics(g, x, y, mask, eb_abs);
+  const em::weight_error_prediction p = em::weight_error_model{}(ds, es);
+  if (p.state != ebac::status::ok) throw std::invalid_argument("ebac_torch: error model: inconsistent statistics");
+  weight_error_estimate r;
+  r.sigma = p.sigma;
+  r.iid_sigma = p.iid_sigma;
+  r.coherent_share = p.coherent_share;
+  r.flat_share = mask.share();
+  return r;
+}
+
+}  // namespace ebac_torch
