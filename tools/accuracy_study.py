@@ -93,14 +93,18 @@ def _rms(t):
 def gradient_probe(model, xb, yb, cfg, threads):
     """Per Conv2d/Linear layer: gradient error predicted by the model vs measured.
 
-    The model (DESIGN.md): with the saved input a replaced by a + e, e
-    independent and zero-mean, the weight gradient g = sum_j delta_j a_j gets
-    an error of variance var(e) * sum_j delta_j^2 per entry. Averaged over the
-    weight entries of a layer with O output channels this is
-        sigma^2 = MSE(a) * ||delta||^2 / O
-    predicted two ways: with the compressor's measured MSE of that tensor, and
-    a priori from the bound alone, MSE = nz * eb_abs^2 / 3 (uniform error on
-    the nz fraction of non-zero elements; zeros are exact). Measured:
+    Predictions:
+      model: ebac's error model (include/ebac/error_model, via
+             ebac_torch.predict_weight_error): error statistics of the
+             compressed input (flat-region / mean-error coherent term + an
+             energy-pyramid residual) combined with statistics of delta;
+      iid:   its i.i.d. baseline, the first-principles form of DESIGN.md: with
+             a replaced by a + e, e independent and zero-mean,
+             sigma^2 = MSE(a) * ||delta||^2 / O per weight entry (O outputs);
+      prior: the same from the bound alone, MSE = nz * eb_abs^2 / 3 (uniform
+             error on the nz fraction of non-zero elements; zeros are exact),
+             which is what a controller can use before compressing.
+    Measured:
       direct: the layer's own input compressed, exact delta (what the formula models);
       total:  every saved tensor compressed, as in training (errors upstream
               also perturb delta).
@@ -151,6 +155,7 @@ def gradient_probe(model, xb, yb, cfg, threads):
         dsq = float(delta.double().pow(2).sum())
         g_rms = _rms(g_base[n])
         direct = _weight_grad(mod, a_hat, delta) - _weight_grad(mod, a, delta)
+        model_pred = ebac_torch.predict_weight_error(mod, a, a_hat, delta, eb_abs)
         out.append({
             "layer": n,
             "input_shape": list(a.shape),
@@ -159,7 +164,11 @@ def gradient_probe(model, xb, yb, cfg, threads):
             "mse": mse,
             "mse_prior": nz * eb_abs ** 2 / 3.0,
             "grad_rms": g_rms,
-            "predicted": math.sqrt(mse * dsq / O),
+            "predicted": model_pred["sigma"],
+            "predicted_iid": model_pred["iid_sigma"],
+            "coherent_share": model_pred["coherent_share"],
+            "flat_share": model_pred["flat_share"],
+            "predicted_formula": math.sqrt(mse * dsq / O),
             "predicted_prior": math.sqrt(nz * eb_abs ** 2 / 3.0 * dsq / O),
             "measured_direct": _rms(direct),
             "measured_total": _rms(g_comp[n] - g_base[n]),
@@ -347,7 +356,7 @@ def plots(results, out, log):
                 ax.set_ylim(lo, hi)
             ax.set_xscale("log")
             ax.set_yscale("log")
-            ax.set_xlabel("predicted RMS gradient error / RMS gradient")
+            ax.set_xlabel("predicted by ebac's error model (RMS error / RMS gradient)")
             ax.set_ylabel("measured")
             ax.set_title(title, fontsize=9)
             ax.grid(alpha=0.3)
@@ -459,13 +468,17 @@ def write_report(results, args, out, figures, wall, cmd, default_name):
     if any(r["probe"] for r in results):
         L.append("## Gradient error: predicted vs measured\n")
         L.append("On a fixed probe batch of %d training images, after the last epoch, with that configuration's "
-                 "weights. Model (DESIGN.md): the weight-gradient error of a Conv2d/Linear layer has RMS "
-                 "sigma = sqrt(MSE(a) * ||delta||^2 / O) (a: saved input, delta: output gradient, O: output "
-                 "channels). *pred* uses the compressor's measured MSE of that input; *prior* uses only the bound "
-                 "(MSE = nonzero fraction x eb_abs^2 / 3). *direct*: measured with only that layer's input "
-                 "compressed and the exact delta (the model's setting); *total*: measured with everything "
-                 "compressed as in training (upstream errors also perturb delta). All errors relative to the "
-                 "layer's RMS weight gradient.\n" % args.probe_n)
+                 "weights, for every Conv2d/Linear layer: the RMS error of its weight gradient, relative to the "
+                 "layer's RMS weight gradient. *model*: ebac's error model (include/ebac/error_model, through "
+                 "`ebac_torch.predict_weight_error`), from the compressor's error statistics and the output "
+                 "gradient's; *iid*: its i.i.d. baseline, DESIGN.md's first-principles form "
+                 "sigma^2 = MSE(a) ||delta||^2 / O; *prior*: the same from the bound alone "
+                 "(MSE = nonzero share x eb_abs^2 / 3). *direct*: measured with only that layer's input "
+                 "compressed and the exact delta (the setting the model describes); *total*: measured with "
+                 "every saved tensor compressed, as in training (errors in BatchNorm's saved inputs also "
+                 "perturb delta upstream). *flat*: share of input positions the model treats as a flat "
+                 "(repeated-value) region; *coh*: share of the predicted variance from its coherent term.\n"
+                 % args.probe_n)
         for r in results:
             if r["config"]["compress"] and not r["probe"]:
                 L.append("**%s**: no probe (training diverged, the weights are not finite)\n" % r["config"]["name"])
@@ -473,14 +486,15 @@ def write_report(results, args, out, figures, wall, cmd, default_name):
                 continue
             p = r["probe"][-1]
             L.append("**%s** (bound violations while probing: %d)\n" % (r["config"]["name"], p["bound_violations"]))
-            L.append("| layer | eb_abs | nonzero | MSE / prior | pred | prior | direct | direct / pred | total |")
-            L.append("|---|---|---|---|---|---|---|---|---|")
+            L.append("| layer | eb_abs | nonzero | flat | coh | model | iid | prior | direct | direct / model | "
+                     "total |")
+            L.append("|---|---|---|---|---|---|---|---|---|---|---|")
             for x in p["layers"]:
                 g = x["grad_rms"] or float("nan")
-                L.append("| %s | %.3g | %.2f | %.2f | %.2e | %.2e | %.2e | %.2f | %.2e |" % (
-                    x["layer"], x["eb_abs"], x["nonzero_fraction"],
-                    x["mse"] / x["mse_prior"] if x["mse_prior"] > 0 else float("nan"),
-                    x["predicted"] / g, x["predicted_prior"] / g, x["measured_direct"] / g,
+                L.append("| %s | %.3g | %.2f | %.2f | %.2f | %.2e | %.2e | %.2e | %.2e | %.2f | %.2e |" % (
+                    x["layer"], x["eb_abs"], x["nonzero_fraction"], x["flat_share"], x["coherent_share"],
+                    x["predicted"] / g, x["predicted_iid"] / g, x["predicted_prior"] / g,
+                    x["measured_direct"] / g,
                     x["measured_direct"] / x["predicted"] if x["predicted"] > 0 else float("nan"),
                     x["measured_total"] / g))
             L.append("")
@@ -490,9 +504,9 @@ def write_report(results, args, out, figures, wall, cmd, default_name):
             L.append("![%s](%s)\n" % (f[:-4], f))
     L.append("## Not covered\n")
     L.append("- The model-driven controller (per-layer bounds from a target gradient error) and the batch "
-             "planner: ebac's error model / controller (include/ebac/error_model, include/ebac/adapt, issue #6) "
-             "had not landed when this ran; `ebac_torch.compressed_activations(policy=...)` is the hook it "
-             "will plug into.")
+             "planner: ebac's error model is used above for the predictions, but its controller and planner "
+             "(include/ebac/adapt, issue #6) had not landed when this ran, so there is no `controller` "
+             "configuration; `ebac_torch.compressed_activations(policy=...)` is the hook it will plug into.")
     L.append("- GPU figures (peak memory, step time on CUDA): the CUDA backend is not written yet and this "
              "run had no GPU.")
     with open(os.path.join(out, "report.md"), "w") as f:
