@@ -4,8 +4,9 @@
 #   1. release preset: build + ctest -LE gpu (unit, property, header, consumer tests)
 #   2. asan preset:    ASan + UBSan build + ctest -LE 'gpu|consumer'
 #   3. fuzz preset:    clang + libFuzzer, seed replay + FUZZ_SECONDS of fuzzing
-#   4. cuda preset:    compile-only nvcc header checks, when /usr/local/cuda/bin/nvcc exists
-# and exits non-zero on the first failure.
+#   4. cuda preset:    compile-only nvcc header checks (and GPU tests), when /usr/local/cuda/bin/nvcc exists
+#   5. pytorch:        ebac_torch tests + smoke study, when /usr/bin/python3 has torch
+# and exits non-zero when any stage failed (all stages run; EBAC_FAIL_FAST=1 stops at the first).
 #
 #   FUZZ_SECONDS=60   fuzzing time (0: build and replay the seeds only)
 #   JOBS=N            build and ctest parallelism (default: nproc)
@@ -28,23 +29,41 @@ packages=(
   llvm-14                   # llvm-symbolizer: sanitizer reports with file:line
 )
 
+# Every stage after `packages` runs even when an earlier one failed (the
+# presets are independent), so one run reports every broken stage; the exit
+# status is non-zero when any failed. EBAC_FAIL_FAST=1 stops at the first.
 stage_start=$SECONDS
 stage_name=""
 timings=()
+failed=()
 stage() {  # stage NAME: closes the previous stage's timer, opens a new one
-  if [[ -n "$stage_name" ]]; then timings+=("$(printf '%-28s %5ss' "$stage_name" $((SECONDS - stage_start)))"); fi
+  if [[ -n "$stage_name" ]]; then timings+=("$(printf '%-40s %5ss' "$stage_name" $((SECONDS - stage_start)))"); fi
   stage_name=$1
   stage_start=$SECONDS
   [[ -n "$1" ]] && printf '\n==== %s ====\n' "$1"
+  return 0
+}
+run_stage() {  # run_stage NAME FUNCTION: runs FUNCTION under set -e in a subshell
+  stage "$1"
+  local rc=0
+  set +e
+  ( set -e; "$2" )
+  rc=$?
+  set -e
+  if [[ $rc -ne 0 ]]; then
+    failed+=("$1 (exit $rc)")
+    echo "tools/test.sh: stage FAILED: $1 (exit $rc)" >&2
+    [[ "${EBAC_FAIL_FAST:-0}" == 1 ]] && exit "$rc"
+  fi
   return 0
 }
 summary() {
   stage ""
   printf '\n==== timings ====\n'
   printf '%s\n' "${timings[@]}"
-  printf '%-28s %5ss\n' total "$SECONDS"
+  printf '%-40s %5ss\n' total "$SECONDS"
 }
-trap 'rc=$?; if [[ $rc -ne 0 ]]; then failed=$stage_name; summary; echo "tools/test.sh: FAILED in stage: ${failed:-?} (exit $rc)" >&2; fi' EXIT
+trap 'rc=$?; if [[ $rc -ne 0 && ${#failed[@]} -eq 0 ]]; then f=$stage_name; summary; echo "tools/test.sh: FAILED in stage: ${f:-?} (exit $rc)" >&2; fi' EXIT
 
 stage "packages"
 missing=()
@@ -71,42 +90,58 @@ fi
 # Sanitizers look for a plain `llvm-symbolizer` in PATH; Debian names it by version.
 if [[ -z "${ASAN_SYMBOLIZER_PATH:-}" && -x /usr/bin/llvm-symbolizer-14 ]]; then export ASAN_SYMBOLIZER_PATH=/usr/bin/llvm-symbolizer-14; fi
 
-stage "release: configure + build"
-cmake --preset release
-cmake --build --preset release -j "$JOBS"
-stage "release: ctest"
-ctest --test-dir build/release --output-on-failure -LE gpu -j "$JOBS"
-
-stage "asan: configure + build"
-cmake --preset asan
-cmake --build --preset asan -j "$JOBS"
-stage "asan: ctest"
-# Consumer builds do not depend on the sanitizer; the release run covers them.
-ctest --test-dir build/asan --output-on-failure -LE 'gpu|consumer' -j "$JOBS"
-
-stage "fuzz (${FUZZ_SECONDS}s)"
-JOBS=$JOBS bash tools/fuzz.sh
-
-stage "cuda: compile-only"
-if [[ -x "$NVCC" ]]; then
-  cmake --preset cuda
-  cmake --build --preset cuda -j "$JOBS"
-else
-  echo "SKIPPED: CUDA compile-only build: $NVCC not found, so the headers were not checked under nvcc."
-  echo "         (install the CUDA toolkit there, or configure the 'cuda' preset with -DCMAKE_CUDA_COMPILER=...)"
-fi
-
+release_build() {
+  cmake --preset release
+  cmake --build --preset release -j "$JOBS"
+}
+release_test() {
+  ctest --test-dir build/release --output-on-failure -LE gpu -j "$JOBS"
+}
+asan_build() {
+  cmake --preset asan
+  cmake --build --preset asan -j "$JOBS"
+}
+asan_test() {
+  # Consumer builds do not depend on the sanitizer; the release run covers them.
+  ctest --test-dir build/asan --output-on-failure -LE 'gpu|consumer' -j "$JOBS"
+}
+fuzz() {
+  JOBS=$JOBS bash tools/fuzz.sh
+}
+cuda_compile() {
+  if [[ -x "$NVCC" ]]; then
+    cmake --preset cuda
+    cmake --build --preset cuda -j "$JOBS"
+  else
+    echo "SKIPPED: CUDA compile-only build: $NVCC not found, so the headers were not checked under nvcc."
+    echo "         (install the CUDA toolkit there, or configure the 'cuda' preset with -DCMAKE_CUDA_COMPILER=...)"
+  fi
+}
 # ---- PyTorch integration (issue #5: integrations/pytorch, tools/accuracy_study.py) ------------
 # Needs Debian's /usr/bin/python3 with python3-torch; SKIPPED without it. The extension is
 # built in-tree on first use (cached under ~/.cache/torch_extensions). About 5-10 min on 2 cores.
-stage "pytorch: ebac_torch tests + smoke study"
-if /usr/bin/python3 -c 'import torch, numpy, matplotlib' 2>/dev/null; then
-  /usr/bin/python3 -m unittest discover -s integrations/pytorch/tests -v
-  /usr/bin/python3 tools/accuracy_study.py --smoke --out build/study-smoke
-else
-  echo "SKIPPED: /usr/bin/python3 lacks torch/numpy/matplotlib (Debian: python3-torch python3-numpy python3-matplotlib)."
-fi
+pytorch() {
+  if /usr/bin/python3 -c 'import torch, numpy, matplotlib' 2>/dev/null; then
+    /usr/bin/python3 -m unittest discover -s integrations/pytorch/tests -v
+    /usr/bin/python3 tools/accuracy_study.py --smoke --out build/study-smoke
+  else
+    echo "SKIPPED: /usr/bin/python3 lacks torch/numpy/matplotlib (Debian: python3-torch python3-numpy python3-matplotlib)."
+  fi
+}
 # ---- end of the PyTorch block ------------------------------------------------------------------
 
+run_stage "release: configure + build" release_build
+if [[ ${#failed[@]} -eq 0 ]]; then run_stage "release: ctest" release_test; fi
+run_stage "asan: configure + build" asan_build
+if [[ "${failed[*]}" != *"asan: configure"* ]]; then run_stage "asan: ctest" asan_test; fi
+run_stage "fuzz (${FUZZ_SECONDS}s)" fuzz
+run_stage "cuda: compile-only" cuda_compile
+run_stage "pytorch: ebac_torch tests + smoke study" pytorch
+
 summary
+if [[ ${#failed[@]} -ne 0 ]]; then
+  printf 'tools/test.sh: FAILED stages:\n' >&2
+  printf '  %s\n' "${failed[@]}" >&2
+  exit 1
+fi
 echo "tools/test.sh: all stages passed"
