@@ -27,6 +27,8 @@ packages=(
   python3 python3-numpy     # tests/cli drives the CLI from Python and checks results in numpy
   clang libclang-rt-14-dev  # libFuzzer + sanitizer runtimes for the fuzz preset
   llvm-14                   # llvm-symbolizer: sanitizer reports with file:line
+  python3-torch python3-matplotlib python3-pip pybind11-dev  # ebac_torch tests + smoke study (PyTorch block)
+  dataset-fashion-mnist     # the smoke study trains on it
 )
 
 # Every stage after `packages` runs even when an earlier one failed (the

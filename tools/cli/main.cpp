@@ -287,10 +287,12 @@ int cmd_info(int argc, char** argv) {
   std::printf("format %d dtype %s dims %s mode %s eb %.17g eb_abs %.17g predictor %s", EBAC_FORMAT_VERSION,
               std::string(ebac::to_string(h.type)).c_str(), dims.c_str(), std::string(ebac::to_string(h.mode)).c_str(),
               h.eb_requested, h.eb_abs, h.predictor == ebac::predictor_id::none ? "none" : "lorenzo");
-  if (h.predictor == ebac::predictor_id::lorenzo) {
-    std::printf("%d axes", h.lorenzo_params.dims);
+  if (h.predictor == ebac::predictor_id::lorenzo) {  // "key value" pairs, like the rest of the line
+    std::printf(" lorenzo_dims %d axes", h.lorenzo_params.dims);
     for (int k = 0; k < h.lorenzo_params.dims; ++k)
       std::printf(k ? ",%s" : " %s", h.lorenzo_params.axis[k] == ebac::lorenzo_flat_axis ? "flat" : std::to_string(h.lorenzo_params.axis[k]).c_str());
+    std::printf(" tiles");
+    for (int k = 0; k < h.lorenzo_params.dims; ++k) std::printf(k ? ",%u" : " %u", h.lorenzo_params.tile[k]);
   }
   std::printf(" quantizer %s encoder %s chunk %u outliers %" PRIu64 " bytes %zu checksum %s\n",
               h.quantizer == ebac::quantizer_id::linear ? "linear" : "sign",

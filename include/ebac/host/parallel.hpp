@@ -30,8 +30,13 @@ inline int resolve_threads(int threads) noexcept {
 template <class F>
 void parallel_for(std::int64_t n, int threads, F&& f) {
 #if EBAC_HAS_OPENMP()
-  const int t = resolve_threads(threads);
-  if (t > 1 && n > 1) {
+  // A parallel region ends in a barrier that waits for every thread; with
+  // few units per thread (small tensors) that wait costs more than the work,
+  // and on a busy machine far more (measured: 3.2 GB/s serial, 0.03 GB/s
+  // with 2 threads on a 7-chunk tensor). So each thread gets >= 4 units.
+  int t = resolve_threads(threads);
+  if (static_cast<std::int64_t>(t) * 4 > n) t = static_cast<int>(n / 4);
+  if (t > 1) {
 #  pragma omp parallel for schedule(dynamic, 1) num_threads(t)
     for (std::int64_t i = 0; i < n; ++i) f(i);
     return;
