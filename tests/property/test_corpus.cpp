@@ -98,7 +98,10 @@ void check_file(const corpus_file& f, std::size_t index) {
     CHECK_MESSAGE(negative == 0, label, " is post-ReLU but has negative values");
     CHECK_MESSAGE(zeros > 0, label, " is post-ReLU but has no zeros");
   }
-  for (auto name : ebac::pipeline_names) check_roundtrip(x, f.shape, std::string(name), {1e-3, ebac::bound_mode::relative}, label);
+  for (std::size_t k = 0; k < ebac::pipeline_names.size(); ++k) {
+    if (sanitized_build && (k + index) % 3 != 0) continue;  // a rotating subset under the sanitizers
+    check_roundtrip(x, f.shape, std::string(ebac::pipeline_names[k]), {1e-3, ebac::bound_mode::relative}, label);
+  }
   // Rotate further settings over the files so the suite stays quick.
   const std::string extra[] = {"lorenzo3:linear:huffman", "none:sign:rle", "lorenzo1:sign:bitpack", "lorenzo2:linear:rle",
                                "none:linear:huffman", "lorenzo:sign:huffman"};
