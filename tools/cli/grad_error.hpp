@@ -34,6 +34,7 @@
 #include <ebac/error_model/inverse.hpp>
 #include <ebac/error_model/quantizer_error.hpp>
 #include <ebac/error_model/reference_gradient.hpp>
+#include <ebac/error_model/sampling.hpp>
 #include <ebac/error_model/weight_error_model.hpp>
 
 namespace {
@@ -54,7 +55,7 @@ inline std::pair<long, long> ge_parse_pair(const args& a, const std::string& key
 }
 
 struct ge_trial {
-  double eb_requested = 0, eb_abs = 0, predicted = 0, measured = 0, iid = 0, coherent_share = 0, ratio_bytes = 0;
+  double eb_requested = 0, eb_abs = 0, predicted = 0, measured = 0, iid = 0, coherent_share = 0, structured_share = 0, kappa = 1, dof = 0, ratio_bytes = 0;
   double input_predicted = 0, input_measured = 0;  // batchnorm only
 };
 
@@ -108,7 +109,7 @@ ge_report ge_run(const args& a, const std::vector<std::byte>& raw, const ebac::e
   // The model's inputs that do not depend on the bound.
   const em::flat_mask mask = em::find_flat_mask(g, x);
   rep.flat_share = mask.share();
-  const em::output_gradient_statistics dstats = em::collect_output_gradient_statistics(g, dy.data(), mask);
+  em::output_gradient_statistics dstats = em::collect_output_gradient_statistics(g, dy.data(), mask);
   rep.weights = bn ? g.in_channels : g.weight_count();
 
   // Exact reference with the original input.
@@ -166,6 +167,10 @@ ge_report ge_run(const args& a, const std::vector<std::byte>& raw, const ebac::e
     if (em::weight_gradient(g, x, dy.data(), w0.data()) != ebac::status::ok) throw usage_error("invalid layer geometry");
   }
   rep.grad_rms = em::rms(w0.data(), w0.size());
+  // The gradient RMS is one of the trainer's cheap statistics (the model
+  // uses it, never the gradient entries, to gauge the gradient's coherence).
+  // Batchnorm's depthwise view has no such statistic wired: kappa stays 1.
+  dstats.weight_grad_rms = bn ? 0.0 : rep.grad_rms;
 
   const em::weight_error_model model;
   // Prediction from (x, its reconstruction y): the compressor's statistics and the trainer's.
@@ -173,6 +178,9 @@ ge_report ge_run(const args& a, const std::vector<std::byte>& raw, const ebac::e
     const em::input_error_statistics es = em::collect_input_error_statistics(g, x, y, mask, eb_abs);
     const em::weight_error_prediction p = model(dstats, es);
     if (p.state != ebac::status::ok) throw input_error("error model: inconsistent statistics");
+    t.structured_share = p.structured_share;
+    t.kappa = p.kappa;
+    t.dof = p.effective_dof;
     if (!bn) {
       t.predicted = p.sigma;
       t.iid = p.iid_sigma;
@@ -301,27 +309,34 @@ inline void ge_print(const ge_report& r, bool json) {
   const double meas = ge_quadratic_mean(r.trials, &ge_trial::measured);
   const double iid = ge_quadratic_mean(r.trials, &ge_trial::iid);
   const double ratio = meas > 0 ? pred / meas : (pred == 0 ? 1.0 : INFINITY);
-  double rmin = INFINITY, rmax = -INFINITY, coh = 0, bytes = 0;
+  double rmin = INFINITY, rmax = -INFINITY, coh = 0, bytes = 0, first = 0, kappa = 0, dof = INFINITY;
   for (const auto& t : r.trials) {
     const double q = t.measured > 0 ? t.predicted / t.measured : (t.predicted == 0 ? 1.0 : INFINITY);
     rmin = std::min(rmin, q);
     rmax = std::max(rmax, q);
     coh += t.coherent_share / static_cast<double>(r.trials.size());
+    first += t.structured_share / static_cast<double>(r.trials.size());
+    kappa += t.kappa / static_cast<double>(r.trials.size());
+    dof = std::min(dof, t.dof);
     bytes += t.ratio_bytes / static_cast<double>(r.trials.size());
   }
   const bool bn = r.layer == "batchnorm2d";
   const double ipred = ge_quadratic_mean(r.trials, &ge_trial::input_predicted);
   const double imeas = ge_quadratic_mean(r.trials, &ge_trial::input_measured);
   const double eb_abs = r.trials.empty() ? 0 : r.trials[r.trials.size() / 2].eb_abs;
+  // How far measured may fall from a correct prediction by chance (99.9%).
+  const em::sigma_ratio_interval iv = em::sampling_interval(dof);
   if (json) {
     std::printf("{\"layer\": \"%s\", \"pipeline\": \"%s\", \"mode\": \"%s\", \"eb\": %s, \"eb_abs\": %s, \"trials\": %zu, "
                 "\"predicted_sigma\": %s, \"measured_sigma\": %s, \"ratio\": %s, \"ratio_min\": %s, \"ratio_max\": %s, "
-                "\"grad_rms\": %s, \"relative_error\": %s, \"iid_sigma\": %s, \"coherent_share\": %s, \"flat_share\": %s, "
+                "\"grad_rms\": %s, \"relative_error\": %s, \"iid_sigma\": %s, \"coherent_share\": %s, \"structured_share\": %s, \"kappa\": %s, \"effective_dof\": %s, \"sampling_interval\": [%s, %s], \"flat_share\": %s, "
                 "\"compression_ratio\": %s, \"weights\": %lld",
                 r.layer.c_str(), r.pipeline.c_str(), r.mode.c_str(), json_number(r.eb).c_str(), json_number(eb_abs).c_str(),
                 r.trials.size(), json_number(pred).c_str(), json_number(meas).c_str(), json_number(ratio).c_str(),
                 json_number(rmin).c_str(), json_number(rmax).c_str(), json_number(r.grad_rms).c_str(),
                 json_number(r.grad_rms > 0 ? meas / r.grad_rms : NAN).c_str(), json_number(iid).c_str(), json_number(coh).c_str(),
+                json_number(first).c_str(), json_number(kappa).c_str(), json_number(dof).c_str(), json_number(iv.low).c_str(),
+                json_number(iv.high).c_str(),
                 json_number(r.flat_share).c_str(), json_number(bytes).c_str(), static_cast<long long>(r.weights));
     if (bn)
       std::printf(", \"input_grad_predicted_sigma\": %s, \"input_grad_measured_sigma\": %s, \"input_grad_ratio\": %s, \"input_grad_rms\": %s",
@@ -345,8 +360,9 @@ inline void ge_print(const ge_report& r, bool json) {
               r.mode.c_str(), eb_abs, r.trials.size(), static_cast<long long>(r.weights));
   std::printf("predicted_sigma %.6g  measured_sigma %.6g  ratio %.4f", pred, meas, ratio);
   if (r.trials.size() > 1) std::printf(" (per trial %.4f .. %.4f)", rmin, rmax);
-  std::printf("\ngrad_rms %.6g  relative_error %.4g  iid_sigma %.6g  coherent_share %.3f  flat_share %.3f  compression_ratio %.2f\n",
-              r.grad_rms, r.grad_rms > 0 ? meas / r.grad_rms : NAN, iid, coh, r.flat_share, bytes);
+  std::printf("  [measured/true by chance: %.3f .. %.3f at %.0f dof]", iv.low, iv.high, dof);
+  std::printf("\ngrad_rms %.6g  relative_error %.4g  iid_sigma %.6g  coherent_share %.3f  structured_share %.3f  kappa %.3f  flat_share %.3f  compression_ratio %.2f\n",
+              r.grad_rms, r.grad_rms > 0 ? meas / r.grad_rms : NAN, iid, coh, first, kappa, r.flat_share, bytes);
   if (bn)
     std::printf("input_grad_predicted_sigma %.6g  input_grad_measured_sigma %.6g  input_grad_ratio %.4f  input_grad_rms %.6g\n", ipred,
                 imeas, imeas > 0 ? ipred / imeas : NAN, r.input_grad_rms);

@@ -42,9 +42,21 @@ struct batchnorm_channel_error {
   }
   /// Expected squared error of one element of dx (mean over the channel).
   [[nodiscard]] EBAC_HOST_DEVICE constexpr double input_grad_square(double sum_sq_dgamma_unscaled) const noexcept {
+    return input_grad_error_part(sum_sq_dgamma_unscaled) + input_grad_shift_part(sum_sq_dgamma_unscaled);
+  }
+  /// The part carried element by element by e_j (m1 + delta / s): it averages
+  /// over all M elements of the channel.
+  [[nodiscard]] EBAC_HOST_DEVICE constexpr double input_grad_error_part(double sum_sq_dgamma_unscaled) const noexcept {
     const double delta2 = sum_sq_dgamma_unscaled / (elements * elements);  // E[delta^2]
     const double k = gamma * inv_std * inv_std;
-    return k * k * (mean_sq_error * (m1 * m1 + delta2 * inv_std * inv_std) + delta2);
+    return k * k * mean_sq_error * (m1 * m1 + delta2 * inv_std * inv_std);
+  }
+  /// The part xhat_j delta: one random number (delta) per channel, so a
+  /// measurement over few channels scatters around it with few degrees of freedom.
+  [[nodiscard]] EBAC_HOST_DEVICE constexpr double input_grad_shift_part(double sum_sq_dgamma_unscaled) const noexcept {
+    const double delta2 = sum_sq_dgamma_unscaled / (elements * elements);
+    const double k = gamma * inv_std * inv_std;
+    return k * k * delta2;
   }
 };
 

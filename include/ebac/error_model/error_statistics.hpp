@@ -8,7 +8,16 @@
 //     other errors, which is not zero: small positive values all round up to
 //     the first bin centre eb, and exact zeros contribute nothing);
 //   - per channel group, the energy pyramid of what is left (the residual),
-//     read at the kernel's centre tap so it lies on the output grid;
+//     read at the kernel's centre tap so it lies on the output grid, split
+//     into structured elements and the others. Structured: first-bin
+//     elements (x != 0 reconstructed with |y| <= eb: the sign-preserving
+//     quantizer's +-eb, the linear one's 0), whose error is a linear function
+//     of x (eb - |x| or -x), and elements whose exact value repeats in the
+//     channel, whose error repeats with it. Both follow the input's structure
+//     instead of behaving like noise, so they inherit the coherence the
+//     gradient itself has;
+//   - per channel group, the energy pyramid of the input x itself, which with
+//     the gradient RMS measures that coherence (weight_error_model.hpp);
 //   - per channel, sum e^2 and the non-zero count (the i.i.d. model).
 // One pass over (x, y), O(N C H W).
 #pragma once
@@ -35,7 +44,11 @@ struct input_error_statistics {
   std::vector<double> rest_mean;     ///< [C] mean error over the other positions
   std::vector<double> sum_squares;   ///< [C] sum of e^2
   std::vector<std::int64_t> nonzero; ///< [C] elements with x != 0
-  std::vector<energy_pyramid> pyramids;  ///< [groups] residual at the centre tap
+  std::vector<energy_pyramid> pyramids;        ///< [groups] residual at the centre tap, other elements
+  std::vector<energy_pyramid> structured_pyramids;  ///< [groups] residual at the centre tap, structured elements
+  std::vector<energy_pyramid> input_pyramids;  ///< [groups] x at the centre tap
+  std::int64_t first_bin = 0;        ///< elements with x != 0 and |y| <= eb
+  std::int64_t repeated = 0;         ///< non-zero elements whose value repeats in the channel
   double max_abs_error = 0;
   std::int64_t non_finite = 0;       ///< NaN/Inf inputs (stored exactly; excluded)
 
@@ -100,15 +113,44 @@ input_error_statistics collect_input_error_statistics(const conv2d_geometry& g, 
     s.nonzero[static_cast<std::size_t>(c)] = nz;
   }
   const std::int64_t Ho = g.out_h(), Wo = g.out_w(), Cg = g.in_channels_per_group();
+  auto first_bin = [&](std::int64_t j) {
+    const double xv = detail::as_double(x[j]), yv = detail::as_double(y[j]);
+    return xv != 0 && std::isfinite(xv) && std::fabs(yv) <= eb_abs;
+  };
+  const std::vector<std::uint8_t> rep = find_repeated_values(g, x);
+  auto structured = [&](std::int64_t j) { return rep[static_cast<std::size_t>(j)] != 0 || first_bin(j); };
+  for (std::int64_t j = 0; j < g.input_count(); ++j) {
+    s.first_bin += first_bin(j);
+    s.repeated += rep[static_cast<std::size_t>(j)];
+  }
+  // Input index read by the centre tap at output (n, c, oh, ow), or -1 in the padding.
+  auto centre = [&](std::int64_t n, std::int64_t c, std::int64_t oh, std::int64_t ow) -> std::int64_t {
+    const std::int64_t ih = centre_tap_input(oh, g.stride_h, g.pad_h, g.kernel_h, g.dilation_h);
+    const std::int64_t iw = centre_tap_input(ow, g.stride_w, g.pad_w, g.kernel_w, g.dilation_w);
+    if (ih < 0 || ih >= H || iw < 0 || iw >= W) return -1;
+    return ((n * C + c) * H + ih) * W + iw;
+  };
+  auto residual = [&](std::int64_t n, std::int64_t c, std::int64_t j) {
+    const std::int64_t p = j % plane;
+    const bool flat = !mask.flat.empty() && mask.flat[static_cast<std::size_t>(n * plane + p)] != 0;
+    const double mean = flat ? s.flat_mean[static_cast<std::size_t>(c)] : s.rest_mean[static_cast<std::size_t>(c)];
+    return err(j) - mean;
+  };
   for (std::int64_t grp = 0; grp < g.groups; ++grp) {
+    const std::int64_t c0 = grp * Cg;
     s.pyramids.push_back(build_energy_pyramid(g.batch, Cg, Ho, Wo, [&](std::int64_t n, std::int64_t cl, std::int64_t oh, std::int64_t ow) {
-      const std::int64_t ih = centre_tap_input(oh, g.stride_h, g.pad_h, g.kernel_h, g.dilation_h);
-      const std::int64_t iw = centre_tap_input(ow, g.stride_w, g.pad_w, g.kernel_w, g.dilation_w);
-      if (ih < 0 || ih >= H || iw < 0 || iw >= W) return 0.0;
-      const std::int64_t c = grp * Cg + cl;
-      const bool flat = mask.at(n, ih, iw);
-      const double mean = flat ? s.flat_mean[static_cast<std::size_t>(c)] : s.rest_mean[static_cast<std::size_t>(c)];
-      return err(((n * C + c) * H + ih) * W + iw) - mean;
+      const std::int64_t j = centre(n, c0 + cl, oh, ow);
+      return j < 0 || structured(j) ? 0.0 : residual(n, c0 + cl, j);
+    }));
+    s.structured_pyramids.push_back(build_energy_pyramid(g.batch, Cg, Ho, Wo, [&](std::int64_t n, std::int64_t cl, std::int64_t oh, std::int64_t ow) {
+      const std::int64_t j = centre(n, c0 + cl, oh, ow);
+      return j < 0 || !structured(j) ? 0.0 : residual(n, c0 + cl, j);
+    }));
+    s.input_pyramids.push_back(build_energy_pyramid(g.batch, Cg, Ho, Wo, [&](std::int64_t n, std::int64_t cl, std::int64_t oh, std::int64_t ow) {
+      const std::int64_t j = centre(n, c0 + cl, oh, ow);
+      if (j < 0) return 0.0;
+      const double xv = detail::as_double(x[j]);
+      return std::isfinite(xv) ? xv : 0.0;
     }));
   }
   return s;

@@ -21,6 +21,7 @@
 #include <cmath>
 #include <cstddef>
 #include <cstdint>
+#include <utility>
 #include <vector>
 
 EBAC_NAMESPACE_BEGIN
@@ -90,6 +91,36 @@ flat_mask find_flat_mask(const conv2d_geometry& g, const X* x, double min_share 
   if (m.dominant_channels == 0) std::fill(m.flat.begin(), m.flat.end(), std::uint8_t{0});
   for (std::uint8_t b : m.flat) m.flat_positions += b;
   return m;
+}
+
+/// Per element (NCHW): 1 where the input is non-zero, finite, and its exact
+/// value occurs at least twice in its channel. Such an element's error is the
+/// same number wherever the value occurs (8-bit image data: every pixel), so
+/// its share of a gradient entry adds up coherently, not like noise.
+template <class X>
+std::vector<std::uint8_t> find_repeated_values(const conv2d_geometry& g, const X* x) {
+  const std::int64_t plane = g.in_h * g.in_w, per_channel = g.batch * plane;
+  std::vector<std::uint8_t> rep(static_cast<std::size_t>(g.input_count()), 0);
+  std::vector<std::pair<double, std::int64_t>> vals;
+  vals.reserve(static_cast<std::size_t>(per_channel));
+  for (std::int64_t c = 0; c < g.in_channels; ++c) {
+    vals.clear();
+    for (std::int64_t n = 0; n < g.batch; ++n)
+      for (std::int64_t i = 0; i < plane; ++i) {
+        const std::int64_t j = (n * g.in_channels + c) * plane + i;
+        const double v = detail::as_double(x[j]);
+        if (v != 0 && std::isfinite(v)) vals.emplace_back(v, j);
+      }
+    std::sort(vals.begin(), vals.end());
+    for (std::size_t i = 0; i < vals.size();) {
+      std::size_t k = i;
+      while (k < vals.size() && vals[k].first == vals[i].first) ++k;
+      if (k - i >= 2)
+        for (std::size_t m = i; m < k; ++m) rep[static_cast<std::size_t>(vals[m].second)] = 1;
+      i = k;
+    }
+  }
+  return rep;
 }
 
 /// A mask with no flat positions (the model then keeps only the channel means).

@@ -42,6 +42,10 @@ struct output_gradient_statistics {
   std::vector<double> flat_sum;     ///< [O] the part of `sum` whose centre tap reads a flat position
   std::vector<double> sum_squares;  ///< [O] sum of dy^2
   std::vector<energy_pyramid> pyramids;  ///< [groups] of dy on the output grid
+  /// RMS of the layer's weight gradient as the trainer last saw it (0 when
+  /// unknown). With the input's pyramid it measures how coherent the gradient
+  /// is, which first-bin errors inherit (weight_error_model.hpp).
+  double weight_grad_rms = 0;
 
   [[nodiscard]] double total_sum_squares() const noexcept {
     double s = 0;

@@ -16,6 +16,7 @@
 #pragma once
 
 #include <ebac/config.hpp>
+#include <ebac/error_model/constexpr_math.hpp>
 
 #include <cmath>
 
@@ -36,7 +37,7 @@ struct iid_weight_error {
   /// d sigma / d eb.
   [[nodiscard]] EBAC_HOST_DEVICE constexpr double slope() const noexcept {
     const double s2 = taps * sum_dy2 * in_channels_per_group * nonzero_share * mean_sq_per_eb2 / weights;
-    return s2 > 0 ? sqrt_(s2) : 0.0;
+    return s2 > 0 ? constexpr_sqrt(s2) : 0.0;
   }
   /// Forward map: absolute error bound -> predicted sigma of the weight-gradient error.
   [[nodiscard]] EBAC_HOST_DEVICE constexpr double operator()(double eb) const noexcept { return eb * slope(); }
@@ -47,19 +48,6 @@ struct iid_weight_error {
     return k > 0 ? target_sigma / k : 0.0;
   }
 
- private:
-  /// constexpr square root (Newton; std::sqrt is not constexpr in C++20).
-  EBAC_HOST_DEVICE static constexpr double sqrt_(double v) noexcept {
-    if (!(v > 0)) return 0;
-    if (!(v < 1e308)) return v;
-    double r = v > 1 ? v : 1;
-    for (int i = 0; i < 200; ++i) {
-      const double nr = 0.5 * (r + v / r);
-      if (nr == r) break;
-      r = nr;
-    }
-    return r;
-  }
 };
 
 }  // namespace error_model

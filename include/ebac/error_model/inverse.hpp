@@ -5,8 +5,9 @@
 // proportional to eb; but repeated values make it a saw-tooth at fine scale
 // (the error of one repeated value jumps as the bin edges move past it).
 // The solver therefore works in log-log space: a secant step with the slope
-// clamped to [1/4, 4] around the proportional guess, a few evaluations, and
-// it returns the best bound it evaluated rather than trusting the last step.
+// clamped to [1/4, 4] around the proportional guess; once it has bounds on
+// both sides of the target it never steps outside them (it bisects instead),
+// and it returns the best bound it evaluated rather than trusting the last.
 #pragma once
 
 #include <ebac/config.hpp>
@@ -27,7 +28,7 @@ struct bound_solution {
 
 struct bound_solver {
   double tolerance = 0.02;  ///< relative, on sigma
-  int max_evaluations = 8;
+  int max_evaluations = 12;
   double eb_min = 0;        ///< clamp (0: none)
   double eb_max = 0;        ///< clamp (0: none)
 
@@ -48,6 +49,7 @@ struct bound_solver {
     double best_gap = INFINITY;
     double slope = 1;  // d log sigma / d log eb
     double prev_x = x0;
+    double lo = -INFINITY, hi = INFINITY;  // log bounds known to give sigma below / above the target
     for (int it = 0; it < max_evaluations; ++it) {
       const double eb = std::exp(x0);
       const double s = sigma_of(eb);
@@ -73,13 +75,16 @@ struct bound_solver {
         best.converged = true;
         return best;
       }
+      if (y < 0 && x0 > lo) lo = x0;
+      if (y > 0 && x0 < hi) hi = x0;
       if (it > 0 && x0 != prev_x) {
         const double sl = (y - y0) / (x0 - prev_x);
         slope = sl < 0.25 ? 0.25 : (sl > 4 ? 4 : sl);
       }
       prev_x = x0;
       y0 = y;
-      const double next = std::log(clamp(std::exp(x0 - y / slope)));
+      double next = std::log(clamp(std::exp(x0 - y / slope)));
+      if (std::isfinite(lo) && std::isfinite(hi) && !(next > lo && next < hi)) next = 0.5 * (lo + hi);
       if (next == x0) break;  // clamped: cannot move further
       x0 = next;
     }

@@ -14,10 +14,23 @@
 // energy-pyramid basis. In total, for the weight count P,
 //     sigma^2 = (1/P) sum_groups [ K sum_{o,c} (u_c F_o + r_c R_o)^2 + K inner(dy, residual) ],
 // with K the taps that read inside the input (layer_geometry::effective_taps).
-// The coherent term matters for early layers (flat image backgrounds) and for
-// biased errors (small positive values all round up to eb); without it the
-// model falls back to the pyramid alone, and without the pyramid to the
-// i.i.d. model of iid_model.hpp.
+// The residual is split by support into structured elements and the rest
+// (error_statistics.hpp): first-bin elements (x != 0 with |y| <= eb), whose
+// error is a linear function of the input (eb - x for the sign-preserving
+// quantizer, -x for the linear one), and elements whose exact value repeats
+// (8-bit image data), whose error repeats with it. Such errors follow the
+// input's structure rather than behaving like noise, and carry the
+// gradient's own coherence. That coherence is measured
+// from cheap statistics as
+//     kappa = |G|^2 / (K inner(dy, x)) = P rms(G)^2 / (K inner(dy, x)),
+// the gradient's energy over what a random-sign sum of the same terms would
+// have (1 for noise-like gradients; 1.0-1.6 on the corpus), and the first-bin
+// term is scaled by max(1, kappa):
+//     sigma^2 = (1/P) sum_g [ coherent + K inner(dy, rest) + kappa K inner(dy, structured) ].
+// The coherent term matters for early layers (flat image backgrounds) and the
+// kappa term for coarse bounds on post-ReLU inputs and for image inputs; without either the model
+// is the pyramid alone, and without the pyramid the i.i.d. model of
+// iid_model.hpp.
 #pragma once
 
 #include <ebac/config.hpp>
@@ -25,6 +38,7 @@
 #include <ebac/error_model/error_statistics.hpp>
 #include <ebac/error_model/gradient_statistics.hpp>
 #include <ebac/error_model/iid_model.hpp>
+#include <ebac/error_model/sampling.hpp>
 #include <ebac/status.hpp>
 
 #include <cmath>
@@ -57,6 +71,13 @@ struct weight_error_prediction {
   status state = status::ok;
   double sigma = 0;            ///< predicted RMS of the weight-gradient error
   double coherent_share = 0;   ///< share of sigma^2 from the flat/mean (coherent) term
+  double structured_share = 0; ///< share of sigma^2 from structured errors (after kappa)
+  double kappa = 1;            ///< coherence factor applied to the structured term
+  /// Degrees of freedom of a measured sigma^2 around this prediction
+  /// (Satterthwaite): the coherent term varies only with the output channel
+  /// (it is shared by every input channel and tap), dof = O; the others are
+  /// sums over all P entries, dof = P. sampling.hpp turns it into an interval.
+  double effective_dof = 0;
   double iid_sigma = 0;        ///< the i.i.d. baseline (iid_model.hpp) with the measured E[e^2]
   std::vector<double> group_sum_squares;  ///< expected sum of squared errors per channel group
 };
@@ -70,7 +91,8 @@ struct weight_error_model {
     const conv2d_geometry& ge = err.geometry;
     if (g.validate() != status::ok || ge.batch != g.batch || ge.in_channels != g.in_channels || ge.in_h != g.in_h ||
         ge.in_w != g.in_w || ge.out_h() != g.out_h() || ge.out_w() != g.out_w() || ge.groups != g.groups ||
-        dy.pyramids.size() != static_cast<std::size_t>(g.groups) || err.pyramids.size() != static_cast<std::size_t>(g.groups)) {
+        dy.pyramids.size() != static_cast<std::size_t>(g.groups) || err.pyramids.size() != static_cast<std::size_t>(g.groups) ||
+        err.structured_pyramids.size() != err.pyramids.size() || err.input_pyramids.size() != err.pyramids.size()) {
       r.state = status::invalid_argument;
       return r;
     }
@@ -78,9 +100,11 @@ struct weight_error_model {
     const double K = g.effective_taps(), P = static_cast<double>(g.weight_count());
     const std::int64_t Og = g.out_channels_per_group(), Cg = g.in_channels_per_group();
     const double per_channel = static_cast<double>(g.batch * g.in_h * g.in_w);
-    double total = 0, coherent = 0, iid = 0;
+    double coherent = 0, rest = 0, first = 0, input = 0, iid = 0;
     r.group_sum_squares.assign(static_cast<std::size_t>(g.groups), 0.0);
+    std::vector<double> group_first(static_cast<std::size_t>(g.groups), 0.0);
     for (std::int64_t grp = 0; grp < g.groups; ++grp) {
+      const auto gi = static_cast<std::size_t>(grp);
       double U2 = 0, UR = 0, R2 = 0, E2 = 0;
       for (std::int64_t c = grp * Cg; c < (grp + 1) * Cg; ++c) {
         const double u = err.flat_mean[static_cast<std::size_t>(c)], q = err.rest_mean[static_cast<std::size_t>(c)];
@@ -91,26 +115,40 @@ struct weight_error_model {
       }
       double FF = 0, FR = 0, RR = 0, S2 = 0;
       for (std::int64_t o = grp * Og; o < (grp + 1) * Og; ++o) {
-        const double f = dy.flat_sum[static_cast<std::size_t>(o)], rest = dy.sum[static_cast<std::size_t>(o)] - f;
+        const double f = dy.flat_sum[static_cast<std::size_t>(o)], other = dy.sum[static_cast<std::size_t>(o)] - f;
         FF += f * f;
-        FR += f * rest;
-        RR += rest * rest;
+        FR += f * other;
+        RR += other * other;
         S2 += dy.sum_squares[static_cast<std::size_t>(o)];
       }
       const double coh = coherent_term{K}(U2, UR, R2, FF, FR, RR);
-      const double inner = pyramid_inner(dy.pyramids[static_cast<std::size_t>(grp)], err.pyramids[static_cast<std::size_t>(grp)]);
-      if (inner < 0) {
+      const double in_rest = pyramid_inner(dy.pyramids[gi], err.pyramids[gi]);
+      const double in_first = pyramid_inner(dy.pyramids[gi], err.structured_pyramids[gi]);
+      const double in_x = pyramid_inner(dy.pyramids[gi], err.input_pyramids[gi]);
+      if (in_rest < 0 || in_first < 0 || in_x < 0) {
         r.state = status::invalid_argument;
         return r;
       }
-      const double group_total = coh + K * inner;
-      r.group_sum_squares[static_cast<std::size_t>(grp)] = group_total;
-      total += group_total;
+      r.group_sum_squares[gi] = coh + K * in_rest;
+      group_first[gi] = K * in_first;
       coherent += coh;
+      rest += K * in_rest;
+      first += K * in_first;
+      input += K * in_x;
       iid += K * S2 * E2;
     }
+    // kappa: the gradient's energy over its random-sign estimate (>= 1: a
+    // gradient less coherent than noise is treated as noise).
+    const double G2 = dy.weight_grad_rms * dy.weight_grad_rms * P;
+    r.kappa = (G2 > 0 && input > 0 && G2 > input) ? G2 / input : 1.0;
+    for (std::size_t gi = 0; gi < group_first.size(); ++gi) r.group_sum_squares[gi] += r.kappa * group_first[gi];
+    const double total = coherent + rest + r.kappa * first;
     r.sigma = std::sqrt(mean_square_per_weight(total, P));
     r.coherent_share = total > 0 ? coherent / total : 0.0;
+    r.structured_share = total > 0 ? r.kappa * first / total : 0.0;
+    const double parts[2] = {coherent, rest + r.kappa * first};
+    const double dofs[2] = {static_cast<double>(g.out_channels), P};
+    r.effective_dof = satterthwaite_dof(parts, dofs, 2);
     r.iid_sigma = std::sqrt(mean_square_per_weight(iid, P));
     return r;
   }

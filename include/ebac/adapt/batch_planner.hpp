@@ -1,0 +1,158 @@
+// ebac/adapt/batch_planner.hpp - turn freed activation memory into batch size.
+//
+// Memory at batch B is  static + B * per_sample, where static is the weights,
+// optimizer state and workspace, and per_sample is every saved tensor's
+// bytes per sample divided by the compression ratio measured for it (the
+// controller reports those) plus whatever is saved uncompressed. The planner
+// keeps a safety margin of the budget free - ratios move during training,
+// and the allocator fragments - and returns the largest batch that fits.
+// When a target global batch does not fit, it falls back to gradient
+// accumulation: the fewest micro-steps whose micro-batch fits.
+//
+// Learning rate: the global batch sets it, by linear scaling (Goyal et al.,
+// 2017: lr ~ B, with a warm-up) or square-root scaling (lr ~ sqrt(B), the
+// rule that keeps the gradient-noise scale for adaptive optimizers). The
+// warm-up is given in samples so that it covers the same data whatever the
+// batch. The target gradient error scales too: SGD noise shrinks as
+// 1/sqrt(B), so keeping compression error a fixed share of it means
+// tau(B) = tau_ref sqrt(B_ref / B).
+//
+// plan_batch() is constexpr arithmetic over a span of layers; describe()
+// (host) renders the numbers into the error or warning message.
+#pragma once
+
+#include <ebac/adapt/bound_update.hpp>
+#include <ebac/config.hpp>
+#include <ebac/error_model/constexpr_math.hpp>
+#include <ebac/status.hpp>
+
+#include <cstdint>
+#include <span>
+#include <string>
+
+EBAC_NAMESPACE_BEGIN
+namespace adapt {
+
+struct layer_memory {
+  double bytes_per_sample = 0;   ///< the saved tensor's uncompressed bytes for one sample
+  double compression_ratio = 1;  ///< measured bytes in / bytes out (1: stored raw)
+};
+
+enum class lr_scaling : std::uint8_t { linear, square_root };
+
+struct planner_config {
+  double budget_bytes = 0;                  ///< device memory the trainer may use
+  double static_bytes = 0;                  ///< weights + optimizer state + workspace
+  double uncompressed_bytes_per_sample = 0; ///< inputs, labels, masks and other tensors kept raw
+  double safety_margin = 0.1;               ///< share of the budget kept free
+  std::int64_t target_global_batch = 0;     ///< 0: the largest batch that fits
+  std::int64_t max_batch = std::int64_t{1} << 24;
+  std::int64_t reference_batch = 16;        ///< the batch the reference lr / tau were tuned at
+  double reference_lr = 0.1;
+  lr_scaling scaling = lr_scaling::linear;
+  double warmup_samples = 0;                ///< linear warm-up length in samples (0: none)
+  double reference_tau = default_target_relative_error;
+};
+
+enum class plan_state : std::uint8_t {
+  ok = 0,
+  invalid_config,     ///< a size, ratio or margin that is negative, zero or not finite
+  static_too_large,   ///< static memory alone exceeds the budget (after the margin)
+  batch_one_too_large,///< not even one sample fits next to the static memory
+  accumulating,       ///< ok, but the target batch needs gradient accumulation
+  rounded_up,         ///< ok with accumulation; the global batch is rounded up to micro x steps
+};
+
+struct batch_plan {
+  plan_state state = plan_state::ok;
+  std::int64_t max_micro_batch = 0;     ///< the largest batch that fits
+  std::int64_t micro_batch = 0;         ///< batch per forward/backward
+  std::int64_t accumulation_steps = 0;  ///< micro-steps per optimizer step
+  std::int64_t global_batch = 0;        ///< micro_batch x accumulation_steps
+  double bytes_per_sample = 0;          ///< compressed activation bytes per sample
+  double usable_bytes = 0;              ///< budget x (1 - margin) - static
+  double peak_bytes = 0;                ///< static + micro_batch x bytes_per_sample
+  double learning_rate = 0;
+  std::int64_t warmup_steps = 0;        ///< optimizer steps of linear warm-up
+  double target_relative_error = 0;     ///< tau for the global batch
+
+  [[nodiscard]] constexpr bool ok() const noexcept {
+    return state == plan_state::ok || state == plan_state::accumulating || state == plan_state::rounded_up;
+  }
+};
+
+constexpr batch_plan plan_batch(const planner_config& c, std::span<const layer_memory> layers) noexcept {
+  batch_plan p;
+  auto finite_nonneg = [](double v) { return v >= 0 && v < 1.7976931348623157e308; };
+  if (!(c.budget_bytes > 0) || !finite_nonneg(c.budget_bytes) || !finite_nonneg(c.static_bytes) ||
+      !finite_nonneg(c.uncompressed_bytes_per_sample) || !(c.safety_margin >= 0 && c.safety_margin < 1) || c.target_global_batch < 0 ||
+      c.max_batch < 1 || c.reference_batch < 1 || !(c.reference_lr > 0) || !finite_nonneg(c.warmup_samples) || !(c.reference_tau > 0)) {
+    p.state = plan_state::invalid_config;
+    return p;
+  }
+  double per_sample = c.uncompressed_bytes_per_sample;
+  for (const layer_memory& l : layers) {
+    if (!finite_nonneg(l.bytes_per_sample) || !(l.compression_ratio > 0) || !finite_nonneg(l.compression_ratio)) {
+      p.state = plan_state::invalid_config;
+      return p;
+    }
+    per_sample += l.bytes_per_sample / l.compression_ratio;
+  }
+  p.bytes_per_sample = per_sample;
+  p.usable_bytes = c.budget_bytes * (1 - c.safety_margin) - c.static_bytes;
+  if (!(p.usable_bytes > 0)) {
+    p.state = plan_state::static_too_large;
+    return p;
+  }
+  const double fit = per_sample > 0 ? p.usable_bytes / per_sample : static_cast<double>(c.max_batch);
+  if (fit < 1) {
+    p.state = plan_state::batch_one_too_large;
+    return p;
+  }
+  p.max_micro_batch = fit >= static_cast<double>(c.max_batch) ? c.max_batch : static_cast<std::int64_t>(fit);
+  if (c.target_global_batch == 0 || c.target_global_batch <= p.max_micro_batch) {
+    p.micro_batch = c.target_global_batch ? c.target_global_batch : p.max_micro_batch;
+    p.accumulation_steps = 1;
+  } else {
+    p.accumulation_steps = (c.target_global_batch + p.max_micro_batch - 1) / p.max_micro_batch;
+    p.micro_batch = (c.target_global_batch + p.accumulation_steps - 1) / p.accumulation_steps;
+    p.state = p.micro_batch * p.accumulation_steps == c.target_global_batch ? plan_state::accumulating : plan_state::rounded_up;
+  }
+  p.global_batch = p.micro_batch * p.accumulation_steps;
+  p.peak_bytes = c.static_bytes + static_cast<double>(p.micro_batch) * per_sample;
+  const double k = static_cast<double>(p.global_batch) / static_cast<double>(c.reference_batch);
+  p.learning_rate = c.reference_lr * (c.scaling == lr_scaling::linear ? k : error_model::constexpr_sqrt(k));
+  p.warmup_steps = c.warmup_samples > 0 ? static_cast<std::int64_t>((c.warmup_samples + static_cast<double>(p.global_batch) - 1) /
+                                                                    static_cast<double>(p.global_batch))
+                                        : 0;
+  p.target_relative_error = c.reference_tau / error_model::constexpr_sqrt(k);
+  return p;
+}
+
+/// One line that says what the plan is, or what is wrong and by how much.
+inline std::string describe(const planner_config& c, const batch_plan& p) {
+  auto mb = [](double b) { return std::to_string(static_cast<long long>(b / 1048576.0 + 0.5)) + " MiB"; };
+  switch (p.state) {
+    case plan_state::invalid_config:
+      return "batch planner: invalid configuration (budget must be > 0, sizes finite and >= 0, ratios > 0, margin in [0, 1), lr > 0)";
+    case plan_state::static_too_large:
+      return "batch planner: static memory " + mb(c.static_bytes) + " exceeds the budget " + mb(c.budget_bytes) + " minus its " +
+             std::to_string(static_cast<int>(c.safety_margin * 100 + 0.5)) + "% safety margin";
+    case plan_state::batch_one_too_large:
+      return "batch planner: budget too small for batch 1: one sample needs " + mb(p.bytes_per_sample) + " of activations but only " +
+             mb(p.usable_bytes) + " remain after static memory and the safety margin";
+    default: break;
+  }
+  std::string s = "batch planner: micro-batch " + std::to_string(p.micro_batch) + " x " + std::to_string(p.accumulation_steps) +
+                  " step(s) = global batch " + std::to_string(p.global_batch) + " (largest that fits: " + std::to_string(p.max_micro_batch) +
+                  "), peak " + mb(p.peak_bytes) + ", lr " + std::to_string(p.learning_rate) + ", warm-up " +
+                  std::to_string(p.warmup_steps) + " steps, tau " + std::to_string(p.target_relative_error);
+  if (p.state == plan_state::accumulating) s += "; the target batch does not fit, so gradients are accumulated";
+  if (p.state == plan_state::rounded_up)
+    s += "; the target batch " + std::to_string(c.target_global_batch) + " does not split evenly, rounded up";
+  if (p.accumulation_steps > 1) s += "; batch-norm statistics come from micro-batches of " + std::to_string(p.micro_batch);
+  return s;
+}
+
+}  // namespace adapt
+EBAC_NAMESPACE_END

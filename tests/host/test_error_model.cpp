@@ -1,0 +1,428 @@
+// The gradient-error model (error_model/): its pieces against brute force,
+// and its predictions against weight-gradient errors measured with the real
+// compressor on synthetic data whose statistics are known. Tolerances come
+// from the chi-square distribution of a measured RMS (error_model/sampling.hpp)
+// at two-sided 99.9%, with the degrees of freedom stated per test.
+#include "test_support.hpp"
+
+#include <ebac/error_model/batchnorm_model.hpp>
+#include <ebac/error_model/energy_pyramid.hpp>
+#include <ebac/error_model/error_statistics.hpp>
+#include <ebac/error_model/flat_mask.hpp>
+#include <ebac/error_model/gradient_statistics.hpp>
+#include <ebac/error_model/iid_model.hpp>
+#include <ebac/error_model/inverse.hpp>
+#include <ebac/error_model/layer_geometry.hpp>
+#include <ebac/error_model/quantizer_error.hpp>
+#include <ebac/error_model/reference_gradient.hpp>
+#include <ebac/error_model/sampling.hpp>
+#include <ebac/error_model/weight_error_model.hpp>
+
+#include <cmath>
+#include <cstdint>
+#include <random>
+#include <vector>
+
+namespace em = ebac::error_model;
+
+namespace {
+
+/// Weight gradient by scattering every (n, o, oh, ow) product: a different
+/// loop order from reference_gradient.hpp's gather, so a shared indexing
+/// mistake cannot hide.
+std::vector<double> scatter_gradient(const em::conv2d_geometry& g, const std::vector<float>& x, const std::vector<float>& dy) {
+  std::vector<double> w(static_cast<std::size_t>(g.weight_count()), 0.0);
+  const std::int64_t Ho = g.out_h(), Wo = g.out_w(), Cg = g.in_channels_per_group(), Og = g.out_channels_per_group();
+  for (std::int64_t n = 0; n < g.batch; ++n)
+    for (std::int64_t o = 0; o < g.out_channels; ++o)
+      for (std::int64_t oh = 0; oh < Ho; ++oh)
+        for (std::int64_t ow = 0; ow < Wo; ++ow) {
+          const double d = dy[static_cast<std::size_t>(((n * g.out_channels + o) * Ho + oh) * Wo + ow)];
+          for (std::int64_t c = 0; c < Cg; ++c)
+            for (std::int64_t kh = 0; kh < g.kernel_h; ++kh)
+              for (std::int64_t kw = 0; kw < g.kernel_w; ++kw) {
+                const std::int64_t ih = oh * g.stride_h - g.pad_h + kh * g.dilation_h;
+                const std::int64_t iw = ow * g.stride_w - g.pad_w + kw * g.dilation_w;
+                if (ih < 0 || ih >= g.in_h || iw < 0 || iw >= g.in_w) continue;
+                const std::int64_t ci = (o / Og) * Cg + c;
+                w[static_cast<std::size_t>(((o * Cg + c) * g.kernel_h + kh) * g.kernel_w + kw)] +=
+                    d * x[static_cast<std::size_t>(((n * g.in_channels + ci) * g.in_h + ih) * g.in_w + iw)];
+              }
+        }
+  return w;
+}
+
+std::vector<float> normal(std::size_t n, std::uint32_t seed, double sd = 1) {
+  std::mt19937 rng(seed);
+  std::normal_distribution<double> d(0, sd);
+  std::vector<float> v(n);
+  for (auto& x : v) x = static_cast<float>(d(rng));
+  return v;
+}
+
+struct outcome {
+  double predicted, measured, iid, coherent_share;
+  std::vector<float> y;
+};
+
+/// Compresses x with the real "fast" pipeline at an absolute bound, then
+/// predicts (model) and measures (reference gradients) the weight-gradient error.
+outcome run_layer(const em::conv2d_geometry& g, const std::vector<float>& x, const std::vector<float>& dy, double eb,
+                  const char* pipeline = "fast") {
+  ebac::pipeline_spec spec;
+  REQUIRE(ebac::parse_pipeline(pipeline, spec));
+  const ebac::extents shape{static_cast<std::uint64_t>(g.batch), static_cast<std::uint64_t>(g.in_channels),
+                            static_cast<std::uint64_t>(g.in_h), static_cast<std::uint64_t>(g.in_w)};
+  ebac::compress_options opt;
+  opt.bound = {eb, ebac::bound_mode::absolute};
+  opt.threads = 1;
+  const auto stream = ebac::with_pipeline(spec, shape, [&](auto p) { return ebac::host::compress(x.data(), shape, p, opt); });
+  outcome r;
+  r.y = ebac::host::decompress<float>(stream.data(), stream.size(), 1);
+  const em::flat_mask mask = em::find_flat_mask(g, x.data());
+  std::vector<double> w0(static_cast<std::size_t>(g.weight_count())), w1(w0.size());
+  REQUIRE(em::weight_gradient(g, x.data(), dy.data(), w0.data()) == ebac::status::ok);
+  auto ds = em::collect_output_gradient_statistics(g, dy.data(), mask);
+  ds.weight_grad_rms = em::rms(w0.data(), w0.size());  // the trainer's gradient RMS
+  const auto es = em::collect_input_error_statistics(g, x.data(), r.y.data(), mask, eb);
+  const auto p = em::weight_error_model{}(ds, es);
+  REQUIRE(p.state == ebac::status::ok);
+  REQUIRE(em::weight_gradient(g, r.y.data(), dy.data(), w1.data()) == ebac::status::ok);
+  r.measured = em::rms_difference(w1.data(), w0.data(), w0.size());
+  r.predicted = p.sigma;
+  r.iid = p.iid_sigma;
+  r.coherent_share = p.coherent_share;
+  return r;
+}
+
+em::conv2d_geometry conv(std::int64_t n, std::int64_t c, std::int64_t h, std::int64_t w, std::int64_t o, std::int64_t k,
+                         std::int64_t stride = 1, std::int64_t pad = 0, std::int64_t dil = 1, std::int64_t groups = 1) {
+  em::conv2d_geometry g;
+  g.batch = n;
+  g.in_channels = c;
+  g.in_h = h;
+  g.in_w = w;
+  g.out_channels = o;
+  g.kernel_h = g.kernel_w = k;
+  g.stride_h = g.stride_w = stride;
+  g.pad_h = g.pad_w = pad;
+  g.dilation_h = g.dilation_w = dil;
+  g.groups = groups;
+  return g;
+}
+
+}  // namespace
+
+TEST_SUITE("host") {
+
+TEST_CASE("error_model: geometry follows PyTorch's output-size rule and rejects impossible layers") {
+  const auto g = conv(2, 4, 9, 7, 6, 3, 2, 1, 2, 2);
+  CHECK(g.validate() == ebac::status::ok);
+  CHECK(g.out_h() == (9 + 2 - 2 * 2 - 1) / 2 + 1);
+  CHECK(g.out_w() == (7 + 2 - 2 * 2 - 1) / 2 + 1);
+  CHECK(g.weight_count() == 6 * 2 * 9);
+  CHECK(conv(1, 3, 8, 8, 4, 3, 1, 0, 1, 2).validate() == ebac::status::invalid_argument);  // 3 % 2
+  CHECK(conv(1, 2, 2, 2, 2, 5).validate() == ebac::status::invalid_argument);              // kernel larger than input
+  CHECK(conv(1, 2, 2, 2, 2, 3, 1, -1).validate() == ebac::status::invalid_argument);
+  static_assert(em::conv2d_geometry::linear(16, 128, 10).weight_count() == 1280);
+  // Taps reading the zero padding do not count: a 3x3 "same" conv on 7x7
+  // has (19/7)^2 valid taps per output position on average.
+  CHECK(conv(1, 1, 7, 7, 1, 3, 1, 1).effective_taps() == doctest::Approx(19.0 * 19.0 / 49.0));
+  CHECK(conv(1, 1, 7, 7, 1, 1).effective_taps() == 1.0);
+}
+
+TEST_CASE("error_model: reference weight gradient equals a scatter implementation (stride, padding, dilation, groups)") {
+  for (const auto& g : {conv(2, 4, 9, 8, 6, 3, 2, 1, 2, 2), conv(3, 3, 7, 7, 3, 3, 1, 1, 1, 3), conv(2, 5, 6, 5, 4, 1, 2, 0),
+                        conv(1, 2, 11, 10, 4, 5, 3, 2, 1, 1), em::conv2d_geometry::linear(7, 5, 3)}) {
+    REQUIRE(g.validate() == ebac::status::ok);
+    const auto x = normal(static_cast<std::size_t>(g.input_count()), 1);
+    const auto dy = normal(static_cast<std::size_t>(g.output_count()), 2);
+    std::vector<double> w(static_cast<std::size_t>(g.weight_count()));
+    REQUIRE(em::weight_gradient(g, x.data(), dy.data(), w.data()) == ebac::status::ok);
+    const auto ref = scatter_gradient(g, x, dy);
+    for (std::size_t i = 0; i < w.size(); ++i) CHECK(w[i] == doctest::Approx(ref[i]).epsilon(1e-12));
+  }
+}
+
+TEST_CASE("error_model: the energy pyramid is an orthonormal split of the field's energy") {
+  // Sum over cells of mean + deviation energy = sum of squares, for any grid
+  // (odd sizes give partial edge blocks and parents with 1 or 2 children).
+  for (auto [n, c, h, w] : {std::array<std::int64_t, 4>{3, 2, 7, 5}, {1, 1, 1, 1}, {4, 3, 16, 16}, {2, 1, 1, 9}, {5, 2, 13, 1}}) {
+    const auto f = normal(static_cast<std::size_t>(n * c * h * w), 7);
+    const auto p = em::build_energy_pyramid(n, c, h, w, [&](auto i, auto j, auto a, auto b) { return f[static_cast<std::size_t>(((i * c + j) * h + a) * w + b)]; });
+    double sq = 0;
+    for (float v : f) sq += static_cast<double>(v) * v;
+    CHECK(p.total_energy() == doctest::Approx(sq).epsilon(1e-9));
+    for (const auto& l : p.levels) {
+      for (double v : l.mean_energy) CHECK(v >= 0);
+      for (double v : l.dev_energy) CHECK(v >= 0);
+    }
+  }
+}
+
+TEST_CASE("error_model: on a 1x1 grid the pyramid pairing is the batch mean/deviation split of a linear layer") {
+  // For a linear layer sum_{o,c} E_oc^2 with E = dy^T e: the batch-mean part
+  // is (sum_o S_o^2)(sum_c m_c^2) N-scaled, the deviations pair per sample.
+  const std::int64_t N = 6, O = 3, C = 4;
+  const auto dy = normal(static_cast<std::size_t>(N * O), 3), e = normal(static_cast<std::size_t>(N * C), 4);
+  const auto pd = em::build_energy_pyramid(N, O, 1, 1, [&](auto n, auto o, auto, auto) { return dy[static_cast<std::size_t>(n * O + o)]; });
+  const auto pe = em::build_energy_pyramid(N, C, 1, 1, [&](auto n, auto c, auto, auto) { return e[static_cast<std::size_t>(n * C + c)]; });
+  double mean_d = 0, mean_e = 0, dev = 0;
+  std::vector<double> md(O, 0), me(C, 0);
+  for (std::int64_t n = 0; n < N; ++n) {
+    for (std::int64_t o = 0; o < O; ++o) md[o] += static_cast<double>(dy[n * O + o]) / N;
+    for (std::int64_t c = 0; c < C; ++c) me[c] += static_cast<double>(e[n * C + c]) / N;
+  }
+  for (double v : md) mean_d += N * v * v;
+  for (double v : me) mean_e += N * v * v;
+  for (std::int64_t n = 0; n < N; ++n) {
+    double a = 0, b = 0;
+    for (std::int64_t o = 0; o < O; ++o) a += (dy[n * O + o] - md[o]) * (dy[n * O + o] - md[o]);
+    for (std::int64_t c = 0; c < C; ++c) b += (e[n * C + c] - me[c]) * (e[n * C + c] - me[c]);
+    dev += a * b / ((N - 1.0) / N);
+  }
+  CHECK(em::pyramid_inner(pd, pe) == doctest::Approx(mean_d * mean_e + dev).epsilon(1e-9));
+  CHECK(em::pyramid_inner(pd, pd) == doctest::Approx(em::pyramid_inner(pd, pd)));
+  const auto other = em::build_energy_pyramid(N, C, 2, 1, [](auto, auto, auto, auto) { return 1.0; });
+  CHECK(em::pyramid_inner(pd, other) < 0);  // different grids are refused
+}
+
+TEST_CASE("error_model: closed-form squared errors match the quantizers, zeros are exact, small values are biased") {
+  const double eb = 0.01;
+  const auto sq = ebac::sign_preserving_quantizer::make(eb);
+  const auto lq = ebac::linear_quantizer::make(eb);
+  std::vector<float> x, ys, yl;
+  for (int i = 0; i <= 400; ++i) x.push_back(static_cast<float>(i * 0.5 * eb / 100));  // [0, 2eb]
+  ys.resize(x.size());
+  yl.resize(x.size());
+  em::reconstruct_like_decoder(sq, x.data(), x.size(), ys.data());
+  em::reconstruct_like_decoder(lq, x.data(), x.size(), yl.data());
+  for (std::size_t i = 0; i < x.size(); ++i) {
+    const double es = static_cast<double>(ys[i]) - x[i], el = static_cast<double>(yl[i]) - x[i];
+    if (x[i] == 0) { CHECK(es == 0); CHECK(el == 0); continue; }
+    if (x[i] <= 2 * eb * (1 - 1e-6)) CHECK(es * es == doctest::Approx(em::sign_preserving_square_error{eb}(x[i])).epsilon(1e-5));
+    if (x[i] < eb * (1 - 1e-6)) CHECK(el * el == doctest::Approx(em::linear_square_error{eb}(x[i])).epsilon(1e-5));
+  }
+  // Away from zero the error is uniform: mean e^2 = eb^2 / 3 within the
+  // chi-square-like sampling interval of a mean of n bounded terms (sd of
+  // e^2 for a uniform e is eb^2 * sqrt(4/45), so 4 sd of the mean is tiny).
+  std::mt19937 rng(5);
+  std::uniform_real_distribution<double> u(3 * eb, 500 * eb);
+  const std::size_t n = 200000;
+  std::vector<float> big(n), back(n);
+  for (auto& v : big) v = static_cast<float>(u(rng));
+  em::reconstruct_like_decoder(sq, big.data(), n, back.data());
+  double m = 0;
+  for (std::size_t i = 0; i < n; ++i) m += (static_cast<double>(back[i]) - big[i]) * (static_cast<double>(back[i]) - big[i]);
+  m /= static_cast<double>(n);
+  CHECK(std::fabs(m / (eb * eb / 3) - 1) < 4 * std::sqrt(4.0 / 45.0) * 3 / std::sqrt(static_cast<double>(n)));
+  static_assert(em::sign_preserving_square_error{1}(0) == 0);
+  static_assert(em::sign_preserving_square_error{1}(0.5) == 0.25);
+  static_assert(em::linear_square_error{1}(0.5) == 0.25);
+}
+
+TEST_CASE("error_model: the flat mask finds a repeated background and ignores zeros") {
+  const auto g = conv(2, 3, 6, 6, 1, 1);
+  std::vector<float> x(static_cast<std::size_t>(g.input_count()));
+  std::mt19937 rng(9);
+  std::uniform_real_distribution<float> u(1, 2);
+  for (std::int64_t n = 0; n < 2; ++n)
+    for (std::int64_t c = 0; c < 3; ++c)
+      for (std::int64_t i = 0; i < 36; ++i) {
+        float v = u(rng);
+        if (i < 18 && c < 2) v = c == 0 ? -0.8f : 0.25f;  // background in channels 0 and 1
+        if (c == 2 && i % 2 == 0) v = 0;                   // channel 2: many zeros, no repeats
+        x[static_cast<std::size_t>((n * 3 + c) * 36 + i)] = v;
+      }
+  const auto m = em::find_flat_mask(g, x.data());
+  CHECK(m.dominant_channels == 2);
+  CHECK(m.flat_positions == 2 * 18);
+  CHECK(m.at(1, 0, 5));
+  CHECK_FALSE(m.at(1, 5, 5));
+  const auto none = em::find_flat_mask(g, x.data(), 0.9);
+  CHECK(none.flat_positions == 0);
+}
+
+TEST_CASE("error_model: prediction matches measured error on white data (linear and conv incl. stride/dilation/groups)") {
+  // x continuous (no repeated values) and dy white: the model's assumptions
+  // hold, and the entries of the error are close to independent, so
+  // measured/predicted must lie in the 99.9% chi-square interval with
+  // dof = number of weights.
+  struct layer_case {
+    em::conv2d_geometry g;
+    double eb;
+  };
+  const layer_case cases[] = {
+      {em::conv2d_geometry::linear(16, 96, 40), 0.02},
+      {conv(4, 8, 12, 12, 16, 3, 1, 1), 0.05},
+      {conv(4, 8, 13, 11, 16, 3, 2, 1, 2), 0.01},
+      {conv(4, 16, 10, 10, 16, 3, 1, 1, 1, 16), 0.03},  // depthwise
+      {conv(4, 12, 9, 9, 24, 1, 2, 0, 1, 3), 0.02},
+  };
+  std::uint32_t seed = 11;
+  for (const auto& lc : cases) {
+    const auto& g = lc.g;
+    auto x = normal(static_cast<std::size_t>(g.input_count()), seed++);
+    for (auto& v : x) v = std::max(v, 0.0f) + (v > 0 ? 0.0f : 0.0f);  // post-ReLU: half exact zeros
+    const auto dy = normal(static_cast<std::size_t>(g.output_count()), seed++);
+    const outcome r = run_layer(g, x, dy, lc.eb);
+    const auto iv = em::sampling_interval(static_cast<double>(g.weight_count()));
+    INFO("weights " << g.weight_count() << " predicted " << r.predicted << " measured " << r.measured);
+    CHECK(r.measured / r.predicted >= iv.low);
+    CHECK(r.measured / r.predicted <= iv.high);
+  }
+}
+
+TEST_CASE("error_model: a repeated background with coherent output gradients is predicted; the i.i.d. model misses it") {
+  // Half of every image is one value (an image background), and the output
+  // gradient has a per-(sample, channel) constant part: the background's
+  // single error adds up coherently. The entries are then correlated across
+  // input channels and taps; the independent directions are the output
+  // channels and samples, so dof = O (64).
+  const auto g = conv(4, 2, 16, 16, 64, 3, 1, 1);
+  auto x = normal(static_cast<std::size_t>(g.input_count()), 21);
+  for (std::int64_t n = 0; n < 4; ++n)
+    for (std::int64_t c = 0; c < 2; ++c)
+      for (std::int64_t h = 0; h < 16; ++h)
+        for (std::int64_t w = 0; w < 8; ++w) x[static_cast<std::size_t>(((n * 2 + c) * 16 + h) * 16 + w)] = -0.8101983f;
+  auto dy = normal(static_cast<std::size_t>(g.output_count()), 22, 0.3);
+  const auto offs = normal(static_cast<std::size_t>(4 * 64), 23);
+  for (std::int64_t n = 0; n < 4; ++n)
+    for (std::int64_t o = 0; o < 64; ++o)
+      for (std::int64_t i = 0; i < 256; ++i) dy[static_cast<std::size_t>((n * 64 + o) * 256 + i)] += offs[static_cast<std::size_t>(n * 64 + o)];
+  const double eb = 0.0173;  // puts the background value mid-way between bin centre and edge
+  const outcome r = run_layer(g, x, dy, eb);
+  const auto iv = em::sampling_interval(64);
+  INFO("predicted " << r.predicted << " measured " << r.measured << " iid " << r.iid << " coherent share " << r.coherent_share);
+  CHECK(r.coherent_share > 0.5);
+  CHECK(r.measured / r.predicted >= iv.low);
+  CHECK(r.measured / r.predicted <= iv.high);
+  CHECK(r.iid / r.measured < iv.low);  // the i.i.d. model is outside the interval
+}
+
+TEST_CASE("error_model: the inverse map lands the measured error on the target") {
+  const auto g = conv(4, 8, 12, 12, 16, 3, 1, 1);
+  auto x = normal(static_cast<std::size_t>(g.input_count()), 31);
+  for (auto& v : x) v = std::max(v, 0.0f);
+  const auto dy = normal(static_cast<std::size_t>(g.output_count()), 32);
+  const em::flat_mask mask = em::find_flat_mask(g, x.data());
+  const auto ds = em::collect_output_gradient_statistics(g, dy.data(), mask);
+  std::vector<float> y(x.size());
+  auto sigma_of = [&](double eb) {
+    em::reconstruct_like_decoder(ebac::sign_preserving_quantizer::make(eb), x.data(), x.size(), y.data());
+    return em::weight_error_model{}(ds, em::collect_input_error_statistics(g, x.data(), y.data(), mask, eb)).sigma;
+  };
+  for (double target : {1e-3, 1e-2, 1e-1}) {
+    const auto sol = em::bound_solver{}(target, 1e-3, sigma_of);
+    REQUIRE(sol.state == ebac::status::ok);
+    CHECK(sol.converged);
+    const outcome r = run_layer(g, x, dy, sol.eb);
+    const auto iv = em::sampling_interval(static_cast<double>(g.weight_count()));
+    INFO("target " << target << " eb " << sol.eb << " measured " << r.measured);
+    // Solver tolerance (2%) widens the sampling interval.
+    CHECK(r.measured / target >= iv.low * 0.98);
+    CHECK(r.measured / target <= iv.high * 1.02);
+  }
+}
+
+TEST_CASE("error_model: inverse solver handles saw-tooth maps, zero sensitivity and bad input") {
+  const em::bound_solver s;
+  auto saw = [](double eb) { return 3 * eb * (1 + 0.05 * std::sin(eb * 4000)); };
+  const auto a = s(0.03, 1e-4, saw);
+  CHECK(a.state == ebac::status::ok);
+  CHECK(std::fabs(a.predicted_sigma / 0.03 - 1) < 0.06);
+  em::bound_solver capped;
+  capped.eb_max = 0.5;
+  const auto z = capped(0.1, 1e-3, [](double) { return 0.0; });
+  CHECK(z.converged);
+  CHECK(z.eb == 0.5);
+  CHECK(s(-1, 1e-3, saw).state == ebac::status::invalid_argument);
+  CHECK(s(0.1, 0, saw).state == ebac::status::invalid_argument);
+}
+
+TEST_CASE("error_model: the i.i.d. closed form is constexpr and inverts itself") {
+  constexpr em::iid_weight_error m{9, 1000, 32, 0.5, 32 * 32 * 9};
+  static_assert(m.slope() > 0);
+  static_assert(m.inverse(m(0.01)) > 0.0099999 && m.inverse(m(0.01)) < 0.0100001);
+  constexpr auto iv = em::sampling_interval(1000);
+  static_assert(iv.low < 1 && iv.high > 1 && iv.high - iv.low < 0.25);
+  CHECK(em::constexpr_sqrt(2.0) == doctest::Approx(std::sqrt(2.0)).epsilon(1e-15));
+  CHECK(em::constexpr_sqrt(1e300) == doctest::Approx(1e150).epsilon(1e-14));
+  CHECK(em::constexpr_pow_unit(8.0, 1.0 / 3.0) == doctest::Approx(2.0).epsilon(1e-9));
+}
+
+TEST_CASE("error_model: batchnorm gamma- and input-gradient errors match the propagation functor") {
+  // Training-mode BN backward in double with the saved (exact) mean and 1/s,
+  // fed the original and the decompressed input.
+  const std::int64_t N = 8, C = 48, H = 10, W = 10, M = N * H * W;
+  em::conv2d_geometry g = conv(N, C, H, W, C, 1, 1, 0, 1, C);  // BN's gamma gradient is a depthwise 1x1 conv's
+  const auto x = normal(static_cast<std::size_t>(g.input_count()), 41, 2.0);
+  const auto dy = normal(static_cast<std::size_t>(g.output_count()), 42);
+  const auto gam = normal(static_cast<std::size_t>(C), 43);
+  std::vector<double> mean(C), inv(C);
+  for (std::int64_t c = 0; c < C; ++c) {
+    double s = 0, q = 0;
+    for (std::int64_t n = 0; n < N; ++n)
+      for (std::int64_t i = 0; i < H * W; ++i) s += x[static_cast<std::size_t>((n * C + c) * H * W + i)];
+    mean[c] = s / M;
+    for (std::int64_t n = 0; n < N; ++n)
+      for (std::int64_t i = 0; i < H * W; ++i) q += std::pow(x[static_cast<std::size_t>((n * C + c) * H * W + i)] - mean[c], 2);
+    inv[c] = 1 / std::sqrt(q / M + 1e-5);
+  }
+  auto backward = [&](const std::vector<float>& in, std::vector<double>& dg, std::vector<double>& dx) {
+    dg.assign(C, 0);
+    dx.assign(in.size(), 0);
+    for (std::int64_t c = 0; c < C; ++c) {
+      double sdy = 0, sdyx = 0;
+      for (std::int64_t n = 0; n < N; ++n)
+        for (std::int64_t i = 0; i < H * W; ++i) {
+          const auto j = static_cast<std::size_t>((n * C + c) * H * W + i);
+          sdy += dy[j];
+          sdyx += dy[j] * (in[j] - mean[c]) * inv[c];
+        }
+      dg[c] = sdyx;
+      for (std::int64_t n = 0; n < N; ++n)
+        for (std::int64_t i = 0; i < H * W; ++i) {
+          const auto j = static_cast<std::size_t>((n * C + c) * H * W + i);
+          dx[j] = gam[c] * inv[c] * (dy[j] - sdy / M - (in[j] - mean[c]) * inv[c] * sdyx / M);
+        }
+    }
+  };
+  const outcome r = run_layer(g, x, dy, 0.05);
+  std::vector<double> dg0, dx0, dg1, dx1;
+  backward(x, dg0, dx0);
+  backward(r.y, dg1, dx1);
+  const em::flat_mask mask = em::find_flat_mask(g, x.data());
+  const auto ds = em::collect_output_gradient_statistics(g, dy.data(), mask);
+  const auto es = em::collect_input_error_statistics(g, x.data(), r.y.data(), mask, 0.05);
+  const auto p = em::weight_error_model{}(ds, es);
+  double pg = 0, px = 0, pa = 0, pb = 0, pb2 = 0, pg2 = 0;
+  for (std::int64_t c = 0; c < C; ++c) {
+    const em::batchnorm_channel_error b{gam[c], inv[c], static_cast<double>(M), dg1[c] / M, es.sum_squares[c] / M};
+    const double gsq = b.gamma_grad_square(p.group_sum_squares[c]);
+    pg += gsq / C;
+    pg2 += gsq * gsq;
+    px += b.input_grad_square(p.group_sum_squares[c]) / C;
+    CHECK(b.input_grad_square(p.group_sum_squares[c]) ==
+          doctest::Approx(b.input_grad_error_part(p.group_sum_squares[c]) + b.input_grad_shift_part(p.group_sum_squares[c])));
+    pa += b.input_grad_error_part(p.group_sum_squares[c]);
+    pb += b.input_grad_shift_part(p.group_sum_squares[c]);
+    pb2 += std::pow(b.input_grad_shift_part(p.group_sum_squares[c]), 2);
+  }
+  const double mg = em::rms_difference(dg1.data(), dg0.data(), dg0.size());
+  const double mx = em::rms_difference(dx1.data(), dx0.data(), dx0.size());
+  // gamma: one entry per channel, weighted unequally by 1/s^2 (Satterthwaite:
+  // dof = (sum w)^2 / sum w^2). dx: the e_j part has one term per element,
+  // the xhat_j delta part one random delta per channel; combined by
+  // Satterthwaite as well.
+  const double dof_g = pg * C * pg * C / pg2;
+  const double dof_x = (pa + pb) * (pa + pb) / (pa * pa / static_cast<double>(x.size()) + pb2);
+  const auto ivg = em::sampling_interval(dof_g), ivx = em::sampling_interval(dof_x);
+  INFO("gamma: predicted " << std::sqrt(pg) << " measured " << mg << " dof " << dof_g << "; dx: predicted " << std::sqrt(px) << " measured " << mx << " dof " << dof_x);
+  CHECK(mg / std::sqrt(pg) >= ivg.low);
+  CHECK(mg / std::sqrt(pg) <= ivg.high);
+  CHECK(mx / std::sqrt(px) >= ivx.low);
+  CHECK(mx / std::sqrt(px) <= ivx.high);
+}
+
+}  // TEST_SUITE

@@ -1,0 +1,185 @@
+#!/usr/bin/env python3
+"""Predicted vs measured weight-gradient error on real layers (issue #6).
+
+Runs `ebac grad-error --json` on every conv/linear layer of one or more
+corpora (directories with a layers.tsv written by tools/make_corpus.py
+--grad-output, or by `--make-extra` below) at relative bounds 1e-3..1e-1, and
+prints a markdown table of predicted/measured sigma plus the share of
+(layer, bound) pairs inside 0.8..1.25. With --targets it also checks the
+inverse map: for each target relative error it asks `grad-error
+--target-rel`, and reports measured/target.
+
+    python3 tools/grad_error_study.py --ebac build/bin/ebac data/corpus
+    python3 tools/grad_error_study.py --ebac build/bin/ebac --targets 0.01,0.05,0.2 /tmp/c1
+
+--make-extra DIR trains a small depthwise-separable network (groups, stride,
+dilation, BatchNorm) on Fashion-MNIST and dumps (activation, grad_output)
+pairs in the same layers.tsv format, plus bn.tsv for BatchNorm layers
+(needs torch; run it with /usr/bin/python3 on Debian).
+"""
+
+import argparse
+import csv
+import json
+import math
+import os
+import subprocess
+import sys
+
+BOUNDS = [1e-3, 3e-3, 1e-2, 3e-2, 1e-1]
+
+
+def read_layers(d):
+    with open(os.path.join(d, "layers.tsv")) as f:
+        return list(csv.DictReader(f, delimiter="\t"))
+
+
+def grad_error_cmd(ebac, d, row, extra):
+    t = row["type"]
+    cmd = [ebac, "grad-error", "--json",
+           "--activation", os.path.join(d, row["in_file"]),
+           "--grad-output", os.path.join(d, row["grad_file"]),
+           "--input-shape", row["input_shape"], "--weight-shape", row["weight_shape"]]
+    if t == "Linear":
+        cmd += ["--layer", "linear"]
+    elif t == "Conv2d":
+        cmd += ["--layer", "conv2d", "--stride", row["stride"], "--padding", row["padding"],
+                "--dilation", row["dilation"], "--groups", row["groups"]]
+    else:
+        return None
+    return cmd + extra
+
+
+def run(cmd):
+    p = subprocess.run(cmd, capture_output=True, text=True)
+    if p.returncode != 0:
+        raise RuntimeError("%s\n%s" % (" ".join(cmd), p.stderr.strip()))
+    return json.loads(p.stdout)
+
+
+def depth_class(rows, i):
+    """early = the first third (rounded up) of a model's conv/linear layers in forward order."""
+    model = rows[i]["in_file"].split("_")[0]
+    modules = []
+    for r in rows:
+        if r["in_file"].split("_")[0] == model and r["module"] not in modules:
+            modules.append(r["module"])
+    return "early" if modules.index(rows[i]["module"]) < (len(modules) + 2) // 3 else "late"
+
+
+def study(args):
+    results = []
+    for d in args.corpora:
+        rows = read_layers(d)
+        for i, row in enumerate(rows):
+            if row["in_file"] == "-" or row["grad_file"] == "-":
+                continue
+            cls = depth_class(rows, i)
+            for b in BOUNDS:
+                cmd = grad_error_cmd(args.ebac, d, row, ["--eb", repr(b), "--mode", "rel", "--pipeline", args.pipeline,
+                                                         "--trials", str(args.trials)])
+                if cmd is None:
+                    continue
+                r = run(cmd)
+                r.update(corpus=os.path.basename(os.path.normpath(d)), module=row["module"], type=row["type"],
+                         depth=cls, model=row["in_file"].split("_")[0], bound=b)
+                results.append(r)
+                if args.verbose:
+                    print("%s %s %g ratio %.3f" % (r["corpus"], r["module"], b, r["ratio"]), file=sys.stderr)
+    return results
+
+
+def summarize(results, out):
+    def band(rs):
+        rs = [r["ratio"] for r in rs]
+        if not rs:
+            return "-"
+        inb = sum(1 for x in rs if 0.8 <= x <= 1.25)
+        return "%d/%d (%.1f%%), min %.3f, max %.3f" % (inb, len(rs), 100.0 * inb / len(rs), min(rs), max(rs))
+
+    out.write("| corpus | model | layer | type | depth | %s |\n" % " | ".join("%g" % b for b in BOUNDS))
+    out.write("|---|---|---|---|---|%s\n" % ("---|" * len(BOUNDS)))
+    seen = []
+    for r in results:
+        k = (r["corpus"], r["model"], r["module"], r["type"])
+        if k not in seen:
+            seen.append(k)
+    n_batch = {}
+    for k in seen:
+        n_batch[k] = n_batch.get(k, 0)
+    for k in seen:
+        cells = []
+        rs = [r for r in results if (r["corpus"], r["model"], r["module"], r["type"]) == k]
+        for b in BOUNDS:
+            v = [r for r in rs if r["bound"] == b]
+            cells.append(" ".join("%.2f" % r["ratio"] for r in v) if v else "-")
+        out.write("| %s | %s | %s | %s | %s | %s |\n" % (k[0], k[1], k[2], k[3], rs[0]["depth"], " | ".join(cells)))
+    out.write("\nShare of (layer, bound) pairs with predicted/measured in 0.8..1.25:\n\n")
+    out.write("- all: %s\n" % band(results))
+    for t in ("Conv2d", "Linear"):
+        out.write("- %s: %s\n" % (t, band([r for r in results if r["type"] == t])))
+    for dcl in ("early", "late"):
+        out.write("- %s layers: %s\n" % (dcl, band([r for r in results if r["depth"] == dcl])))
+    iid = [r["iid_sigma"] / r["measured_sigma"] for r in results if r["measured_sigma"] > 0]
+    if iid:
+        inb = sum(1 for x in iid if 0.8 <= x <= 1.25)
+        out.write("- for comparison, the i.i.d. model: %d/%d (%.1f%%), min %.3f, max %.3f\n"
+                  % (inb, len(iid), 100.0 * inb / len(iid), min(iid), max(iid)))
+
+
+def targets(args, out):
+    ts = [float(t) for t in args.targets.split(",")]
+    rows_out = []
+    for d in args.corpora:
+        rows = read_layers(d)
+        for row in rows:
+            for t in ts:
+                cmd = grad_error_cmd(args.ebac, d, row, ["--target-rel", repr(t), "--mode", "rel", "--pipeline", args.pipeline])
+                if cmd is None:
+                    continue
+                r = run(cmd)
+                rows_out.append((os.path.basename(os.path.normpath(d)), row["module"], row["type"], t, r["eb"],
+                                 r["measured_over_target"], r["solver_evaluations"]))
+    out.write("\nInverse map: measured sigma / target sigma (target = T x gradient RMS):\n\n")
+    out.write("| corpus | layer | type | T | eb (rel) | measured/target |\n|---|---|---|---|---|---|\n")
+    for c, m, ty, t, eb, q, ev in rows_out:
+        out.write("| %s | %s | %s | %g | %.3g | %.2f |\n" % (c, m, ty, t, eb, q))
+    qs = [q for *_, q, ev in rows_out]
+    if qs:
+        inb = sum(1 for q in qs if 0.8 <= q <= 1.25)
+        out.write("\nInside 0.8..1.25: %d/%d (%.1f%%), min %.3f, max %.3f\n" % (inb, len(qs), 100.0 * inb / len(qs), min(qs), max(qs)))
+
+
+def main(argv=None):
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("corpora", nargs="*", help="directories holding layers.tsv")
+    ap.add_argument("--ebac", default="build/bin/ebac")
+    ap.add_argument("--pipeline", default="fast")
+    ap.add_argument("--trials", type=int, default=1)
+    ap.add_argument("--targets", default="", help="comma-separated target relative errors for the inverse-map check")
+    ap.add_argument("--json-out", default="", help="also write every result as JSON lines here")
+    ap.add_argument("--make-extra", default="", help="train the depthwise net and dump pairs into this directory, then exit")
+    ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("-v", "--verbose", action="store_true")
+    args = ap.parse_args(argv)
+    if args.make_extra:
+        return make_extra(args.make_extra, args.seed)
+    if not args.corpora:
+        ap.error("no corpus directory given")
+    results = study(args)
+    if args.json_out:
+        with open(args.json_out, "w") as f:
+            for r in results:
+                f.write(json.dumps(r) + "\n")
+    summarize(results, sys.stdout)
+    if args.targets:
+        targets(args, sys.stdout)
+    return 0
+
+
+def make_extra(out, seed):
+    raise SystemExit("--make-extra: not implemented yet")
+
+
+if __name__ == "__main__":
+    sys.exit(main())
