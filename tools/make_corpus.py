@@ -151,7 +151,33 @@ class SmallResNet(nn.Module):
         return self.fc(self.flatten(self.pool(x)))
 
 
-MODELS = {"vgg": SmallVGG, "resnet": SmallResNet}
+class SmallMobile(nn.Module):
+    """Depthwise-separable blocks (MobileNet style) with a dilated depthwise conv:
+    stem conv16 s2, [dw3x3 + pw1x1] x3 (one dw with dilation 2, one with stride 2),
+    avgpool, fc. Not in the default --models; it adds grouped/dilated layers
+    for the error-model study (tools/grad_error_study.py)."""
+
+    def __init__(self, num_classes=10):
+        super().__init__()
+        def dw_pw(cin, cout, stride=1, dilation=1):
+            return [nn.Conv2d(cin, cin, 3, stride=stride, padding=dilation, dilation=dilation,
+                              groups=cin, bias=False),
+                    nn.BatchNorm2d(cin), nn.ReLU(inplace=False),
+                    nn.Conv2d(cin, cout, 1, bias=False), nn.BatchNorm2d(cout),
+                    nn.ReLU(inplace=False)]
+        self.features = nn.Sequential(
+            nn.Conv2d(1, 16, 3, stride=2, padding=1, bias=False), nn.BatchNorm2d(16),
+            nn.ReLU(inplace=False),
+            *dw_pw(16, 32), *dw_pw(32, 32, dilation=2), *dw_pw(32, 64, stride=2))
+        self.pool = nn.AdaptiveAvgPool2d(1)
+        self.flatten = nn.Flatten()
+        self.fc = nn.Linear(64, num_classes)
+
+    def forward(self, x):
+        return self.fc(self.flatten(self.pool(self.features(x))))
+
+
+MODELS = {"vgg": SmallVGG, "resnet": SmallResNet, "mobile": SmallMobile}
 
 
 # --------------------------------------------------------------------------
