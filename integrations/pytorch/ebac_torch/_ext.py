@@ -9,6 +9,7 @@ Order:
    rebuilt by ninja when a source or an ebac header changes.
 """
 
+import hashlib
 import os
 import threading
 
@@ -48,8 +49,11 @@ def _jit_load(verbose):
             "ebac_torch: the compiled extension is not installed and the in-tree build cannot find %s "
             "(install with `pip install --no-build-isolation integrations/pytorch`, or set EBAC_INCLUDE_DIR)"
             % ", ".join(missing))
+    # One build per source tree, so two checkouts on one machine do not
+    # rebuild each other's copy back and forth in the shared cache.
+    tag = hashlib.sha1(os.path.realpath(src).encode()).hexdigest()[:8]
     return cpp_extension.load(
-        name="ebac_torch_C",
+        name="ebac_torch_C_" + tag,
         sources=[os.path.join(src, s) for s in SOURCES],
         extra_include_paths=[inc],
         extra_cflags=CXX_FLAGS,

@@ -67,7 +67,10 @@ class _Packed:
     def __del__(self):
         s = self.session
         if s is not None:
-            s._release(self.stored)
+            try:
+                s._release(self.stored)
+            except Exception:  # noqa: BLE001  (interpreter shutdown: nothing left to account to)
+                pass
 
 
 def _module_record():
