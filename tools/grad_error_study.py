@@ -12,10 +12,13 @@ inverse map: for each target relative error it asks `grad-error
     python3 tools/grad_error_study.py --ebac build/bin/ebac data/corpus
     python3 tools/grad_error_study.py --ebac build/bin/ebac --targets 0.01,0.05,0.2 /tmp/c1
 
---make-extra DIR trains a small depthwise-separable network (groups, stride,
-dilation, BatchNorm) on Fashion-MNIST and dumps (activation, grad_output)
-pairs in the same layers.tsv format, plus bn.tsv for BatchNorm layers
-(needs torch; run it with /usr/bin/python3 on Debian).
+--make-bn DIR trains the corpus models (tools/make_corpus.py, imported, not
+copied) for --steps steps and dumps every BatchNorm2d layer's saved input,
+output gradient and gamma with a bn.tsv index (needs torch: run it with
+/usr/bin/python3 on Debian). --bn DIR then checks the batchnorm model: the
+gamma gradient and the input gradient, predicted vs measured.
+For grouped/dilated convolutions, generate a corpus with
+    /usr/bin/python3 tools/make_corpus.py --models mobile --grad-output ...
 """
 
 import argparse
@@ -158,14 +161,21 @@ def main(argv=None):
     ap.add_argument("--trials", type=int, default=1)
     ap.add_argument("--targets", default="", help="comma-separated target relative errors for the inverse-map check")
     ap.add_argument("--json-out", default="", help="also write every result as JSON lines here")
-    ap.add_argument("--make-extra", default="", help="train the depthwise net and dump pairs into this directory, then exit")
+    ap.add_argument("--make-bn", default="", help="dump BatchNorm2d (input, grad_output, gamma) triples here, then exit")
+    ap.add_argument("--bn", default="", help="check the batchnorm model on a --make-bn directory")
+    ap.add_argument("--sgd-noise", action="store_true", help="print minibatch (SGD) noise / gradient RMS per layer (needs torch)")
+    ap.add_argument("--steps", type=int, default=300)
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("-v", "--verbose", action="store_true")
     args = ap.parse_args(argv)
-    if args.make_extra:
-        return make_extra(args.make_extra, args.seed)
+    if args.make_bn:
+        return make_bn(args.make_bn, args.seed, args.steps)
+    if args.bn:
+        return check_bn(args, sys.stdout)
     if not args.corpora:
         ap.error("no corpus directory given")
+    if args.sgd_noise:
+        return sgd_noise(args.corpora, sys.stdout)
     results = study(args)
     if args.json_out:
         with open(args.json_out, "w") as f:
@@ -177,8 +187,108 @@ def main(argv=None):
     return 0
 
 
-def make_extra(out, seed):
-    raise SystemExit("--make-extra: not implemented yet")
+def make_bn(out, seed, steps):
+    """Train the corpus models briefly and dump each BatchNorm2d layer of one batch of 16."""
+    import numpy as np
+    import torch
+    import torch.nn as nn
+    import torch.nn.functional as F
+    sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+    import make_corpus as mc  # the corpus models and data loader, reused
+    torch.set_num_threads(1)
+    os.makedirs(out, exist_ok=True)
+    xtr, ytr = mc.load_split(mc.DATA_DIR, "train")
+    rows = []
+    for mi, mname in enumerate(("vgg", "resnet")):
+        torch.manual_seed(seed + mi)
+        model = mc.MODELS[mname]()
+        stream = mc.BatchStream(xtr.shape[0], seed + 1000 * (mi + 1))
+        mc.train(model, xtr, ytr, stream, steps, 16, 0.02)
+        model.train()
+        saved, grads, hooks = {}, {}, []
+        for name, mod in model.named_modules():
+            if isinstance(mod, nn.BatchNorm2d):
+                def fwd(m, inp, outp, name=name):
+                    saved[name] = inp[0].detach().clone()
+                    outp.register_hook(lambda g, name=name: grads.__setitem__(name, g.detach().clone()))
+                hooks.append(mod.register_forward_hook(fwd))
+        idx = stream.next(16)
+        model.zero_grad(set_to_none=True)
+        F.cross_entropy(model(xtr[idx]), ytr[idx]).backward()
+        for h in hooks:
+            h.remove()
+        mods = dict(model.named_modules())
+        for k, name in enumerate(saved):
+            base = "%s_bn%02d_%s" % (mname, k, name.replace(".", "_"))
+            x, g = saved[name], grads[name]
+            for suffix, t in (("input", x), ("grad_output", g), ("gamma", mods[name].weight.detach())):
+                t.contiguous().numpy().astype("<f4").tofile(os.path.join(out, "%s_%s.f32" % (base, suffix)))
+            rows.append([mname, name, base + "_input.f32", base + "_grad_output.f32", base + "_gamma.f32",
+                         ",".join(str(d) for d in x.shape), repr(mods[name].eps)])
+    with open(os.path.join(out, "bn.tsv"), "w") as f:
+        f.write("model\tmodule\tin_file\tgrad_file\tgamma_file\tinput_shape\teps\n")
+        for r in rows:
+            f.write("\t".join(r) + "\n")
+    print("make_bn: %d BatchNorm2d layers in %s" % (len(rows), out), file=sys.stderr)
+    return 0
+
+
+def check_bn(args, out):
+    with open(os.path.join(args.bn, "bn.tsv")) as f:
+        rows = list(csv.DictReader(f, delimiter="\t"))
+    out.write("| model | layer | %s |\n|---|---|%s\n" % (" | ".join("%g" % b for b in BOUNDS), "---|" * len(BOUNDS)))
+    gam, inp = [], []
+    for row in rows:
+        cells = []
+        for b in BOUNDS:
+            r = run([args.ebac, "grad-error", "--json", "--layer", "batchnorm2d",
+                     "--activation", os.path.join(args.bn, row["in_file"]),
+                     "--grad-output", os.path.join(args.bn, row["grad_file"]),
+                     "--gamma", os.path.join(args.bn, row["gamma_file"]), "--eps", row["eps"],
+                     "--input-shape", row["input_shape"], "--eb", repr(b), "--mode", "rel", "--pipeline", args.pipeline])
+            gam.append(r["ratio"])
+            inp.append(r["input_grad_ratio"])
+            cells.append("%.2f / %.2f" % (r["ratio"], r["input_grad_ratio"]))
+        out.write("| %s | %s | %s |\n" % (row["model"], row["module"], " | ".join(cells)))
+    for name, v in (("gamma gradient", gam), ("input gradient", inp)):
+        inb = sum(1 for x in v if 0.8 <= x <= 1.25)
+        out.write("\n%s: %d/%d inside 0.8..1.25, min %.3f, max %.3f\n" % (name, inb, len(v), min(v), max(v)))
+    return 0
+
+
+def sgd_noise(corpora, out):
+    """Minibatch noise of the weight gradient vs its RMS: per-sample gradients
+    (torch, double) g_n; noise RMS = sqrt(N * mean var_n(g_n)). The default
+    tau of adapt/bound_update.hpp is chosen against this."""
+    import numpy as np
+    import torch
+    out.write("| corpus | layer | batch | grad RMS | SGD noise RMS | noise / grad |\n|---|---|---|---|---|---|\n")
+    for d in corpora:
+        for row in read_layers(d):
+            dims = [int(v) for v in row["input_shape"].split(",")]
+            ws = [int(v) for v in row["weight_shape"].split(",")]
+            a = torch.from_numpy(np.fromfile(os.path.join(d, row["in_file"]), dtype="<f4").reshape(dims)).double()
+            g = torch.from_numpy(np.fromfile(os.path.join(d, row["grad_file"]), dtype="<f4")).double()
+            n = dims[0]
+            g = g.reshape([n, ws[0], -1])
+            per = []
+            for i in range(n):
+                if row["type"] == "Linear":
+                    per.append(torch.outer(g[i, :, 0], a[i]))
+                else:
+                    st = [int(v) for v in row["stride"].split(",")]
+                    pd = [int(v) for v in row["padding"].split(",")]
+                    dl = [int(v) for v in row["dilation"].split(",")]
+                    ho = int(round(math.sqrt(g.shape[2])))
+                    per.append(torch.nn.grad.conv2d_weight(a[i:i + 1], ws, g[i:i + 1].reshape(1, ws[0], ho, -1), stride=st,
+                                                           padding=pd, dilation=dl, groups=int(row["groups"])))
+            per = torch.stack(per)
+            grad = per.sum(0)
+            noise = math.sqrt(n * per.var(0, unbiased=True).mean().item())
+            rms = math.sqrt((grad ** 2).mean().item())
+            out.write("| %s | %s | %d | %.3g | %.3g | %.2f |\n" % (os.path.basename(os.path.normpath(d)), row["module"], n, rms, noise,
+                                                                  noise / rms))
+    return 0
 
 
 if __name__ == "__main__":

@@ -263,7 +263,7 @@ TEST_CASE("error_model: prediction matches measured error on white data (linear 
   for (const auto& lc : cases) {
     const auto& g = lc.g;
     auto x = normal(static_cast<std::size_t>(g.input_count()), seed++);
-    for (auto& v : x) v = std::max(v, 0.0f) + (v > 0 ? 0.0f : 0.0f);  // post-ReLU: half exact zeros
+    for (auto& v : x) v = std::max(v, 0.0f);  // post-ReLU: half exact zeros
     const auto dy = normal(static_cast<std::size_t>(g.output_count()), seed++);
     const outcome r = run_layer(g, x, dy, lc.eb);
     const auto iv = em::sampling_interval(static_cast<double>(g.weight_count()));

@@ -24,10 +24,10 @@ namespace adapt {
 
 /// The relative weight-gradient error the controller aims for by default:
 /// sigma = 0.1 x gradient RMS. At batch 16 the minibatch (SGD) noise of the
-/// corpus layers is 0.9 to 2.7 x the gradient RMS (tools/grad_error_study.py
-/// --sgd-noise), so this adds at most (0.1 / 0.9)^2 = 1.2% to the gradient
-/// variance training already has - less than shrinking the batch by one
-/// sample in 64. docs/error-model.md has the table. For a larger batch B the
+/// corpus layers is 0.8 to 3.1 x the gradient RMS (tools/grad_error_study.py
+/// --sgd-noise, trained VGG and ResNet), so this adds at most (0.1 / 0.79)^2 =
+/// 1.6% to the gradient variance training already has - about what dropping
+/// one sample in 64 from the batch does. docs/error-model.md has the table. For a larger batch B the
 /// SGD noise shrinks as 1/sqrt(B); batch_planner.hpp scales tau to match.
 inline constexpr double default_target_relative_error = 0.1;
 

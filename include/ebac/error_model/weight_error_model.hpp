@@ -20,17 +20,16 @@
 // quantizer, -x for the linear one), and elements whose exact value repeats
 // (8-bit image data), whose error repeats with it. Such errors follow the
 // input's structure rather than behaving like noise, and carry the
-// gradient's own coherence. That coherence is measured
-// from cheap statistics as
+// gradient's own coherence. That coherence is measured from cheap statistics:
 //     kappa = |G|^2 / (K inner(dy, x)) = P rms(G)^2 / (K inner(dy, x)),
 // the gradient's energy over what a random-sign sum of the same terms would
-// have (1 for noise-like gradients; 1.0-1.6 on the corpus), and the first-bin
-// term is scaled by max(1, kappa):
+// have (about 1 for noise-like gradients; 0.4-2.4 on the corpus, and below 1
+// is treated as 1), and the structured term is scaled by it:
 //     sigma^2 = (1/P) sum_g [ coherent + K inner(dy, rest) + kappa K inner(dy, structured) ].
-// The coherent term matters for early layers (flat image backgrounds) and the
-// kappa term for coarse bounds on post-ReLU inputs and for image inputs; without either the model
-// is the pyramid alone, and without the pyramid the i.i.d. model of
-// iid_model.hpp.
+// The coherent term matters for early layers (flat image backgrounds), the
+// kappa term for coarse bounds on post-ReLU inputs and for image inputs.
+// Without both the model is the pyramid alone, and without the pyramid the
+// i.i.d. model of iid_model.hpp.
 #pragma once
 
 #include <ebac/config.hpp>
