@@ -18,6 +18,7 @@ Configurations (--configs, comma-separated):
     baseline          plain training
     baseline+K        plain training with seed + K (the seed-to-seed spread)
     PIPELINE@EB       compressed, value-range relative bound EB (e.g. ratio@1e-2)
+    PIPELINE@EB+K     the same with seed + K
     controller        per-layer bounds from ebac's error-model controller
                       (not available until include/ebac/adapt lands; rejected)
 
@@ -32,6 +33,7 @@ import json
 import math
 import os
 import platform
+import re
 import shlex
 import sys
 import time
@@ -69,8 +71,12 @@ def parse_config(s):
                          "(include/ebac/adapt, issue #6), which has not landed; run the fixed bounds")
     if "@" in s:
         pipe, eb = s.split("@", 1)
+        m = re.match(r"^([0-9.]+(?:[eE][-+]?[0-9]+)?)(?:\+([0-9]+))?$", eb)
+        if not m:
+            raise SystemExit("accuracy_study: cannot parse the bound of %r" % s)
+        eb, off = m.group(1), int(m.group(2) or 0)
         return {"name": s, "compress": True, "pipeline": pipe, "eb": float(eb), "mode": "rel",
-                "seed_offset": 0}
+                "seed_offset": off}
     raise SystemExit("accuracy_study: cannot parse configuration %r" % s)
 
 
@@ -296,6 +302,7 @@ def plots(results, out, log):
         import matplotlib
         matplotlib.use("Agg")
         import matplotlib.pyplot as plt
+        import matplotlib.ticker  # noqa: F401
     except Exception as exc:  # noqa: BLE001
         log("accuracy_study: no plots (matplotlib: %s)" % exc)
         return []
@@ -307,6 +314,7 @@ def plots(results, out, log):
         ax.plot(ep, [100 * e["test_acc"] for e in r["epochs"]], marker="o", label=r["config"]["name"],
                 linestyle="--" if not r["config"]["compress"] else "-")
     ax.set_xlabel("epoch")
+    ax.xaxis.set_major_locator(matplotlib.ticker.MaxNLocator(integer=True))
     ax.set_ylabel("test accuracy (%)")
     ax.set_title("Fashion-MNIST, SmallResNet: accuracy per epoch")
     ax.grid(alpha=0.3)
@@ -397,7 +405,7 @@ def write_report(results, args, out, figures, wall, cmd, default_name):
     L.append("- torch %s, %d thread(s), CPU (%s), OMP_WAIT_POLICY=%s; total wall time %.1f min" % (
         torch.__version__, torch.get_num_threads(), platform.processor() or platform.machine(),
         os.environ.get("OMP_WAIT_POLICY", ""), wall / 60))
-    L.append("- ebac headers: %s (ebac_torch extension: %s)" % (args.source_state, ebac_torch._ext.origin()))
+    L.append("- ebac headers: %s (ebac_torch extension: %s)" % (args.source_state, getattr(args, "ext_origin", "?")))
     L.append("- saved-activation bytes: `ebac_torch.stats()` after every step: every tensor autograd saved for "
              "backward, counted once, integer tensors (max-pool indices, labels) and tensors too small to "
              "compress included at their raw size; parameters excluded (they are saved by reference)")
@@ -441,6 +449,24 @@ def write_report(results, args, out, figures, wall, cmd, default_name):
                      ", ".join(r["config"]["name"] for r in spread),
                      ", ".join("%+.2f" % (100 * (r["epochs"][-1]["test_acc"] - base["epochs"][-1]["test_acc"]))
                                for r in spread)))
+    groups = {}
+    for r in results:
+        c = r["config"]
+        groups.setdefault(("rel %g" % c["eb"]) if c["compress"] else "none", []).append(r)
+    if any(len(v) > 1 for v in groups.values()):
+        L.append("### Across seeds\n")
+        L.append("Configurations with the same bound but different seeds (the pipeline does not change "
+                 "training, see below). Final test accuracy:\n")
+        L.append("| bound | runs | mean | min | max | mean vs no compression (points) |")
+        L.append("|---|---|---|---|---|---|")
+        ref = groups.get("none")
+        ref_mean = np.mean([x["epochs"][-1]["test_acc"] for x in ref]) if ref else None
+        for k, v in groups.items():
+            accs = [x["epochs"][-1]["test_acc"] for x in v]
+            L.append("| %s | %s | %.2f%% | %.2f%% | %.2f%% | %s |" % (
+                k, ", ".join(x["config"]["name"] for x in v), 100 * np.mean(accs), 100 * min(accs),
+                100 * max(accs), ("%+.2f" % (100 * (np.mean(accs) - ref_mean))) if ref_mean is not None else "-"))
+        L.append("")
     sweeps = [r for r in results if r.get("pipelines")]
     if sweeps:
         L.append("### Pipelines at the same bound\n")
@@ -507,7 +533,8 @@ def write_report(results, args, out, figures, wall, cmd, default_name):
              "planner: ebac's error model is used above for the predictions, but its controller and planner "
              "(include/ebac/adapt, issue #6) had not landed when this ran, so there is no `controller` "
              "configuration; `ebac_torch.compressed_activations(policy=...)` is the hook it will plug into.")
-    L.append("- GPU figures (peak memory, step time on CUDA): the CUDA backend is not written yet and this "
+    L.append("- GPU figures (peak memory, step time on CUDA): ebac_torch does not use ebac's CUDA backend yet "
+             "(CPU-only extension), and this "
              "run had no GPU.")
     with open(os.path.join(out, "report.md"), "w") as f:
         f.write("\n".join(L) + "\n")
@@ -537,6 +564,24 @@ def check_smoke(results, default_name):
     return fails
 
 
+def rewrite_report(path, out):
+    """report.md and plots again from a results.json (e.g. after a change to the report's wording)."""
+    with open(path) as f:
+        doc = json.load(f)
+    args = argparse.Namespace(**doc["args"])
+    args.ext_origin = getattr(args, "ext_origin", "in-tree")
+    torch.set_num_threads(args.threads)
+    out = out or os.path.dirname(os.path.abspath(path))
+    os.makedirs(out, exist_ok=True)
+    results = doc["results"]
+    figures = plots(results, out, lambda m: print(m, file=sys.stderr))
+    default_name = args.default if any(r["config"]["name"] == args.default for r in results) else None
+    write_report(results, args, out, figures, doc.get("wall_seconds", float("nan")),
+                 doc.get("cmd", "(not recorded)"), default_name)
+    print("accuracy_study: rewrote %s/report.md from %s" % (out, path), file=sys.stderr)
+    return 0
+
+
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0],
                                  formatter_class=argparse.RawDescriptionHelpFormatter, epilog=__doc__)
@@ -557,7 +602,12 @@ def main(argv=None):
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--threads", type=int, default=2)
     ap.add_argument("--data-dir", default=mc.DATA_DIR)
+    ap.add_argument("--from-json", default=None, metavar="RESULTS",
+                    help="no training: rewrite report.md and the plots from an earlier run's results.json "
+                         "(into --out, default: that file's directory)")
     args = ap.parse_args(argv)
+    if args.from_json:
+        return rewrite_report(args.from_json, args.out)
     if args.smoke:
         args.epochs, args.steps_per_epoch, args.batch = 2, 40, 64
         args.train_n, args.eval_n, args.probe_n = min(args.train_n, 5120), min(args.eval_n, 1000), 64
@@ -575,7 +625,8 @@ def main(argv=None):
                                                                     + sys.argv[1:]))
     log("accuracy_study: loading the ebac_torch extension (built in-tree on first use) ...")
     ext = ebac_torch.load_extension()
-    log("accuracy_study: extension ready (%s, ebac %s)" % (ebac_torch._ext.origin(), ext.ebac_version()))
+    args.ext_origin = ebac_torch._ext.origin()
+    log("accuracy_study: extension ready (%s, ebac %s)" % (args.ext_origin, ext.ebac_version()))
     xtr, ytr = mc.load_split(args.data_dir, "train")
     xte, yte = mc.load_split(args.data_dir, "t10k")
     g = torch.Generator().manual_seed(args.seed + 7)
@@ -588,7 +639,10 @@ def main(argv=None):
         log("accuracy_study: %s" % cfg["name"])
         results.append(run_config(cfg, args, data, log))
         with open(os.path.join(out, "results.json"), "w") as f:
-            json.dump({"args": vars(args), "results": results}, f, indent=1)
+            json.dump({"args": vars(args), "results": results, "cmd": cmd}, f, indent=1)
+    wall = time.time() - t0
+    with open(os.path.join(out, "results.json"), "w") as f:
+        json.dump({"args": vars(args), "results": results, "cmd": cmd, "wall_seconds": wall}, f, indent=1)
     figures = plots(results, out, log)
     default_name = args.default if any(r["config"]["name"] == args.default for r in results) else None
     write_report(results, args, out, figures, time.time() - t0, cmd, default_name)
