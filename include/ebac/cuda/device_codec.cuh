@@ -150,7 +150,7 @@ template <class Pipeline, element T>
 
     const unsigned g = detail::grid_for(n);
     if ((e = cudaMemsetAsync(d_status, 0, sizeof(int), stream)) != cudaSuccess) return e;
-    kernels::range_init_kernel<<<1, 1, 0, stream>>>(keys);
+    kernels::range_init_kernel<0><<<1, 1, 0, stream>>>(keys);
     if (opt.bound.mode == bound_mode::relative && n > 0) kernels::range_kernel<T><<<g, 256, 0, stream>>>(d_in, n, keys);
     kernels::make_quantizer_kernel<Q><<<1, 1, 0, stream>>>(opt.bound, keys, quant, eb_abs, d_status);
     if (n > 0) {
@@ -160,21 +160,21 @@ template <class Pipeline, element T>
     if ((e = cudaMemcpyAsync(layout, &payload_offset, sizeof payload_offset, cudaMemcpyHostToDevice, stream)) != cudaSuccess) return e;
     if (chunks > 0) {
       if constexpr (std::is_same_v<E, block_bitpack>) {
-        kernels::bitpack_size_kernel<<<static_cast<unsigned>(chunks), kernels::bitpack_threads, 0, stream>>>(codes, n, C, chunk_bytes);
+        kernels::bitpack_size_kernel<0><<<static_cast<unsigned>(chunks), kernels::bitpack_threads, 0, stream>>>(codes, n, C, chunk_bytes);
       } else {
         kernels::serial_encode_kernel<E><<<detail::grid_for(chunks, 64), 64, 0, stream>>>(enc, codes, n, C, chunks, scratch, slot, chunk_bytes);
       }
       std::size_t cb = cub_bytes;
       if ((e = cub::DeviceScan::ExclusiveSum(cub_temp, cb, chunk_bytes, chunk_offset, static_cast<std::int64_t>(chunks), stream)) != cudaSuccess) return e;
     }
-    kernels::payload_layout_kernel<<<1, 1, 0, stream>>>(chunk_bytes, chunk_offset, chunks, layout);
+    kernels::payload_layout_kernel<0><<<1, 1, 0, stream>>>(chunk_bytes, chunk_offset, chunks, layout);
     if (chunks > 0) {
       if constexpr (std::is_same_v<E, block_bitpack>) {
-        kernels::bitpack_write_kernel<<<static_cast<unsigned>(chunks), kernels::bitpack_threads, 0, stream>>>(codes, n, C, chunk_offset, d_out, layout);
+        kernels::bitpack_write_kernel<0><<<static_cast<unsigned>(chunks), kernels::bitpack_threads, 0, stream>>>(codes, n, C, chunk_offset, d_out, layout);
       } else {
-        kernels::copy_chunks_kernel<<<static_cast<unsigned>(chunks), 256, 0, stream>>>(scratch, slot, chunk_bytes, chunk_offset, d_out, layout);
+        kernels::copy_chunks_kernel<0><<<static_cast<unsigned>(chunks), 256, 0, stream>>>(scratch, slot, chunk_bytes, chunk_offset, d_out, layout);
       }
-      kernels::chunk_table_kernel<<<detail::grid_for(chunks), 256, 0, stream>>>(chunk_bytes, chunks, d_out + h.header_bytes());
+      kernels::chunk_table_kernel<0><<<detail::grid_for(chunks), 256, 0, stream>>>(chunk_bytes, chunks, d_out + h.header_bytes());
     }
     // Codes are encoded: their memory now holds the outlier indices.
     if (n > 0) {
@@ -218,14 +218,14 @@ template <element T>
     return h.encoder == encoder_id::huffman ? cudaErrorNotSupported : cudaErrorInvalidValue;
 
   if ((e = cudaMemsetAsync(d_status, 0, sizeof(int), stream)) != cudaSuccess) return e;
-  if (h.has_checksum()) kernels::checksum_kernel<<<1, 1, 0, stream>>>(d_in, in_bytes, d_status);
+  if (h.has_checksum()) kernels::checksum_kernel<0><<<1, 1, 0, stream>>>(d_in, in_bytes, d_status);
   const std::byte* payload = d_in + h.section_offset(section_payload);
   const std::uint64_t payload_bytes = h.section_bytes[section_payload];
   if (chunks > 0) {
-    kernels::chunk_sizes_kernel<<<detail::grid_for(chunks), 256, 0, stream>>>(d_in + h.section_offset(section_chunk_table), chunks, chunk_bytes);
+    kernels::chunk_sizes_kernel<0><<<detail::grid_for(chunks), 256, 0, stream>>>(d_in + h.section_offset(section_chunk_table), chunks, chunk_bytes);
     std::size_t sb = scan_bytes;
     if ((e = cub::DeviceScan::ExclusiveSum(cub_temp, sb, chunk_bytes, chunk_offset, static_cast<std::int64_t>(chunks), stream)) != cudaSuccess) return e;
-    kernels::check_table_kernel<<<1, 1, 0, stream>>>(chunk_bytes, chunk_offset, chunks, payload_bytes, d_status);
+    kernels::check_table_kernel<0><<<1, 1, 0, stream>>>(chunk_bytes, chunk_offset, chunks, payload_bytes, d_status);
   }
   ::ebac::host::detail::with_stream_pipeline(h, [&](auto pipe) {
     using Pipe = decltype(pipe);
@@ -234,7 +234,7 @@ template <element T>
     if constexpr (detail::device_encoder_supported<E>) {
       if (chunks > 0) {
         if constexpr (std::is_same_v<E, block_bitpack>) {
-          kernels::bitpack_decode_kernel<<<static_cast<unsigned>(chunks), kernels::bitpack_threads, 0, stream>>>(
+          kernels::bitpack_decode_kernel<0><<<static_cast<unsigned>(chunks), kernels::bitpack_threads, 0, stream>>>(
               payload, payload_bytes, chunk_bytes, chunk_offset, n, C, field, d_status);
         } else {
           kernels::serial_decode_kernel<E><<<detail::grid_for(chunks, 64), 64, 0, stream>>>(
@@ -242,10 +242,10 @@ template <element T>
         }
       }
       if (n > 0) {
-        kernels::unzigzag_kernel<<<detail::grid_for(n), 256, 0, stream>>>(field, n);
+        kernels::unzigzag_kernel<0><<<detail::grid_for(n), 256, 0, stream>>>(field, n);
         for (int k = pipe.predictor.passes() - 1; k >= 0; --k) {
           const axis_pass p = pipe.predictor.pass(h.shape, k);
-          kernels::inverse_pass_kernel<<<detail::grid_for(p.outer * ((p.extent + p.tile - 1) / p.tile) * p.inner), 256, 0, stream>>>(field, p);
+          kernels::inverse_pass_kernel<0><<<detail::grid_for(p.outer * ((p.extent + p.tile - 1) / p.tile) * p.inner), 256, 0, stream>>>(field, p);
         }
         kernels::reconstruct_kernel<Q, T><<<detail::grid_for(n), 256, 0, stream>>>(field, n, Q::make(h.eb_abs), d_out);
       }

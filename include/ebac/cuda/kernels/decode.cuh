@@ -22,12 +22,18 @@ namespace cuda {
 namespace kernels {
 
 /// u32 chunk table -> u64 sizes.
+// A template (never instantiated twice differently) so that two TUs including
+// this header do not define the same kernel twice (CUB does the same).
+template <int = 0>
 EBAC_KERNEL void chunk_sizes_kernel(const std::byte* table, std::uint64_t chunks, std::uint64_t* chunk_bytes) {
   for (std::uint64_t c = blockIdx.x * std::uint64_t{blockDim.x} + threadIdx.x; c < chunks; c += std::uint64_t{gridDim.x} * blockDim.x)
     chunk_bytes[c] = ::ebac::detail::load_le<std::uint32_t>(table + 4 * c);
 }
 
 /// The sizes must add up to the payload section exactly.
+// A template (never instantiated twice differently) so that two TUs including
+// this header do not define the same kernel twice (CUB does the same).
+template <int = 0>
 EBAC_KERNEL void check_table_kernel(const std::uint64_t* chunk_bytes, const std::uint64_t* chunk_offset,
                                     std::uint64_t chunks, std::uint64_t payload_bytes, int* status) {
   const std::uint64_t total = chunks ? chunk_offset[chunks - 1] + chunk_bytes[chunks - 1] : 0;
@@ -40,6 +46,9 @@ __device__ __forceinline__ bool chunk_in_bounds(const std::uint64_t* chunk_bytes
 }
 
 /// Block bit-packing decode, one CUDA block a chunk.
+// A template (never instantiated twice differently) so that two TUs including
+// this header do not define the same kernel twice (CUB does the same).
+template <int = 0>
 EBAC_KERNEL void __launch_bounds__(bitpack_threads)
 bitpack_decode_kernel(const std::byte* payload, std::uint64_t payload_bytes, const std::uint64_t* chunk_bytes,
                       const std::uint64_t* chunk_offset, std::uint64_t n, std::uint32_t chunk, std::uint32_t* field,
@@ -127,6 +136,9 @@ EBAC_KERNEL void outlier_restore_kernel(const std::byte* index, std::uint64_t in
 
 /// Verifies the stream checksum (one thread: correct, not fast; device
 /// streams are written without one).
+// A template (never instantiated twice differently) so that two TUs including
+// this header do not define the same kernel twice (CUB does the same).
+template <int = 0>
 EBAC_KERNEL void checksum_kernel(const std::byte* in, std::uint64_t bytes, int* status) {
   if (::ebac::detail::checksum64(in, bytes - 8) != ::ebac::detail::load_le<std::uint64_t>(in + bytes - 8))
     detail::set_status(status, device_checksum);

@@ -28,6 +28,9 @@ __device__ __forceinline__ int block_width(const std::uint32_t* codes, std::size
 }
 
 /// Pass 1 of block bit-packing: bytes of each chunk (one CUDA block a chunk).
+// A template (never instantiated twice differently) so that two TUs including
+// this header do not define the same kernel twice (CUB does the same).
+template <int = 0>
 EBAC_KERNEL void __launch_bounds__(bitpack_threads)
 bitpack_size_kernel(const std::uint32_t* codes, std::uint64_t n, std::uint32_t chunk, std::uint64_t* chunk_bytes) {
   using reduce = cub::BlockReduce<std::uint64_t, bitpack_threads>;
@@ -47,6 +50,9 @@ bitpack_size_kernel(const std::uint32_t* codes, std::uint64_t n, std::uint32_t c
 
 /// Pass 2: writes each chunk at payload + chunk_offset[c]: width bytes, then
 /// blocks packed by block_bitpack::pack_block (the host's functor).
+// A template (never instantiated twice differently) so that two TUs including
+// this header do not define the same kernel twice (CUB does the same).
+template <int = 0>
 EBAC_KERNEL void __launch_bounds__(bitpack_threads)
 bitpack_write_kernel(const std::uint32_t* codes, std::uint64_t n, std::uint32_t chunk, const std::uint64_t* chunk_offset,
                      std::byte* out, const std::uint64_t* payload_offset) {
@@ -88,6 +94,9 @@ EBAC_KERNEL void serial_encode_kernel(E enc, const std::uint32_t* codes, std::ui
 }
 
 /// Copies each chunk's slot to its place in the payload (one block a chunk).
+// A template (never instantiated twice differently) so that two TUs including
+// this header do not define the same kernel twice (CUB does the same).
+template <int = 0>
 EBAC_KERNEL void copy_chunks_kernel(const std::byte* scratch, std::size_t slot, const std::uint64_t* chunk_bytes,
                                     const std::uint64_t* chunk_offset, std::byte* out, const std::uint64_t* payload_offset) {
   const std::uint64_t c = blockIdx.x;
@@ -126,6 +135,9 @@ outlier_write_kernel(const T* in, const std::uint64_t* index, const std::uint64_
 /// After the chunk scan: payload total and where the outlier sections start.
 /// layout[0] = payload offset (set by the host), [1] = payload bytes,
 /// [2] = outlier index offset.
+// A template (never instantiated twice differently) so that two TUs including
+// this header do not define the same kernel twice (CUB does the same).
+template <int = 0>
 EBAC_KERNEL void payload_layout_kernel(const std::uint64_t* chunk_bytes, const std::uint64_t* chunk_offset,
                                        std::uint64_t chunks, std::uint64_t* layout) {
   layout[1] = chunks ? chunk_offset[chunks - 1] + chunk_bytes[chunks - 1] : 0;
@@ -133,6 +145,9 @@ EBAC_KERNEL void payload_layout_kernel(const std::uint64_t* chunk_bytes, const s
 }
 
 /// The chunk table: u32 byte size per chunk.
+// A template (never instantiated twice differently) so that two TUs including
+// this header do not define the same kernel twice (CUB does the same).
+template <int = 0>
 EBAC_KERNEL void chunk_table_kernel(const std::uint64_t* chunk_bytes, std::uint64_t chunks, std::byte* table) {
   for (std::uint64_t c = blockIdx.x * std::uint64_t{blockDim.x} + threadIdx.x; c < chunks; c += std::uint64_t{gridDim.x} * blockDim.x)
     ::ebac::detail::store_le<std::uint32_t>(table + 4 * c, static_cast<std::uint32_t>(chunk_bytes[c]));

@@ -27,6 +27,9 @@ EBAC_KERNEL void residual_kernel(P pred, extents shape, const std::uint32_t* q, 
 }
 
 /// In place: zigzagged residuals -> residuals (first step of decoding).
+// A template (never instantiated twice differently) so that two TUs including
+// this header do not define the same kernel twice (CUB does the same).
+template <int = 0>
 EBAC_KERNEL void unzigzag_kernel(std::uint32_t* f, std::uint64_t n) {
   for (std::uint64_t i = blockIdx.x * std::uint64_t{blockDim.x} + threadIdx.x; i < n; i += std::uint64_t{gridDim.x} * blockDim.x)
     f[i] = static_cast<std::uint32_t>(::ebac::detail::unzigzag(f[i]));
@@ -34,6 +37,9 @@ EBAC_KERNEL void unzigzag_kernel(std::uint32_t* f, std::uint64_t n) {
 
 /// One inverse pass (prefix sums inside tiles along one axis); one thread per
 /// line segment, consecutive threads on consecutive inner elements.
+// A template (never instantiated twice differently) so that two TUs including
+// this header do not define the same kernel twice (CUB does the same).
+template <int = 0>
 EBAC_KERNEL void inverse_pass_kernel(std::uint32_t* f, axis_pass p) {
   const std::uint64_t tiles = (p.extent + p.tile - 1) / p.tile;
   const std::uint64_t lines = p.outer * tiles * p.inner;

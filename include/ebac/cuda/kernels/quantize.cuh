@@ -45,6 +45,9 @@ EBAC_KERNEL void range_kernel(const T* in, std::uint64_t n, std::int32_t* keys) 
   }
 }
 
+// A template (never instantiated twice differently) so that two TUs including
+// this header do not define the same kernel twice (CUB does the same).
+template <int = 0>
 EBAC_KERNEL void range_init_kernel(std::int32_t* keys) {
   keys[0] = 0x7fffffff;
   keys[1] = -0x7fffffff - 1;
