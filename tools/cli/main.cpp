@@ -501,7 +501,7 @@ int main(int argc, char** argv) {
     if (cmd == "eval") return cmd_eval(argc, argv);
     if (cmd == "info") return cmd_info(argc, argv);
     if (cmd == "grad-error") return cmd_grad_error(argc, argv);
-    throw usage_error("unknown command '" + std::string(cmd) + "' (expected compress, decompress, eval or info)");
+    throw usage_error("unknown command '" + std::string(cmd) + "' (expected compress, decompress, eval, info or grad-error)");
   } catch (const usage_error& e) {
     std::fprintf(stderr, "ebac: usage error: %s (see ebac --help)\n", e.what());
     return 2;
