@@ -19,8 +19,10 @@ Configurations (--configs, comma-separated):
     baseline+K        plain training with seed + K (the seed-to-seed spread)
     PIPELINE@EB       compressed, value-range relative bound EB (e.g. ratio@1e-2)
     PIPELINE@EB+K     the same with seed + K
-    controller        per-layer bounds from ebac's error-model controller
-                      (not available until include/ebac/adapt lands; rejected)
+    controller[@TAU]  per-layer bounds from ebac's controller (include/ebac/adapt)
+                      aiming at a weight-gradient error of TAU x its RMS (default
+                      0.1) for every Conv2d/Linear input, starting at rel 1e-2; all
+                      other saved tensors at rel 1e-2; "ratio" pipeline
 
 The extension is built in-tree on first use (torch.utils.cpp_extension), so
 this script is the only command needed after cloning. Use Debian's
@@ -66,9 +68,10 @@ def parse_config(s):
         return {"name": s, "compress": False, "seed_offset": 0}
     if s.startswith("baseline+"):
         return {"name": s, "compress": False, "seed_offset": int(s[len("baseline+"):])}
-    if s == "controller":
-        raise SystemExit("accuracy_study: 'controller' needs ebac's error-model controller "
-                         "(include/ebac/adapt, issue #6), which has not landed; run the fixed bounds")
+    m = re.match(r"^controller(?:@([0-9.]+(?:[eE][-+]?[0-9]+)?))?(?:\+([0-9]+))?$", s)
+    if m:  # controller[@TAU][+K]: per-layer bounds from ebac's controller, target tau (default 0.1)
+        return {"name": s, "compress": True, "controller": True, "pipeline": "ratio", "eb": 1e-2, "mode": "rel",
+                "tau": float(m.group(1) or 0.1), "seed_offset": int(m.group(2) or 0)}
     if "@" in s:
         pipe, eb = s.split("@", 1)
         m = re.match(r"^([0-9.]+(?:[eE][-+]?[0-9]+)?)(?:\+([0-9]+))?$", eb)
@@ -96,7 +99,7 @@ def _rms(t):
     return float(t.double().pow(2).mean().sqrt())
 
 
-def gradient_probe(model, xb, yb, cfg, threads):
+def gradient_probe(model, xb, yb, cfg, threads, policy=None, layer_bound=None):
     """Per Conv2d/Linear layer: gradient error predicted by the model vs measured.
 
     Predictions:
@@ -142,7 +145,7 @@ def gradient_probe(model, xb, yb, cfg, threads):
     m.load_state_dict(state)
     m.zero_grad(set_to_none=True)
     with ebac_torch.compressed_activations(cfg["eb"], cfg["mode"], cfg["pipeline"], model=m, threads=threads,
-                                           measure_error=True):
+                                           measure_error=True, policy=policy):
         loss = F.cross_entropy(m(xb), yb)
     loss.backward()
     st = ebac_torch.stats()
@@ -151,7 +154,8 @@ def gradient_probe(model, xb, yb, cfg, threads):
     out = []
     for n, mod in layers:
         a, delta = rec[n]["a"], rec[n]["delta"]
-        c = ebac_torch.compress(a, cfg["eb"], cfg["mode"], cfg["pipeline"], threads=threads)
+        eb = layer_bound(n) if layer_bound else cfg["eb"]
+        c = ebac_torch.compress(a, eb, cfg["mode"], cfg["pipeline"], threads=threads)
         a_hat = ebac_torch.decompress(c, threads=threads)
         eb_abs = ebac_torch.inspect(c)["eb_abs"]
         e = (a_hat.double() - a.double())
@@ -164,6 +168,7 @@ def gradient_probe(model, xb, yb, cfg, threads):
         model_pred = ebac_torch.predict_weight_error(mod, a, a_hat, delta, eb_abs)
         out.append({
             "layer": n,
+            "eb": eb,
             "input_shape": list(a.shape),
             "eb_abs": eb_abs,
             "nonzero_fraction": nz,
@@ -185,7 +190,7 @@ def gradient_probe(model, xb, yb, cfg, threads):
 PIPELINES = ("fast", "ratio", "ratio-flat", "rle", "plain")
 
 
-def pipeline_sweep(model, xb, yb, cfg, threads):
+def pipeline_sweep(model, xb, yb, cfg, threads, policy=None):
     """Ratio and speed of every named pipeline at this configuration's bound.
 
     All pipelines share the quantizer, so at the same bound they reconstruct
@@ -196,7 +201,7 @@ def pipeline_sweep(model, xb, yb, cfg, threads):
     for pipe in PIPELINES:
         m = copy.deepcopy(model)
         m.train()
-        with ebac_torch.compressed_activations(cfg["eb"], cfg["mode"], pipe, model=m, threads=threads):
+        with ebac_torch.compressed_activations(cfg["eb"], cfg["mode"], pipe, model=m, threads=threads, policy=policy):
             loss = F.cross_entropy(m(xb), yb)
         loss.backward()
         st = ebac_torch.stats()
@@ -223,7 +228,13 @@ def run_config(cfg, args, data, log):
     total = steps_per_epoch * args.epochs
     threads = torch.get_num_threads()
     ctx = None
-    if cfg["compress"]:
+    la = None
+    if cfg.get("controller"):
+        la = ebac_torch.LayerAwareCompression(model, target_relative_error=cfg["tau"], window=args.window,
+                                              observe_every=args.observe_every, initial_bound=cfg["eb"],
+                                              other_bound=cfg["eb"], pipeline=cfg["pipeline"], threads=threads)
+        ctx = la
+    elif cfg["compress"]:
         ctx = ebac_torch.compressed_activations(cfg["eb"], cfg["mode"], cfg["pipeline"], model=model,
                                                 threads=threads)
     res = {"config": cfg, "epochs": [], "per_module": None, "probe": [], "diverged_at_step": None,
@@ -245,6 +256,8 @@ def run_config(cfg, args, data, log):
             else:
                 loss = F.cross_entropy(model(xb), yb)
             loss.backward()
+            if la is not None:
+                la.end_iteration()
             opt.step()
             times.append(time.perf_counter() - t0)
             lv = loss.item()
@@ -270,11 +283,16 @@ def run_config(cfg, args, data, log):
                       "ratio": float(np.sum(raw) / np.sum(comp)),
                       "pack_seconds": float(np.median(pack_s)), "unpack_seconds": float(np.median(unpack_s))})
         finite = all(bool(torch.isfinite(p).all()) for p in model.parameters())
+        policy = la.frozen_policy() if la is not None else None
+        if la is not None:
+            e["bounds"] = la.bounds()
+            e["controller_updates"] = len(la.history)
         if cfg["compress"] and args.probe_n > 0 and finite:
-            probe, viol = gradient_probe(model, xprobe, yprobe, cfg, threads)
+            probe, viol = gradient_probe(model, xprobe, yprobe, cfg, threads, policy=policy,
+                                         layer_bound=la.input_bound if la is not None else None)
             res["probe"].append({"epoch": ep + 1, "layers": probe, "bound_violations": viol})
             if ep + 1 == args.epochs:
-                res["pipelines"] = pipeline_sweep(model, xprobe, yprobe, cfg, threads)
+                res["pipelines"] = pipeline_sweep(model, xprobe, yprobe, cfg, threads, policy=policy)
         res["epochs"].append(e)
         log("  %-14s epoch %d/%d: acc %.4f  loss %.4f  step %.3fs%s" % (
             cfg["name"], ep + 1, args.epochs, acc, e["loss_mean"], e["step_seconds"],
@@ -290,6 +308,13 @@ def run_config(cfg, args, data, log):
                              for k, v in st["per_module"].items()}
         res["last_pass"] = {k: st[k] for k in ("raw_bytes", "compressed_bytes", "ratio", "tensors",
                                                 "compressed_tensors", "duplicates", "kept", "parameters")}
+        # ebac's batch planner: the largest batch whose saved activations fit in
+        # what plain training saves at this batch size (no margin, activations only)
+        res["plan"] = ebac_torch.plan_batch(st["raw_bytes"], args.batch, stats=st, safety_margin=0.0,
+                                            reference_lr=args.lr, reference_tau=cfg.get("tau", 0.1))
+        if la is not None:
+            res["controller"] = {"history": la.history, "bounds": la.bounds(),
+                                 "window": args.window, "observe_every": args.observe_every}
     return res
 
 
@@ -413,8 +438,8 @@ def write_report(results, args, out, figures, wall, cmd, default_name):
              "CPU host backend only (no GPU figure is claimed here)\n")
     L.append("## Results\n")
     L.append("| configuration | final test acc | vs baseline (points) | saved MB/step raw | compressed | ratio | "
-             "step s | vs baseline | pack s | unpack s |")
-    L.append("|---|---|---|---|---|---|---|---|---|---|")
+             "batch in the same memory | step s | vs baseline | pack s | unpack s |")
+    L.append("|---|---|---|---|---|---|---|---|---|---|---|")
     for r in results:
         e = r["epochs"][-1]
         d = (100 * (e["test_acc"] - base["epochs"][-1]["test_acc"])) if base else float("nan")
@@ -430,9 +455,15 @@ def write_report(results, args, out, figures, wall, cmd, default_name):
         name = r["config"]["name"] + (" **(default)**" if r["config"]["name"] == default_name else "")
         if r["diverged_at_step"]:
             name += " (diverged at step %d)" % r["diverged_at_step"]
-        L.append("| %s | %.2f%% | %+.2f | %s | %s | %s | %s | %s | %s | %s |" % (
-            name, 100 * e["test_acc"], d, raw_s, comp_s, ratio_s, st, rel, ps, us))
+        plan = r.get("plan")
+        fit = str(plan["max_micro_batch"]) if plan and plan.get("ok") else str(args.batch)
+        L.append("| %s | %.2f%% | %+.2f | %s | %s | %s | %s | %s | %s | %s | %s |" % (
+            name, 100 * e["test_acc"], d, raw_s, comp_s, ratio_s, fit, st, rel, ps, us))
     L.append("")
+    L.append("*batch in the same memory*: ebac's batch planner (`ebac_torch.plan_batch`, include/ebac/adapt) "
+             "given the saved-activation bytes plain training needs at batch %d as the budget (no safety margin, "
+             "activations only) and the configuration's measured per-tensor ratios from its last step.\n"
+             % args.batch)
     if base and default_name:
         r = next(x for x in results if x["config"]["name"] == default_name)
         e = r["epochs"][-1]
@@ -491,6 +522,28 @@ def write_report(results, args, out, figures, wall, cmd, default_name):
         cells += ["-"] * (args.epochs - len(cells))
         L.append("| %s | %s |" % (r["config"]["name"], " | ".join(cells)))
     L.append("")
+    for r in results:
+        c = r.get("controller")
+        if not c:
+            continue
+        L.append("## Controller: %s\n" % r["config"]["name"])
+        L.append("`ebac_torch.LayerAwareCompression`: ebac's controller (include/ebac/adapt) sets the relative bound "
+                 "of every Conv2d/Linear input so that the layer's predicted weight-gradient error (ebac's error "
+                 "model) is tau = %g of its gradient RMS; it observes every %d steps and updates every %d steps "
+                 "(%d updates in this run). All other saved tensors (BatchNorm inputs among them) stay at rel %g. "
+                 "The bound a layer's input gets is the tightest of the layers that read it.\n" % (
+                     r["config"]["tau"], c["observe_every"], c["window"], len(c["history"]), r["config"]["eb"]))
+        last = c["history"][-1]["layers"] if c["history"] else []
+        L.append("| layer | " + " | ".join("bound after epoch %d" % e["epoch"] for e in r["epochs"]) +
+                 " | achieved / tau (last window) | warning |")
+        L.append("|---|" + "---|" * len(r["epochs"]) + "---|---|")
+        for i, name in enumerate(c["bounds"]):
+            cells = ["%.3g" % e["bounds"][name] for e in r["epochs"] if "bounds" in e]
+            lw = last[i] if i < len(last) else {}
+            ach = ("%.2f" % (lw["achieved_relative_error"] / lw["target_relative_error"])
+                   if lw.get("observations") else "-")
+            L.append("| %s | %s | %s | %s |" % (name, " | ".join(cells), ach, lw.get("warning", "") or "-"))
+        L.append("")
     if any(r["probe"] for r in results):
         L.append("## Gradient error: predicted vs measured\n")
         L.append("On a fixed probe batch of %d training images, after the last epoch, with that configuration's "
@@ -518,7 +571,7 @@ def write_report(results, args, out, figures, wall, cmd, default_name):
             for x in p["layers"]:
                 g = x["grad_rms"] or float("nan")
                 L.append("| %s | %.3g | %.2f | %.2f | %.2f | %.2e | %.2e | %.2e | %.2e | %.2f | %.2e |" % (
-                    x["layer"], x["eb_abs"], x["nonzero_fraction"], x["flat_share"], x["coherent_share"],
+                    x["layer"] + (" (rel %.3g)" % x["eb"] if r["config"].get("controller") else ""), x["eb_abs"], x["nonzero_fraction"], x["flat_share"], x["coherent_share"],
                     x["predicted"] / g, x["predicted_iid"] / g, x["predicted_prior"] / g,
                     x["measured_direct"] / g,
                     x["measured_direct"] / x["predicted"] if x["predicted"] > 0 else float("nan"),
@@ -529,10 +582,9 @@ def write_report(results, args, out, figures, wall, cmd, default_name):
         for f in figures:
             L.append("![%s](%s)\n" % (f[:-4], f))
     L.append("## Not covered\n")
-    L.append("- The model-driven controller (per-layer bounds from a target gradient error) and the batch "
-             "planner: ebac's error model is used above for the predictions, but its controller and planner "
-             "(include/ebac/adapt, issue #6) had not landed when this ran, so there is no `controller` "
-             "configuration; `ebac_torch.compressed_activations(policy=...)` is the hook it will plug into.")
+    if not any(r.get("controller") for r in results):
+        L.append("- The model-driven controller (configuration `controller`, ebac_torch.LayerAwareCompression) "
+                 "is not part of this run.")
     L.append("- GPU figures (peak memory, step time on CUDA): ebac_torch does not use ebac's CUDA backend yet "
              "(CPU-only extension), and this "
              "run had no GPU.")
@@ -600,6 +652,8 @@ def main(argv=None):
     ap.add_argument("--batch", type=int, default=128)
     ap.add_argument("--lr", type=float, default=0.05)
     ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--window", type=int, default=50, help="controller: steps between bound updates")
+    ap.add_argument("--observe-every", type=int, default=10, help="controller: steps between observations")
     ap.add_argument("--threads", type=int, default=2)
     ap.add_argument("--data-dir", default=mc.DATA_DIR)
     ap.add_argument("--from-json", default=None, metavar="RESULTS",
@@ -611,6 +665,7 @@ def main(argv=None):
     if args.smoke:
         args.epochs, args.steps_per_epoch, args.batch = 2, 40, 64
         args.train_n, args.eval_n, args.probe_n = min(args.train_n, 5120), min(args.eval_n, 1000), 64
+        args.window, args.observe_every = 20, 5
     out = args.out or os.path.join(REPO, "build", "study-smoke" if args.smoke else "docs/study")
     os.makedirs(out, exist_ok=True)
     torch.set_num_threads(args.threads)

@@ -246,6 +246,45 @@ py::dict predict_weight_error_py(const at::Tensor& x, const at::Tensor& y, const
   return d;
 }
 
+py::dict plan_batch_py(double budget_bytes, double static_bytes, double uncompressed_bytes_per_sample,
+                       std::vector<double> bytes_per_sample, std::vector<double> compression_ratio,
+                       double safety_margin, int64_t target_global_batch, int64_t max_batch, int64_t reference_batch,
+                       double reference_lr, const std::string& scaling, double warmup_samples, double reference_tau) {
+  TORCH_CHECK(bytes_per_sample.size() == compression_ratio.size(),
+              "ebac_torch: plan_batch: one compression ratio per compressed tensor");
+  TORCH_CHECK(scaling == "linear" || scaling == "sqrt", "ebac_torch: plan_batch: scaling is 'linear' or 'sqrt'");
+  planner_request r;
+  r.budget_bytes = budget_bytes;
+  r.static_bytes = static_bytes;
+  r.uncompressed_bytes_per_sample = uncompressed_bytes_per_sample;
+  r.bytes_per_sample = std::move(bytes_per_sample);
+  r.compression_ratio = std::move(compression_ratio);
+  r.safety_margin = safety_margin;
+  r.target_global_batch = target_global_batch;
+  r.max_batch = max_batch;
+  r.reference_batch = reference_batch;
+  r.reference_lr = reference_lr;
+  r.sqrt_scaling = scaling == "sqrt";
+  r.warmup_samples = warmup_samples;
+  r.reference_tau = reference_tau;
+  const planner_result o = plan_batch(r);
+  py::dict d;
+  d["ok"] = o.ok;
+  d["state"] = o.state;
+  d["description"] = o.description;
+  d["max_micro_batch"] = o.max_micro_batch;
+  d["micro_batch"] = o.micro_batch;
+  d["accumulation_steps"] = o.accumulation_steps;
+  d["global_batch"] = o.global_batch;
+  d["warmup_steps"] = o.warmup_steps;
+  d["bytes_per_sample"] = o.bytes_per_sample;
+  d["usable_bytes"] = o.usable_bytes;
+  d["peak_bytes"] = o.peak_bytes;
+  d["learning_rate"] = o.learning_rate;
+  d["target_relative_error"] = o.target_relative_error;
+  return d;
+}
+
 bool has_cuda() {
 #if defined(EBAC_TORCH_WITH_CUDA)
   return true;
@@ -276,6 +315,54 @@ PYBIND11_MODULE(TORCH_EXTENSION_NAME, m) {
         "ebac's error model: predicted RMS weight-gradient error of a Conv2d/Linear layer whose saved "
         "input x is replaced by y.");
   m.def("ebac_version", &ebac_version);
+  m.def("plan_batch", &plan_batch_py, py::arg("budget_bytes"), py::arg("static_bytes"),
+        py::arg("uncompressed_bytes_per_sample"), py::arg("bytes_per_sample"), py::arg("compression_ratio"),
+        py::arg("safety_margin") = 0.1, py::arg("target_global_batch") = 0, py::arg("max_batch") = int64_t{1} << 24,
+        py::arg("reference_batch") = 16, py::arg("reference_lr") = 0.1, py::arg("scaling") = "linear",
+        py::arg("warmup_samples") = 0.0, py::arg("reference_tau") = 0.1,
+        "ebac::adapt::plan_batch: the largest batch that fits a memory budget, with lr and tau scaling.");
+  py::class_<controller_handle>(m, "Controller")
+      .def(py::init([](std::size_t layers, double target_relative_error, int64_t window, double initial_eb,
+                       double smoothing, double max_step, double eb_min, double eb_max, double tolerance) {
+             controller_settings s;
+             s.target_relative_error = target_relative_error;
+             s.window = window;
+             s.initial_eb = initial_eb;
+             s.smoothing = smoothing;
+             s.max_step = max_step;
+             s.eb_min = eb_min;
+             s.eb_max = eb_max;
+             s.tolerance = tolerance;
+             return new controller_handle(s, layers);
+           }),
+           py::arg("layers"), py::arg("target_relative_error") = 0.1, py::arg("window") = 100,
+           py::arg("initial_eb") = 1e-3, py::arg("smoothing") = 0.5, py::arg("max_step") = 4.0,
+           py::arg("eb_min") = 1e-7, py::arg("eb_max") = 0.5, py::arg("tolerance") = 0.25)
+      .def("layers", &controller_handle::layers)
+      .def("bound", &controller_handle::bound)
+      .def("observe", &controller_handle::observe, py::arg("layer"), py::arg("eb"), py::arg("predicted_sigma"),
+           py::arg("grad_rms"), py::arg("compression_ratio") = 0.0)
+      .def("end_iteration", &controller_handle::end_iteration)
+      .def("iteration", &controller_handle::iteration)
+      .def("report", [](const controller_handle& c) {
+        py::dict d;
+        d["iteration"] = c.report_iteration();
+        py::list layers;
+        for (const auto& l : c.report()) {
+          py::dict x;
+          x["eb"] = l.eb;
+          x["previous_eb"] = l.previous_eb;
+          x["target_relative_error"] = l.target_relative_error;
+          x["achieved_relative_error"] = l.achieved_relative_error;
+          x["compression_ratio"] = l.compression_ratio;
+          x["observations"] = l.observations;
+          x["rejected"] = l.rejected;
+          x["warning"] = l.warning;
+          layers.append(x);
+        }
+        d["layers"] = layers;
+        return d;
+      });
   py::class_<StorageRef>(m, "StorageRef")
       .def(py::init<const at::Tensor&>())
       .def("same", &StorageRef::same)

@@ -75,6 +75,56 @@ struct weight_error_estimate {
 weight_error_estimate predict_weight_error(const layer_geometry& g, const float* x, const float* y, const float* dy,
                                            double eb_abs);
 
+/// ebac::adapt::controller behind a small handle (the torch TU never sees
+/// ebac's headers). Bounds are in whatever unit the caller observes them in
+/// (ebac_torch uses value-range relative bounds).
+struct controller_settings {
+  double target_relative_error = 0.1;  ///< tau; see ebac/adapt/bound_update.hpp
+  double smoothing = 0.5, max_step = 4.0, eb_min = 1e-7, eb_max = 0.5, tolerance = 0.25;
+  std::int64_t window = 100;
+  double initial_eb = 1e-3;
+};
+struct controller_layer_report {
+  double eb = 0, previous_eb = 0, target_relative_error = 0, achieved_relative_error = 0, compression_ratio = 0;
+  std::int64_t observations = 0, rejected = 0;
+  std::string warning;  ///< empty when none
+};
+class controller_handle {
+ public:
+  controller_handle(const controller_settings& s, std::size_t layers);  // throws on a bad configuration
+  ~controller_handle();
+  controller_handle(const controller_handle&) = delete;
+  controller_handle& operator=(const controller_handle&) = delete;
+  std::size_t layers() const;
+  double bound(std::size_t i) const;
+  bool observe(std::size_t i, double eb, double predicted_sigma, double grad_rms, double compression_ratio);
+  bool end_iteration();
+  std::int64_t iteration() const;
+  std::int64_t report_iteration() const;
+  std::vector<controller_layer_report> report() const;
+
+ private:
+  struct impl;
+  impl* p_;
+};
+
+/// ebac::adapt::plan_batch: the largest batch that fits a memory budget.
+struct planner_request {
+  double budget_bytes = 0, static_bytes = 0, uncompressed_bytes_per_sample = 0, safety_margin = 0.1;
+  std::int64_t target_global_batch = 0, max_batch = std::int64_t{1} << 24, reference_batch = 16;
+  double reference_lr = 0.1;
+  bool sqrt_scaling = false;
+  double warmup_samples = 0, reference_tau = 0.1;
+  std::vector<double> bytes_per_sample, compression_ratio;  ///< one entry per compressed tensor
+};
+struct planner_result {
+  std::string state, description;
+  bool ok = false;
+  std::int64_t max_micro_batch = 0, micro_batch = 0, accumulation_steps = 0, global_batch = 0, warmup_steps = 0;
+  double bytes_per_sample = 0, usable_bytes = 0, peak_bytes = 0, learning_rate = 0, target_relative_error = 0;
+};
+planner_result plan_batch(const planner_request& r);
+
 /// ebac's version as "major.minor.patch".
 std::string ebac_version();
 

@@ -12,9 +12,11 @@ See docs/pytorch.md in the ebac repository.
 import torch
 
 from . import _ext
+from .adaptive import LayerAwareCompression, plan_batch
 from .hooks import compressed_activations, stats
 
-__all__ = ["compressed_activations", "stats", "compress", "decompress", "inspect", "predict_weight_error",
+__all__ = ["compressed_activations", "stats", "LayerAwareCompression", "plan_batch", "compress", "decompress",
+           "inspect", "predict_weight_error",
            "load_extension", "has_cuda", "ebac_version", "__version__"]
 
 __version__ = "0.1.0"

@@ -22,7 +22,7 @@ _origin = None
 # extension machinery running).
 CXX_FLAGS = ["-O3", "-std=c++20", "-fopenmp", "-ffp-contract=off", "-Wno-deprecated-declarations"]
 LD_FLAGS = ["-fopenmp"]
-SOURCES = ["bindings.cpp", "host_codec.cpp", "error_model.cpp"]
+SOURCES = ["bindings.cpp", "host_codec.cpp", "error_model.cpp", "adapt.cpp"]
 
 
 def source_dir():

@@ -50,7 +50,7 @@ class _Packed:
     """What pack() returns for a non-parameter tensor: a blob or the tensor itself."""
 
     __slots__ = ("session", "blob", "tensor", "sizes", "strides", "elem", "stored", "saves",
-                 "unpacks", "cache", "__weakref__")
+                 "unpacks", "cache", "module", "__weakref__")
 
     def __init__(self, session, stored):
         self.session = session
@@ -63,6 +63,7 @@ class _Packed:
         self.saves = 1      # times autograd saved it (dedupe hits + 1)
         self.unpacks = 0
         self.cache = None   # decompressed tensor while more unpacks are expected
+        self.module = None  # the module that saved it first
 
     def __del__(self):
         s = self.session
@@ -381,6 +382,7 @@ class compressed_activations:
                           "pipeline": pipeline, "eb_abs": info["eb_abs"], "outliers": info["outliers"]}
                 if self.measure_error:
                     self._measure(P, name, t, p, info["eb_abs"], detail)
+            p.module = name
             self._live += 1
             P.tensors += 1
             P.raw_bytes += raw
@@ -398,6 +400,19 @@ class compressed_activations:
                 self._table[key] = (self.C.StorageRef(t), weakref.ref(p))
             P.pack_seconds += time.perf_counter() - t0
             return p
+
+    def producer_of(self, t):
+        """Name of the module that already saved tensor t in the current pass, or None."""
+        with self._lock:
+            if t.layout != torch.strided:
+                return None
+            key = (t.data_ptr(), t.dtype, t.device, tuple(t.shape), tuple(t.stride()), t._version)
+            hit = self._table.get(key)
+            if hit is None:
+                return None
+            sref, wref = hit
+            p = wref()
+            return p.module if p is not None and sref.same(t) else None
 
     def _measure(self, P, name, t, p, eb_abs, detail):
         y = self.C.decompress(p.blob, p.sizes, p.strides, p.elem, 1 if self.threads is None else self.threads)

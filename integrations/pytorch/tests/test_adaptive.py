@@ -1,0 +1,110 @@
+"""Layer-aware mode (ebac's controller) and the batch planner through ebac_torch."""
+
+import math
+import unittest
+
+from _common import C, ebac_torch, torch
+from test_hooks import Net, data
+
+F = torch.nn.functional
+
+
+class Controller(unittest.TestCase):
+    def test_moves_towards_target(self):
+        c = C.Controller(2, target_relative_error=0.1, window=2, initial_eb=1e-2)
+        for _ in range(2):
+            # layer 0: predicted error 1% of the gradient at eb 1e-2 -> may loosen;
+            # layer 1: 100% -> must tighten
+            self.assertTrue(c.observe(0, 1e-2, 0.01, 1.0, 8.0))
+            self.assertTrue(c.observe(1, 1e-2, 1.0, 1.0, 8.0))
+            updated = c.end_iteration()
+        self.assertTrue(updated)
+        self.assertGreater(c.bound(0), 1e-2)
+        self.assertLess(c.bound(1), 1e-2)
+        rep = c.report()
+        self.assertEqual(rep["iteration"], 2)
+        self.assertAlmostEqual(rep["layers"][0]["compression_ratio"], 8.0)
+        self.assertFalse(c.observe(0, -1.0, 0.1, 1.0, 1.0))   # rejected, counted
+        self.assertFalse(c.observe(5, 1e-2, 0.1, 1.0, 1.0))   # unknown layer
+
+    def test_bad_configuration(self):
+        with self.assertRaises(RuntimeError):
+            C.Controller(1, target_relative_error=-1.0)
+        with self.assertRaises(RuntimeError):
+            C.Controller(1, window=0)
+
+
+class Planner(unittest.TestCase):
+    def test_plan_from_stats(self):
+        model = Net()
+        x, y = data(32)
+        with ebac_torch.compressed_activations(1e-2, "rel", "ratio", model=model, min_numel=1024):
+            loss = F.cross_entropy(model(x), y)
+        loss.backward()
+        st = ebac_torch.stats()
+        per_sample = sum(d["stored_bytes"] for d in st["details"]) / 32
+        budget = 1e6
+        p = ebac_torch.plan_batch(budget, 32, stats=st, safety_margin=0.1, reference_lr=0.05)
+        self.assertTrue(p["ok"], p)
+        self.assertAlmostEqual(p["bytes_per_sample"], per_sample, delta=1e-6 * per_sample)
+        self.assertEqual(p["max_micro_batch"], int(budget * 0.9 / per_sample))
+        self.assertIn("batch planner", p["description"])
+        # the same budget without compression holds about `ratio` times fewer samples
+        raw = ebac_torch.plan_batch(budget, 32, stats={"details": [
+            {"raw_bytes": d["raw_bytes"], "stored_bytes": d["raw_bytes"]} for d in st["details"]]})
+        self.assertGreater(p["max_micro_batch"], 2 * raw["max_micro_batch"])
+        # a target batch that does not fit: gradient accumulation, lr scaled linearly
+        q = ebac_torch.plan_batch(budget, 32, stats=st, target_global_batch=4 * p["max_micro_batch"] + 1,
+                                  reference_lr=0.05)
+        self.assertGreater(q["accumulation_steps"], 1)
+        self.assertAlmostEqual(q["learning_rate"], 0.05 * q["global_batch"] / 32, places=9)
+        bad = ebac_torch.plan_batch(10.0, 32, stats=st)
+        self.assertFalse(bad["ok"])
+        self.assertEqual(bad["state"], "batch_one_too_large")
+
+
+class LayerAware(unittest.TestCase):
+    def train(self, tau, steps=16):
+        torch.manual_seed(0)
+        model = Net()
+        opt = torch.optim.SGD(model.parameters(), lr=0.05, momentum=0.9)
+        la = ebac_torch.LayerAwareCompression(model, target_relative_error=tau, window=4, observe_every=2,
+                                              initial_bound=1e-2, min_numel=256)
+        losses = []
+        for step in range(steps):
+            x, _ = data(32, seed=step)
+            y = (x.mean(dim=(1, 2, 3)) * 40).long().clamp(-4, 5) + 4
+            opt.zero_grad()
+            with la:
+                loss = F.cross_entropy(model(x), y)
+            loss.backward()
+            la.end_iteration()
+            opt.step()
+            losses.append(loss.item())
+        return la, losses
+
+    def test_bounds_follow_the_target(self):
+        loose, l1 = self.train(0.5)
+        tight, l2 = self.train(0.01)
+        self.assertTrue(all(math.isfinite(v) for v in l1 + l2))
+        self.assertEqual(len(loose.history), 4)
+        # layers with a compressed input were observed and moved
+        observed = [l for l in loose.history[-1]["layers"] if l["observations"] > 0]
+        self.assertGreater(len(observed), 0)
+        for name in (l["layer"] for l in observed):
+            self.assertGreater(loose.bound(name), tight.bound(name), name)
+        self.assertGreater(loose.stats()["ratio"], tight.stats()["ratio"])
+        # the saved tensors are compressed with the controller's bounds
+        conv2 = [d for d in loose.stats()["details"] if d["module"] == "conv2" and "eb" in d]
+        self.assertTrue(conv2)
+        self.assertAlmostEqual(conv2[0]["eb"], loose.bound("conv2"))
+        plan = loose.plan_batch(1e6, 32)
+        self.assertTrue(plan["ok"], plan)
+
+    def test_rejects_model_without_layers(self):
+        with self.assertRaises(ValueError):
+            ebac_torch.LayerAwareCompression(torch.nn.ReLU())
+
+
+if __name__ == "__main__":
+    unittest.main()
