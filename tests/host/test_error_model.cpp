@@ -426,3 +426,37 @@ TEST_CASE("error_model: batchnorm gamma- and input-gradient errors match the pro
 }
 
 }  // TEST_SUITE
+
+TEST_SUITE("host") {
+
+TEST_CASE("error_model: level data (8-bit-like inputs) gets the documented conservative margin, other data none") {
+  const auto g = conv(4, 1, 12, 12, 8, 3, 1, 1);
+  auto cont = normal(static_cast<std::size_t>(g.input_count()), 31);
+  std::vector<float> levels(cont.size());
+  for (std::size_t i = 0; i < cont.size(); ++i) levels[i] = std::round(cont[i] * 8.0f) / 8.0f + 0.0625f;  // ~50 levels, no zeros
+  const auto dy = normal(static_cast<std::size_t>(g.output_count()), 32);
+  for (const auto* x : {&cont, &levels}) {
+    const em::flat_mask mask = em::find_flat_mask(g, x->data());
+    std::vector<double> w0(static_cast<std::size_t>(g.weight_count()));
+    REQUIRE(em::weight_gradient(g, x->data(), dy.data(), w0.data()) == ebac::status::ok);
+    auto ds = em::collect_output_gradient_statistics(g, dy.data(), mask);
+    ds.weight_grad_rms = em::rms(w0.data(), w0.size());
+    const outcome r = run_layer(g, *x, dy, 0.01);
+    const auto es = em::collect_input_error_statistics(g, x->data(), r.y.data(), mask, 0.01);
+    em::weight_error_model plain;
+    plain.level_data_margin = 1;
+    const auto p = em::weight_error_model{}(ds, es), q = plain(ds, es);
+    REQUIRE(p.state == ebac::status::ok);
+    if (x == &levels) {
+      CHECK(p.repeated_share >= 0.9);  // a few tail values occur once
+      CHECK(p.margin == 1.1);
+      CHECK(p.sigma == doctest::Approx(1.1 * q.sigma));
+    } else {
+      CHECK(p.repeated_share < 0.1);
+      CHECK(p.margin == 1.0);
+      CHECK(p.sigma == q.sigma);
+    }
+  }
+}
+
+}  // TEST_SUITE

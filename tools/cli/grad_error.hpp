@@ -55,7 +55,7 @@ inline std::pair<long, long> ge_parse_pair(const args& a, const std::string& key
 }
 
 struct ge_trial {
-  double eb_requested = 0, eb_abs = 0, predicted = 0, measured = 0, iid = 0, coherent_share = 0, structured_share = 0, kappa = 1, dof = 0, ratio_bytes = 0;
+  double eb_requested = 0, eb_abs = 0, predicted = 0, measured = 0, iid = 0, coherent_share = 0, structured_share = 0, kappa = 1, dof = 0, ratio_bytes = 0, margin = 1, repeated_share = 0;
   double input_predicted = 0, input_measured = 0;  // batchnorm only
 };
 
@@ -181,6 +181,8 @@ ge_report ge_run(const args& a, const std::vector<std::byte>& raw, const ebac::e
     t.structured_share = p.structured_share;
     t.kappa = p.kappa;
     t.dof = p.effective_dof;
+    t.margin = p.margin;
+    t.repeated_share = p.repeated_share;
     if (!bn) {
       t.predicted = p.sigma;
       t.iid = p.iid_sigma;
@@ -309,7 +311,7 @@ inline void ge_print(const ge_report& r, bool json) {
   const double meas = ge_quadratic_mean(r.trials, &ge_trial::measured);
   const double iid = ge_quadratic_mean(r.trials, &ge_trial::iid);
   const double ratio = meas > 0 ? pred / meas : (pred == 0 ? 1.0 : INFINITY);
-  double rmin = INFINITY, rmax = -INFINITY, coh = 0, bytes = 0, first = 0, kappa = 0, dof = INFINITY;
+  double rmin = INFINITY, rmax = -INFINITY, coh = 0, bytes = 0, first = 0, kappa = 0, dof = INFINITY, margin = 1, repeated = 0;
   for (const auto& t : r.trials) {
     const double q = t.measured > 0 ? t.predicted / t.measured : (t.predicted == 0 ? 1.0 : INFINITY);
     rmin = std::min(rmin, q);
@@ -318,6 +320,8 @@ inline void ge_print(const ge_report& r, bool json) {
     first += t.structured_share / static_cast<double>(r.trials.size());
     kappa += t.kappa / static_cast<double>(r.trials.size());
     dof = std::min(dof, t.dof);
+    margin = std::max(margin, t.margin);
+    repeated += t.repeated_share / static_cast<double>(r.trials.size());
     bytes += t.ratio_bytes / static_cast<double>(r.trials.size());
   }
   const bool bn = r.layer == "batchnorm2d";
@@ -330,14 +334,15 @@ inline void ge_print(const ge_report& r, bool json) {
     std::printf("{\"layer\": \"%s\", \"pipeline\": \"%s\", \"mode\": \"%s\", \"eb\": %s, \"eb_abs\": %s, \"trials\": %zu, "
                 "\"predicted_sigma\": %s, \"measured_sigma\": %s, \"ratio\": %s, \"ratio_min\": %s, \"ratio_max\": %s, "
                 "\"grad_rms\": %s, \"relative_error\": %s, \"iid_sigma\": %s, \"coherent_share\": %s, \"structured_share\": %s, \"kappa\": %s, \"effective_dof\": %s, \"sampling_interval\": [%s, %s], \"flat_share\": %s, "
-                "\"compression_ratio\": %s, \"weights\": %lld",
+                "\"compression_ratio\": %s, \"weights\": %lld, \"repeated_share\": %s, \"margin\": %s",
                 r.layer.c_str(), r.pipeline.c_str(), r.mode.c_str(), json_number(r.eb).c_str(), json_number(eb_abs).c_str(),
                 r.trials.size(), json_number(pred).c_str(), json_number(meas).c_str(), json_number(ratio).c_str(),
                 json_number(rmin).c_str(), json_number(rmax).c_str(), json_number(r.grad_rms).c_str(),
                 json_number(r.grad_rms > 0 ? meas / r.grad_rms : NAN).c_str(), json_number(iid).c_str(), json_number(coh).c_str(),
                 json_number(first).c_str(), json_number(kappa).c_str(), json_number(dof).c_str(), json_number(iv.low).c_str(),
                 json_number(iv.high).c_str(),
-                json_number(r.flat_share).c_str(), json_number(bytes).c_str(), static_cast<long long>(r.weights));
+                json_number(r.flat_share).c_str(), json_number(bytes).c_str(), static_cast<long long>(r.weights),
+                json_number(repeated).c_str(), json_number(margin).c_str());
     if (bn)
       std::printf(", \"input_grad_predicted_sigma\": %s, \"input_grad_measured_sigma\": %s, \"input_grad_ratio\": %s, \"input_grad_rms\": %s",
                   json_number(ipred).c_str(), json_number(imeas).c_str(), json_number(imeas > 0 ? ipred / imeas : NAN).c_str(),
@@ -363,6 +368,9 @@ inline void ge_print(const ge_report& r, bool json) {
   std::printf("  [measured/true by chance: %.3f .. %.3f at %.0f dof]", iv.low, iv.high, dof);
   std::printf("\ngrad_rms %.6g  relative_error %.4g  iid_sigma %.6g  coherent_share %.3f  structured_share %.3f  kappa %.3f  flat_share %.3f  compression_ratio %.2f\n",
               r.grad_rms, r.grad_rms > 0 ? meas / r.grad_rms : NAN, iid, coh, first, kappa, r.flat_share, bytes);
+  if (margin != 1)
+    std::printf("level data (%.0f%% of non-zero inputs repeat): predicted_sigma includes the conservative margin %.2f\n",
+                100 * repeated, margin);
   if (bn)
     std::printf("input_grad_predicted_sigma %.6g  input_grad_measured_sigma %.6g  input_grad_ratio %.4f  input_grad_rms %.6g\n", ipred,
                 imeas, imeas > 0 ? ipred / imeas : NAN, r.input_grad_rms);
