@@ -21,6 +21,7 @@ enum class status : int {
   checksum_mismatch,     // the stream's checksum does not match its bytes
   buffer_too_small,      // the caller's output buffer cannot hold the result
   size_overflow,         // a size computation would overflow 64 bits
+  out_of_memory,         // an allocation the request needs failed
 };
 
 constexpr const char* to_string(status s) noexcept {
@@ -33,6 +34,7 @@ constexpr const char* to_string(status s) noexcept {
     case status::checksum_mismatch: return "checksum mismatch";
     case status::buffer_too_small: return "buffer too small";
     case status::size_overflow: return "size overflow";
+    case status::out_of_memory: return "out of memory";
   }
   return "unknown status";
 }

@@ -460,6 +460,21 @@ TEST_CASE("stream: decoder checks sections it cannot validate in the header") {
   }
 }
 
+TEST_CASE("stream: a bit-packed stream cannot claim more elements than its payload can hold") {
+  // One chunk of 2^24 elements needs at least 2^24 / 32 payload bytes; a
+  // forged header claiming it over a 300-element payload is refused before
+  // any decoder allocates for it.
+  auto s = make_case<float>("fast", {300}, false).bytes;
+  REQUIRE(header_status(s) == ebac::status::ok);
+  ebac::detail::store_le<std::uint32_t>(s.data() + 48, 1u << 24);
+  ebac::detail::store_le<std::uint64_t>(s.data() + 104, std::uint64_t{1} << 24);
+  const char* what = nullptr;
+  CHECK(header_status(s, &what) == ebac::status::corrupt_stream);
+  REQUIRE(what != nullptr);
+  CHECK(std::string(what).find("payload too small") != std::string::npos);
+  CHECK_FALSE(try_decompress(s.data(), s.size(), ebac::dtype::f32).empty());
+}
+
 #if defined(__unix__)
 TEST_CASE("stream: zero-element tensors with huge extents finish promptly (no hang)") {
   // A tensor with a zero extent has no elements whatever its other extents,

@@ -181,6 +181,11 @@ inline std::uint64_t element_count(const stream_header& h) noexcept {
 
   const std::uint64_t chunks = (n + h.chunk_elements - 1) / h.chunk_elements;
   if (h.section_bytes[section_chunk_table] != 4 * chunks) return bad(status::corrupt_stream, "chunk table size mismatch");
+  // Bit-packing spends at least its width byte on every 32 codes, so a
+  // stream claiming more elements cannot be genuine; checking it here keeps a
+  // forged header from making a decoder allocate for elements that are not there.
+  if (h.encoder == encoder_id::block_bitpack && h.section_bytes[section_payload] < (n + 31) / 32)
+    return bad(status::corrupt_stream, "payload too small for the element count (bit-packing needs a byte per 32 elements)");
   if (h.section_bytes[section_outlier_value] != h.outlier_count * size_of(h.type))
     return bad(status::corrupt_stream, "outlier value section size mismatch");
   if ((h.encoder == encoder_id::huffman) != (h.section_bytes[section_codebook] > 0))

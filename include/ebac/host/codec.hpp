@@ -31,6 +31,7 @@
 #include <cstdint>
 #include <cstring>
 #include <memory>
+#include <stdexcept>
 #include <string>
 #include <type_traits>
 #include <vector>
@@ -479,7 +480,18 @@ void decompress(const std::byte* data, std::size_t size, T* out, std::uint64_t c
 template <element T>
 std::vector<T> decompress(const std::byte* data, std::size_t size, int threads = 0) {
   const stream_header h = inspect(data, size);
-  std::vector<T> out(static_cast<std::size_t>(element_count(h)));
+  if (h.type != dtype_of<T>::value) ::ebac::detail::fail(status::invalid_argument, "output element type does not match the stream's dtype");
+  const std::uint64_t n = element_count(h);
+  std::vector<T> out;
+  // A header can claim far more elements than memory holds (run-length and
+  // Huffman streams of zeros are legitimately tiny): a clear error, not std::bad_alloc.
+  try {
+    if (n > out.max_size()) throw std::length_error("too many elements");
+    out.resize(static_cast<std::size_t>(n));
+  } catch (const std::exception&) {
+    ::ebac::detail::fail(status::out_of_memory, "cannot allocate the " + std::to_string(n) + " elements of " +
+                                                    std::to_string(sizeof(T)) + " bytes the stream decodes to");
+  }
   decompress(data, size, out.data(), out.size(), threads);
   return out;
 }
