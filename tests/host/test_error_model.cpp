@@ -6,6 +6,7 @@
 #include "test_support.hpp"
 
 #include <ebac/error_model/batchnorm_model.hpp>
+#include <ebac/error_model/channel_moments.hpp>
 #include <ebac/error_model/energy_pyramid.hpp>
 #include <ebac/error_model/error_statistics.hpp>
 #include <ebac/error_model/flat_mask.hpp>
@@ -457,6 +458,59 @@ TEST_CASE("error_model: level data (8-bit-like inputs) gets the documented conse
       CHECK(p.sigma == q.sigma);
     }
   }
+}
+
+}  // TEST_SUITE
+
+TEST_SUITE("host") {
+
+TEST_CASE("error_model: channel moments (the statistics both backends collect) add up, skip non-finite values, merge") {
+  const std::int64_t N = 3, C = 4, HW = 5;
+  std::vector<float> x(static_cast<std::size_t>(N * C * HW));
+  for (std::size_t i = 0; i < x.size(); ++i) x[i] = (i % 3 == 0) ? 0.0f : static_cast<float>(i) * 0.25f - 7.0f;
+  x[6] = NAN;
+  x[22] = -INFINITY;
+  const auto m = em::collect_channel_moments(x.data(), N, C, HW);
+  REQUIRE(m.size() == 4);
+  for (std::int64_t c = 0; c < C; ++c) {
+    double s = 0, q = 0;
+    std::uint64_t cnt = 0, nz = 0, bad = 0;
+    for (std::int64_t n = 0; n < N; ++n)
+      for (std::int64_t i = 0; i < HW; ++i) {
+        const float v = x[static_cast<std::size_t>((n * C + c) * HW + i)];
+        if (!std::isfinite(v)) { ++bad; continue; }
+        s += v;
+        q += static_cast<double>(v) * v;
+        ++cnt;
+        nz += v != 0;
+      }
+    const auto& mc = m[static_cast<std::size_t>(c)];
+    CHECK(mc.sum == s);
+    CHECK(mc.sum_squares == q);
+    CHECK(mc.count == cnt);
+    CHECK(mc.nonzero == nz);
+    CHECK(mc.non_finite == bad);
+  }
+  const auto t = em::total_moments(m);
+  CHECK(t.count + t.non_finite == x.size());
+  CHECK(t.non_finite == 2);
+  // Splitting a channel anywhere and merging gives the same counts and sums
+  // (exactly here: the values are multiples of 1/4 and small).
+  const auto whole = em::collect_channel_moments(x.data(), 1, 1, static_cast<std::int64_t>(x.size()))[0];
+  for (std::int64_t cut : {0, 1, 17, 59, 60}) {
+    auto a = em::collect_channel_moments(x.data(), 1, 1, cut)[0];
+    const auto b = em::collect_channel_moments(x.data() + cut, 1, 1, static_cast<std::int64_t>(x.size()) - cut)[0];
+    a = em::merge_moments{}(a, b);
+    CHECK(a.sum == whole.sum);
+    CHECK(a.sum_squares == whole.sum_squares);
+    CHECK(a.count == whole.count);
+    CHECK(a.nonzero == whole.nonzero);
+  }
+  CHECK(whole.rms() == doctest::Approx(std::sqrt(whole.sum_squares / static_cast<double>(whole.count))));
+  const ebac::float16 h[3] = {ebac::from_float<ebac::float16>(1.5f), ebac::from_float<ebac::float16>(0.0f), ebac::from_float<ebac::float16>(-2.0f)};
+  const auto hm = em::collect_channel_moments(h, 1, 1, 3)[0];
+  CHECK(hm.sum == -0.5);
+  CHECK(hm.nonzero == 2);
 }
 
 }  // TEST_SUITE
