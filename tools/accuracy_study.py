@@ -216,6 +216,15 @@ def pipeline_sweep(model, xb, yb, cfg, threads, policy=None):
 # training
 # --------------------------------------------------------------------------
 
+def bound_label(c):
+    """How a configuration's bound reads in the report's tables."""
+    if not c["compress"]:
+        return "none"
+    if c.get("controller"):
+        return "controller, tau %g (per-layer bounds)" % c["tau"]
+    return "rel %g" % c["eb"]
+
+
 def run_config(cfg, args, data, log):
     xtr, ytr, xte, yte, xprobe, yprobe = data
     seed = args.seed + cfg["seed_offset"]
@@ -483,7 +492,7 @@ def write_report(results, args, out, figures, wall, cmd, default_name):
     groups = {}
     for r in results:
         c = r["config"]
-        groups.setdefault(("rel %g" % c["eb"]) if c["compress"] else "none", []).append(r)
+        groups.setdefault(bound_label(c), []).append(r)
     if any(len(v) > 1 for v in groups.values()):
         L.append("### Across seeds\n")
         L.append("Configurations with the same bound but different seeds (the pipeline does not change "
@@ -506,13 +515,13 @@ def write_report(results, args, out, figures, wall, cmd, default_name):
                  "pipeline is chosen); they differ in stream size and speed. Measured on the probe batch of %d "
                  "images with the final weights of each run; MB/s are of compressed tensors' raw bytes, on %d "
                  "thread(s) of a shared machine.\n" % (args.probe_n, torch.get_num_threads()))
-        L.append("| bound | pipeline | ratio | compress MB/s | decompress MB/s |")
-        L.append("|---|---|---|---|---|")
+        L.append("| configuration | bound | pipeline | ratio | compress MB/s | decompress MB/s |")
+        L.append("|---|---|---|---|---|---|")
         for r in sweeps:
             for p in PIPELINES:
                 x = r["pipelines"][p]
-                L.append("| rel %g | %s | %.1fx | %.0f | %.0f |" % (r["config"]["eb"], p, x["ratio"], x["pack_MBps"],
-                                                                  x["unpack_MBps"]))
+                L.append("| %s | %s | %s | %.1fx | %.0f | %.0f |" % (r["config"]["name"], bound_label(r["config"]), p,
+                                                                   x["ratio"], x["pack_MBps"], x["unpack_MBps"]))
         L.append("")
     L.append("### Test accuracy per epoch\n")
     L.append("| configuration | " + " | ".join("epoch %d" % (i + 1) for i in range(args.epochs)) + " |")
