@@ -85,6 +85,71 @@ TEST_CASE("device fast/plain/rle pipelines equal the host byte for byte") {
   }
 }
 
+TEST_CASE("device Huffman pipelines (the ratio family) equal the host byte for byte") {
+  const ebac::extents shapes[] = {{1}, {31}, {16385}, {4, 32, 28, 28}, {3, 5, 7, 11}, {200000}};
+  ebac::compress_options opt;
+  std::uint32_t seed = 41;
+  for (double rel : {1e-1, 1e-3, 1e-5}) {  // zero runs dominate .. escapes appear
+    opt.bound = {rel, ebac::bound_mode::relative};
+    for (const auto& e : shapes) {
+      std::uint64_t n = 0;
+      REQUIRE(e.count(n) == ebac::status::ok);
+      const auto x = activations(n, seed++);
+      CAPTURE(rel);
+      CAPTURE(n);
+      check_matches_host(x, e, ebac::pipeline<ebac::lorenzo, ebac::sign_preserving_quantizer, ebac::huffman>{}, opt);
+      check_matches_host(x, e, ebac::pipeline<ebac::no_prediction, ebac::linear_quantizer, ebac::huffman>{}, opt);
+      if (e.rank >= 3) {
+        ebac::pipeline<ebac::lorenzo, ebac::sign_preserving_quantizer, ebac::huffman> p2;
+        p2.predictor = ebac::lorenzo::along_last(2, e.rank, 64);
+        check_matches_host(x, e, p2, opt);
+      }
+    }
+  }
+}
+
+TEST_CASE("device Huffman: the device-scope calls refuse a missing codebook; corrupt codebooks are rejected") {
+  using pipe_t = ebac::pipeline<ebac::lorenzo, ebac::sign_preserving_quantizer, ebac::huffman>;
+  const auto x = activations(50000, 13);
+  const ebac::extents e{50000};
+  ebac::compress_options opt;
+  opt.bound = {1e-3, ebac::bound_mode::relative};
+  opt.checksum = false;
+  device_vector<float> d_in(x);
+  std::size_t temp = 0;
+  REQUIRE(ebac::cuda::compress(nullptr, temp, d_in.p, e, pipe_t{}, opt, nullptr, 0, nullptr, nullptr) == cudaSuccess);
+  const std::size_t cap = ebac::cuda::max_compressed_bytes<pipe_t, float>(e, pipe_t{});
+  device_vector<std::byte> d_temp(temp), d_out(cap);
+  device_vector<std::uint64_t> d_size(1);
+  device_vector<int> d_status(1);
+  CHECK(ebac::cuda::compress(d_temp.p, temp, d_in.p, e, pipe_t{}, opt, d_out.p, cap, d_size.p, d_status.p) == cudaErrorInvalidValue);
+  // A host stream whose codebook section is damaged: the host layer refuses it.
+  auto stream = ebac::host::compress(x.data(), e, pipe_t{}, opt);
+  const auto h = ebac::host::inspect(stream.data(), stream.size());
+  REQUIRE(h.section_bytes[ebac::section_codebook] > 2);
+  auto bad = stream;
+  bad[h.section_offset(ebac::section_codebook)] = std::byte{7};  // flags must be 0 or 1
+  device_vector<std::byte> d_bad(bad);
+  device_vector<float> out(x.size());
+  CHECK_THROWS_AS(ebac::cuda::decompress(d_bad.p, bad.size(), out.p, x.size()), ebac::error);
+  // Payload damage: the device decoder flags it.
+  std::mt19937 rng(6);
+  int rejected = 0;
+  for (int trial = 0; trial < 100; ++trial) {
+    auto b2 = stream;
+    const std::size_t at = h.section_offset(ebac::section_payload) + rng() % h.section_bytes[ebac::section_payload];
+    b2[at] = static_cast<std::byte>(rng());
+    device_vector<std::byte> d(b2);
+    try {
+      ebac::cuda::decompress(d.p, b2.size(), out.p, x.size());
+    } catch (const ebac::error&) {
+      ++rejected;
+    }
+    REQUIRE(cudaGetLastError() == cudaSuccess);
+  }
+  CHECK(rejected > 0);
+}
+
 TEST_CASE("device path handles f16 and bf16 and absolute bounds") {
   const auto xf = activations(100000, 7);
   std::vector<ebac::float16> h(xf.size());

@@ -27,7 +27,10 @@ template <> inline const char* type_name<ebac::bfloat16>() { return "bf16"; }
 
 inline std::string shape_str(const ebac::extents& e) {
   std::string s = "{";
-  for (int i = 0; i < e.rank; ++i) s += (i ? "," : "") + std::to_string(e.dims[i]);
+  for (int i = 0; i < e.rank; ++i) {
+    if (i) s += ',';
+    s += std::to_string(e.dims[i]);  // appended, not prepended: GCC 12 warns (-Wrestrict) on "," + string
+  }
   return s + "}";
 }
 

@@ -83,11 +83,35 @@ struct device_stream {
   [[nodiscard]] const std::uint64_t* device_size() const noexcept { return static_cast<const std::uint64_t*>(size.get()); }
 };
 
+namespace detail {
+
+/// A codebook image in device memory, uploaded from the host (synchronizes:
+/// the host image must stay alive until the copy is done).
+struct uploaded_codebook {
+  device_allocation memory;
+  device_huffman_codebook view;
+};
+
+inline uploaded_codebook upload_codebook(const huffman_codebook& cb, cudaStream_t stream, const allocator& alloc) {
+  const huffman_image img = pack_huffman_image(cb);
+  uploaded_codebook u;
+  u.memory = device_allocation(img.bytes.size(), stream, alloc);
+  check(cudaMemcpyAsync(u.memory.get(), img.bytes.data(), img.bytes.size(), cudaMemcpyHostToDevice, stream), "uploading the Huffman codebook");
+  check(cudaStreamSynchronize(stream), "uploading the Huffman codebook");
+  u.view = device_huffman_codebook{static_cast<const std::byte*>(u.memory.get()), img.serialized_bytes, cb.use_runs};
+  return u;
+}
+
+}  // namespace detail
+
 /// Compresses d_in on `stream`. With read_size, waits for the stream and
-/// fills `bytes`, and checks the device status; otherwise nothing syncs.
+/// fills `bytes`, and checks the device status; otherwise nothing syncs,
+/// except for Huffman pipelines, whose codebook is built on the host from the
+/// device's token histograms (one read-back and one upload, both waited for).
 template <class Pipeline, element T>
 device_stream compress(const T* d_in, const extents& shape, const Pipeline& pipe, const compress_options& opt,
                        cudaStream_t stream = nullptr, const allocator& alloc = default_allocator(), bool read_size = true) {
+  using E = typename Pipeline::encoder_type;
   std::size_t temp = 0;
   detail::check(::ebac::cuda::compress(nullptr, temp, d_in, shape, pipe, opt, nullptr, 0, nullptr, nullptr, stream),
                 "ebac::cuda::compress (temp query)");
@@ -98,8 +122,30 @@ device_stream compress(const T* d_in, const extents& shape, const Pipeline& pipe
   detail::device_allocation tmp(temp, stream, alloc);
   auto* d_size = static_cast<std::uint64_t*>(out.size.get());
   int* d_status = reinterpret_cast<int*>(d_size + 1);
+  auto bound_failed = [&](int st) {
+    if (st != device_ok) ::ebac::detail::fail(status::invalid_argument, "relative bound times the value range is not finite");
+  };
+  detail::uploaded_codebook book;
+  const device_huffman_codebook* codebook = nullptr;
+  if constexpr (E::needs_codebook) {
+    constexpr std::size_t S = huffman_alphabet::size;
+    detail::device_allocation hist(2 * S * sizeof(unsigned long long), stream, alloc);
+    detail::check(::ebac::cuda::huffman_histograms(tmp.get(), temp, d_in, shape, pipe, opt, static_cast<unsigned long long*>(hist.get()),
+                                                   d_status, stream),
+                  "ebac::cuda::huffman_histograms");
+    std::vector<unsigned long long> h(2 * S);
+    int st = 0;
+    detail::check(cudaMemcpyAsync(h.data(), hist.get(), h.size() * sizeof(unsigned long long), cudaMemcpyDeviceToHost, stream),
+                  "reading the token histograms");
+    detail::check(cudaMemcpyAsync(&st, d_status, sizeof st, cudaMemcpyDeviceToHost, stream), "reading the status");
+    detail::check(cudaStreamSynchronize(stream), "ebac::cuda::huffman_histograms");
+    bound_failed(st);
+    const std::vector<std::uint64_t> runs(h.begin(), h.begin() + S), lits(h.begin() + S, h.end());
+    book = detail::upload_codebook(huffman_codebook::choose(runs, lits), stream, alloc);
+    codebook = &book.view;
+  }
   detail::check(::ebac::cuda::compress(tmp.get(), temp, d_in, shape, pipe, opt, static_cast<std::byte*>(out.buffer.get()),
-                                       cap, d_size, d_status, stream),
+                                       cap, d_size, d_status, stream, codebook),
                 "ebac::cuda::compress");
   if (read_size) {
     std::uint64_t host[2] = {0, 0};
@@ -107,7 +153,7 @@ device_stream compress(const T* d_in, const extents& shape, const Pipeline& pipe
     detail::check(cudaStreamSynchronize(stream), "ebac::cuda::compress");
     int st = 0;
     std::memcpy(&st, reinterpret_cast<const std::byte*>(host) + sizeof(std::uint64_t), sizeof st);
-    if (st != device_ok) ::ebac::detail::fail(status::invalid_argument, "relative bound times the value range is not finite");
+    bound_failed(st);
     out.bytes = host[0];
   }
   return out;
@@ -132,11 +178,27 @@ template <element T>
 void decompress(const std::byte* d_in, std::size_t in_bytes, T* d_out, std::uint64_t count, cudaStream_t stream = nullptr,
                 const allocator& alloc = default_allocator()) {
   const stream_header h = read_header(d_in, in_bytes, stream);
+  // Huffman: the codebook section is read and validated on the host (the
+  // host decoder's deserialize), then uploaded as tables.
+  detail::uploaded_codebook book;
+  const device_huffman_codebook* codebook = nullptr;
+  if (h.encoder == encoder_id::huffman) {
+    std::vector<std::byte> bytes(static_cast<std::size_t>(h.section_bytes[section_codebook]));
+    detail::check(cudaMemcpyAsync(bytes.data(), d_in + h.section_offset(section_codebook), bytes.size(), cudaMemcpyDeviceToHost, stream),
+                  "reading the Huffman codebook");
+    detail::check(cudaStreamSynchronize(stream), "reading the Huffman codebook");
+    huffman_codebook cb;
+    const status s = huffman_codebook::deserialize(bytes.data(), bytes.size(), cb);
+    if (s != status::ok) ::ebac::detail::fail(s, "invalid Huffman codebook");
+    book = detail::upload_codebook(cb, stream, alloc);
+    codebook = &book.view;
+  }
   std::size_t temp = 0;
-  detail::check(::ebac::cuda::decompress<T>(nullptr, temp, h, d_in, in_bytes, d_out, count, nullptr, stream), "ebac::cuda::decompress (temp query)");
+  detail::check(::ebac::cuda::decompress<T>(nullptr, temp, h, d_in, in_bytes, d_out, count, nullptr, stream, codebook),
+                "ebac::cuda::decompress (temp query)");
   detail::device_allocation tmp(temp, stream, alloc);
   detail::device_allocation st(sizeof(int), stream, alloc);
-  detail::check(::ebac::cuda::decompress<T>(tmp.get(), temp, h, d_in, in_bytes, d_out, count, static_cast<int*>(st.get()), stream),
+  detail::check(::ebac::cuda::decompress<T>(tmp.get(), temp, h, d_in, in_bytes, d_out, count, static_cast<int*>(st.get()), stream, codebook),
                 "ebac::cuda::decompress");
   int host = 0;
   detail::check(cudaMemcpyAsync(&host, st.get(), sizeof host, cudaMemcpyDeviceToHost, stream), "reading the decode status");

@@ -17,7 +17,18 @@
 // reported through *d_status (0 = ok, see device_status), never by touching
 // memory out of bounds. Every output element is written.
 //
-// Not yet on the device: the Huffman encoder (cudaErrorNotSupported).
+// Huffman pipelines need a codebook, which is built from the whole tensor's
+// token histogram by the host's code (huffman_codebook::choose), so they take
+// two calls with a host step between (the host layer, cuda/codec.cuh, does
+// all of it):
+//   huffman_histograms(...)            -> d_hist (2 x huffman_alphabet::size)
+//   copy d_hist to the host; cb = huffman_codebook::choose(runs, literals);
+//   img = pack_huffman_image(cb); copy img.bytes to device memory d_img;
+//   compress(..., stream, device_huffman_codebook{d_img, img.serialized_bytes, cb.use_runs})
+// Decompression of a Huffman stream takes the same device image, packed from
+// the stream's codebook section (huffman_codebook::deserialize validates it).
+// The histogram and encoding kernels run one thread per chunk (the host's
+// encoder functor): correct first, not yet fast.
 #pragma once
 
 #include <ebac/cuda/config.cuh>
@@ -26,6 +37,7 @@
 #include <ebac/cuda/kernels/predict.cuh>
 #include <ebac/cuda/kernels/quantize.cuh>
 #include <ebac/dtype.hpp>
+#include <ebac/encoder/huffman_image.hpp>
 #include <ebac/format/stream_header.hpp>
 #include <ebac/host/codec.hpp>
 #include <ebac/pipeline.hpp>
@@ -61,10 +73,16 @@ struct temp_carver {
   }
 };
 
-template <class E>
-constexpr bool device_encoder_supported = !E::needs_codebook;
-
 }  // namespace detail
+
+/// A Huffman codebook in device memory: the image of pack_huffman_image()
+/// copied to `image` (huffman_image_layout::bytes, 4-byte aligned).
+struct device_huffman_codebook {
+  const std::byte* image = nullptr;
+  std::size_t serialized_bytes = 0;
+  bool use_runs = false;
+  [[nodiscard]] huffman encoder() const noexcept { return bind_huffman_image(image, use_runs); }
+};
 
 /// Bytes a stream of this shape and pipeline can take at most.
 template <class Pipeline, element T>
@@ -76,64 +94,90 @@ std::size_t max_compressed_bytes(const extents& shape, const Pipeline& pipe) noe
   const std::uint64_t chunks = (n + C - 1) / C;
   const E enc{};
   const std::uint64_t per_chunk = enc.max_chunk_bytes(static_cast<std::size_t>(C));
-  return static_cast<std::size_t>(stream_fixed_header_bytes + 8 * static_cast<std::uint64_t>(shape.rank) + 4 * chunks +
+  const std::uint64_t codebook = E::needs_codebook ? huffman_codebook::max_serialized_bytes : 0;
+  return static_cast<std::size_t>(stream_fixed_header_bytes + 8 * static_cast<std::uint64_t>(shape.rank) + codebook + 4 * chunks +
                                   chunks * per_chunk + n * (10 + sizeof(T)) + 8);
 }
 
-template <class Pipeline, element T>
-[[nodiscard]] cudaError_t compress(void* d_temp, std::size_t& temp_bytes, const T* d_in, const extents& shape,
-                                   const Pipeline& pipe, const compress_options& opt, std::byte* d_out,
-                                   std::size_t out_capacity, std::uint64_t* d_out_bytes, int* d_status,
-                                   cudaStream_t stream = nullptr) {
+namespace detail {
+
+enum class compress_phase { histograms, stream };
+
+/// Both phases share the temp layout and the front half (range, quantizer,
+/// quantize, residual codes); `histograms` stops after counting tokens.
+template <compress_phase Phase, class Pipeline, element T>
+[[nodiscard]] cudaError_t compress_impl(void* d_temp, std::size_t& temp_bytes, const T* d_in, const extents& shape,
+                                        const Pipeline& pipe, const compress_options& opt, std::byte* d_out,
+                                        std::size_t out_capacity, std::uint64_t* d_out_bytes, unsigned long long* d_hist,
+                                        int* d_status, cudaStream_t stream, const device_huffman_codebook* codebook) {
   using P = typename Pipeline::predictor_type;
   using Q = typename Pipeline::quantizer_type;
   using E = typename Pipeline::encoder_type;
-  if constexpr (!detail::device_encoder_supported<E>) {
-    return cudaErrorNotSupported;
+  std::uint64_t n = 0;
+  if (shape.count(n) != status::ok || opt.bound.validate() != status::ok || pipe.predictor.validate(shape) != status::ok)
+    return cudaErrorInvalidValue;
+  const std::uint32_t C = pipe.chunk_elements;
+  if (C < 32 || C % 32 != 0 || C > (1u << 24)) return cudaErrorInvalidValue;
+  const std::uint64_t chunks = (n + C - 1) / C;
+
+  // Temp layout. The field/code arrays are reused for the outlier indices
+  // once encoding no longer needs them (stream order makes that safe).
+  temp_carver t{static_cast<std::byte*>(d_temp)};
+  auto* field = t.take<std::uint32_t>(2 * n + 2);  // q, then codes; later u64 outlier indices
+  std::uint32_t* codes = field ? field + n : nullptr;
+  auto* flags = t.take<std::uint8_t>(n + 1);
+  auto* chunk_bytes = t.take<std::uint64_t>(chunks + 1);
+  auto* chunk_offset = t.take<std::uint64_t>(chunks + 1);
+  auto* keys = t.take<std::int32_t>(2);
+  auto* quant = t.take<Q>(1);
+  auto* eb_abs = t.take<double>(1);
+  auto* layout = t.take<std::uint64_t>(4);
+  auto* outlier_count = t.take<std::uint64_t>(1);
+  auto* index_bytes = t.take<std::uint64_t>(1);
+  const std::size_t slot = E{}.max_chunk_bytes(C);
+  std::byte* scratch = nullptr;
+  if constexpr (!std::is_same_v<E, block_bitpack>) scratch = t.take<std::byte>(chunks * slot);
+  std::size_t scan_bytes = 0, select_bytes = 0;
+  cudaError_t e = cub::DeviceScan::ExclusiveSum(nullptr, scan_bytes, chunk_bytes, chunk_offset, static_cast<std::int64_t>(chunks), stream);
+  if (e != cudaSuccess) return e;
+  auto* outlier_index = reinterpret_cast<std::uint64_t*>(field);
+  e = cub::DeviceSelect::Flagged(nullptr, select_bytes, thrust::counting_iterator<std::uint64_t>(0), flags, outlier_index,
+                                 outlier_count, static_cast<std::int64_t>(n), stream);
+  if (e != cudaSuccess) return e;
+  void* cub_temp = t.take<std::byte>(scan_bytes > select_bytes ? scan_bytes : select_bytes);
+  const std::size_t cub_bytes = scan_bytes > select_bytes ? scan_bytes : select_bytes;
+  if (d_temp == nullptr) {
+    temp_bytes = t.used;
+    return cudaSuccess;
+  }
+  if (temp_bytes < t.used || !d_status || (n > 0 && !d_in)) return cudaErrorInvalidValue;
+  if constexpr (Phase == compress_phase::histograms) {
+    if (!d_hist) return cudaErrorInvalidValue;
   } else {
-    std::uint64_t n = 0;
-    if (shape.count(n) != status::ok || opt.bound.validate() != status::ok || pipe.predictor.validate(shape) != status::ok)
+    if (out_capacity < max_compressed_bytes<Pipeline, T>(shape, pipe) || !d_out || !d_out_bytes) return cudaErrorInvalidValue;
+    if (E::needs_codebook && (codebook == nullptr || codebook->image == nullptr ||
+                              codebook->serialized_bytes == 0 || codebook->serialized_bytes > huffman_codebook::max_serialized_bytes))
       return cudaErrorInvalidValue;
-    const std::uint32_t C = pipe.chunk_elements;
-    if (C < 32 || C % 32 != 0 || C > (1u << 24)) return cudaErrorInvalidValue;
-    const std::uint64_t chunks = (n + C - 1) / C;
+  }
 
-    // Temp layout. The field/code arrays are reused for the outlier indices
-    // once encoding no longer needs them (stream order makes that safe).
-    detail::temp_carver t{static_cast<std::byte*>(d_temp)};
-    auto* field = t.take<std::uint32_t>(2 * n + 2);  // q, then codes; later u64 outlier indices
-    std::uint32_t* codes = field ? field + n : nullptr;
-    auto* flags = t.take<std::uint8_t>(n + 1);
-    auto* chunk_bytes = t.take<std::uint64_t>(chunks + 1);
-    auto* chunk_offset = t.take<std::uint64_t>(chunks + 1);
-    auto* keys = t.take<std::int32_t>(2);
-    auto* quant = t.take<Q>(1);
-    auto* eb_abs = t.take<double>(1);
-    auto* layout = t.take<std::uint64_t>(4);
-    auto* outlier_count = t.take<std::uint64_t>(1);
-    auto* index_bytes = t.take<std::uint64_t>(1);
-    const E enc{};
-    const std::size_t slot = enc.max_chunk_bytes(C);
-    std::byte* scratch = nullptr;
-    if constexpr (!std::is_same_v<E, block_bitpack>) scratch = t.take<std::byte>(chunks * slot);
-    std::size_t scan_bytes = 0, select_bytes = 0;
-    cudaError_t e = cub::DeviceScan::ExclusiveSum(nullptr, scan_bytes, chunk_bytes, chunk_offset, static_cast<std::int64_t>(chunks), stream);
-    if (e != cudaSuccess) return e;
-    auto* outlier_index = reinterpret_cast<std::uint64_t*>(field);
-    e = cub::DeviceSelect::Flagged(nullptr, select_bytes, thrust::counting_iterator<std::uint64_t>(0), flags, outlier_index,
-                                   outlier_count, static_cast<std::int64_t>(n), stream);
-    if (e != cudaSuccess) return e;
-    void* cub_temp = t.take<std::byte>(scan_bytes > select_bytes ? scan_bytes : select_bytes);
-    const std::size_t cub_bytes = scan_bytes > select_bytes ? scan_bytes : select_bytes;
-    if (d_temp == nullptr) {
-      temp_bytes = t.used;
-      return cudaSuccess;
-    }
-    if (temp_bytes < t.used) return cudaErrorInvalidValue;
-    if (out_capacity < max_compressed_bytes<Pipeline, T>(shape, pipe) || !d_out || !d_out_bytes || !d_status ||
-        (n > 0 && !d_in))
-      return cudaErrorInvalidValue;
-
+  const unsigned g = grid_for(n);
+  if ((e = cudaMemsetAsync(d_status, 0, sizeof(int), stream)) != cudaSuccess) return e;
+  kernels::range_init_kernel<0><<<1, 1, 0, stream>>>(keys);
+  if (opt.bound.mode == bound_mode::relative && n > 0) kernels::range_kernel<T><<<g, 256, 0, stream>>>(d_in, n, keys);
+  kernels::make_quantizer_kernel<Q><<<1, 1, 0, stream>>>(opt.bound, keys, quant, eb_abs, d_status);
+  if (n > 0) {
+    kernels::quantize_kernel<Q, T><<<g, 256, 0, stream>>>(d_in, n, quant, field, flags);
+    kernels::residual_kernel<P><<<g, 256, 0, stream>>>(pipe.predictor, shape, field, codes, n);
+  }
+  if constexpr (Phase == compress_phase::histograms) {
+    constexpr std::size_t hist_bytes = 2 * std::size_t{huffman_alphabet::size} * sizeof(unsigned long long);
+    if ((e = cudaMemsetAsync(d_hist, 0, hist_bytes, stream)) != cudaSuccess) return e;
+    if (chunks > 0)
+      kernels::huffman_histogram_kernel<0><<<grid_for(chunks, kernels::histogram_threads), kernels::histogram_threads, 0, stream>>>(
+          codes, n, C, chunks, d_hist);
+    return cudaGetLastError();
+  } else {
+    E enc{};
     stream_header h;
     h.type = dtype_of<T>::value;
     h.mode = opt.bound.mode;
@@ -145,36 +189,33 @@ template <class Pipeline, element T>
     h.encoder = E::id;
     h.eb_requested = opt.bound.value;
     h.chunk_elements = C;
-    h.section_bytes[section_chunk_table] = 4 * chunks;
-    const std::uint64_t payload_offset = h.header_bytes() + 4 * chunks;
-
-    const unsigned g = detail::grid_for(n);
-    if ((e = cudaMemsetAsync(d_status, 0, sizeof(int), stream)) != cudaSuccess) return e;
-    kernels::range_init_kernel<0><<<1, 1, 0, stream>>>(keys);
-    if (opt.bound.mode == bound_mode::relative && n > 0) kernels::range_kernel<T><<<g, 256, 0, stream>>>(d_in, n, keys);
-    kernels::make_quantizer_kernel<Q><<<1, 1, 0, stream>>>(opt.bound, keys, quant, eb_abs, d_status);
-    if (n > 0) {
-      kernels::quantize_kernel<Q, T><<<g, 256, 0, stream>>>(d_in, n, quant, field, flags);
-      kernels::residual_kernel<P><<<g, 256, 0, stream>>>(pipe.predictor, shape, field, codes, n);
+    if constexpr (E::needs_codebook) {
+      enc = codebook->encoder();
+      h.section_bytes[section_codebook] = codebook->serialized_bytes;
+      if ((e = cudaMemcpyAsync(d_out + h.section_offset(section_codebook), codebook->image + huffman_image_layout::serialized,
+                               codebook->serialized_bytes, cudaMemcpyDeviceToDevice, stream)) != cudaSuccess)
+        return e;
     }
-    if ((e = cudaMemcpyAsync(layout, &payload_offset, sizeof payload_offset, cudaMemcpyHostToDevice, stream)) != cudaSuccess) return e;
+    h.section_bytes[section_chunk_table] = 4 * chunks;
+    const std::uint64_t payload_offset = h.section_offset(section_payload);
+
     if (chunks > 0) {
       if constexpr (std::is_same_v<E, block_bitpack>) {
         kernels::bitpack_size_kernel<0><<<static_cast<unsigned>(chunks), kernels::bitpack_threads, 0, stream>>>(codes, n, C, chunk_bytes);
       } else {
-        kernels::serial_encode_kernel<E><<<detail::grid_for(chunks, 64), 64, 0, stream>>>(enc, codes, n, C, chunks, scratch, slot, chunk_bytes);
+        kernels::serial_encode_kernel<E><<<grid_for(chunks, 64), 64, 0, stream>>>(enc, codes, n, C, chunks, scratch, slot, chunk_bytes);
       }
       std::size_t cb = cub_bytes;
       if ((e = cub::DeviceScan::ExclusiveSum(cub_temp, cb, chunk_bytes, chunk_offset, static_cast<std::int64_t>(chunks), stream)) != cudaSuccess) return e;
     }
-    kernels::payload_layout_kernel<0><<<1, 1, 0, stream>>>(chunk_bytes, chunk_offset, chunks, layout);
+    kernels::payload_layout_kernel<0><<<1, 1, 0, stream>>>(chunk_bytes, chunk_offset, chunks, payload_offset, layout);
     if (chunks > 0) {
       if constexpr (std::is_same_v<E, block_bitpack>) {
         kernels::bitpack_write_kernel<0><<<static_cast<unsigned>(chunks), kernels::bitpack_threads, 0, stream>>>(codes, n, C, chunk_offset, d_out, layout);
       } else {
         kernels::copy_chunks_kernel<0><<<static_cast<unsigned>(chunks), 256, 0, stream>>>(scratch, slot, chunk_bytes, chunk_offset, d_out, layout);
       }
-      kernels::chunk_table_kernel<0><<<detail::grid_for(chunks), 256, 0, stream>>>(chunk_bytes, chunks, d_out + h.header_bytes());
+      kernels::chunk_table_kernel<0><<<grid_for(chunks), 256, 0, stream>>>(chunk_bytes, chunks, d_out + h.section_offset(section_chunk_table));
     }
     // Codes are encoded: their memory now holds the outlier indices.
     if (n > 0) {
@@ -191,12 +232,38 @@ template <class Pipeline, element T>
   }
 }
 
+}  // namespace detail
+
+/// Compresses d_in into d_out (capacity >= max_compressed_bytes()); the
+/// stream's size goes to *d_out_bytes, a bound that is not finite on this
+/// tensor to *d_status. Huffman pipelines also need `codebook` (see above).
+/// With d_temp == nullptr only sets temp_bytes.
+template <class Pipeline, element T>
+[[nodiscard]] cudaError_t compress(void* d_temp, std::size_t& temp_bytes, const T* d_in, const extents& shape,
+                                   const Pipeline& pipe, const compress_options& opt, std::byte* d_out,
+                                   std::size_t out_capacity, std::uint64_t* d_out_bytes, int* d_status,
+                                   cudaStream_t stream = nullptr, const device_huffman_codebook* codebook = nullptr) {
+  return detail::compress_impl<detail::compress_phase::stream>(d_temp, temp_bytes, d_in, shape, pipe, opt, d_out, out_capacity,
+                                                               d_out_bytes, nullptr, d_status, stream, codebook);
+}
+
+/// Phase 1 of a Huffman pipeline: the token histograms of the tensor's codes,
+/// d_hist[0, size) with zero runs and d_hist[size, 2 size) without
+/// (size = huffman_alphabet::size). Same temp requirement as compress().
+template <class Pipeline, element T>
+[[nodiscard]] cudaError_t huffman_histograms(void* d_temp, std::size_t& temp_bytes, const T* d_in, const extents& shape,
+                                             const Pipeline& pipe, const compress_options& opt, unsigned long long* d_hist,
+                                             int* d_status, cudaStream_t stream = nullptr) {
+  return detail::compress_impl<detail::compress_phase::histograms>(d_temp, temp_bytes, d_in, shape, pipe, opt, nullptr, 0,
+                                                                   nullptr, d_hist, d_status, stream, nullptr);
+}
+
 /// Decompresses a stream whose (validated, host-side) header is `h`.
 /// *d_status receives 0 or a device_status code.
 template <element T>
 [[nodiscard]] cudaError_t decompress(void* d_temp, std::size_t& temp_bytes, const stream_header& h, const std::byte* d_in,
                                      std::size_t in_bytes, T* d_out, std::uint64_t count, int* d_status,
-                                     cudaStream_t stream = nullptr) {
+                                     cudaStream_t stream = nullptr, const device_huffman_codebook* codebook = nullptr) {
   const std::uint64_t n = element_count(h);
   const std::uint32_t C = h.chunk_elements;
   const std::uint64_t chunks = C ? (n + C - 1) / C : 0;
@@ -214,8 +281,9 @@ template <element T>
   }
   if (temp_bytes < t.used) return cudaErrorInvalidValue;
   if (h.type != dtype_of<T>::value || count != n || in_bytes != h.section_offset(section_count) + (h.has_checksum() ? 8 : 0) ||
-      h.encoder == encoder_id::huffman || !d_status || (n > 0 && (!d_out || !d_in)))
-    return h.encoder == encoder_id::huffman ? cudaErrorNotSupported : cudaErrorInvalidValue;
+      !d_status || (n > 0 && (!d_out || !d_in)) ||
+      (h.encoder == encoder_id::huffman && (codebook == nullptr || codebook->image == nullptr)))
+    return cudaErrorInvalidValue;
 
   if ((e = cudaMemsetAsync(d_status, 0, sizeof(int), stream)) != cudaSuccess) return e;
   if (h.has_checksum()) kernels::checksum_kernel<0><<<1, 1, 0, stream>>>(d_in, in_bytes, d_status);
@@ -231,14 +299,16 @@ template <element T>
     using Pipe = decltype(pipe);
     using Q = typename Pipe::quantizer_type;
     using E = typename Pipe::encoder_type;
-    if constexpr (detail::device_encoder_supported<E>) {
+    {
       if (chunks > 0) {
         if constexpr (std::is_same_v<E, block_bitpack>) {
           kernels::bitpack_decode_kernel<0><<<static_cast<unsigned>(chunks), kernels::bitpack_threads, 0, stream>>>(
               payload, payload_bytes, chunk_bytes, chunk_offset, n, C, field, d_status);
         } else {
+          E enc{};
+          if constexpr (E::needs_codebook) enc = codebook->encoder();
           kernels::serial_decode_kernel<E><<<detail::grid_for(chunks, 64), 64, 0, stream>>>(
-              E{}, payload, payload_bytes, chunk_bytes, chunk_offset, n, C, chunks, field, d_status);
+              enc, payload, payload_bytes, chunk_bytes, chunk_offset, n, C, chunks, field, d_status);
         }
       }
       if (n > 0) {

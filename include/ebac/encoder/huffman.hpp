@@ -145,7 +145,15 @@ struct huffman_codebook {
   /// Estimated payload bits for a histogram under these lengths (extra bits included).
   static std::uint64_t cost_bits(const std::vector<std::uint64_t>& hist, const std::vector<std::uint8_t>& len);
 
+  /// The codebook a stream uses: built from the histograms of the chunks'
+  /// tokens with zero runs and without, whichever codes the payload smaller.
+  /// Host and CUDA backends both call this, so they pick the same codebook.
+  static huffman_codebook choose(const std::vector<std::uint64_t>& with_runs, const std::vector<std::uint64_t>& literals_only);
+
   void serialize(std::vector<std::byte>& out) const;
+  /// Upper bound of serialize()'s output: two varint bytes of flags/count,
+  /// then per used symbol a gap varint (<= 2 bytes) and a length byte.
+  static constexpr std::size_t max_serialized_bytes = 3 + 3 * std::size_t{huffman_alphabet::size};
   static status deserialize(const std::byte* p, std::size_t bytes, huffman_codebook& cb);
 };
 
@@ -298,6 +306,13 @@ inline huffman_codebook huffman_codebook::from_histogram(const std::vector<std::
   cb.length = detail::huffman_lengths(hist, huffman_alphabet::max_code_length);
   cb.finalize();
   return cb;
+}
+
+inline huffman_codebook huffman_codebook::choose(const std::vector<std::uint64_t>& with_runs,
+                                                 const std::vector<std::uint64_t>& literals_only) {
+  huffman_codebook runs = from_histogram(with_runs, true);
+  huffman_codebook lits = from_histogram(literals_only, false);
+  return cost_bits(with_runs, runs.length) < cost_bits(literals_only, lits.length) ? runs : lits;
 }
 
 inline bool huffman_codebook::finalize() {

@@ -283,10 +283,7 @@ std::vector<std::byte> compress(const T* in, const extents& shape, const Pipelin
         for (std::uint32_t s = 0; s < A::size; ++s) { runs[s] += hr[c][s]; lits[s] += hl[c][s]; }
       hr.clear();
       hl.clear();
-      huffman_codebook with_runs = huffman_codebook::from_histogram(runs, true);
-      huffman_codebook without = huffman_codebook::from_histogram(lits, false);
-      const bool pick_runs = huffman_codebook::cost_bits(runs, with_runs.length) < huffman_codebook::cost_bits(lits, without.length);
-      const huffman_codebook& cb = pick_runs ? with_runs : without;
+      const huffman_codebook cb = huffman_codebook::choose(runs, lits);
       cb.serialize(codebook_bytes);
       encode_all(huffman::bind(cb), codes_of);
     } else {

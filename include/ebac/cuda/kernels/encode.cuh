@@ -8,6 +8,7 @@
 #include <ebac/cuda/config.cuh>
 #include <ebac/detail/bytes.hpp>
 #include <ebac/encoder/block_bitpack.hpp>
+#include <ebac/encoder/huffman.hpp>
 #include <ebac/format/stream_header.hpp>
 
 #include <cub/block/block_reduce.cuh>
@@ -82,6 +83,33 @@ bitpack_write_kernel(const std::uint32_t* codes, std::uint64_t n, std::uint32_t 
   }
 }
 
+inline constexpr int histogram_threads = 64;
+
+/// Token histograms for the Huffman codebook: hist[0, size) counts the
+/// chunks' tokens with zero runs, hist[size, 2 size) without (the host's
+/// huffman_tokenize, so the counts are the host's). One thread a chunk;
+/// each block counts in shared memory (a bin holds at most 64 chunks x 2^24
+/// tokens < 2^32) and adds its non-zero bins to the global 64-bit histogram.
+template <int = 0>
+EBAC_KERNEL void __launch_bounds__(histogram_threads)
+huffman_histogram_kernel(const std::uint32_t* codes, std::uint64_t n, std::uint32_t chunk, std::uint64_t chunks,
+                         unsigned long long* hist) {
+  constexpr std::uint32_t S = huffman_alphabet::size;
+  __shared__ std::uint32_t local[2 * S];
+  for (std::uint32_t i = threadIdx.x; i < 2 * S; i += histogram_threads) local[i] = 0;
+  __syncthreads();
+  const std::uint64_t c = blockIdx.x * std::uint64_t{histogram_threads} + threadIdx.x;
+  if (c < chunks) {
+    const std::uint64_t first = c * chunk;
+    const std::size_t m = static_cast<std::size_t>(n - first < chunk ? n - first : chunk);
+    ::ebac::detail::huffman_tokenize(codes + first, m, true, [&](std::uint32_t sym, std::uint32_t, int) { atomicAdd(&local[sym], 1u); });
+    ::ebac::detail::huffman_tokenize(codes + first, m, false, [&](std::uint32_t sym, std::uint32_t, int) { atomicAdd(&local[S + sym], 1u); });
+  }
+  __syncthreads();
+  for (std::uint32_t i = threadIdx.x; i < 2 * S; i += histogram_threads)
+    if (local[i]) atomicAdd(&hist[i], static_cast<unsigned long long>(local[i]));
+}
+
 /// Any encoder, one thread a chunk, into a worst-case-sized slot per chunk.
 template <class E>
 EBAC_KERNEL void serial_encode_kernel(E enc, const std::uint32_t* codes, std::uint64_t n, std::uint32_t chunk,
@@ -133,13 +161,15 @@ outlier_write_kernel(const T* in, const std::uint64_t* index, const std::uint64_
 }
 
 /// After the chunk scan: payload total and where the outlier sections start.
-/// layout[0] = payload offset (set by the host), [1] = payload bytes,
-/// [2] = outlier index offset.
+/// layout[0] = payload offset, [1] = payload bytes, [2] = outlier index
+/// offset. The offset comes as an argument, not a host-to-device copy of a
+/// host variable, so a captured graph replays it correctly.
 // A template (never instantiated twice differently) so that two TUs including
 // this header do not define the same kernel twice (CUB does the same).
 template <int = 0>
 EBAC_KERNEL void payload_layout_kernel(const std::uint64_t* chunk_bytes, const std::uint64_t* chunk_offset,
-                                       std::uint64_t chunks, std::uint64_t* layout) {
+                                       std::uint64_t chunks, std::uint64_t payload_offset, std::uint64_t* layout) {
+  layout[0] = payload_offset;
   layout[1] = chunks ? chunk_offset[chunks - 1] + chunk_bytes[chunks - 1] : 0;
   layout[2] = layout[0] + layout[1];
 }
