@@ -124,7 +124,9 @@ cuda_compile() {
 # built in-tree on first use (cached under ~/.cache/torch_extensions). About 5-10 min on 2 cores.
 pytorch() {
   if /usr/bin/python3 -c 'import torch, numpy, matplotlib' 2>/dev/null; then
-    /usr/bin/python3 -m unittest discover -s integrations/pytorch/tests -v
+    # The pip-install test builds the extension once more (about a minute): a new
+    # user's install path is checked too, not only the in-tree build.
+    EBAC_TORCH_TEST_INSTALL=1 /usr/bin/python3 -m unittest discover -s integrations/pytorch/tests -v
     /usr/bin/python3 tools/accuracy_study.py --smoke --out build/study-smoke
   else
     echo "SKIPPED: /usr/bin/python3 lacks torch/numpy/matplotlib (Debian: python3-torch python3-numpy python3-matplotlib)."

@@ -7,10 +7,9 @@
 the torch it runs with). ebac's headers are taken from $EBAC_INCLUDE_DIR or
 from this repository's include/ (two levels up).
 
-CUDA: the extension is CPU-only until ebac's CUDA backend and the
-extension's csrc/cuda_codec.cu exist; then EBAC_TORCH_CUDA=1 (or a CUDA
-build of torch with nvcc present) builds a CUDAExtension that defines
-EBAC_TORCH_WITH_CUDA. Setting EBAC_TORCH_CUDA=1 before that fails clearly.
+CUDA: with EBAC_TORCH_CUDA=1 (by default: a CUDA build of torch, a visible
+GPU and nvcc) it builds a CUDAExtension with csrc/cuda_codec.cu and
+EBAC_TORCH_WITH_CUDA, so CUDA tensors are compressed on their device.
 """
 
 import os
@@ -35,17 +34,12 @@ def ebac_include():
 
 def extension():
     sources = [os.path.join("csrc", s) for s in flags.SOURCES]
-    want_cuda = os.environ.get("EBAC_TORCH_CUDA", "0") == "1"
-    if want_cuda:
-        cu = os.path.join(HERE, "csrc", "cuda_codec.cu")
-        if not os.path.exists(cu):
-            sys.exit("ebac_torch: EBAC_TORCH_CUDA=1 but the CUDA backend (csrc/cuda_codec.cu) is not written yet")
+    if flags.want_cuda():
         from torch.utils.cpp_extension import CUDAExtension
         return CUDAExtension(
-            "ebac_torch._C", sources + [os.path.join("csrc", "cuda_codec.cu")],
+            "ebac_torch._C", sources + [os.path.join("csrc", s) for s in flags.CUDA_SOURCES],
             include_dirs=[ebac_include()],
-            extra_compile_args={"cxx": flags.CXX_FLAGS + ["-DEBAC_TORCH_WITH_CUDA=1"],
-                                "nvcc": ["-O3", "-std=c++20", "-fmad=false", "-DEBAC_TORCH_WITH_CUDA=1"]},
+            extra_compile_args={"cxx": flags.CXX_FLAGS + [flags.CUDA_DEFINE], "nvcc": flags.NVCC_FLAGS},
             extra_link_args=flags.LD_FLAGS)
     return CppExtension(
         "ebac_torch._C", sources,

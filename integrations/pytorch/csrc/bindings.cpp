@@ -11,10 +11,19 @@
 // dropped from the extents the compressor sees, so Lorenzo predicts along
 // real axes.
 //
-// Devices: CPU tensors go to the host backend. CUDA tensors need the CUDA
-// backend (EBAC_TORCH_WITH_CUDA, not written yet); without it compress()
-// raises and the Python layer keeps CUDA tensors uncompressed.
+// Devices: CPU tensors go to the host backend. CUDA tensors go to the CUDA
+// backend (cuda_codec.cu) when the extension was built with it
+// (EBAC_TORCH_WITH_CUDA): on the tensor's device and PyTorch's current
+// stream, with memory from PyTorch's caching allocator, and the blob stays on
+// that device. Without it compress() raises and the Python layer keeps CUDA
+// tensors uncompressed.
 #include <torch/extension.h>
+
+#if defined(EBAC_TORCH_WITH_CUDA)
+#include <ATen/cuda/CUDAContext.h>
+#include <c10/cuda/CUDACachingAllocator.h>
+#include <c10/cuda/CUDAGuard.h>
+#endif
 
 #include <c10/core/StorageImpl.h>
 #include <c10/util/intrusive_ptr.h>
@@ -96,6 +105,29 @@ at::Tensor wrap_bytes(std::vector<std::byte>&& bytes) {
                           at::TensorOptions().dtype(at::kByte).device(at::kCPU));
 }
 
+#if defined(EBAC_TORCH_WITH_CUDA)
+/// PyTorch's caching allocator behind codec_api's plain interface.
+device_allocator torch_cuda_allocator() {
+  device_allocator a;
+  a.allocate = [](std::size_t bytes, void* stream, void*) -> void* {
+    return c10::cuda::CUDACachingAllocator::raw_alloc_with_stream(bytes ? bytes : 1, static_cast<cudaStream_t>(stream));
+  };
+  a.deallocate = [](void* p, void*, void*) { c10::cuda::CUDACachingAllocator::raw_delete(p); };
+  return a;
+}
+
+/// Where cuda_compress puts the stream: a uint8 tensor on the input's device.
+struct cuda_blob_target {
+  at::Device device;
+  at::Tensor blob;
+  static void* output(std::uint64_t bytes, void* ctx) {
+    auto* self = static_cast<cuda_blob_target*>(ctx);
+    self->blob = at::empty({static_cast<int64_t>(bytes)}, at::TensorOptions().dtype(at::kByte).device(self->device));
+    return self->blob.data_ptr();
+  }
+};
+#endif
+
 bool parse_mode(const std::string& mode) {
   if (mode == "rel" || mode == "relative") return true;
   if (mode == "abs" || mode == "absolute") return false;
@@ -119,10 +151,22 @@ py::tuple compress(at::Tensor t, double error_bound, const std::string& mode, co
   r.checksum = checksum;
   if (t.is_cuda()) {
 #if defined(EBAC_TORCH_WITH_CUDA)
-    // cuda_compress(...) on at::cuda::getCurrentCUDAStream(), with temp storage
-    // and the output blob from the caching allocator, goes here.
-#endif
+    const c10::cuda::CUDAGuard guard(t.device());
+    std::vector<int64_t> perm = physical_order(t);
+    if (perm.empty()) {
+      t = t.contiguous();
+      perm = physical_order(t);
+    }
+    fill_extents(t, perm, r);
+    r.data = t.data_ptr();
+    cuda_blob_target target{t.device(), at::Tensor()};
+    const device_allocator a = torch_cuda_allocator();
+    cuda_compress(r, at::cuda::getCurrentCUDAStream(t.device().index()).stream(), a,
+                  blob_sink{&cuda_blob_target::output, &target});
+    return py::make_tuple(target.blob, t.strides().vec());
+#else
     TORCH_CHECK(false, "ebac_torch was built without the CUDA backend: cannot compress a CUDA tensor");
+#endif
   }
   TORCH_CHECK(t.device().is_cpu(), "ebac_torch: unsupported device ", t.device());
   std::vector<int64_t> perm = physical_order(t);
@@ -143,10 +187,22 @@ py::tuple compress(at::Tensor t, double error_bound, const std::string& mode, co
 /// decompress(blob, sizes, strides, elem_code, threads) -> tensor
 at::Tensor decompress(const at::Tensor& blob, std::vector<int64_t> sizes, std::vector<int64_t> strides, int elem_code,
                       int64_t threads) {
-  TORCH_CHECK(blob.device().is_cpu(), "ebac_torch: the CPU build keeps compressed blobs on the CPU");
   TORCH_CHECK(blob.scalar_type() == at::kByte && blob.dim() == 1 && blob.is_contiguous(),
               "ebac_torch: a compressed blob is a contiguous 1-D uint8 tensor");
   const at::ScalarType st = scalar_of(elem_code);
+  if (blob.is_cuda()) {
+#if defined(EBAC_TORCH_WITH_CUDA)
+    const c10::cuda::CUDAGuard guard(blob.device());
+    at::Tensor out = at::empty_strided(sizes, strides, at::TensorOptions().dtype(st).device(blob.device()));
+    cuda_decompress(reinterpret_cast<const std::byte*>(blob.data_ptr<std::uint8_t>()), static_cast<std::size_t>(blob.numel()),
+                    out.data_ptr(), static_cast<elem>(elem_code), static_cast<std::uint64_t>(out.numel()),
+                    at::cuda::getCurrentCUDAStream(blob.device().index()).stream(), torch_cuda_allocator());
+    return out;
+#else
+    TORCH_CHECK(false, "ebac_torch was built without the CUDA backend: cannot decompress a CUDA blob");
+#endif
+  }
+  TORCH_CHECK(blob.device().is_cpu(), "ebac_torch: unsupported device ", blob.device());
   at::Tensor out = at::empty_strided(sizes, strides, at::TensorOptions().dtype(st).device(at::kCPU));
   const auto* data = reinterpret_cast<const std::byte*>(blob.data_ptr<std::uint8_t>());
   const auto size = static_cast<std::size_t>(blob.numel());
@@ -160,10 +216,19 @@ at::Tensor decompress(const at::Tensor& blob, std::vector<int64_t> sizes, std::v
 }
 
 py::dict inspect(const at::Tensor& blob) {
-  TORCH_CHECK(blob.device().is_cpu() && blob.scalar_type() == at::kByte && blob.dim() == 1 && blob.is_contiguous(),
-              "ebac_torch: a compressed blob is a contiguous 1-D uint8 CPU tensor");
-  const stream_info s = host_inspect(reinterpret_cast<const std::byte*>(blob.data_ptr<std::uint8_t>()),
-                                     static_cast<std::size_t>(blob.numel()));
+  TORCH_CHECK(blob.scalar_type() == at::kByte && blob.dim() == 1 && blob.is_contiguous(),
+              "ebac_torch: a compressed blob is a contiguous 1-D uint8 tensor");
+  stream_info s;
+  if (blob.device().is_cpu()) {
+    s = host_inspect(reinterpret_cast<const std::byte*>(blob.data_ptr<std::uint8_t>()), static_cast<std::size_t>(blob.numel()));
+  } else {
+    // A device blob: only its header comes to the host (the payload's
+    // integrity is the device decoder's to check).
+    const int64_t k = std::min<int64_t>(blob.numel(), static_cast<int64_t>(max_header_bytes));
+    const at::Tensor head = blob.slice(0, 0, k).cpu();
+    s = inspect_header(reinterpret_cast<const std::byte*>(head.data_ptr<std::uint8_t>()), static_cast<std::size_t>(k),
+                       static_cast<std::size_t>(blob.numel()));
+  }
   py::dict d;
   d["dtype"] = s.type == elem::f32 ? "float32" : s.type == elem::f16 ? "float16" : "bfloat16";
   d["dims"] = s.dims;
@@ -298,7 +363,7 @@ bool has_cuda() {
 
 PYBIND11_MODULE(TORCH_EXTENSION_NAME, m) {
   using namespace ebac_torch;
-  m.doc() = "ebac error-bounded compression of torch tensors (host backend)";
+  m.doc() = "ebac error-bounded compression of torch tensors (host backend; CUDA backend when built with it)";
   m.def("compress", &compress, py::arg("tensor"), py::arg("error_bound"), py::arg("mode") = "rel",
         py::arg("pipeline") = "fast", py::arg("threads") = 0, py::arg("checksum") = false,
         "Compress a float32/float16/bfloat16 tensor; returns (uint8 blob, strides to restore).");

@@ -52,6 +52,32 @@ std::vector<std::byte> host_compress(const compress_request& r);
 void host_decompress(const std::byte* data, std::size_t size, void* out, elem type, std::uint64_t count, int threads);
 stream_info host_inspect(const std::byte* data, std::size_t size);
 
+/// What a stream's header says, from its first bytes only (a device blob's
+/// header copied to the host); `total_bytes` is the whole stream's size.
+inline constexpr std::size_t max_header_bytes = 104 + 8 * 8;
+stream_info inspect_header(const std::byte* head, std::size_t head_bytes, std::size_t total_bytes);
+
+/// Stream-ordered device memory (the torch translation unit passes PyTorch's
+/// caching allocator). `stream` is a cudaStream_t.
+struct device_allocator {
+  void* (*allocate)(std::size_t bytes, void* stream, void* context) = nullptr;
+  void (*deallocate)(void* p, void* stream, void* context) = nullptr;
+  void* context = nullptr;
+};
+
+/// CUDA backend (cuda_codec.cu, built only with EBAC_TORCH_WITH_CUDA):
+/// ebac::cuda's host layer on `stream`. cuda_compress reads the stream's size
+/// back (one synchronization), asks `output(bytes)` for the blob's memory and
+/// copies the stream there; cuda_decompress reads the header (and a Huffman
+/// codebook) and the decoder's status back. Throw ebac::error on bad input.
+struct blob_sink {
+  void* (*output)(std::uint64_t bytes, void* context) = nullptr;
+  void* context = nullptr;
+};
+void cuda_compress(const compress_request& r, void* stream, const device_allocator& a, const blob_sink& sink);
+void cuda_decompress(const std::byte* data, std::size_t size, void* out, elem type, std::uint64_t count, void* stream,
+                     const device_allocator& a);
+
 /// A Conv2d (or, with 1x1 everything, a Linear: rows = batch, features =
 /// in_channels) whose saved input is compressed; PyTorch conventions.
 struct layer_geometry {

@@ -59,8 +59,8 @@ void host_decompress(const std::byte* data, std::size_t size, void* out, elem ty
   });
 }
 
-stream_info host_inspect(const std::byte* data, std::size_t size) {
-  const ebac::stream_header h = ebac::host::inspect(data, size);
+namespace {
+stream_info info_of(const ebac::stream_header& h, std::size_t size) {
   stream_info s;
   s.type = static_cast<elem>(h.type);
   for (int i = 0; i < h.shape.rank; ++i) s.dims.push_back(static_cast<std::int64_t>(h.shape.dims[i]));
@@ -74,6 +74,19 @@ stream_info host_inspect(const std::byte* data, std::size_t size) {
   s.encoder = static_cast<int>(h.encoder);
   s.checksum = h.has_checksum();
   return s;
+}
+}  // namespace
+
+stream_info host_inspect(const std::byte* data, std::size_t size) {
+  return info_of(ebac::host::inspect(data, size), size);
+}
+
+stream_info inspect_header(const std::byte* head, std::size_t head_bytes, std::size_t total_bytes) {
+  ebac::stream_header h;
+  const char* what = "invalid stream header";
+  const ebac::status st = ebac::read_stream_header_fields(head, head_bytes, total_bytes, h, &what);
+  if (st != ebac::status::ok) throw ebac::error(st, what);
+  return info_of(h, total_bytes);
 }
 
 std::string ebac_version() {

@@ -23,6 +23,23 @@ _origin = None
 CXX_FLAGS = ["-O3", "-std=c++20", "-fopenmp", "-ffp-contract=off", "-Wno-deprecated-declarations"]
 LD_FLAGS = ["-fopenmp"]
 SOURCES = ["bindings.cpp", "host_codec.cpp", "error_model.cpp", "adapt.cpp"]
+# The CUDA backend: one more source, compiled by nvcc, and a define for all.
+CUDA_SOURCES = ["cuda_codec.cu"]
+CUDA_DEFINE = "-DEBAC_TORCH_WITH_CUDA=1"
+# -fmad=false: no FMA contraction in quantize/reconstruct, so device streams
+# equal the host's byte for byte (DESIGN.md).
+NVCC_FLAGS = ["-O3", "-std=c++20", "-fmad=false", "--expt-relaxed-constexpr", CUDA_DEFINE]
+
+
+def want_cuda():
+    """Build the CUDA backend? $EBAC_TORCH_CUDA=1/0 decides; by default yes
+    when torch is a CUDA build, a GPU is visible and nvcc (CUDA_HOME) exists."""
+    env = os.environ.get("EBAC_TORCH_CUDA")
+    if env is not None:
+        return env == "1"
+    import torch
+    from torch.utils.cpp_extension import CUDA_HOME
+    return torch.version.cuda is not None and torch.cuda.is_available() and CUDA_HOME is not None
 
 
 def source_dir():
@@ -52,11 +69,14 @@ def _jit_load(verbose):
     # One build per source tree, so two checkouts on one machine do not
     # rebuild each other's copy back and forth in the shared cache.
     tag = hashlib.sha1(os.path.realpath(src).encode()).hexdigest()[:8]
+    cuda = want_cuda()
+    sources = SOURCES + (CUDA_SOURCES if cuda else [])
     return cpp_extension.load(
-        name="ebac_torch_C_" + tag,
-        sources=[os.path.join(src, s) for s in SOURCES],
+        name="ebac_torch_C_" + tag + ("_cuda" if cuda else ""),
+        sources=[os.path.join(src, s) for s in sources],
         extra_include_paths=[inc],
-        extra_cflags=CXX_FLAGS,
+        extra_cflags=CXX_FLAGS + ([CUDA_DEFINE] if cuda else []),
+        extra_cuda_cflags=NVCC_FLAGS if cuda else None,
         extra_ldflags=LD_FLAGS,
         verbose=verbose)
 

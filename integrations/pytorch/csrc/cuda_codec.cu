@@ -1,0 +1,83 @@
+// cuda_codec.cu - the CUDA backend of the extension: ebac::cuda's host layer
+// on PyTorch's current stream, with memory from the allocator the torch
+// translation unit passes in (PyTorch's caching allocator). Includes no torch
+// header (see codec_api.hpp). Built only when EBAC_TORCH_WITH_CUDA is set.
+//
+// Synchronization per tensor: compression reads the stream's size back once
+// (and, for Huffman pipelines, the token histograms); decompression reads
+// the header, a Huffman codebook and the decoder's status. Keeping the
+// worst-case buffer instead would avoid the size read-back but hold up to the
+// raw size until the next synchronization, which defeats the purpose.
+#include "codec_api.hpp"
+
+#include <ebac/cuda/codec.cuh>
+#include <ebac/ebac.hpp>
+
+#include <string>
+
+namespace ebac_torch {
+namespace {
+
+template <class F>
+decltype(auto) with_element(elem t, F&& f) {
+  switch (t) {
+    case elem::f16: return f(ebac::float16{});
+    case elem::bf16: return f(ebac::bfloat16{});
+    case elem::f32: break;
+  }
+  return f(float{});
+}
+
+ebac::cuda::allocator adapt(const device_allocator& a) {
+  ebac::cuda::allocator out;
+  out.context = const_cast<device_allocator*>(&a);
+  out.allocate = [](std::size_t bytes, cudaStream_t s, void* ctx) -> void* {
+    const auto* d = static_cast<const device_allocator*>(ctx);
+    return d->allocate(bytes, s, d->context);
+  };
+  out.deallocate = [](void* p, cudaStream_t s, void* ctx) {
+    const auto* d = static_cast<const device_allocator*>(ctx);
+    d->deallocate(p, s, d->context);
+  };
+  return out;
+}
+
+void check(cudaError_t e, const char* what) {
+  if (e != cudaSuccess) throw ebac::error(ebac::status::invalid_argument, std::string(what) + ": " + cudaGetErrorString(e));
+}
+
+}  // namespace
+
+void cuda_compress(const compress_request& r, void* stream, const device_allocator& a, const blob_sink& sink) {
+  ebac::pipeline_spec spec;
+  if (!ebac::parse_pipeline(r.pipeline, spec))
+    throw ebac::error(ebac::status::invalid_argument, "unknown pipeline '" + r.pipeline + "'");
+  ebac::extents shape;
+  shape.rank = r.rank;
+  for (int i = 0; i < r.rank && i < ebac::max_rank; ++i) shape.dims[i] = r.dims[i];
+  ebac::compress_options opt;
+  opt.bound = {r.error_bound, r.relative ? ebac::bound_mode::relative : ebac::bound_mode::absolute};
+  opt.checksum = false;  // device streams carry none
+  const auto s = static_cast<cudaStream_t>(stream);
+  const ebac::cuda::allocator alloc = adapt(a);
+  with_element(r.type, [&](auto tag) {
+    using T = decltype(tag);
+    ebac::with_pipeline(spec, shape, [&](auto p) {
+      const ebac::cuda::device_stream ds = ebac::cuda::compress(static_cast<const T*>(r.data), shape, p, opt, s, alloc, true);
+      void* dst = sink.output(ds.bytes, sink.context);
+      check(cudaMemcpyAsync(dst, ds.data(), ds.bytes, cudaMemcpyDeviceToDevice, s), "copying the compressed stream");
+      // ds's worst-case buffer goes back to the allocator, ordered after the copy.
+    });
+  });
+}
+
+void cuda_decompress(const std::byte* data, std::size_t size, void* out, elem type, std::uint64_t count, void* stream,
+                     const device_allocator& a) {
+  const ebac::cuda::allocator alloc = adapt(a);
+  with_element(type, [&](auto tag) {
+    using T = decltype(tag);
+    ebac::cuda::decompress<T>(data, size, static_cast<T*>(out), count, static_cast<cudaStream_t>(stream), alloc);
+  });
+}
+
+}  // namespace ebac_torch

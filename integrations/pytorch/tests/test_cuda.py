@@ -1,0 +1,84 @@
+"""The CUDA backend through the extension (EBAC_TORCH_WITH_CUDA builds, on a GPU).
+
+Skipped, with the reason printed, where there is no GPU or the extension was
+built without its CUDA backend (every CPU-only machine, CI included);
+tools/gpu-check.sh runs it on the lent GPU.
+"""
+
+import unittest
+
+from _common import C, ebac_torch, max_err, torch
+
+HAVE = torch.cuda.is_available() and C.has_cuda()
+WHY = "no CUDA device" if not torch.cuda.is_available() else "ebac_torch built without its CUDA backend"
+ELEM = {torch.float32: 1, torch.float16: 2, torch.bfloat16: 3}
+
+
+def activation(shape, seed=0, dtype=torch.float32):
+    g = torch.Generator().manual_seed(seed)
+    x = torch.relu(torch.nn.functional.avg_pool2d(torch.randn(shape, generator=g), 3, 1, 1) * 3)
+    return x.to(dtype)
+
+
+@unittest.skipUnless(HAVE, WHY)
+class CudaBackend(unittest.TestCase):
+    def test_device_streams_equal_host_streams(self):
+        for dtype in (torch.float32, torch.float16, torch.bfloat16):
+            x = activation((4, 32, 28, 28), dtype=dtype)
+            xd = x.cuda()
+            for p in ("fast", "ratio", "ratio-flat", "rle", "plain"):
+                with self.subTest(dtype=dtype, pipeline=p):
+                    hb, hs = C.compress(x, 1e-2, "rel", p, 1, False)
+                    db, ds = C.compress(xd, 1e-2, "rel", p, 0, False)
+                    self.assertTrue(db.is_cuda)
+                    self.assertEqual(list(hs), list(ds))
+                    self.assertTrue(torch.equal(db.cpu(), hb), "device stream differs from the host's")
+                    y = C.decompress(db, list(x.shape), list(ds), ELEM[dtype], 0)
+                    self.assertTrue(y.is_cuda)
+                    yh = C.decompress(hb, list(x.shape), list(hs), ELEM[dtype], 1)
+                    self.assertTrue(torch.equal(y.cpu(), yh))
+                    self.assertLessEqual(max_err(x, y.cpu()), C.inspect(db)["eb_abs"])
+
+    def test_channels_last_and_views(self):
+        x = activation((2, 16, 9, 7)).cuda().to(memory_format=torch.channels_last)
+        b, s = C.compress(x, 1e-3, "rel", "fast", 0, False)
+        y = C.decompress(b, list(x.shape), list(s), 1, 0)
+        self.assertEqual(y.stride(), x.stride())
+        self.assertLessEqual(max_err(x.cpu(), y.cpu()), C.inspect(b)["eb_abs"])
+        t = x.transpose(1, 3)  # not dense in any order: made contiguous first
+        b, s = C.compress(t, 1e-3, "rel", "fast", 0, False)
+        y = C.decompress(b, list(t.shape), list(s), 1, 0)
+        self.assertLessEqual(max_err(t.cpu(), y.cpu()), C.inspect(b)["eb_abs"])
+
+    def test_training_step_under_hooks(self):
+        torch.manual_seed(0)
+        model = torch.nn.Sequential(torch.nn.Conv2d(3, 16, 3, padding=1), torch.nn.BatchNorm2d(16), torch.nn.ReLU(),
+                                    torch.nn.Conv2d(16, 16, 3, padding=1), torch.nn.ReLU(),
+                                    torch.nn.AdaptiveAvgPool2d(1), torch.nn.Flatten(), torch.nn.Linear(16, 10)).cuda()
+        x = torch.randn(8, 3, 32, 32, device="cuda")
+        y = torch.randint(0, 10, (8,), device="cuda")
+        torch.nn.functional.cross_entropy(model(x), y).backward()
+        ref = [p.grad.clone() for p in model.parameters()]
+        model.zero_grad()
+        with ebac_torch.compressed_activations(1e-3, "rel", "fast", model=model):
+            loss = torch.nn.functional.cross_entropy(model(x), y)
+        loss.backward()
+        st = ebac_torch.stats()
+        self.assertGreater(st["compressed_tensors"], 0)
+        self.assertLess(st["compressed_bytes"], st["raw_bytes"])
+        for p, r in zip(model.parameters(), ref):
+            self.assertTrue(p.grad.is_cuda)
+            rel = float((p.grad - r).norm() / r.norm().clamp_min(1e-12))
+            self.assertLess(rel, 0.1)
+
+    def test_corrupt_device_blob_is_rejected(self):
+        x = activation((4, 8, 16, 16)).cuda()
+        b, s = C.compress(x, 1e-2, "rel", "fast", 0, False)
+        bad = b.clone()
+        bad[0] ^= 0xFF  # magic
+        with self.assertRaises(RuntimeError):
+            C.decompress(bad, list(x.shape), list(s), 1, 0)
+
+
+if __name__ == "__main__":
+    unittest.main()
