@@ -21,7 +21,6 @@
 #include <algorithm>
 #include <cstddef>
 #include <cstdint>
-#include <queue>
 #include <vector>
 
 EBAC_NAMESPACE_BEGIN
@@ -263,38 +262,43 @@ inline std::vector<std::uint8_t> huffman_lengths(std::vector<std::uint64_t> freq
     if (freq[s]) used.push_back(s);
   if (used.empty()) return len;
   if (used.size() == 1) { len[used[0]] = 1; return len; }
+  // Two-queue construction (van Leeuwen): leaves sorted by (weight, symbol),
+  // internal nodes created in non-decreasing weight order, so the two
+  // lightest nodes are always at the queues' fronts; on equal weights the
+  // leaf is taken first. Linear after the sort, and deterministic.
+  const std::size_t m = used.size();
+  std::vector<std::uint32_t> order(used);
+  std::vector<std::uint64_t> weight(2 * m - 1);
+  std::vector<std::uint32_t> parent(2 * m - 1);
+  std::vector<int> depth(2 * m - 1);
   for (;;) {
-    struct node { std::uint64_t w; std::uint32_t order; std::int32_t left, right; };
-    std::vector<node> nodes;
-    nodes.reserve(2 * used.size());
-    using item = std::pair<std::uint64_t, std::uint32_t>;  // (weight, node index)
-    std::priority_queue<item, std::vector<item>, std::greater<>> heap;
-    for (std::uint32_t s : used) {
-      nodes.push_back({freq[s], s, -1, -1});
-      heap.push({freq[s], static_cast<std::uint32_t>(nodes.size() - 1)});
+    std::sort(order.begin(), order.end(), [&](std::uint32_t a, std::uint32_t b) {
+      return freq[a] != freq[b] ? freq[a] < freq[b] : a < b;
+    });
+    for (std::size_t i = 0; i < m; ++i) weight[i] = freq[order[i]];  // nodes [0, m): leaves; [m, 2m-1): internal
+    std::size_t leaf = 0, inner = m, next = m;
+    auto take = [&]() -> std::size_t {
+      if (leaf < m && (inner >= next || weight[leaf] <= weight[inner])) return leaf++;
+      return inner++;
+    };
+    while (next < 2 * m - 1) {
+      const std::size_t a = take(), b = take();
+      weight[next] = weight[a] + weight[b];
+      parent[a] = parent[b] = static_cast<std::uint32_t>(next);
+      ++next;
     }
-    while (heap.size() > 1) {
-      const auto a = heap.top(); heap.pop();
-      const auto b = heap.top(); heap.pop();
-      nodes.push_back({a.first + b.first, 0, static_cast<std::int32_t>(a.second), static_cast<std::int32_t>(b.second)});
-      heap.push({a.first + b.first, static_cast<std::uint32_t>(nodes.size() - 1)});
-    }
-    // Depths by an explicit stack (trees can be deep before flattening).
+    // Depths from the root (the last node) down: a parent is always created
+    // after its children, so one backward sweep suffices.
+    depth[2 * m - 2] = 0;
     int deepest = 0;
-    std::vector<std::pair<std::int32_t, int>> stack{{static_cast<std::int32_t>(nodes.size() - 1), 0}};
-    while (!stack.empty()) {
-      const auto [idx, depth] = stack.back();
-      stack.pop_back();
-      const node& nd = nodes[static_cast<std::size_t>(idx)];
-      if (nd.left < 0) {
-        len[nd.order] = static_cast<std::uint8_t>(depth > 255 ? 255 : depth);
-        deepest = std::max(deepest, depth);
-      } else {
-        stack.push_back({nd.left, depth + 1});
-        stack.push_back({nd.right, depth + 1});
-      }
+    for (std::size_t i = 2 * m - 2; i-- > 0;) {
+      depth[i] = depth[parent[i]] + 1;
+      if (i < m) deepest = std::max(deepest, depth[i]);
     }
-    if (deepest <= max_len) return len;
+    if (deepest <= max_len) {
+      for (std::size_t i = 0; i < m; ++i) len[order[i]] = static_cast<std::uint8_t>(depth[i]);
+      return len;
+    }
     for (std::uint32_t s : used) freq[s] = (freq[s] >> 1) | 1u;  // flatten, keep non-zero
   }
 }
@@ -310,9 +314,14 @@ inline huffman_codebook huffman_codebook::from_histogram(const std::vector<std::
 
 inline huffman_codebook huffman_codebook::choose(const std::vector<std::uint64_t>& with_runs,
                                                  const std::vector<std::uint64_t>& literals_only) {
-  huffman_codebook runs = from_histogram(with_runs, true);
-  huffman_codebook lits = from_histogram(literals_only, false);
-  return cost_bits(with_runs, runs.length) < cost_bits(literals_only, lits.length) ? runs : lits;
+  namespace A = huffman_alphabet;
+  std::vector<std::uint8_t> lr = detail::huffman_lengths(with_runs, A::max_code_length);
+  std::vector<std::uint8_t> ll = detail::huffman_lengths(literals_only, A::max_code_length);
+  huffman_codebook cb;
+  cb.use_runs = cost_bits(with_runs, lr) < cost_bits(literals_only, ll);
+  cb.length = cb.use_runs ? std::move(lr) : std::move(ll);
+  cb.finalize();  // only the winner's tables are built
+  return cb;
 }
 
 inline bool huffman_codebook::finalize() {
