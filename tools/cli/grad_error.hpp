@@ -169,14 +169,21 @@ ge_report ge_run(const args& a, const std::vector<std::byte>& raw, const ebac::e
   rep.grad_rms = em::rms(w0.data(), w0.size());
   // The gradient RMS is one of the trainer's cheap statistics (the model
   // uses it, never the gradient entries, to gauge the gradient's coherence).
+  // The forward check (--eb) gives the model the RMS of the gradient computed
+  // with the reconstruction, which is what the trainer has; the inverse map
+  // (--target-rel) uses the exact one as the stand-in for the previous step's.
   // Batchnorm's depthwise view has no such statistic wired: kappa stays 1.
   dstats.weight_grad_rms = bn ? 0.0 : rep.grad_rms;
 
   const em::weight_error_model model;
   // Prediction from (x, its reconstruction y): the compressor's statistics and the trainer's.
-  auto predict = [&](const T* y, double eb_abs, ge_trial& t) {
+  // trainer_grad_rms < 0: keep dstats' (the exact gradient's RMS, used by the
+  // inverse map as the stand-in for the previous step's gradient RMS).
+  auto predict = [&](const T* y, double eb_abs, ge_trial& t, double trainer_grad_rms = -1) {
     const em::input_error_statistics es = em::collect_input_error_statistics(g, x, y, mask, eb_abs);
-    const em::weight_error_prediction p = model(dstats, es);
+    em::output_gradient_statistics ds = dstats;
+    if (trainer_grad_rms >= 0 && !bn) ds.weight_grad_rms = trainer_grad_rms;
+    const em::weight_error_prediction p = model(ds, es);
     if (p.state != ebac::status::ok) throw input_error("error model: inconsistent statistics");
     t.structured_share = p.structured_share;
     t.kappa = p.kappa;
@@ -204,17 +211,20 @@ ge_report ge_run(const args& a, const std::vector<std::byte>& raw, const ebac::e
     t.iid = p.iid_sigma;
     t.coherent_share = p.coherent_share;
   };
-  auto measure = [&](const T* y, ge_trial& t) {
+  // Returns the RMS of the weight gradient computed with the reconstruction:
+  // the gradient the trainer actually has when it compresses.
+  auto measure = [&](const T* y, ge_trial& t) -> double {
     if (bn) {
       std::vector<double> dg1, dx1;
       bn_backward(y, dg1, dx1);
       t.measured = em::rms_difference(dg1.data(), w0.data(), w0.size());
       t.input_measured = em::rms_difference(dx1.data(), dx0.data(), dx0.size());
-      return;
+      return 0.0;
     }
     std::vector<double> w1(w0.size());
     (void)em::weight_gradient(g, y, dy.data(), w1.data());
     t.measured = em::rms_difference(w1.data(), w0.data(), w0.size());
+    return em::rms(w1.data(), w1.size());
   };
   auto run_once = [&](const ebac::error_bound& bound, ge_trial& t) {
     ebac::compress_options opt;
@@ -228,8 +238,8 @@ ge_report ge_run(const args& a, const std::vector<std::byte>& raw, const ebac::e
     t.eb_requested = bound.value;
     t.eb_abs = h.eb_abs;
     t.ratio_bytes = static_cast<double>(raw.size()) / static_cast<double>(stream.size());
-    predict(y, h.eb_abs, t);
-    measure(y, t);
+    const double trainer_rms = measure(y, t);
+    predict(y, h.eb_abs, t, trainer_rms);
   };
 
   const bool target_mode = a.has("target-rel") || a.has("target-sigma");

@@ -97,7 +97,8 @@ struct weight_error_model {
   /// 8-9). There the prediction is made conservative by `level_data_margin`:
   /// on the development sets (c0, c1, h3, bundled corpus; 60 image-input
   /// pairs) log(predicted/measured) has mean 0.01 and SD 0.22, whose fitted
-  /// 1st percentile is a ratio of 0.607; 1.1 lifts that percentile to 0.67.
+  /// 1st percentile is a ratio of 0.60-0.61; 1.1 lifts that percentile to
+  /// about 0.67.
   /// The held-out sets (h6, m4) were checked with it afterwards. Set it to 1
   /// for the plain estimate.
   double level_data_margin = 1.1;
