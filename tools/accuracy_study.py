@@ -11,7 +11,7 @@ weight-gradient error predicted by the first-principles error model of
 DESIGN.md against the measured one. It writes results.json, report.md and PNG
 plots to --out.
 
-    /usr/bin/python3 tools/accuracy_study.py --smoke          # CI: a few minutes on 2 cores
+    /usr/bin/python3 tools/accuracy_study.py --smoke          # CI: a few minutes on 2 cores (adds the controller)
     /usr/bin/python3 tools/accuracy_study.py --out docs/study --train-n 20000 --epochs 3
 
 Configurations (--configs, comma-separated):
@@ -188,6 +188,7 @@ def gradient_probe(model, xb, yb, cfg, threads, policy=None, layer_bound=None):
 
 
 PIPELINES = ("fast", "ratio", "ratio-flat", "rle", "plain")
+DEFAULT_CONFIGS = "baseline,ratio@1e-1,ratio@1e-2,ratio@1e-3"
 
 
 def pipeline_sweep(model, xb, yb, cfg, threads, policy=None):
@@ -650,7 +651,7 @@ def main(argv=None):
                     help="short CI run: 2 epochs of 40 steps at batch 64 per configuration, 1000 test images")
     ap.add_argument("--out", default=None, help="output directory (default: docs/study, or build/study-smoke "
                                                 "with --smoke)")
-    ap.add_argument("--configs", default="baseline,ratio@1e-1,ratio@1e-2,ratio@1e-3",
+    ap.add_argument("--configs", default=DEFAULT_CONFIGS,
                     help="comma-separated configurations (see below)")
     ap.add_argument("--default", default="ratio@1e-2", help="the configuration the target is checked on")
     ap.add_argument("--epochs", type=int, default=3)
@@ -672,6 +673,8 @@ def main(argv=None):
     if args.from_json:
         return rewrite_report(args.from_json, args.out)
     if args.smoke:
+        if args.configs == DEFAULT_CONFIGS:
+            args.configs += ",controller"  # the smoke run exercises the controller too
         args.epochs, args.steps_per_epoch, args.batch = 2, 40, 64
         args.train_n, args.eval_n, args.probe_n = min(args.train_n, 5120), min(args.eval_n, 1000), 64
         args.window, args.observe_every = 20, 5

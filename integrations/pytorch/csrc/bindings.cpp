@@ -272,7 +272,8 @@ std::uintptr_t storage_id(const at::Tensor& t) {
 /// with kernel etc. ignored.
 py::dict predict_weight_error_py(const at::Tensor& x, const at::Tensor& y, const at::Tensor& dy, double eb_abs,
                                  std::vector<int64_t> kernel, std::vector<int64_t> stride,
-                                 std::vector<int64_t> padding, std::vector<int64_t> dilation, int64_t groups) {
+                                 std::vector<int64_t> padding, std::vector<int64_t> dilation, int64_t groups,
+                                 double weight_grad_rms) {
   TORCH_CHECK(x.sizes() == y.sizes(), "ebac_torch: x and its reconstruction differ in shape");
   TORCH_CHECK(x.dim() == dy.dim() && (x.dim() == 4 || x.dim() == 2) && x.size(0) == dy.size(0),
               "ebac_torch: predict_weight_error takes NCHW conv tensors or N x F linear tensors");
@@ -299,7 +300,7 @@ py::dict predict_weight_error_py(const at::Tensor& x, const at::Tensor& y, const
   weight_error_estimate r;
   try {
     py::gil_scoped_release nogil;
-    r = predict_weight_error(g, xf.data_ptr<float>(), yf.data_ptr<float>(), df.data_ptr<float>(), eb_abs);
+    r = predict_weight_error(g, xf.data_ptr<float>(), yf.data_ptr<float>(), df.data_ptr<float>(), eb_abs, weight_grad_rms);
   } catch (const std::invalid_argument& e) {
     TORCH_CHECK(false, e.what());
   }
@@ -376,7 +377,7 @@ PYBIND11_MODULE(TORCH_EXTENSION_NAME, m) {
   m.def("predict_weight_error", &predict_weight_error_py, py::arg("x"), py::arg("y"), py::arg("dy"), py::arg("eb_abs"),
         py::arg("kernel") = std::vector<int64_t>{1, 1}, py::arg("stride") = std::vector<int64_t>{1, 1},
         py::arg("padding") = std::vector<int64_t>{0, 0}, py::arg("dilation") = std::vector<int64_t>{1, 1},
-        py::arg("groups") = 1,
+        py::arg("groups") = 1, py::arg("weight_grad_rms") = 0.0,
         "ebac's error model: predicted RMS weight-gradient error of a Conv2d/Linear layer whose saved "
         "input x is replaced by y.");
   m.def("ebac_version", &ebac_version);

@@ -98,8 +98,10 @@ struct weight_error_estimate {
 /// x: the saved input, y: its reconstruction, dy: the layer's output
 /// gradient; all float32, contiguous NCHW (N x F for a linear layer).
 /// Throws std::invalid_argument when shapes and geometry disagree.
+/// weight_grad_rms: RMS of the layer's weight gradient as the trainer last
+/// saw it (0 if unknown: the model then treats the gradient as noise-like).
 weight_error_estimate predict_weight_error(const layer_geometry& g, const float* x, const float* y, const float* dy,
-                                           double eb_abs);
+                                           double eb_abs, double weight_grad_rms = 0);
 
 /// ebac::adapt::controller behind a small handle (the torch TU never sees
 /// ebac's headers). Bounds are in whatever unit the caller observes them in

@@ -14,7 +14,7 @@
 namespace ebac_torch {
 
 weight_error_estimate predict_weight_error(const layer_geometry& lg, const float* x, const float* y, const float* dy,
-                                           double eb_abs) {
+                                           double eb_abs, double weight_grad_rms) {
   namespace em = ebac::error_model;
   em::conv2d_geometry g;
   if (lg.linear) {
@@ -37,7 +37,8 @@ weight_error_estimate predict_weight_error(const layer_geometry& lg, const float
   }
   if (g.validate() != ebac::status::ok) throw std::invalid_argument("ebac_torch: invalid layer geometry");
   const em::flat_mask mask = em::find_flat_mask(g, x);
-  const em::output_gradient_statistics ds = em::collect_output_gradient_statistics(g, dy, mask);
+  em::output_gradient_statistics ds = em::collect_output_gradient_statistics(g, dy, mask);
+  ds.weight_grad_rms = weight_grad_rms > 0 ? weight_grad_rms : 0.0;
   const em::input_error_statistics es = em::collect_input_error_statistics(g, x, y, mask, eb_abs);
   const em::weight_error_prediction p = em::weight_error_model{}(ds, es);
   if (p.state != ebac::status::ok) throw std::invalid_argument("ebac_torch: error model: inconsistent statistics");

@@ -69,25 +69,33 @@ def inspect(c):
     return _ext.load().inspect(blob)
 
 
-def predict_weight_error(layer, x, x_hat, grad_output, eb_abs):
+def predict_weight_error(layer, x, x_hat, grad_output, eb_abs, grad_rms=None):
     """ebac's error model (include/ebac/error_model) for one layer.
 
     Predicts the RMS error of `layer`'s weight gradient when its saved input
     `x` is replaced by the reconstruction `x_hat`, from the compressor's error
-    statistics and those of `grad_output` (dL/d output). Returns a dict:
-    sigma (the prediction), iid_sigma (the i.i.d. baseline of DESIGN.md),
-    coherent_share, flat_share. `layer` is an nn.Conv2d (numeric padding) or
-    an nn.Linear (leading dimensions are flattened into rows).
+    statistics and those of `grad_output` (dL/d output). `grad_rms` is the RMS
+    of the layer's weight gradient as the trainer has it (default: that of
+    `layer.weight.grad` when it is set, else unknown); the model uses it, not
+    the gradient's entries, to gauge how coherent the gradient is. Returns a
+    dict: sigma (the prediction), iid_sigma (the i.i.d. baseline of
+    DESIGN.md), coherent_share, flat_share. `layer` is an nn.Conv2d (numeric
+    padding) or an nn.Linear (leading dimensions are flattened into rows).
     """
     C = _ext.load()
+    if grad_rms is None:
+        g = getattr(getattr(layer, "weight", None), "grad", None)
+        grad_rms = float(g.detach().double().pow(2).mean().sqrt()) if g is not None and g.numel() else 0.0
     if isinstance(layer, torch.nn.Conv2d):
         if isinstance(layer.padding, str) or layer.padding_mode != "zeros":
             raise ValueError("predict_weight_error: Conv2d with numeric zero padding only")
         return C.predict_weight_error(x, x_hat, grad_output, float(eb_abs), list(layer.kernel_size),
-                                      list(layer.stride), list(layer.padding), list(layer.dilation), layer.groups)
+                                      list(layer.stride), list(layer.padding), list(layer.dilation), layer.groups,
+                                      float(grad_rms))
     if isinstance(layer, torch.nn.Linear):
         return C.predict_weight_error(x.reshape(-1, x.shape[-1]), x_hat.reshape(-1, x_hat.shape[-1]),
-                                      grad_output.reshape(-1, grad_output.shape[-1]), float(eb_abs))
+                                      grad_output.reshape(-1, grad_output.shape[-1]), float(eb_abs),
+                                      weight_grad_rms=float(grad_rms))
     raise TypeError("predict_weight_error: nn.Conv2d or nn.Linear, got %s" % type(layer).__name__)
 
 

@@ -183,8 +183,8 @@ class LayerAwareCompression:
                 eb_abs = self.C.inspect(blob)["eb_abs"]
                 if not eb_abs > 0:
                     continue
-                pred = predict_weight_error(mod, x, y, rec["dy"], eb_abs)
-                grad_rms = _rms(mod.weight.grad)
+                grad_rms = _rms(mod.weight.grad)  # this step's gradient, computed with compressed inputs
+                pred = predict_weight_error(mod, x, y, rec["dy"], eb_abs, grad_rms=grad_rms)
                 ratio = x.numel() * x.element_size() / max(1, blob.numel())
                 pm = st["per_module"].get(prod)
                 if pm and pm.get("stored_bytes"):
