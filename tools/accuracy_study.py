@@ -595,9 +595,8 @@ def write_report(results, args, out, figures, wall, cmd, default_name):
     if not any(r.get("controller") for r in results):
         L.append("- The model-driven controller (configuration `controller`, ebac_torch.LayerAwareCompression) "
                  "is not part of this run.")
-    L.append("- GPU figures (peak memory, step time on CUDA): ebac_torch does not use ebac's CUDA backend yet "
-             "(CPU-only extension), and this "
-             "run had no GPU.")
+    L.append("- GPU figures (peak memory, step time on CUDA): this study trains on the CPU; "
+             "tools/gpu_memory_study.py measures ResNet-18/50 on a GPU.")
     with open(os.path.join(out, "report.md"), "w") as f:
         f.write("\n".join(L) + "\n")
 
