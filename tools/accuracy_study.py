@@ -466,7 +466,12 @@ def write_report(results, args, out, figures, wall, cmd, default_name):
         if r["diverged_at_step"]:
             name += " (diverged at step %d)" % r["diverged_at_step"]
         plan = r.get("plan")
-        fit = str(plan["max_micro_batch"]) if plan and plan.get("ok") else str(args.batch)
+        if plan and plan.get("ok"):
+            fit = str(plan["max_micro_batch"])
+        elif plan:
+            fit = plan.get("state", "-")
+        else:
+            fit = "-"  # a run from before the planner column (re-rendered with --from-json)
         L.append("| %s | %.2f%% | %+.2f | %s | %s | %s | %s | %s | %s | %s | %s |" % (
             name, 100 * e["test_acc"], d, raw_s, comp_s, ratio_s, fit, st, rel, ps, us))
     L.append("")
