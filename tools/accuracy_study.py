@@ -466,7 +466,9 @@ def write_report(results, args, out, figures, wall, cmd, default_name):
         if r["diverged_at_step"]:
             name += " (diverged at step %d)" % r["diverged_at_step"]
         plan = r.get("plan")
-        if plan and plan.get("ok"):
+        if not r["config"]["compress"]:
+            fit = str(args.batch)  # the budget is this configuration's own memory at this batch
+        elif plan and plan.get("ok"):
             fit = str(plan["max_micro_batch"])
         elif plan:
             fit = plan.get("state", "-")
