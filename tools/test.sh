@@ -29,6 +29,7 @@ packages=(
   llvm-14                   # llvm-symbolizer: sanitizer reports with file:line
   python3-torch python3-matplotlib python3-pip pybind11-dev  # ebac_torch tests + smoke study (PyTorch block)
   dataset-fashion-mnist     # the smoke study trains on it
+  libtorch-dev zlib1g-dev   # examples/01_libtorch_autograd (a C++ trainer including ebac's headers)
 )
 
 # Every stage after `packages` runs even when an earlier one failed (the
@@ -132,6 +133,24 @@ pytorch() {
     echo "SKIPPED: /usr/bin/python3 lacks torch/numpy/matplotlib (Debian: python3-torch python3-numpy python3-matplotlib)."
   fi
 }
+# The libtorch example: a C++ trainer with ebac-compressed saved inputs, built
+# and run for 60 steps on Fashion-MNIST (about a minute). It must train: test
+# accuracy >= 0.5 after 60 steps (it reaches ~0.70; chance is 0.10).
+libtorch_example() {
+  if [[ -f /usr/share/cmake/Torch/TorchConfig.cmake || -f /usr/lib/x86_64-linux-gnu/cmake/Torch/TorchConfig.cmake ]] ||
+     dpkg-query -W -f='${Status}' libtorch-dev 2>/dev/null | grep -q 'install ok installed'; then
+    cmake -S examples/01_libtorch_autograd -B build/ex01 -G Ninja -DCMAKE_BUILD_TYPE=Release
+    cmake --build build/ex01 -j "$JOBS"
+    local log
+    log=$(OMP_WAIT_POLICY=PASSIVE build/ex01/train_fmnist --steps 60 | tee /dev/stderr)
+    local acc
+    acc=$(sed -n 's/.*test accuracy \([0-9.]*\).*/\1/p' <<<"$log" | tail -1)
+    [[ -n "$acc" ]] || { echo "libtorch example printed no test accuracy" >&2; return 1; }
+    /usr/bin/python3 -c "import sys; a = float('$acc'); sys.exit(0 if a >= 0.5 else 'libtorch example: test accuracy %.4f < 0.5 after 60 steps' % a)"
+  else
+    echo "SKIPPED: libtorch-dev is not installed, so examples/01_libtorch_autograd was not built."
+  fi
+}
 # ---- end of the PyTorch block ------------------------------------------------------------------
 
 run_stage "release: configure + build" release_build
@@ -141,6 +160,7 @@ if [[ "${failed[*]}" != *"asan: configure"* ]]; then run_stage "asan: ctest" asa
 run_stage "fuzz (${FUZZ_SECONDS}s)" fuzz
 run_stage "cuda: compile-only" cuda_compile
 run_stage "pytorch: ebac_torch tests + smoke study" pytorch
+run_stage "libtorch example: build + 60 training steps" libtorch_example
 
 summary
 if [[ ${#failed[@]} -ne 0 ]]; then
