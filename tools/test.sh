@@ -141,10 +141,12 @@ libtorch_example() {
      dpkg-query -W -f='${Status}' libtorch-dev 2>/dev/null | grep -q 'install ok installed'; then
     cmake -S examples/01_libtorch_autograd -B build/ex01 -G Ninja -DCMAKE_BUILD_TYPE=Release
     cmake --build build/ex01 -j "$JOBS"
-    local log
-    log=$(OMP_WAIT_POLICY=PASSIVE build/ex01/train_fmnist --steps 60 | tee /dev/stderr)
+    # Through a file, not `tee /dev/stderr`: reopening the shared log by path
+    # would write at offset 0 and overwrite what the other stages printed.
+    OMP_WAIT_POLICY=PASSIVE build/ex01/train_fmnist --steps 60 > build/ex01/train.log
+    cat build/ex01/train.log
     local acc
-    acc=$(sed -n 's/.*test accuracy \([0-9.]*\).*/\1/p' <<<"$log" | tail -1)
+    acc=$(sed -n 's/.*test accuracy \([0-9.]*\).*/\1/p' build/ex01/train.log | tail -1)
     [[ -n "$acc" ]] || { echo "libtorch example printed no test accuracy" >&2; return 1; }
     /usr/bin/python3 -c "import sys; a = float('$acc'); sys.exit(0 if a >= 0.5 else 'libtorch example: test accuracy %.4f < 0.5 after 60 steps' % a)"
   else
