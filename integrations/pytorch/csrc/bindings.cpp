@@ -32,6 +32,7 @@
 #include <cstdint>
 #include <memory>
 #include <numeric>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -149,26 +150,15 @@ py::tuple compress(at::Tensor t, double error_bound, const std::string& mode, co
   r.pipeline = pipeline;
   r.threads = static_cast<int>(threads);
   r.checksum = checksum;
-  if (t.is_cuda()) {
-#if defined(EBAC_TORCH_WITH_CUDA)
-    const c10::cuda::CUDAGuard guard(t.device());
-    std::vector<int64_t> perm = physical_order(t);
-    if (perm.empty()) {
-      t = t.contiguous();
-      perm = physical_order(t);
-    }
-    fill_extents(t, perm, r);
-    r.data = t.data_ptr();
-    cuda_blob_target target{t.device(), at::Tensor()};
-    const device_allocator a = torch_cuda_allocator();
-    cuda_compress(r, at::cuda::getCurrentCUDAStream(t.device().index()).stream(), a,
-                  blob_sink{&cuda_blob_target::output, &target});
-    return py::make_tuple(target.blob, t.strides().vec());
-#else
-    TORCH_CHECK(false, "ebac_torch was built without the CUDA backend: cannot compress a CUDA tensor");
+#if !defined(EBAC_TORCH_WITH_CUDA)
+  TORCH_CHECK(!t.is_cuda(), "ebac_torch was built without the CUDA backend: cannot compress a CUDA tensor");
 #endif
-  }
-  TORCH_CHECK(t.device().is_cpu(), "ebac_torch: unsupported device ", t.device());
+  TORCH_CHECK(t.is_cuda() || t.device().is_cpu(), "ebac_torch: unsupported device ", t.device());
+#if defined(EBAC_TORCH_WITH_CUDA)
+  std::optional<c10::cuda::CUDAGuard> guard;  // a copy below must land on the tensor's device
+  if (t.is_cuda()) guard.emplace(t.device());
+#endif
+  // The layout is the same question on either device.
   std::vector<int64_t> perm = physical_order(t);
   if (perm.empty()) {
     t = t.contiguous();
@@ -176,6 +166,15 @@ py::tuple compress(at::Tensor t, double error_bound, const std::string& mode, co
   }
   fill_extents(t, perm, r);
   r.data = t.data_ptr();
+#if defined(EBAC_TORCH_WITH_CUDA)
+  if (t.is_cuda()) {
+    cuda_blob_target target{t.device(), at::Tensor()};
+    const device_allocator a = torch_cuda_allocator();
+    cuda_compress(r, at::cuda::getCurrentCUDAStream(t.device().index()).stream(), a,
+                  blob_sink{&cuda_blob_target::output, &target});
+    return py::make_tuple(target.blob, t.strides().vec());
+  }
+#endif
   std::vector<std::byte> bytes;
   {
     py::gil_scoped_release nogil;

@@ -9,6 +9,7 @@
 // worst-case buffer instead would avoid the size read-back but hold up to the
 // raw size until the next synchronization, which defeats the purpose.
 #include "codec_api.hpp"
+#include "ebac_side.hpp"
 
 #include <ebac/cuda/codec.cuh>
 #include <ebac/ebac.hpp>
@@ -17,16 +18,6 @@
 
 namespace ebac_torch {
 namespace {
-
-template <class F>
-decltype(auto) with_element(elem t, F&& f) {
-  switch (t) {
-    case elem::f16: return f(ebac::float16{});
-    case elem::bf16: return f(ebac::bfloat16{});
-    case elem::f32: break;
-  }
-  return f(float{});
-}
 
 ebac::cuda::allocator adapt(const device_allocator& a) {
   ebac::cuda::allocator out;
@@ -49,9 +40,7 @@ void check(cudaError_t e, const char* what) {
 }  // namespace
 
 void cuda_compress(const compress_request& r, void* stream, const device_allocator& a, const blob_sink& sink) {
-  ebac::pipeline_spec spec;
-  if (!ebac::parse_pipeline(r.pipeline, spec))
-    throw ebac::error(ebac::status::invalid_argument, "unknown pipeline '" + r.pipeline + "'");
+  const ebac::pipeline_spec spec = parse_or_throw(r.pipeline);
   ebac::extents shape;
   shape.rank = r.rank;
   for (int i = 0; i < r.rank && i < ebac::max_rank; ++i) shape.dims[i] = r.dims[i];

@@ -3,34 +3,13 @@
 // The only translation unit that instantiates ebac's templates; it includes
 // no torch header (see codec_api.hpp).
 #include "codec_api.hpp"
+#include "ebac_side.hpp"
 
 #include <ebac/ebac.hpp>
 
 #include <string>
 
 namespace ebac_torch {
-namespace {
-
-template <class F>
-decltype(auto) with_element(elem t, F&& f) {
-  switch (t) {
-    case elem::f16: return f(ebac::float16{});
-    case elem::bf16: return f(ebac::bfloat16{});
-    case elem::f32: break;
-  }
-  return f(float{});
-}
-
-ebac::pipeline_spec parse_or_throw(const std::string& name) {
-  ebac::pipeline_spec spec;
-  if (!ebac::parse_pipeline(name, spec))
-    throw ebac::error(ebac::status::invalid_argument,
-                      "unknown pipeline '" + name + "' (fast, ratio, ratio-flat, rle, plain or PREDICTOR:QUANTIZER:ENCODER)");
-  return spec;
-}
-
-}  // namespace
-
 bool valid_pipeline(const std::string& name) {
   ebac::pipeline_spec spec;
   return ebac::parse_pipeline(name, spec);
