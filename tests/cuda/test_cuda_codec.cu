@@ -60,6 +60,29 @@ void check_matches_host(const std::vector<T>& x, const ebac::extents& e, const P
   CHECK(std::memcmp(dev_back.data(), host_back.data(), x.size() * sizeof(T)) == 0);
 }
 
+/// Overwrites one random byte in [first, first + span) of a (checksum-less)
+/// host stream, `trials` times, and decodes each on the device: returns how
+/// many the device decoder rejected. Every decode must leave no sticky CUDA
+/// error (nothing read or written out of bounds).
+int device_rejections(const std::vector<std::byte>& stream, std::size_t first, std::size_t span, std::size_t count,
+                      int trials, std::uint32_t seed) {
+  std::mt19937 rng(seed);
+  device_vector<float> out(count);
+  int rejected = 0;
+  for (int trial = 0; trial < trials; ++trial) {
+    auto bad = stream;
+    bad[first + rng() % span] = static_cast<std::byte>(rng());
+    device_vector<std::byte> d(bad);
+    try {
+      ebac::cuda::decompress(d.p, bad.size(), out.p, count);
+    } catch (const ebac::error&) {
+      ++rejected;
+    }
+    REQUIRE(cudaGetLastError() == cudaSuccess);
+  }
+  return rejected;
+}
+
 }  // namespace
 
 TEST_SUITE("gpu") {
@@ -133,21 +156,8 @@ TEST_CASE("device Huffman: the device-scope calls refuse a missing codebook; cor
   device_vector<float> out(x.size());
   CHECK_THROWS_AS(ebac::cuda::decompress(d_bad.p, bad.size(), out.p, x.size()), ebac::error);
   // Payload damage: the device decoder flags it.
-  std::mt19937 rng(6);
-  int rejected = 0;
-  for (int trial = 0; trial < 100; ++trial) {
-    auto b2 = stream;
-    const std::size_t at = h.section_offset(ebac::section_payload) + rng() % h.section_bytes[ebac::section_payload];
-    b2[at] = static_cast<std::byte>(rng());
-    device_vector<std::byte> d(b2);
-    try {
-      ebac::cuda::decompress(d.p, b2.size(), out.p, x.size());
-    } catch (const ebac::error&) {
-      ++rejected;
-    }
-    REQUIRE(cudaGetLastError() == cudaSuccess);
-  }
-  CHECK(rejected > 0);
+  CHECK(device_rejections(stream, h.section_offset(ebac::section_payload), h.section_bytes[ebac::section_payload], x.size(),
+                          100, 6) > 0);
 }
 
 TEST_CASE("device path handles f16 and bf16 and absolute bounds") {
@@ -205,22 +215,7 @@ TEST_CASE("device decoder rejects corrupt streams without crashing") {
   opt.checksum = false;
   auto stream = ebac::host::compress(x.data(), ebac::extents{50000}, ebac::pipeline<ebac::lorenzo, ebac::sign_preserving_quantizer, ebac::block_bitpack>{}, opt);
   const auto h = ebac::host::inspect(stream.data(), stream.size());
-  std::mt19937 rng(5);
-  int rejected = 0;
-  for (int trial = 0; trial < 200; ++trial) {
-    auto bad = stream;
-    const std::size_t at = h.header_bytes() + rng() % (bad.size() - h.header_bytes());
-    bad[at] = static_cast<std::byte>(rng());
-    device_vector<std::byte> d(bad);
-    device_vector<float> out(x.size());
-    try {
-      ebac::cuda::decompress(d.p, bad.size(), out.p, x.size());
-    } catch (const ebac::error&) {
-      ++rejected;
-    }
-    REQUIRE(cudaGetLastError() == cudaSuccess);  // no sticky fault: nothing read out of bounds
-  }
-  CHECK(rejected > 0);
+  CHECK(device_rejections(stream, h.header_bytes(), stream.size() - h.header_bytes(), x.size(), 200, 5) > 0);
 }
 
 TEST_CASE("large tensor round trip on the device (> 2^31 bytes of input where memory allows)") {
