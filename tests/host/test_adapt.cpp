@@ -66,6 +66,32 @@ TEST_CASE("adapt: controller converges to the bound that meets the target and re
   CHECK_FALSE(c.last_report().any_warning());
 }
 
+TEST_CASE("adapt: a layer given its own target converges to it; the others keep tau; bad targets are refused") {
+  ad::controller_config cfg;
+  cfg.window = 10;
+  cfg.initial_eb = 1e-4;
+  ad::controller c(cfg, 2);
+  REQUIRE(c.set_target(1, 0.05) == ebac::status::ok);
+  CHECK(c.set_target(2, 0.05) == ebac::status::invalid_argument);
+  CHECK(c.set_target(0, 0.0) == ebac::status::invalid_argument);
+  CHECK(c.set_target(0, std::nan("")) == ebac::status::invalid_argument);
+  CHECK(c.target(0) == ad::default_target_relative_error);
+  CHECK(c.target(1) == 0.05);
+  const scripted_layer layer{3.0, 0.02};
+  for (int it = 0; it < 300; ++it) {
+    for (std::size_t l = 0; l < 2; ++l) {
+      const double eb = c.bound(l);
+      REQUIRE(c.observe(l, {eb, layer.k * eb, layer.grad_rms, 8.0}) == ebac::status::ok);
+    }
+    c.end_iteration();
+  }
+  // Same layer statistics, half the target: half the bound.
+  CHECK(c.bound(0) == doctest::Approx(ad::default_target_relative_error * layer.grad_rms / layer.k).epsilon(1e-3));
+  CHECK(c.bound(1) == doctest::Approx(0.05 * layer.grad_rms / layer.k).epsilon(1e-3));
+  CHECK(c.last_report().layers[1].target_relative_error == 0.05);
+  CHECK(c.last_report().layers[1].achieved_relative_error == doctest::Approx(0.05).epsilon(1e-3));
+}
+
 TEST_CASE("adapt: a gradient that shrinks 10x pulls the bound down; the windows in between report the miss") {
   ad::controller_config cfg;
   cfg.window = 5;

@@ -12,6 +12,11 @@
 // that is not finite and positive is rejected with status::invalid_argument
 // and counted in the report.
 //
+// Every layer aims at the configuration's tau unless set_target gives it its
+// own: a trainer that splits one gradient-error budget between two sources
+// (a layer's own input and a BatchNorm input whose error reaches the same
+// gradient, ebac_torch.LayerAwareCompression) gives each its share.
+//
 // Host-only (owns vectors); the per-layer arithmetic is bound_update.hpp.
 #pragma once
 
@@ -75,7 +80,8 @@ class controller {
  public:
   /// Throws ebac::error for an invalid configuration (a controller that
   /// would silently do nothing is worse than one that refuses to start).
-  controller(const controller_config& cfg, std::size_t layers) : cfg_(cfg), eb_(layers, cfg.initial_eb), acc_(layers) {
+  controller(const controller_config& cfg, std::size_t layers)
+      : cfg_(cfg), eb_(layers, cfg.initial_eb), tau_(layers, cfg.update.target_relative_error), acc_(layers) {
     if (!cfg.update.valid() || cfg.window < 1 || !(cfg.initial_eb > 0))
       ::ebac::detail::fail(status::invalid_argument,
                            "controller: need tau > 0, 0 < smoothing <= 1, max_step > 1, 0 < eb_min <= eb_max, window >= 1, initial_eb > 0");
@@ -90,6 +96,16 @@ class controller {
   [[nodiscard]] std::size_t layers() const noexcept { return eb_.size(); }
   /// The bound to compress layer i with now.
   [[nodiscard]] double bound(std::size_t i) const noexcept { return i < eb_.size() ? eb_[i] : 0.0; }
+  /// The relative gradient error layer i aims for (tau unless set_target changed it).
+  [[nodiscard]] double target(std::size_t i) const noexcept { return i < tau_.size() ? tau_[i] : 0.0; }
+  /// Gives layer i its own target (from the next update on); invalid_argument
+  /// for an unknown layer or a target that is not finite and positive.
+  status set_target(std::size_t i, double target_relative_error) {
+    if (i >= tau_.size() || !(target_relative_error > 0) || !std::isfinite(target_relative_error)) return status::invalid_argument;
+    tau_[i] = target_relative_error;
+    report_.layers[i].target_relative_error = target_relative_error;
+    return status::ok;
+  }
   [[nodiscard]] const controller_report& last_report() const noexcept { return report_; }
   [[nodiscard]] std::int64_t iteration() const noexcept { return iteration_; }
 
@@ -127,9 +143,10 @@ class controller {
   bool end_iteration() {
     ++iteration_;
     if (iteration_ % cfg_.window != 0) return false;
-    const bound_update upd{cfg_.update};
     report_.iteration = iteration_;
     for (std::size_t i = 0; i < eb_.size(); ++i) {
+      bound_update upd{cfg_.update};
+      upd.config.target_relative_error = tau_[i];
       const accum& a = acc_[i];
       window_summary w;
       w.samples = a.n_sens;
@@ -140,7 +157,7 @@ class controller {
       layer_report& lr = report_.layers[i];
       lr.previous_eb = eb_[i];
       lr.eb = r.eb;
-      lr.target_relative_error = cfg_.update.target_relative_error;
+      lr.target_relative_error = tau_[i];
       lr.achieved_relative_error = w.achieved;
       lr.compression_ratio = a.n_ratio ? a.ratio / static_cast<double>(a.n_ratio) : 0.0;
       lr.observations = a.n;
@@ -163,6 +180,7 @@ class controller {
 
   controller_config cfg_;
   std::vector<double> eb_;
+  std::vector<double> tau_;  ///< per-layer target relative error
   std::vector<accum> acc_;
   controller_report report_;
   std::int64_t iteration_ = 0;

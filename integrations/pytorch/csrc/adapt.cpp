@@ -28,6 +28,8 @@ controller_handle::controller_handle(const controller_settings& s, std::size_t l
 controller_handle::~controller_handle() { delete p_; }
 std::size_t controller_handle::layers() const { return p_->c.layers(); }
 double controller_handle::bound(std::size_t i) const { return p_->c.bound(i); }
+double controller_handle::target(std::size_t i) const { return p_->c.target(i); }
+bool controller_handle::set_target(std::size_t i, double t) { return p_->c.set_target(i, t) == ebac::status::ok; }
 bool controller_handle::observe(std::size_t i, double eb, double predicted_sigma, double grad_rms, double ratio) {
   return p_->c.observe(i, ebac::adapt::layer_observation{eb, predicted_sigma, grad_rms, ratio}) == ebac::status::ok;
 }

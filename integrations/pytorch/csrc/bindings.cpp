@@ -405,6 +405,13 @@ PYBIND11_MODULE(TORCH_EXTENSION_NAME, m) {
            py::arg("eb_min") = 1e-7, py::arg("eb_max") = 0.5, py::arg("tolerance") = 0.25)
       .def("layers", &controller_handle::layers)
       .def("bound", &controller_handle::bound)
+      .def("target", &controller_handle::target, py::arg("layer"))
+      .def("set_target", [](controller_handle& c, std::size_t i, double t) {
+             if (!c.set_target(i, t))
+               throw std::invalid_argument("Controller.set_target: layer " + std::to_string(i) + " of " +
+                                           std::to_string(c.layers()) + ", target " + std::to_string(t) +
+                                           ": need an existing layer and a finite target > 0");
+           }, py::arg("layer"), py::arg("target_relative_error"))
       .def("observe", &controller_handle::observe, py::arg("layer"), py::arg("eb"), py::arg("predicted_sigma"),
            py::arg("grad_rms"), py::arg("compression_ratio") = 0.0)
       .def("end_iteration", &controller_handle::end_iteration)

@@ -125,6 +125,8 @@ class controller_handle {
   controller_handle& operator=(const controller_handle&) = delete;
   std::size_t layers() const;
   double bound(std::size_t i) const;
+  double target(std::size_t i) const;
+  bool set_target(std::size_t i, double target_relative_error);
   bool observe(std::size_t i, double eb, double predicted_sigma, double grad_rms, double compression_ratio);
   bool end_iteration();
   std::int64_t iteration() const;
