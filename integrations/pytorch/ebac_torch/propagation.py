@@ -1,0 +1,78 @@
+"""How a BatchNorm's compressed saved input reaches the weight gradient of the layer before it.
+
+ebac's error model (include/ebac/error_model) predicts the weight-gradient
+error a layer gets from *its own* compressed input. In training every saved
+tensor is compressed, and BatchNorm's backward reads its saved input to
+compute the gradient it passes upstream:
+
+    dx_j = gamma / s * (dy_j - mean(dy) - xhat_j * mean(dy * xhat)),   xhat = (x - mu) / s
+
+(mu and 1/s are saved exactly; include/ebac/error_model/batchnorm_model.hpp
+has the algebra). With x replaced by its reconstruction, dx changes by
+
+    d(dx)_j = -gamma / s^2 * [ e_j (m1 + delta / s) + xhat_j delta ],   delta = mean(dy * e),
+
+and the convolution that produced x receives dx as its output gradient, so
+its weight gradient changes by conv2d_weight(layer input, d(dx)). That term
+is *not* small next to the layer's own error: the part xhat_j * delta is
+proportional to the layer's own output, so it sums coherently against the
+layer's input (on the study's ResNet at rel 1e-2 it is 0.3-4x the layer's
+own error; docs/study/README.md). Errors that travel further (through later
+BatchNorms and the residual path) were measured at 0-20% on top and are not
+included.
+
+`propagated_weight_error` computes this first-order term exactly for one
+step's tensors (an element-wise pass and one weight-gradient product): it is
+what LayerAwareCompression's propagation-aware budget observes and what the
+accuracy study's "model total" adds to the error model's prediction.
+"""
+
+import torch
+
+nn = torch.nn
+
+
+def batchnorm_input_grad_error(bn, x, x_hat, grad_output):
+    """The change of a training-mode BatchNorm2d's input gradient when its saved input `x` is replaced by `x_hat`.
+
+    Mean and 1/s are the batch statistics of the exact `x` (what the forward
+    pass saves); `grad_output` is dL/d(output). Computed in float64; returns a
+    tensor shaped like `x`.
+    """
+    if not isinstance(bn, nn.BatchNorm2d):
+        raise TypeError("batchnorm_input_grad_error: nn.BatchNorm2d, got %s" % type(bn).__name__)
+    if x.dim() != 4 or x.shape != x_hat.shape or x.shape != grad_output.shape:
+        raise ValueError("batchnorm_input_grad_error: x, x_hat and grad_output must be N,C,H,W tensors of one shape "
+                         "(got %s, %s, %s)" % (tuple(x.shape), tuple(x_hat.shape), tuple(grad_output.shape)))
+    xd, xh, dy = x.detach().double(), x_hat.detach().double(), grad_output.detach().double()
+    dims = (0, 2, 3)
+    mu = xd.mean(dims, keepdim=True)
+    inv = torch.rsqrt(xd.var(dims, unbiased=False, keepdim=True) + bn.eps)
+    gamma = bn.weight.detach().double().view(1, -1, 1, 1) if bn.weight is not None else 1.0
+    e = xh - xd
+    xhat = (xd - mu) * inv
+    m1 = (dy * xhat).mean(dims, keepdim=True)
+    delta = (dy * e).mean(dims, keepdim=True)
+    # dx(x_hat) - dx(x), exactly (mu and 1/s fixed): the bracket's two terms
+    # are the element-wise part and the part along xhat.
+    k = gamma * inv * inv
+    return -k * (e * (m1 + delta * inv) + xhat * delta)
+
+
+def propagated_weight_error(layer, layer_input, bn, bn_input, bn_input_hat, bn_grad_output):
+    """RMS error of `layer`'s weight gradient caused by `bn` (which reads the layer's output) storing `bn_input_hat`.
+
+    `layer` is the nn.Conv2d whose output is `bn_input`; `layer_input` is
+    its (exact) input; `bn_grad_output` is dL/d(bn output). First order: the
+    change of the BatchNorm's input gradient (batchnorm_input_grad_error)
+    pushed through the layer's weight-gradient product.
+    """
+    if not isinstance(layer, nn.Conv2d):
+        raise TypeError("propagated_weight_error: the layer before a BatchNorm2d must be an nn.Conv2d, got %s"
+                        % type(layer).__name__)
+    if isinstance(layer.padding, str) or layer.padding_mode != "zeros":
+        raise ValueError("propagated_weight_error: Conv2d with numeric zero padding only")
+    d = batchnorm_input_grad_error(bn, bn_input, bn_input_hat, bn_grad_output)
+    dw = torch.nn.grad.conv2d_weight(layer_input.detach().double(), layer.weight.shape, d, layer.stride,
+                                     layer.padding, layer.dilation, layer.groups)
+    return float(dw.pow(2).mean().sqrt())

@@ -1,0 +1,69 @@
+"""The BatchNorm propagation term (ebac_torch.propagation) against autograd."""
+
+import unittest
+
+from _common import ebac_torch, torch
+from test_hooks import Net, data
+
+F = torch.nn.functional
+nn = torch.nn
+
+
+def conv1_grad(model, x, y, policy=None, eb=1e-2):
+    model.zero_grad(set_to_none=True)
+    if policy is None:
+        F.cross_entropy(model(x), y).backward()
+    else:
+        with ebac_torch.compressed_activations(eb, "rel", "ratio", model=model, policy=policy, min_numel=1000):
+            loss = F.cross_entropy(model(x), y)
+        loss.backward()
+    return model.conv1.weight.grad.detach().double().clone()
+
+
+class Propagation(unittest.TestCase):
+    def test_matches_autograd_when_only_the_batchnorm_input_is_compressed(self):
+        torch.manual_seed(0)
+        model = Net().train()
+        with torch.no_grad():  # gamma away from 1, so a wrong scale would show
+            model.bn1.weight.uniform_(0.5, 2.0)
+        x, y = data(32)
+        rec = {}
+        h1 = model.conv1.register_forward_hook(lambda m, i, o: rec.update(a=i[0].detach(), z=o.detach()))
+
+        def keep_dy(m, i, o):
+            o.register_hook(lambda g: rec.update(dy=g.detach()))
+        h2 = model.bn1.register_forward_hook(keep_dy)
+        state = {k: v.clone() for k, v in model.state_dict().items()}
+        exact = conv1_grad(model, x, y)
+        h1.remove()
+        h2.remove()
+        for eb in (1e-1, 1e-2):
+            model.load_state_dict(state)  # BN running statistics moved; batch statistics do not depend on them
+            # only bn1's saved input (conv1's output) is compressed: conv1's gradient error is the propagated term alone
+            measured = conv1_grad(model, x, y, policy=lambda name, t: eb if name == "bn1" else None, eb=eb)
+            z_hat = ebac_torch.decompress(ebac_torch.compress(rec["z"], eb, "rel", "ratio"))
+            predicted = ebac_torch.propagated_weight_error(model.conv1, rec["a"], model.bn1, rec["z"], z_hat,
+                                                           rec["dy"])
+            err = float((measured - exact).pow(2).mean().sqrt())
+            self.assertGreater(err, 0.0)
+            self.assertAlmostEqual(predicted / err, 1.0, delta=1e-3, msg="eb %g: %g vs %g" % (eb, predicted, err))
+
+    def test_exact_input_gives_no_error(self):
+        bn = nn.BatchNorm2d(3)
+        x = torch.randn(4, 3, 5, 5)
+        d = ebac_torch.batchnorm_input_grad_error(bn, x, x.clone(), torch.randn_like(x))
+        self.assertEqual(float(d.abs().max()), 0.0)
+
+    def test_bad_arguments(self):
+        bn = nn.BatchNorm2d(3)
+        x = torch.randn(4, 3, 5, 5)
+        with self.assertRaisesRegex(TypeError, "BatchNorm2d"):
+            ebac_torch.batchnorm_input_grad_error(nn.BatchNorm1d(3), x, x, x)
+        with self.assertRaisesRegex(ValueError, "one shape"):
+            ebac_torch.batchnorm_input_grad_error(bn, x, x[:2], x)
+        with self.assertRaisesRegex(TypeError, "Conv2d"):
+            ebac_torch.propagated_weight_error(nn.Linear(3, 3), x, bn, x, x, x)
+
+
+if __name__ == "__main__":
+    unittest.main()
