@@ -14,12 +14,22 @@ whose bounds come from ``ebac::adapt::controller`` (include/ebac/adapt):
 * every ``window`` steps the controller moves each bound towards
   ``target_relative_error`` x gradient RMS (smoothed, step-limited, clamped).
 
-Everything else autograd saves (BatchNorm's inputs, i.e. conv outputs, and
-other non-Conv/Linear inputs) is compressed at the fixed ``other_bound``: the
-error model covers Conv2d/Linear weight gradients, and the study found
-BatchNorm's saved inputs to be the sensitive ones (rel 1e-1 there diverges).
+The budget is propagation-aware. A BatchNorm2d that reads a Conv2d's
+output saves that output, and its backward turns the compression error into
+an error of the gradient it hands the convolution, so the convolution's
+weight gradient gets two errors: its own input's and its BatchNorm's
+(ebac_torch.propagation; on the study's ResNet the second is as large as
+the first). With ``propagated_share`` = s > 0 each such pair splits the
+budget tau^2: the convolution's input aims at tau * sqrt(1 - s), the
+BatchNorm's input (a controlled layer of its own) at tau * sqrt(s) of the
+convolution's gradient RMS, so the two together land at tau. Layers without
+such a BatchNorm keep tau. With s = 0 BatchNorm inputs are not controlled
+and stay at ``other_bound``, as before.
 
-Observed steps hold each layer's uncompressed input until ``end_iteration()``
+Everything else autograd saves (other non-Conv/Linear inputs, BatchNorms
+that do not follow a Conv2d) is compressed at the fixed ``other_bound``.
+
+Observed steps hold each layer's (and each controlled BatchNorm's) uncompressed input until ``end_iteration()``
 (that is how the error statistics are computed), so on those steps the
 activation memory is not reduced; with ``observe_every=10`` that is one step
 in ten.
@@ -37,10 +47,13 @@ in ten.
 memory budget (``ebac::adapt::plan_batch``).
 """
 
+import math
+
 import torch
 
 from . import _ext
 from .hooks import compressed_activations, stats as _last_stats
+from .propagation import propagated_weight_error
 
 nn = torch.nn
 
@@ -62,6 +75,9 @@ class LayerAwareCompression:
             end_iteration()).
         initial_bound: every layer's relative bound before the first update.
         other_bound: the fixed relative bound of all other saved tensors.
+        propagated_share: share s of each Conv2d's variance budget given to
+            the BatchNorm2d that reads its output (see the module docstring);
+            0 leaves BatchNorm inputs at other_bound.
         pipeline, min_numel, threads: as for compressed_activations.
         eb_min, eb_max, smoothing, max_step, tolerance: the controller's
             bound_update_config (include/ebac/adapt/bound_update.hpp).
@@ -69,9 +85,11 @@ class LayerAwareCompression:
 
     def __init__(self, model, target_relative_error=0.1, window=50, observe_every=10, initial_bound=1e-2,
                  other_bound=1e-2, pipeline="ratio", *, eb_min=1e-5, eb_max=0.1, smoothing=0.5, max_step=4.0,
-                 tolerance=0.25, min_numel=4096, threads=None):
+                 tolerance=0.25, min_numel=4096, threads=None, propagated_share=0.25):
         if observe_every < 1 or window < 1:
             raise ValueError("LayerAwareCompression: window and observe_every must be >= 1")
+        if not 0.0 <= propagated_share < 1.0:
+            raise ValueError("LayerAwareCompression: propagated_share must be in [0, 1), got %r" % (propagated_share,))
         self.C = _ext.load()
         self.model = model
         self.pipeline = pipeline
@@ -83,8 +101,15 @@ class LayerAwareCompression:
         if not self.layers:
             raise ValueError("LayerAwareCompression: the model has no Conv2d or Linear layer")
         self.names = [n for n, _ in self.layers]
-        self.ctrl = self.C.Controller(len(self.layers), target_relative_error, window, initial_bound, smoothing,
-                                      max_step, eb_min, eb_max, tolerance)
+        self.tau = float(target_relative_error)
+        self.propagated_share = float(propagated_share)
+        # Controlled BatchNorms follow the Conv/Linear layers in the controller
+        # (index len(layers) + j); only those found reading a Conv2d's output are used.
+        self.bns = ([(n, m) for n, m in model.named_modules() if isinstance(m, nn.BatchNorm2d)]
+                    if self.propagated_share > 0 else [])
+        self.bn_index = {n: j for j, (n, _) in enumerate(self.bns)}
+        self.ctrl = self.C.Controller(len(self.layers) + len(self.bns), target_relative_error, window, initial_bound,
+                                      smoothing, max_step, eb_min, eb_max, tolerance)
         self.session = compressed_activations(initial_bound, "rel", pipeline, model=model, policy=self._policy,
                                               min_numel=min_numel, threads=threads)
         self.step = 0
@@ -94,20 +119,29 @@ class LayerAwareCompression:
         self._producer = {}        # layer index -> producer name (this step)
         self._given = {}           # producer name -> bound handed out this step
         self._obs = {}             # layer index -> {"x": input, "dy": output gradient}
+        self.bn_pairs = {}         # BatchNorm index -> the Conv2d index whose output it reads (previous step)
+        self._next_pairs = {}
+        self._conv_out = {}        # id(Conv2d output) -> layer index (this forward pass)
+        self._bn_obs = {}          # BatchNorm index -> {"x": input, "dy": output gradient}
         self._handles = []
         self._observing = False
 
     # -- the policy -----------------------------------------------------------
     def bound(self, layer_name):
-        """The controller's current bound for a Conv2d/Linear layer's input."""
+        """The controller's current bound for a Conv2d/Linear layer's input (or a controlled BatchNorm's)."""
+        if layer_name in self.bn_index:
+            return self.ctrl.bound(len(self.layers) + self.bn_index[layer_name])
         return self.ctrl.bound(self.names.index(layer_name))
 
+    def _bound_of(self, name, consumers, pairs, bound):
+        eb = [bound(i) for i in consumers.get(name, ())]
+        j = self.bn_index.get(name)
+        if j is not None and j in pairs:
+            eb.append(bound(len(self.layers) + j))
+        return min(eb) if eb else self.other_bound
+
     def _policy(self, name, t):
-        idx = self.consumers.get(name)
-        if idx:
-            eb = min(self.ctrl.bound(i) for i in idx)
-        else:
-            eb = self.other_bound
+        eb = self._bound_of(name, self.consumers, self.bn_pairs, self.ctrl.bound)
         self._given[name] = eb
         return eb
 
@@ -118,12 +152,18 @@ class LayerAwareCompression:
         self._producer = {}
         self._given = {}
         self._obs = {}
+        self._next_pairs = {}
+        self._conv_out = {}
+        self._bn_obs = {}
         for i, (name, mod) in enumerate(self.layers):
             self._handles.append(mod.register_forward_pre_hook(
                 lambda m, inp, i=i, name=name: self._pre(i, name, inp)))
+            self._handles.append(mod.register_forward_hook(
+                lambda m, inp, out, i=i: self._post(i, m, out)))
+        for j, (name, mod) in enumerate(self.bns):
+            self._handles.append(mod.register_forward_pre_hook(lambda m, inp, j=j: self._bn_pre(j, inp)))
             if self._observing:
-                self._handles.append(mod.register_forward_hook(
-                    lambda m, inp, out, i=i: self._post(i, out)))
+                self._handles.append(mod.register_forward_hook(lambda m, inp, out, j=j: self._bn_post(j, out)))
         self.session.__enter__()
         return self
 
@@ -147,13 +187,28 @@ class LayerAwareCompression:
         if self._observing and x.is_floating_point() and torch.is_grad_enabled():
             self._obs.setdefault(i, {})["x"] = x.detach()
 
-    def _post(self, i, out):
-        if i in self._obs and isinstance(out, torch.Tensor) and out.requires_grad:
-            rec = self._obs[i]
+    def _post(self, i, mod, out):
+        if not isinstance(out, torch.Tensor):
+            return
+        if self.bns and isinstance(mod, nn.Conv2d):
+            self._conv_out[id(out)] = i  # a BatchNorm reading this tensor pairs with layer i
+        if i in self._obs and out.requires_grad:
+            _keep_grad(out, self._obs[i])
 
-            def keep(g, rec=rec):
-                rec["dy"] = g.detach()
-            out.register_hook(keep)
+    def _bn_pre(self, j, inp):
+        x = inp[0] if inp else None
+        if not isinstance(x, torch.Tensor):
+            return
+        i = self._conv_out.get(id(x))
+        if i is None:
+            return
+        self._next_pairs[j] = i
+        if self._observing and x.is_floating_point() and torch.is_grad_enabled():
+            self._bn_obs[j] = {"x": x.detach()}
+
+    def _bn_post(self, j, out):
+        if j in self._bn_obs and isinstance(out, torch.Tensor) and out.requires_grad:
+            _keep_grad(out, self._bn_obs[j])
 
     # -- after backward -------------------------------------------------------
     def end_iteration(self):
@@ -165,6 +220,8 @@ class LayerAwareCompression:
 
         if self._next_consumers:
             self.consumers = {k: sorted(set(v)) for k, v in self._next_consumers.items()}
+        if self._next_pairs and self._next_pairs != self.bn_pairs:
+            self._set_pairs(dict(self._next_pairs))
         if self._observing:
             st = self.session.stats()
             th = self.threads if self.threads is not None else torch.get_num_threads()
@@ -190,24 +247,77 @@ class LayerAwareCompression:
                 if pm and pm.get("stored_bytes"):
                     ratio = pm["raw_bytes"] / pm["stored_bytes"]
                 self.ctrl.observe(i, eb, pred["sigma"], grad_rms, ratio)
+            self._observe_batchnorms(st, th)
             self._obs = {}
+            self._bn_obs = {}
         self.step += 1
         if self.ctrl.end_iteration():
             rep = self.ctrl.report()
-            for name, layer in zip(self.names, rep["layers"]):
-                layer["layer"] = name
+            layers = []
+            for k, layer in enumerate(rep["layers"]):
+                if k < len(self.layers):
+                    layer["layer"] = self.names[k]
+                elif k - len(self.layers) in self.bn_pairs:  # an unpaired BatchNorm is not controlled
+                    j = k - len(self.layers)
+                    layer["layer"] = self.bns[j][0]
+                    layer["propagates_to"] = self.names[self.bn_pairs[j]]
+                else:
+                    continue
+                layers.append(layer)
+            rep["layers"] = layers
             rep["step"] = self.step
             self.history.append(rep)
             return rep
         return None
 
+    def _set_pairs(self, pairs):
+        """Splits the budget of every Conv2d that a controlled BatchNorm reads (module docstring)."""
+        self.bn_pairs = pairs
+        s = self.propagated_share
+        paired = set(pairs.values())
+        for i in range(len(self.layers)):
+            self.ctrl.set_target(i, self.tau * math.sqrt(1.0 - s) if i in paired else self.tau)
+        for j in range(len(self.bns)):
+            self.ctrl.set_target(len(self.layers) + j, self.tau * math.sqrt(s))
+
+    def _observe_batchnorms(self, st, th):
+        """The error each controlled BatchNorm's compressed input adds to its Conv2d's weight gradient."""
+        codes = {torch.float32: 1, torch.float16: 2, torch.bfloat16: 3}
+        for j, rec in self._bn_obs.items():
+            i = self.bn_pairs.get(j)
+            conv = self._obs.get(i) if i is not None else None
+            if conv is None or "x" not in conv or "dy" not in rec:
+                continue
+            bn_name, bn = self.bns[j]
+            eb = self._given.get(bn_name)
+            x = rec["x"]
+            if eb is None or x.numel() < self.session.min_numel or x.dtype not in codes:
+                continue  # not compressed: nothing to control
+            blob, strides = self.C.compress(x, eb, "rel", self.pipeline, th, False)
+            y = self.C.decompress(blob, list(x.shape), list(strides), codes[x.dtype], th)
+            sigma = propagated_weight_error(self.layers[i][1], conv["x"], bn, x, y, rec["dy"])
+            grad_rms = _rms(self.layers[i][1].weight.grad)
+            ratio = x.numel() * x.element_size() / max(1, blob.numel())
+            pm = st["per_module"].get(bn_name)
+            if pm and pm.get("stored_bytes"):
+                ratio = pm["raw_bytes"] / pm["stored_bytes"]
+            self.ctrl.observe(len(self.layers) + j, eb, sigma, grad_rms, ratio)
+
     # -- reporting ------------------------------------------------------------
     def bounds(self):
-        """{layer name: current relative bound of its saved input}."""
-        return {n: self.ctrl.bound(i) for i, n in enumerate(self.names)}
+        """{layer name: current relative bound of its saved input}, then {BatchNorm name: its input's bound}
+        for the controlled BatchNorms (those that read a Conv2d's output)."""
+        b = {n: self.ctrl.bound(i) for i, n in enumerate(self.names)}
+        for j in sorted(self.bn_pairs):
+            b[self.bns[j][0]] = self.ctrl.bound(len(self.layers) + j)
+        return b
 
     def input_bound(self, layer_name):
-        """The bound the layer's saved input gets now (the tightest over the layers sharing it)."""
+        """The bound the layer's saved input gets now (the tightest over the layers sharing it).
+
+        For a BatchNorm's name: the bound of its saved input."""
+        if layer_name in self.bn_index:  # other_bound unless the BatchNorm is controlled
+            return self._bound_of(layer_name, self.consumers, self.bn_pairs, self.ctrl.bound)
         i = self.names.index(layer_name)
         for idx in self.consumers.values():
             if i in idx:
@@ -217,12 +327,11 @@ class LayerAwareCompression:
     def frozen_policy(self):
         """A policy for compressed_activations with the current bounds, fixed (for probes and sweeps)."""
         consumers = {k: list(v) for k, v in self.consumers.items()}
-        bounds = [self.ctrl.bound(i) for i in range(len(self.names))]
-        other = self.other_bound
+        pairs = dict(self.bn_pairs)
+        bounds = [self.ctrl.bound(i) for i in range(self.ctrl.layers())]
 
         def policy(name, t):
-            idx = consumers.get(name)
-            return min(bounds[i] for i in idx) if idx else other
+            return self._bound_of(name, consumers, pairs, bounds.__getitem__)
         return policy
 
     def stats(self):
@@ -231,9 +340,15 @@ class LayerAwareCompression:
 
     def plan_batch(self, budget_bytes, batch, **kw):
         """plan_batch() with this session's latest statistics and tau."""
-        kw.setdefault("reference_tau", self.history[-1]["layers"][0]["target_relative_error"]
-                      if self.history else 0.1)
+        kw.setdefault("reference_tau", self.tau)
         return plan_batch(budget_bytes, batch, stats=self.session.stats(), **kw)
+
+
+def _keep_grad(t, rec):
+    """Stores the gradient that reaches `t` in rec["dy"]."""
+    def keep(g, rec=rec):
+        rec["dy"] = g.detach()
+    t.register_hook(keep)
 
 
 def plan_batch(budget_bytes, batch, stats=None, static_bytes=0.0, safety_margin=0.1, target_global_batch=0,

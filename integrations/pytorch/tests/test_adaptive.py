@@ -64,12 +64,12 @@ class Planner(unittest.TestCase):
 
 
 class LayerAware(unittest.TestCase):
-    def train(self, tau, steps=16):
+    def train(self, tau, steps=16, **kw):
         torch.manual_seed(0)
         model = Net()
         opt = torch.optim.SGD(model.parameters(), lr=0.05, momentum=0.9)
         la = ebac_torch.LayerAwareCompression(model, target_relative_error=tau, window=4, observe_every=2,
-                                              initial_bound=1e-2, min_numel=256)
+                                              initial_bound=1e-2, min_numel=256, **kw)
         losses = []
         for step in range(steps):
             x, _ = data(32, seed=step)
@@ -100,6 +100,31 @@ class LayerAware(unittest.TestCase):
         self.assertAlmostEqual(conv2[0]["eb"], loose.bound("conv2"))
         plan = loose.plan_batch(1e6, 32)
         self.assertTrue(plan["ok"], plan)
+
+    def test_batchnorm_input_shares_the_budget(self):
+        la, losses = self.train(0.2, propagated_share=0.36)
+        self.assertTrue(all(math.isfinite(v) for v in losses))
+        # bn1 reads conv1's output: it is controlled and split conv1's budget
+        self.assertIn("bn1", la.bounds())
+        last = {l["layer"]: l for l in la.history[-1]["layers"]}
+        self.assertEqual(last["bn1"]["propagates_to"], "conv1")
+        self.assertAlmostEqual(last["bn1"]["target_relative_error"], 0.2 * 0.6)
+        self.assertAlmostEqual(last["conv1"]["target_relative_error"], 0.2 * 0.8)
+        self.assertAlmostEqual(last["conv2"]["target_relative_error"], 0.2)  # no BatchNorm after it
+        self.assertGreater(last["bn1"]["observations"], 0)
+        self.assertGreater(last["bn1"]["achieved_relative_error"], 0.0)
+        # bn1's saved input is compressed with its own bound
+        saved = [d for d in la.stats()["details"] if d["module"] == "bn1" and "eb" in d and d["raw_bytes"] > 4096]
+        self.assertTrue(saved)
+        self.assertAlmostEqual(saved[0]["eb"], last["bn1"]["previous_eb"])  # the last pass ran before the update
+        self.assertAlmostEqual(la.frozen_policy()("bn1", None), la.input_bound("bn1"))
+        self.assertAlmostEqual(la.input_bound("bn1"), la.bound("bn1"))
+        # share 0: BatchNorm inputs are not controlled
+        plain, _ = self.train(0.2, steps=4, propagated_share=0.0)
+        self.assertNotIn("bn1", plain.bounds())
+        self.assertEqual(plain.frozen_policy()("bn1", None), plain.other_bound)
+        with self.assertRaises(ValueError):
+            ebac_torch.LayerAwareCompression(Net(), propagated_share=1.0)
 
     def test_rejects_model_without_layers(self):
         with self.assertRaises(ValueError):
