@@ -19,10 +19,13 @@ Configurations (--configs, comma-separated):
     baseline+K        plain training with seed + K (the seed-to-seed spread)
     PIPELINE@EB       compressed, value-range relative bound EB (e.g. ratio@1e-2)
     PIPELINE@EB+K     the same with seed + K
-    controller[@TAU]  per-layer bounds from ebac's controller (include/ebac/adapt)
+    controller[@TAU][/S][+K]
+                      per-layer bounds from ebac's controller (include/ebac/adapt)
                       aiming at a weight-gradient error of TAU x its RMS (default
-                      0.1) for every Conv2d/Linear input, starting at rel 1e-2; all
-                      other saved tensors at rel 1e-2; "ratio" pipeline
+                      0.1) for every Conv2d/Linear input, starting at rel 1e-2;
+                      a BatchNorm reading a Conv2d's output gets the share S of
+                      that Conv2d's budget (default 0.25; /0: not controlled);
+                      all other saved tensors at rel 1e-2; "ratio" pipeline
 
 The extension is built in-tree on first use (torch.utils.cpp_extension), so
 this script is the only command needed after cloning. Use Debian's
@@ -68,10 +71,14 @@ def parse_config(s):
         return {"name": s, "compress": False, "seed_offset": 0}
     if s.startswith("baseline+"):
         return {"name": s, "compress": False, "seed_offset": int(s[len("baseline+"):])}
-    m = re.match(r"^controller(?:@([0-9.]+(?:[eE][-+]?[0-9]+)?))?(?:\+([0-9]+))?$", s)
-    if m:  # controller[@TAU][+K]: per-layer bounds from ebac's controller, target tau (default 0.1)
+    m = re.match(r"^controller(?:@([0-9.]+(?:[eE][-+]?[0-9]+)?))?(?:/([0-9.]+))?(?:\+([0-9]+))?$", s)
+    if m:  # controller[@TAU][/SHARE][+K]: per-layer bounds from ebac's controller, target tau (default 0.1),
+        # BatchNorm share of the budget (default: ebac_torch's, 0.25; /0: BatchNorm inputs stay at rel 1e-2)
+        share = float(m.group(2)) if m.group(2) is not None else 0.25
+        if not 0.0 <= share < 1.0:
+            raise SystemExit("accuracy_study: the BatchNorm share of %r must be in [0, 1)" % s)
         return {"name": s, "compress": True, "controller": True, "pipeline": "ratio", "eb": 1e-2, "mode": "rel",
-                "tau": float(m.group(1) or 0.1), "seed_offset": int(m.group(2) or 0)}
+                "tau": float(m.group(1) or 0.1), "propagated_share": share, "seed_offset": int(m.group(3) or 0)}
     if "@" in s:
         pipe, eb = s.split("@", 1)
         m = re.match(r"^([0-9.]+(?:[eE][-+]?[0-9]+)?)(?:\+([0-9]+))?$", eb)
@@ -117,23 +124,34 @@ def gradient_probe(model, xb, yb, cfg, threads, policy=None, layer_bound=None):
       direct: the layer's own input compressed, exact delta (what the formula models);
       total:  every saved tensor compressed, as in training (errors upstream
               also perturb delta).
+    Propagation (Conv2d layers whose output a BatchNorm2d reads): the error
+    the BatchNorm's compressed input adds to the layer's weight gradient
+    through the gradient it passes back (ebac_torch.propagated_weight_error,
+    first order, this batch's tensors); "model total" combines it with the
+    model's own-input prediction in quadrature (independent errors).
     """
     m = copy.deepcopy(model)
     m.train()
     state = copy.deepcopy(m.state_dict())
     layers = [(n, mod) for n, mod in m.named_modules() if isinstance(mod, (nn.Conv2d, nn.Linear))]
-    rec = {}
+    bns = [(n, mod) for n, mod in m.named_modules() if isinstance(mod, nn.BatchNorm2d)]
+    rec, out_of, bn_after = {}, {}, {}
 
     def pre(mod, inp, name):
         rec.setdefault(name, {})["a"] = inp[0].detach().clone()
+        if isinstance(mod, nn.BatchNorm2d) and id(inp[0]) in out_of:
+            bn_after[out_of[id(inp[0])]] = name  # this BatchNorm reads that Conv2d's output
 
     def post(mod, inp, out, name):
+        if isinstance(mod, nn.Conv2d):
+            out_of[id(out)] = name
+
         def g(grad):
             rec[name]["delta"] = grad.detach().clone()
         out.register_hook(g)
 
     hs = []
-    for n, mod in layers:
+    for n, mod in layers + bns:
         hs.append(mod.register_forward_pre_hook(lambda mod, i, n=n: pre(mod, i, n)))
         hs.append(mod.register_forward_hook(lambda mod, i, o, n=n: post(mod, i, o, n)))
     m.zero_grad(set_to_none=True)
@@ -166,6 +184,14 @@ def gradient_probe(model, xb, yb, cfg, threads, policy=None, layer_bound=None):
         g_rms = _rms(g_base[n])
         direct = _weight_grad(mod, a_hat, delta) - _weight_grad(mod, a, delta)
         model_pred = ebac_torch.predict_weight_error(mod, a, a_hat, delta, eb_abs)
+        prop, bn_eb = 0.0, None
+        if n in bn_after:
+            k = bn_after[n]
+            bn_eb = layer_bound(k) if layer_bound else cfg["eb"]
+            z = rec[k]["a"]
+            z_hat = ebac_torch.decompress(ebac_torch.compress(z, bn_eb, cfg["mode"], cfg["pipeline"], threads=threads),
+                                          threads=threads)
+            prop = ebac_torch.propagated_weight_error(mod, a, dict(bns)[k], z, z_hat, rec[k]["delta"])
         out.append({
             "layer": n,
             "eb": eb,
@@ -181,6 +207,10 @@ def gradient_probe(model, xb, yb, cfg, threads, policy=None, layer_bound=None):
             "flat_share": model_pred["flat_share"],
             "predicted_formula": math.sqrt(mse * dsq / O),
             "predicted_prior": math.sqrt(nz * eb_abs ** 2 / 3.0 * dsq / O),
+            "batchnorm_after": bn_after.get(n),
+            "batchnorm_eb": bn_eb,
+            "predicted_propagated": prop,
+            "predicted_total": math.hypot(model_pred["sigma"], prop),
             "measured_direct": _rms(direct),
             "measured_total": _rms(g_comp[n] - g_base[n]),
         })
@@ -222,7 +252,7 @@ def bound_label(c):
     if not c["compress"]:
         return "none"
     if c.get("controller"):
-        return "controller, tau %g (per-layer bounds)" % c["tau"]
+        return "controller, tau %g, BatchNorm share %g (per-layer bounds)" % (c["tau"], c.get("propagated_share", 0))
     return "rel %g" % c["eb"]
 
 
@@ -242,7 +272,8 @@ def run_config(cfg, args, data, log):
     if cfg.get("controller"):
         la = ebac_torch.LayerAwareCompression(model, target_relative_error=cfg["tau"], window=args.window,
                                               observe_every=args.observe_every, initial_bound=cfg["eb"],
-                                              other_bound=cfg["eb"], pipeline=cfg["pipeline"], threads=threads)
+                                              other_bound=cfg["eb"], pipeline=cfg["pipeline"], threads=threads,
+                                              propagated_share=cfg["propagated_share"])
         ctx = la
     elif cfg["compress"]:
         ctx = ebac_torch.compressed_activations(cfg["eb"], cfg["mode"], cfg["pipeline"], model=model,
@@ -544,19 +575,30 @@ def write_report(results, args, out, figures, wall, cmd, default_name):
         if not c:
             continue
         L.append("## Controller: %s\n" % r["config"]["name"])
+        share = r["config"].get("propagated_share", 0.0)
         L.append("`ebac_torch.LayerAwareCompression`: ebac's controller (include/ebac/adapt) sets the relative bound "
                  "of every Conv2d/Linear input so that the layer's predicted weight-gradient error (ebac's error "
                  "model) is tau = %g of its gradient RMS; it observes every %d steps and updates every %d steps "
-                 "(%d updates in this run). All other saved tensors (BatchNorm inputs among them) stay at rel %g. "
-                 "The bound a layer's input gets is the tightest of the layers that read it.\n" % (
-                     r["config"]["tau"], c["observe_every"], c["window"], len(c["history"]), r["config"]["eb"]))
-        last = c["history"][-1]["layers"] if c["history"] else []
+                 "(%d updates in this run). " % (r["config"]["tau"], c["observe_every"], c["window"],
+                                                 len(c["history"])))
+        if share > 0:
+            L.append("Propagation-aware budget, BatchNorm share s = %g: a Conv2d whose output a BatchNorm reads "
+                     "aims at tau sqrt(1 - s) = %.3g for its own input, and the BatchNorm's input (listed by the "
+                     "BatchNorm's name) at tau sqrt(s) = %.3g of that Conv2d's gradient RMS, measured as the error "
+                     "it adds through the gradient it passes back (`ebac_torch.propagated_weight_error`). All "
+                     "other saved tensors stay at rel %g. " % (share, r["config"]["tau"] * math.sqrt(1 - share),
+                                                               r["config"]["tau"] * math.sqrt(share),
+                                                               r["config"]["eb"]))
+        else:
+            L.append("All other saved tensors (BatchNorm inputs among them) stay at rel %g. " % r["config"]["eb"])
+        L.append("The bound a layer's input gets is the tightest of the layers that read it.\n")
+        last = {lw.get("layer"): lw for lw in (c["history"][-1]["layers"] if c["history"] else [])}
         L.append("| layer | " + " | ".join("bound after epoch %d" % e["epoch"] for e in r["epochs"]) +
                  " | achieved / tau (last window) | warning |")
         L.append("|---|" + "---|" * len(r["epochs"]) + "---|---|")
-        for i, name in enumerate(c["bounds"]):
-            cells = ["%.3g" % e["bounds"][name] for e in r["epochs"] if "bounds" in e]
-            lw = last[i] if i < len(last) else {}
+        for name in c["bounds"]:
+            cells = ["%.3g" % e["bounds"].get(name, float("nan")) for e in r["epochs"] if "bounds" in e]
+            lw = last.get(name, {})
             ach = ("%.2f" % (lw["achieved_relative_error"] / lw["target_relative_error"])
                    if lw.get("observations") else "-")
             L.append("| %s | %s | %s | %s |" % (name, " | ".join(cells), ach, lw.get("warning", "") or "-"))
@@ -572,8 +614,12 @@ def write_report(results, args, out, figures, wall, cmd, default_name):
                  "(MSE = nonzero share x eb_abs^2 / 3). *direct*: measured with only that layer's input "
                  "compressed and the exact delta (the setting the model describes); *total*: measured with "
                  "every saved tensor compressed, as in training (errors in BatchNorm's saved inputs also "
-                 "perturb delta upstream). *flat*: share of input positions the model treats as a flat "
-                 "(repeated-value) region; *coh*: share of the predicted variance from its coherent term.\n"
+                 "perturb delta upstream). *prop*: for a Conv2d whose output a BatchNorm reads, the error "
+                 "that BatchNorm's compressed input adds through the gradient it passes back "
+                 "(`ebac_torch.propagated_weight_error`, first order); *model total*: model and prop combined "
+                 "in quadrature, the prediction for *total*. *flat*: share of input positions the model treats "
+                 "as a flat (repeated-value) region; *coh*: share of the predicted variance from its coherent "
+                 "term.\n"
                  % args.probe_n)
         for r in results:
             if r["config"]["compress"] and not r["probe"]:
@@ -583,16 +629,20 @@ def write_report(results, args, out, figures, wall, cmd, default_name):
             p = r["probe"][-1]
             L.append("**%s** (bound violations while probing: %d)\n" % (r["config"]["name"], p["bound_violations"]))
             L.append("| layer | eb_abs | nonzero | flat | coh | model | iid | prior | direct | direct / model | "
-                     "total |")
-            L.append("|---|---|---|---|---|---|---|---|---|---|---|")
+                     "prop | model total | total | total / model total |")
+            L.append("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|")
             for x in p["layers"]:
                 g = x["grad_rms"] or float("nan")
-                L.append("| %s | %.3g | %.2f | %.2f | %.2f | %.2e | %.2e | %.2e | %.2e | %.2f | %.2e |" % (
+                tot = x.get("predicted_total", x["predicted"])
+                L.append("| %s | %.3g | %.2f | %.2f | %.2f | %.2e | %.2e | %.2e | %.2e | %.2f | %s | %.2e | %.2e | "
+                         "%.2f |" % (
                     x["layer"] + (" (rel %.3g)" % x["eb"] if r["config"].get("controller") else ""), x["eb_abs"], x["nonzero_fraction"], x["flat_share"], x["coherent_share"],
                     x["predicted"] / g, x["predicted_iid"] / g, x["predicted_prior"] / g,
                     x["measured_direct"] / g,
                     x["measured_direct"] / x["predicted"] if x["predicted"] > 0 else float("nan"),
-                    x["measured_total"] / g))
+                    "%.2e" % (x["predicted_propagated"] / g) if x.get("batchnorm_after") else "-",
+                    tot / g, x["measured_total"] / g,
+                    x["measured_total"] / tot if tot > 0 else float("nan")))
             L.append("")
     if figures:
         L.append("## Figures\n")
