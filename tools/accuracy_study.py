@@ -416,13 +416,20 @@ def plots(results, out, log):
     if pts:
         fig, axs = plt.subplots(1, 2, figsize=(10, 4.4))
         names = sorted({p[0] for p in pts})
-        for ax, key, title in ((axs[0], "measured_direct", "own input compressed (the model's setting)"),
-                               (axs[1], "measured_total", "all saved tensors compressed (training)")):
+        # Right panel: the training-time prediction (own input + BatchNorm propagation),
+        # or the own-input one for results written before it existed.
+        for ax, pk, key, title, xl in (
+                (axs[0], "predicted", "measured_direct", "own input compressed (the model's setting)",
+                 "predicted by ebac's error model"),
+                (axs[1], "predicted_total", "measured_total", "all saved tensors compressed (training)",
+                 "predicted: error model + BatchNorm propagation")):
+            P_all = [L for _, L in pts]
+            pk = pk if all(pk in L for L in P_all) else "predicted"
             for nm in names:
-                P = [L for n, L in pts if n == nm and L["predicted"] > 0 and L[key] > 0]
-                ax.scatter([L["predicted"] / L["grad_rms"] for L in P], [L[key] / L["grad_rms"] for L in P],
+                P = [L for n, L in pts if n == nm and L[pk] > 0 and L[key] > 0]
+                ax.scatter([L[pk] / L["grad_rms"] for L in P], [L[key] / L["grad_rms"] for L in P],
                            label=nm, s=18)
-            vals = [L[k] / L["grad_rms"] for _, L in pts for k in ("predicted", key) if L[k] > 0]
+            vals = [L[k] / L["grad_rms"] for _, L in pts for k in (pk, key) if L[k] > 0]
             if vals:
                 lo, hi = min(vals) / 2, max(vals) * 2
                 ax.plot([lo, hi], [lo, hi], "k--", lw=0.8, label="measured = predicted")
@@ -430,7 +437,8 @@ def plots(results, out, log):
                 ax.set_ylim(lo, hi)
             ax.set_xscale("log")
             ax.set_yscale("log")
-            ax.set_xlabel("predicted by ebac's error model (RMS error / RMS gradient)")
+            ax.set_xlabel((xl if pk != "predicted" or key == "measured_direct" else "predicted by ebac's error model")
+                          + " (RMS error / RMS gradient)", fontsize=8)
             ax.set_ylabel("measured")
             ax.set_title(title, fontsize=9)
             ax.grid(alpha=0.3)
@@ -671,6 +679,15 @@ def check_smoke(results, default_name):
         for p in r["probe"]:
             if p["bound_violations"]:
                 fails.append("%s: %d error-bound violations" % (name, p["bound_violations"]))
+        # The training-time prediction (own input + BatchNorm propagation) must
+        # explain the measured error of every layer within a factor of 2 (the
+        # full runs land within 0.8-1.25; 2 leaves room for a 64-image probe).
+        for p in r["probe"][-1:]:
+            for L in p["layers"]:
+                tot = L.get("predicted_total", 0.0)
+                if tot > 0 and L["measured_total"] > 0 and not 0.5 <= L["measured_total"] / tot <= 2.0:
+                    fails.append("%s: %s measured / predicted training-time gradient error %.2f outside 0.5..2"
+                                 % (name, L["layer"], L["measured_total"] / tot))
         if name not in ("baseline", default_name):
             continue
         if r["diverged_at_step"]:
