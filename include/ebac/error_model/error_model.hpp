@@ -4,6 +4,7 @@
 #pragma once
 
 #include <ebac/error_model/batchnorm_model.hpp>
+#include <ebac/error_model/batchnorm_propagation.hpp>
 #include <ebac/error_model/channel_moments.hpp>
 #include <ebac/error_model/constexpr_math.hpp>
 #include <ebac/error_model/energy_pyramid.hpp>
