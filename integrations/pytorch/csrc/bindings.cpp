@@ -269,6 +269,31 @@ std::uintptr_t storage_id(const at::Tensor& t) {
 /// x, y: a Conv2d's saved input and its reconstruction (N, C, H, W), dy its
 /// output gradient (N, O, Ho, Wo); or, for a Linear, x, y (N, F) and dy (N, O)
 /// with kernel etc. ignored.
+/// d(dx) of a BatchNorm2d (error_model/batchnorm_propagation.hpp); CPU float
+/// copies of CUDA or half tensors are made here (an observation-step cost).
+at::Tensor batchnorm_input_grad_change_py(const at::Tensor& x, const at::Tensor& y, const at::Tensor& dy,
+                                          const c10::optional<at::Tensor>& gamma, double eps) {
+  TORCH_CHECK(x.dim() == 4 && x.sizes() == y.sizes() && x.sizes() == dy.sizes(),
+              "ebac_torch: batchnorm_input_grad_change takes three N,C,H,W tensors of one shape");
+  auto host = [](const at::Tensor& t) { return t.detach().to(at::kCPU).to(at::kFloat).contiguous(); };
+  const at::Tensor xf = host(x), yf = host(y), df = host(dy);
+  at::Tensor gf;
+  if (gamma.has_value() && gamma->defined()) {
+    gf = host(*gamma);
+    TORCH_CHECK(gf.numel() == x.size(1), "ebac_torch: gamma has ", gf.numel(), " entries for ", x.size(1), " channels");
+  }
+  at::Tensor out = at::empty(x.sizes(), at::TensorOptions().dtype(at::kDouble));
+  try {
+    py::gil_scoped_release nogil;
+    batchnorm_input_grad_change(x.size(0), x.size(1), x.size(2) * x.size(3), xf.data_ptr<float>(), yf.data_ptr<float>(),
+                                df.data_ptr<float>(), gf.defined() ? gf.data_ptr<float>() : nullptr, eps,
+                                out.data_ptr<double>());
+  } catch (const std::invalid_argument& e) {
+    TORCH_CHECK(false, e.what());
+  }
+  return out;
+}
+
 py::dict predict_weight_error_py(const at::Tensor& x, const at::Tensor& y, const at::Tensor& dy, double eb_abs,
                                  std::vector<int64_t> kernel, std::vector<int64_t> stride,
                                  std::vector<int64_t> padding, std::vector<int64_t> dilation, int64_t groups,
@@ -379,6 +404,10 @@ PYBIND11_MODULE(TORCH_EXTENSION_NAME, m) {
         py::arg("groups") = 1, py::arg("weight_grad_rms") = 0.0,
         "ebac's error model: predicted RMS weight-gradient error of a Conv2d/Linear layer whose saved "
         "input x is replaced by y.");
+  m.def("batchnorm_input_grad_change", &batchnorm_input_grad_change_py, py::arg("x"), py::arg("y"), py::arg("dy"),
+        py::arg("gamma"), py::arg("eps"),
+        "ebac::error_model::batchnorm_input_grad_change: d(dx) of a training-mode BatchNorm2d whose saved "
+        "input x is replaced by y (float64, shaped like x).");
   m.def("ebac_version", &ebac_version);
   m.def("plan_batch", &plan_batch_py, py::arg("budget_bytes"), py::arg("static_bytes"),
         py::arg("uncompressed_bytes_per_sample"), py::arg("bytes_per_sample"), py::arg("compression_ratio"),

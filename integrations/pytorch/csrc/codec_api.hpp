@@ -103,6 +103,12 @@ struct weight_error_estimate {
 weight_error_estimate predict_weight_error(const layer_geometry& g, const float* x, const float* y, const float* dy,
                                            double eb_abs, double weight_grad_rms = 0);
 
+/// ebac::error_model::batchnorm_input_grad_change: the change of a
+/// training-mode BatchNorm2d's input gradient when its saved input x (N x C x
+/// plane) is replaced by y. gamma may be null. Throws std::invalid_argument.
+void batchnorm_input_grad_change(std::int64_t n, std::int64_t c, std::int64_t plane, const float* x, const float* y,
+                                 const float* dy, const float* gamma, double eps, double* out);
+
 /// ebac::adapt::controller behind a small handle (the torch TU never sees
 /// ebac's headers). Bounds are in whatever unit the caller observes them in
 /// (ebac_torch uses value-range relative bounds).

@@ -1,8 +1,10 @@
 // error_model.cpp - ebac's gradient-error model (include/ebac/error_model)
-// for one Conv2d/Linear layer, from tensors the trainer already has.
+// for one Conv2d/Linear layer, from tensors the trainer already has, and the
+// BatchNorm propagation term (error_model/batchnorm_propagation.hpp).
 // Like host_codec.cpp, it includes no torch header.
 #include "codec_api.hpp"
 
+#include <ebac/error_model/batchnorm_propagation.hpp>
 #include <ebac/error_model/error_statistics.hpp>
 #include <ebac/error_model/flat_mask.hpp>
 #include <ebac/error_model/gradient_statistics.hpp>
@@ -48,6 +50,12 @@ weight_error_estimate predict_weight_error(const layer_geometry& lg, const float
   r.coherent_share = p.coherent_share;
   r.flat_share = mask.share();
   return r;
+}
+
+void batchnorm_input_grad_change(std::int64_t n, std::int64_t c, std::int64_t plane, const float* x, const float* y,
+                                 const float* dy, const float* gamma, double eps, double* out) {
+  if (ebac::error_model::batchnorm_input_grad_change(n, c, plane, x, y, dy, gamma, eps, out) != ebac::status::ok)
+    throw std::invalid_argument("ebac_torch: batchnorm_input_grad_change: empty tensor or negative eps");
 }
 
 }  // namespace ebac_torch

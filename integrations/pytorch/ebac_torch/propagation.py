@@ -22,12 +22,16 @@ BatchNorms and the residual path) were measured at 0-20% on top and are not
 included.
 
 `propagated_weight_error` computes this first-order term exactly for one
-step's tensors (an element-wise pass and one weight-gradient product): it is
+step's tensors: the change of dx from ebac's
+include/ebac/error_model/batchnorm_propagation.hpp, then one
+weight-gradient product (torch's conv2d_weight). It is
 what LayerAwareCompression's propagation-aware budget observes and what the
 accuracy study's "model total" adds to the error model's prediction.
 """
 
 import torch
+
+from . import _ext
 
 nn = torch.nn
 
@@ -36,27 +40,19 @@ def batchnorm_input_grad_error(bn, x, x_hat, grad_output):
     """The change of a training-mode BatchNorm2d's input gradient when its saved input `x` is replaced by `x_hat`.
 
     Mean and 1/s are the batch statistics of the exact `x` (what the forward
-    pass saves); `grad_output` is dL/d(output). Computed in float64; returns a
-    tensor shaped like `x`.
+    pass saves); `grad_output` is dL/d(output). Computed by ebac's
+    error_model::batchnorm_input_grad_change on the CPU in float64 (CUDA
+    tensors are copied); returns a float64 tensor shaped like `x`, on x's
+    device.
     """
     if not isinstance(bn, nn.BatchNorm2d):
         raise TypeError("batchnorm_input_grad_error: nn.BatchNorm2d, got %s" % type(bn).__name__)
     if x.dim() != 4 or x.shape != x_hat.shape or x.shape != grad_output.shape:
         raise ValueError("batchnorm_input_grad_error: x, x_hat and grad_output must be N,C,H,W tensors of one shape "
                          "(got %s, %s, %s)" % (tuple(x.shape), tuple(x_hat.shape), tuple(grad_output.shape)))
-    xd, xh, dy = x.detach().double(), x_hat.detach().double(), grad_output.detach().double()
-    dims = (0, 2, 3)
-    mu = xd.mean(dims, keepdim=True)
-    inv = torch.rsqrt(xd.var(dims, unbiased=False, keepdim=True) + bn.eps)
-    gamma = bn.weight.detach().double().view(1, -1, 1, 1) if bn.weight is not None else 1.0
-    e = xh - xd
-    xhat = (xd - mu) * inv
-    m1 = (dy * xhat).mean(dims, keepdim=True)
-    delta = (dy * e).mean(dims, keepdim=True)
-    # dx(x_hat) - dx(x), exactly (mu and 1/s fixed): the bracket's two terms
-    # are the element-wise part and the part along xhat.
-    k = gamma * inv * inv
-    return -k * (e * (m1 + delta * inv) + xhat * delta)
+    gamma = bn.weight if bn.weight is not None else None
+    d = _ext.load().batchnorm_input_grad_change(x, x_hat, grad_output, gamma, float(bn.eps))
+    return d.to(x.device)
 
 
 def propagated_weight_error(layer, layer_input, bn, bn_input, bn_input_hat, bn_grad_output):
