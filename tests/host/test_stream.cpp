@@ -396,6 +396,8 @@ TEST_CASE("stream: the header parser validates every field before using it") {
       {"chunk 48", u32(48, 48)},
       {"chunk 2^24 + 32", u32(48, (1u << 24) + 32)},
       {"outliers > elements", u64(56, 481)},
+      {"reserved byte 19", u8(19, 1)},
+      {"reserved word 52", u32(52, 1u << 31)},
       {"codebook section huge", u64(64, ~std::uint64_t{0})},
       {"chunk table section huge", u64(72, std::uint64_t{1} << 63)},
       {"payload section + 1", [](std::vector<std::byte>& s) {
@@ -426,6 +428,24 @@ TEST_CASE("stream: the header parser validates every field before using it") {
     CHECK(st != ebac::status::ok);
     CHECK(what != nullptr);
     CHECK_FALSE(try_decompress(s.data(), s.size(), ebac::dtype::f32).empty());
+  }
+}
+
+TEST_CASE("stream: predictor fields a stream does not use must be zero") {
+  for (const char* pipe : {"ratio", "ratio-flat"}) {
+    CAPTURE(pipe);
+    const auto base = make_case<float>(pipe, {4, 10, 12}, false).bytes;
+    REQUIRE(header_status(base) == ebac::status::ok);
+    const int used = static_cast<int>(base[12] == std::byte{2} ? static_cast<std::uint8_t>(base[13]) : 0);
+    for (int k = used; k < 3; ++k) {
+      CAPTURE(k);
+      auto a = base;
+      a[16 + static_cast<std::size_t>(k)] = std::byte{1};
+      CHECK(header_status(a) == ebac::status::corrupt_stream);
+      auto t = base;
+      ebac::detail::store_le<std::uint32_t>(t.data() + 20 + 4 * k, 64);
+      CHECK(header_status(t) == ebac::status::corrupt_stream);
+    }
   }
 }
 

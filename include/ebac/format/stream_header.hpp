@@ -152,6 +152,16 @@ inline std::uint64_t element_count(const stream_header& h) noexcept {
   } else {
     return bad(status::corrupt_stream, "unknown predictor id");
   }
+  // Unused predictor fields and the reserved bytes are written as zero; a
+  // reader that let them vary would accept streams no writer produced (and
+  // leave no room to give those bytes a meaning later).
+  for (int k = 0; k < 3; ++k) {
+    const bool used = h.predictor == predictor_id::lorenzo && k < pdims;
+    if (!used && (p[16 + k] != std::byte{0} || load_le<std::uint32_t>(p + 20 + 4 * k) != 0))
+      return bad(status::corrupt_stream, "unused predictor axis/tile fields are not zero");
+  }
+  if (p[19] != std::byte{0} || load_le<std::uint32_t>(p + 52) != 0)
+    return bad(status::corrupt_stream, "reserved header bytes are not zero");
   const auto qid = static_cast<std::uint8_t>(p[14]);
   if (qid < 1 || qid > 2) return bad(status::corrupt_stream, "unknown quantizer id");
   h.quantizer = static_cast<quantizer_id>(qid);
