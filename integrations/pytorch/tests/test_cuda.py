@@ -71,6 +71,28 @@ class CudaBackend(unittest.TestCase):
             rel = float((p.grad - r).norm() / r.norm().clamp_min(1e-12))
             self.assertLess(rel, 0.1)
 
+    def test_layer_aware_with_batchnorm_on_cuda(self):
+        # the controller's BatchNorm observation (propagated_weight_error) on device tensors
+        torch.manual_seed(0)
+        model = torch.nn.Sequential(torch.nn.Conv2d(3, 16, 3, padding=1, bias=False), torch.nn.BatchNorm2d(16),
+                                    torch.nn.ReLU(), torch.nn.Conv2d(16, 16, 3, padding=1), torch.nn.ReLU(),
+                                    torch.nn.AdaptiveAvgPool2d(1), torch.nn.Flatten(),
+                                    torch.nn.Linear(16, 10)).cuda()
+        opt = torch.optim.SGD(model.parameters(), lr=0.05)
+        la = ebac_torch.LayerAwareCompression(model, window=2, observe_every=1, min_numel=256)
+        for step in range(4):
+            x = torch.randn(8, 3, 32, 32, device="cuda")
+            y = torch.randint(0, 10, (8,), device="cuda")
+            opt.zero_grad()
+            with la:
+                loss = torch.nn.functional.cross_entropy(model(x), y)
+            loss.backward()
+            la.end_iteration()
+            opt.step()
+        last = {l["layer"]: l for l in la.history[-1]["layers"]}
+        self.assertEqual(last["1"]["propagates_to"], "0")
+        self.assertGreater(last["1"]["observations"], 0)
+
     def test_corrupt_device_blob_is_rejected(self):
         x = activation((4, 8, 16, 16)).cuda()
         b, s = C.compress(x, 1e-2, "rel", "fast", 0, False)
