@@ -214,11 +214,18 @@ at::Tensor decompress(const at::Tensor& blob, std::vector<int64_t> sizes, std::v
   return out;
 }
 
-py::dict inspect(const at::Tensor& blob) {
+py::dict inspect(const at::Tensor& blob, int64_t stream_bytes) {
   TORCH_CHECK(blob.scalar_type() == at::kByte && blob.dim() == 1 && blob.is_contiguous(),
               "ebac_torch: a compressed blob is a contiguous 1-D uint8 tensor");
   stream_info s;
-  if (blob.device().is_cpu()) {
+  if (stream_bytes > 0) {
+    // The leading bytes of a stream of stream_bytes bytes (a header copied
+    // out earlier): only the header is parsed and checked against that size.
+    TORCH_CHECK(blob.device().is_cpu() && stream_bytes >= blob.numel(),
+                "ebac_torch: inspect(head, stream_bytes) takes a CPU copy of a stream's first bytes and the stream's size");
+    s = inspect_header(reinterpret_cast<const std::byte*>(blob.data_ptr<std::uint8_t>()), static_cast<std::size_t>(blob.numel()),
+                       static_cast<std::size_t>(stream_bytes));
+  } else if (blob.device().is_cpu()) {
     s = host_inspect(reinterpret_cast<const std::byte*>(blob.data_ptr<std::uint8_t>()), static_cast<std::size_t>(blob.numel()));
   } else {
     // A device blob: only its header comes to the host (the payload's
@@ -394,7 +401,9 @@ PYBIND11_MODULE(TORCH_EXTENSION_NAME, m) {
         "Compress a float32/float16/bfloat16 tensor; returns (uint8 blob, strides to restore).");
   m.def("decompress", &decompress, py::arg("blob"), py::arg("sizes"), py::arg("strides"), py::arg("elem"),
         py::arg("threads") = 0, "Decompress a blob into a new tensor with the given sizes and strides.");
-  m.def("inspect", &inspect, py::arg("blob"), "The stream header of a blob as a dict.");
+  m.def("inspect", &inspect, py::arg("blob"), py::arg("stream_bytes") = 0,
+        "The stream header of a blob as a dict; with stream_bytes, blob is a CPU copy of that stream's first bytes.");
+  m.attr("max_header_bytes") = py::int_(max_header_bytes);
   m.def("valid_pipeline", &valid_pipeline, py::arg("name"));
   m.def("storage_id", &storage_id, py::arg("tensor"), "Identity of a tensor's storage (0 if none).");
   m.def("has_cuda", &has_cuda, "True when built with the CUDA backend.");

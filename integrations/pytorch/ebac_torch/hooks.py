@@ -100,6 +100,7 @@ class _Pass:
         self.bound_violations = 0
         self.modules = OrderedDict()
         self.details = []
+        self.pending_headers = []  # (detail, header bytes on the host, stream bytes, copied from a GPU)
 
     def module(self, name):
         m = self.modules.get(name)
@@ -107,7 +108,20 @@ class _Pass:
             m = self.modules[name] = _module_record()
         return m
 
+    def _read_pending_headers(self):
+        if not self.pending_headers:
+            return
+        if any(from_gpu for _, _, _, from_gpu in self.pending_headers):
+            torch.cuda.synchronize()  # the non-blocking header copies have landed after this
+        C = _ext.load()
+        for detail, head, size, _ in self.pending_headers:
+            info = C.inspect(head, size)
+            detail["eb_abs"] = info["eb_abs"]
+            detail["outliers"] = info["outliers"]
+        self.pending_headers = []
+
     def as_dict(self):
+        self._read_pending_headers()
         d = {
             "pass": self.index,
             "complete": self.complete,
@@ -376,12 +390,20 @@ class compressed_activations:
                 p.strides = list(strides)
                 p.elem = _FLOAT_CODES[t.dtype]
                 P.compressed_tensors += 1
-                info = self.C.inspect(blob)
                 detail = {"module": name, "shape": tuple(t.shape), "dtype": str(t.dtype).replace("torch.", ""),
                           "raw_bytes": raw, "stored_bytes": blob.numel(), "eb": eb, "mode": mode,
-                          "pipeline": pipeline, "eb_abs": info["eb_abs"], "outliers": info["outliers"]}
+                          "pipeline": pipeline}
                 if self.measure_error:
+                    info = self.C.inspect(blob)
+                    detail.update(eb_abs=info["eb_abs"], outliers=info["outliers"])
                     self._measure(P, name, t, p, info["eb_abs"], detail)
+                elif self.keep_details:
+                    # The header's eb_abs and outlier count are read when
+                    # stats() asks: a device blob's header is copied out
+                    # without waiting, so packing does not synchronize for it.
+                    k = min(blob.numel(), self.C.max_header_bytes)
+                    head = blob[:k].to("cpu", non_blocking=True) if blob.is_cuda else blob[:k].clone()
+                    P.pending_headers.append((detail, head, blob.numel(), blob.is_cuda))
             p.module = name
             self._live += 1
             P.tensors += 1

@@ -4,7 +4,7 @@ import copy
 import gc
 import unittest
 
-from _common import ebac_torch, torch
+from _common import C, ebac_torch, torch
 
 nn = torch.nn
 F = torch.nn.functional
@@ -164,6 +164,26 @@ class Hooks(unittest.TestCase):
         with ebac_torch.compressed_activations(1e-2, model=self.model, min_numel=1, bounds={"conv2": None}):
             grads(self.model, self.x, self.y)
         self.assertEqual(ebac_torch.stats()["per_module"]["conv2"]["compressed_tensors"], 0)
+
+    def test_details_carry_each_stream_header(self):
+        # eb_abs and outliers come from each stream's header, read when stats() is called
+        with ebac_torch.compressed_activations(1e-2, "rel", "ratio", model=self.model, min_numel=1):
+            grads(self.model, self.x, self.y)
+        st = ebac_torch.stats()
+        comp = [d for d in st["details"] if "eb" in d]
+        self.assertTrue(comp)
+        for d in comp:
+            self.assertGreaterEqual(d["eb_abs"], 0.0)  # 0 for a constant tensor (range 0)
+            self.assertGreaterEqual(d["outliers"], 0)
+        big = max(comp, key=lambda d: d["raw_bytes"])
+        self.assertGreater(big["eb_abs"], 0.0)
+        self.assertEqual(ebac_torch.stats()["details"], st["details"])  # read once, kept
+        # a header copy is checked against the stream's size
+        c = ebac_torch.compress(self.x, 1e-2, "rel", "ratio")
+        head = c.blob[:C.max_header_bytes].clone()
+        self.assertEqual(C.inspect(head, c.blob.numel())["eb_abs"], C.inspect(c.blob)["eb_abs"])
+        with self.assertRaises(RuntimeError):
+            C.inspect(head, c.blob.numel() + 1)  # not the stream's size: trailing bytes
 
     def test_measure_error_holds_bound(self):
         with ebac_torch.compressed_activations(1e-2, "rel", "ratio", model=self.model, min_numel=1,
