@@ -42,6 +42,7 @@ import re
 import shlex
 import sys
 import time
+import weakref
 
 os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")  # busy-waiting OpenMP collapses on shared CPUs
 
@@ -139,12 +140,13 @@ def gradient_probe(model, xb, yb, cfg, threads, policy=None, layer_bound=None):
 
     def pre(mod, inp, name):
         rec.setdefault(name, {})["a"] = inp[0].detach().clone()
-        if isinstance(mod, nn.BatchNorm2d) and id(inp[0]) in out_of:
-            bn_after[out_of[id(inp[0])]] = name  # this BatchNorm reads that Conv2d's output
+        hit = out_of.get(id(inp[0])) if isinstance(mod, nn.BatchNorm2d) else None
+        if hit is not None and hit[1]() is inp[0]:
+            bn_after[hit[0]] = name  # this BatchNorm reads that Conv2d's output
 
     def post(mod, inp, out, name):
         if isinstance(mod, nn.Conv2d):
-            out_of[id(out)] = name
+            out_of[id(out)] = (name, weakref.ref(out))  # the weak reference guards against a reused id
 
         def g(grad):
             rec[name]["delta"] = grad.detach().clone()

@@ -48,6 +48,7 @@ memory budget (``ebac::adapt::plan_batch``).
 """
 
 import math
+import weakref
 
 import torch
 
@@ -121,7 +122,7 @@ class LayerAwareCompression:
         self._obs = {}             # layer index -> {"x": input, "dy": output gradient}
         self.bn_pairs = {}         # BatchNorm index -> the Conv2d index whose output it reads (previous step)
         self._next_pairs = {}
-        self._conv_out = {}        # id(Conv2d output) -> layer index (this forward pass)
+        self._conv_out = {}        # id(Conv2d output) -> (layer index, weak ref) (this forward pass)
         self._bn_obs = {}          # BatchNorm index -> {"x": input, "dy": output gradient}
         self._handles = []
         self._observing = False
@@ -191,7 +192,9 @@ class LayerAwareCompression:
         if not isinstance(out, torch.Tensor):
             return
         if self.bns and isinstance(mod, nn.Conv2d):
-            self._conv_out[id(out)] = i  # a BatchNorm reading this tensor pairs with layer i
+            # A BatchNorm reading this tensor pairs with layer i. The weak
+            # reference tells a later tensor that reuses a freed id apart.
+            self._conv_out[id(out)] = (i, weakref.ref(out))
         if i in self._obs and out.requires_grad:
             _keep_grad(out, self._obs[i])
 
@@ -199,9 +202,10 @@ class LayerAwareCompression:
         x = inp[0] if inp else None
         if not isinstance(x, torch.Tensor):
             return
-        i = self._conv_out.get(id(x))
-        if i is None:
+        hit = self._conv_out.get(id(x))
+        if hit is None or hit[1]() is not x:
             return
+        i = hit[0]
         self._next_pairs[j] = i
         if self._observing and x.is_floating_point() and torch.is_grad_enabled():
             self._bn_obs[j] = {"x": x.detach()}
