@@ -13,7 +13,7 @@
 // gradient, so its weight gradient changes by weight_gradient(input, d(dx)).
 // Why this is not negligible next to the layer's own error: xhat_j delta is
 // proportional to the convolution's own output, so it sums coherently
-// against the convolution's input (on the accuracy study's ResNet, 0.3-4x
+// against the convolution's input (on the accuracy study's ResNet, 0.3-3x
 // the own-input error at rel 1e-2; docs/study/README.md). It is the first-
 // order term: errors that travel further (through later BatchNorms and a
 // residual path) are left out.
