@@ -6,6 +6,8 @@
 #   3. fuzz preset:    clang + libFuzzer, seed replay + FUZZ_SECONDS of fuzzing
 #   4. cuda preset:    compile-only nvcc header checks (and GPU tests), when /usr/local/cuda/bin/nvcc exists
 #   5. pytorch:        ebac_torch tests + smoke study, when /usr/bin/python3 has torch
+#   6. pytorch 2.11:   the extension's C++ sources compiled against torch 2.11's headers (PyPI wheel)
+#   7. libtorch:       examples/01_libtorch_autograd built and trained for 60 steps
 # and exits non-zero when any stage failed (all stages run; EBAC_FAIL_FAST=1 stops at the first).
 #
 #   FUZZ_SECONDS=60   fuzzing time (0: build and replay the seeds only)
@@ -27,7 +29,7 @@ packages=(
   python3 python3-numpy     # tests/cli drives the CLI from Python and checks results in numpy
   clang libclang-rt-14-dev  # libFuzzer + sanitizer runtimes for the fuzz preset
   llvm-14                   # llvm-symbolizer: sanitizer reports with file:line
-  python3-torch python3-matplotlib python3-pip pybind11-dev  # ebac_torch tests + smoke study (PyTorch block)
+  python3-torch python3-matplotlib python3-pip pybind11-dev python3-dev  # ebac_torch tests + smoke study, torch 2.x header check
   dataset-fashion-mnist     # the smoke study trains on it
   libtorch-dev zlib1g-dev   # examples/01_libtorch_autograd (a C++ trainer including ebac's headers)
 )
@@ -133,6 +135,11 @@ pytorch() {
     echo "SKIPPED: /usr/bin/python3 lacks torch/numpy/matplotlib (Debian: python3-torch python3-numpy python3-matplotlib)."
   fi
 }
+# torch 2.x: the extension's C++ sources (CPU and CUDA branch) compiled against a torch
+# 2.11 wheel's headers from PyPI (downloaded once, headers only; about 2 min).
+pytorch2_headers() {
+  bash tools/torch2-headers.sh
+}
 # The libtorch example: a C++ trainer with ebac-compressed saved inputs, built
 # and run for 60 steps on Fashion-MNIST (about a minute). It must train: test
 # accuracy >= 0.5 after 60 steps (it reaches ~0.70; chance is 0.10).
@@ -162,6 +169,7 @@ if [[ "${failed[*]}" != *"asan: configure"* ]]; then run_stage "asan: ctest" asa
 run_stage "fuzz (${FUZZ_SECONDS}s)" fuzz
 run_stage "cuda: compile-only" cuda_compile
 run_stage "pytorch: ebac_torch tests + smoke study" pytorch
+run_stage "pytorch 2.11 headers: extension compiles" pytorch2_headers
 run_stage "libtorch example: build + 60 training steps" libtorch_example
 
 summary

@@ -20,7 +20,7 @@ _origin = None
 
 # Flags shared with setup.py (which imports this module without torch's
 # extension machinery running).
-CXX_FLAGS = ["-O3", "-std=c++20", "-fopenmp", "-ffp-contract=off", "-Wno-deprecated-declarations"]
+CXX_FLAGS = ["-O3", "-std=c++20", "-fopenmp", "-ffp-contract=off", "-fvisibility=hidden", "-Wno-deprecated-declarations"]
 LD_FLAGS = ["-fopenmp"]
 SOURCES = ["bindings.cpp", "host_codec.cpp", "error_model.cpp", "adapt.cpp"]
 # The CUDA backend: one more source, compiled by nvcc, and a define for all.
