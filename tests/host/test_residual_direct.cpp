@@ -1,10 +1,13 @@
 // The CUDA backend computes each Lorenzo residual directly (residual_at);
 // the host backend runs one pass per axis. They must agree bit for bit.
+#include <ebac/detail/element_code.hpp>
 #include <ebac/ebac.hpp>
 
 #include <doctest/doctest.h>
 
+#include <cmath>
 #include <cstdint>
+#include <limits>
 #include <random>
 #include <vector>
 
@@ -25,7 +28,83 @@ void check_direct_matches_passes(const P& pred, const ebac::extents& e, std::uin
 }
 }  // namespace
 
+namespace {
+/// The fused kernels' per-element code equals the staged path's: quantize
+/// every element into a field, then residual_at, then zigzag.
+template <class T, class Q, class P>
+void check_element_code(const P& pred, const ebac::extents& e, double eb, std::uint32_t seed) {
+  std::uint64_t n = 0;
+  REQUIRE(e.count(n) == ebac::status::ok);
+  std::mt19937 rng(seed);
+  std::normal_distribution<float> nd(0.f, 1.f);
+  std::vector<T> in(n);
+  for (std::uint64_t i = 0; i < n; ++i) {
+    float v = std::max(0.f, nd(rng)) * 3.f;           // post-ReLU-like, many exact zeros
+    if (rng() % 97 == 0) v = -v - 1.f;                // a few negatives
+    if (rng() % 211 == 0) v = std::numeric_limits<float>::quiet_NaN();
+    if (rng() % 223 == 0) v = std::numeric_limits<float>::infinity();
+    if (rng() % 229 == 0) v = 3e38f;                  // outside the code range
+    in[i] = ebac::from_float<T>(v);
+  }
+  const Q q = Q::make(eb);
+  std::vector<std::uint32_t> field(n);
+  std::vector<bool> outlier(n);
+  for (std::uint64_t i = 0; i < n; ++i) {
+    const ebac::quantized r = ebac::quantize_element(q, in[i]);
+    field[i] = static_cast<std::uint32_t>(r.code);
+    outlier[i] = r.outlier;
+  }
+  int outliers = 0;
+  for (std::uint64_t i = 0; i < n; ++i) {
+    CAPTURE(i);
+    bool o = false;
+    const std::uint32_t fused = ebac::detail::element_code(pred, e, q, in.data(), i, o);
+    const std::uint32_t staged = ebac::detail::zigzag(static_cast<std::int32_t>(ebac::residual_at(pred, e, field.data(), i)));
+    REQUIRE(fused == staged);
+    REQUIRE(o == outlier[i]);
+    outliers += o;
+  }
+  if (n > 1000) CHECK(outliers > 0);  // the outlier paths ran
+}
+}  // namespace
+
 TEST_SUITE("host") {
+TEST_CASE("fused per-element codes (CUDA fused kernels) equal quantize-then-residual codes") {
+  const ebac::extents shapes[] = {{37}, {5000}, {4, 5, 6}, {2, 3, 17, 19}};
+  std::uint32_t seed = 7;
+  for (const auto& e : shapes) {
+    CAPTURE(e.rank);
+    for (double eb : {1e-3, 0.25}) {
+      check_element_code<float, ebac::sign_preserving_quantizer>(ebac::lorenzo::flat(), e, eb, seed++);
+      check_element_code<float, ebac::linear_quantizer>(ebac::lorenzo::flat(4096), e, eb, seed++);
+      check_element_code<float, ebac::sign_preserving_quantizer>(ebac::no_prediction{}, e, eb, seed++);
+      check_element_code<ebac::float16, ebac::sign_preserving_quantizer>(ebac::lorenzo::flat(), e, eb, seed++);
+      check_element_code<ebac::bfloat16, ebac::linear_quantizer>(ebac::lorenzo::flat(), e, eb, seed++);
+      for (int d = 2; d <= 3 && d <= e.rank; ++d)
+        check_element_code<float, ebac::sign_preserving_quantizer>(ebac::lorenzo::along_last(d, e.rank, 64), e, eb, seed++);
+    }
+  }
+}
+
+TEST_CASE("block_bitpack::packed_word (one word per thread) equals pack_block's words") {
+  std::mt19937 rng(3);
+  for (int w = 1; w <= 32; ++w) {
+    CAPTURE(w);
+    for (std::size_t m : {std::size_t{32}, std::size_t{1}, std::size_t{17}}) {
+      std::uint32_t codes[32] = {};
+      const std::uint32_t mask = w == 32 ? 0xffffffffu : ((1u << w) - 1);
+      for (std::size_t i = 0; i < m; ++i) codes[i] = rng() & mask;
+      if (m == 32) codes[31] = mask;  // the top bit of the last word
+      std::byte packed[4 * 32];
+      REQUIRE(ebac::block_bitpack::pack_block(codes, m, w, packed) == 4 * static_cast<std::size_t>(w));
+      for (int l = 0; l < w; ++l) {
+        CAPTURE(l);
+        CHECK(ebac::block_bitpack::packed_word(codes, w, l) == ebac::detail::load_le<std::uint32_t>(packed + 4 * l));
+      }
+    }
+  }
+}
+
 TEST_CASE("direct Lorenzo residuals (CUDA kernel logic) equal the host's axis passes") {
   const ebac::extents shapes[] = {{1}, {37}, {5000}, {3, 7}, {4, 5, 6}, {2, 3, 17, 19}, {2, 65, 70}};
   std::uint32_t seed = 1;

@@ -74,6 +74,21 @@ struct block_bitpack {
     }
   }
 
+  /// Word l (0 <= l < width) of a block packed at `width` bits (1..32):
+  /// bits [32 l, 32 l + 32) of the 32 codes (each < 2^width) laid end to end,
+  /// LSB first - what pack_fixed stores at out + 4 l. Lets 32 threads pack a
+  /// block in parallel, one word each (cuda/kernels/fused_bitpack.cuh).
+  [[nodiscard]] EBAC_HOST_DEVICE static std::uint32_t packed_word(const std::uint32_t* codes, int width, int l) noexcept {
+    const int first_bit = 32 * l;
+    std::uint64_t acc = 0;
+    for (int v = first_bit / width; v < 32 && v * width < first_bit + 32; ++v) {
+      const int shift = v * width - first_bit;  // negative for a code that starts in the previous word
+      const std::uint64_t c = codes[v];
+      acc |= shift >= 0 ? (c << shift) : (c >> -shift);
+    }
+    return static_cast<std::uint32_t>(acc);
+  }
+
   /// Packs one block of `m <= 32` codes at `width` bits; returns bytes written.
   EBAC_HOST_DEVICE static std::size_t pack_block(const std::uint32_t* codes, std::size_t m, int width,
                                                  std::byte* out) noexcept {

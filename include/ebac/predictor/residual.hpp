@@ -18,12 +18,15 @@
 
 EBAC_NAMESPACE_BEGIN
 
-template <class P>
-EBAC_HOST_DEVICE std::uint32_t residual_at(const P& pred, const extents& shape, const std::uint32_t* q, std::uint64_t i) noexcept {
+/// The residual at i, reading the quantized field through q_at(j) (an
+/// array, or a function that quantizes element j on the spot: the fused CUDA
+/// kernels, cuda/kernels/fused_bitpack.cuh, never store the field).
+template <class P, class QAt>
+EBAC_HOST_DEVICE std::uint32_t residual_with(const P& pred, const extents& shape, std::uint64_t i, QAt&& q_at) noexcept {
   if constexpr (std::is_same_v<P, no_prediction>) {
     (void)pred;
     (void)shape;
-    return q[i];
+    return q_at(i);
   } else {
     std::uint64_t offset[3] = {0, 0, 0};
     int dims = 0;
@@ -41,10 +44,16 @@ EBAC_HOST_DEVICE std::uint32_t residual_at(const P& pred, const extents& shape, 
           back += offset[k];
           parity ^= 1;
         }
-      r = parity ? r - q[i - back] : r + q[i - back];
+      const std::uint32_t v = q_at(i - back);
+      r = parity ? r - v : r + v;
     }
     return r;
   }
+}
+
+template <class P>
+EBAC_HOST_DEVICE std::uint32_t residual_at(const P& pred, const extents& shape, const std::uint32_t* q, std::uint64_t i) noexcept {
+  return residual_with(pred, shape, i, [q](std::uint64_t j) { return q[j]; });
 }
 
 EBAC_NAMESPACE_END

@@ -1,0 +1,37 @@
+// ebac/detail/element_code.hpp - one element's encoder input, from the raw tensor.
+//
+// The staged pipeline quantizes the whole tensor into a field, then turns the
+// field into predictor residuals, then zigzags them into the codes the
+// encoder packs. A fused kernel (cuda/kernels/fused_bitpack.cuh) skips both
+// arrays: it quantizes an element and the predecessors its predictor reads
+// on the spot. Same functors, same order of operations, so the same code;
+// tests/host/test_residual_direct.cpp checks that on the host.
+#pragma once
+
+#include <ebac/config.hpp>
+#include <ebac/detail/bytes.hpp>
+#include <ebac/extents.hpp>
+#include <ebac/predictor/residual.hpp>
+#include <ebac/quantizer/linear.hpp>
+
+#include <cstdint>
+
+EBAC_NAMESPACE_BEGIN
+namespace detail {
+
+/// zigzag(residual of the quantized field at i), with every quantized value
+/// it reads computed from `in` by quantize_element. `outlier` says whether
+/// element i itself is stored raw (its field value is then 0, as staged).
+template <class P, class Q, class T>
+EBAC_HOST_DEVICE std::uint32_t element_code(const P& pred, const extents& shape, const Q& q, const T* in, std::uint64_t i,
+                                            bool& outlier) noexcept {
+  const quantized self = quantize_element(q, in[i]);
+  outlier = self.outlier;
+  const auto q_at = [&](std::uint64_t j) -> std::uint32_t {
+    return static_cast<std::uint32_t>(j == i ? self.code : quantize_element(q, in[j]).code);
+  };
+  return zigzag(static_cast<std::int32_t>(residual_with(pred, shape, i, q_at)));
+}
+
+}  // namespace detail
+EBAC_NAMESPACE_END
