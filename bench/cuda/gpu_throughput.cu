@@ -53,7 +53,7 @@ struct timer {
 
 template <class Pipe, class T>
 void run(const char* name, const char* dtype, const std::vector<T>& x, const ebac::extents& e, double eb, int reps,
-         double memcpy_gbs, const char* data_label) {
+         double memcpy_gbs, const char* data_label, ebac::cuda::kernel_path path = ebac::cuda::kernel_path::staged) {
   ebac::compress_options opt;
   opt.bound = {eb, ebac::bound_mode::relative};
   opt.checksum = false;
@@ -77,7 +77,7 @@ void run(const char* name, const char* dtype, const std::vector<T>& x, const eba
   CHECK_CUDA(cudaMalloc(&d_status, sizeof(int)));
   timer t;
   const double c_ms = t.best_ms(reps, [&] {
-    CHECK_CUDA(ebac::cuda::compress(d_ctemp, ctemp, d_in, e, pipe, opt, d_stream, cap, d_size, d_status));
+    CHECK_CUDA(ebac::cuda::compress(d_ctemp, ctemp, d_in, e, pipe, opt, d_stream, cap, d_size, d_status, nullptr, nullptr, path));
   });
   std::uint64_t size = 0;
   CHECK_CUDA(cudaMemcpy(&size, d_size, sizeof size, cudaMemcpyDeviceToHost));
@@ -138,6 +138,11 @@ void all_pipelines(const char* dtype, const std::vector<T>& x, const ebac::exten
   using namespace ebac;
   run<pipeline<lorenzo, sign_preserving_quantizer, block_bitpack>, T>("fast", dtype, x, e, eb, reps, mc, label);
   run<pipeline<no_prediction, sign_preserving_quantizer, block_bitpack>, T>("plain", dtype, x, e, eb, reps, mc, label);
+  // The fused kernels (kernels/fused_bitpack.cuh): same streams, the input read twice instead of staging two arrays.
+  run<pipeline<lorenzo, sign_preserving_quantizer, block_bitpack>, T>("fast (fused)", dtype, x, e, eb, reps, mc, label,
+                                                                      ebac::cuda::kernel_path::fused);
+  run<pipeline<no_prediction, sign_preserving_quantizer, block_bitpack>, T>("plain (fused)", dtype, x, e, eb, reps, mc, label,
+                                                                            ebac::cuda::kernel_path::fused);
   run<pipeline<lorenzo, sign_preserving_quantizer, run_length>, T>("rle", dtype, x, e, eb, reps, mc, label);
   // Fewer repetitions: each one allocates and synchronizes (host layer), and
   // the per-chunk coder is not tuned yet.

@@ -40,14 +40,15 @@ std::vector<float> activations(std::size_t n, std::uint32_t seed) {
 
 /// Device compress + decompress; stream and reconstruction must equal the host's.
 template <class Pipeline, class T>
-void check_matches_host(const std::vector<T>& x, const ebac::extents& e, const Pipeline& pipe, ebac::compress_options opt) {
+void check_matches_host(const std::vector<T>& x, const ebac::extents& e, const Pipeline& pipe, ebac::compress_options opt,
+                        ebac::cuda::kernel_path path = ebac::cuda::kernel_path::staged) {
   opt.checksum = false;  // device streams carry none
   const auto host_stream = ebac::host::compress(x.data(), e, pipe, opt);
   std::vector<T> host_back(x.size());
   ebac::host::decompress(host_stream.data(), host_stream.size(), host_back.data(), x.size());
 
   device_vector<T> d_in(x);
-  auto s = ebac::cuda::compress(d_in.p, e, pipe, opt);
+  auto s = ebac::cuda::compress(d_in.p, e, pipe, opt, nullptr, ebac::cuda::default_allocator(), true, path);
   REQUIRE(s.bytes == host_stream.size());
   std::vector<std::byte> dev_stream(s.bytes);
   REQUIRE(cudaMemcpy(dev_stream.data(), s.data(), s.bytes, cudaMemcpyDeviceToHost) == cudaSuccess);
@@ -106,6 +107,40 @@ TEST_CASE("device fast/plain/rle pipelines equal the host byte for byte") {
       check_matches_host(x, e, p2, opt);
     }
   }
+}
+
+TEST_CASE("fused bit-packing kernels give the staged (and host) stream byte for byte") {
+  const ebac::extents shapes[] = {{1}, {31}, {33}, {16385}, {4, 32, 28, 28}, {3, 5, 7, 11}, {1000003}};
+  constexpr auto fused = ebac::cuda::kernel_path::fused;
+  std::uint32_t seed = 101;
+  for (double rel : {1e-1, 1e-3, 1e-6}) {  // narrow .. wide codes (1e-6: outliers and 20+ bit widths)
+    ebac::compress_options opt;
+    opt.bound = {rel, ebac::bound_mode::relative};
+    for (const auto& e : shapes) {
+      std::uint64_t n = 0;
+      REQUIRE(e.count(n) == ebac::status::ok);
+      const auto x = activations(n, seed++);
+      CAPTURE(rel);
+      CAPTURE(n);
+      check_matches_host(x, e, ebac::pipeline<ebac::lorenzo, ebac::sign_preserving_quantizer, ebac::block_bitpack>{}, opt, fused);
+      check_matches_host(x, e, ebac::pipeline<ebac::no_prediction, ebac::linear_quantizer, ebac::block_bitpack>{}, opt, fused);
+      ebac::pipeline<ebac::lorenzo, ebac::sign_preserving_quantizer, ebac::block_bitpack> small_chunks;
+      small_chunks.chunk_elements = 64;  // many chunks, a partial last block in each odd size
+      check_matches_host(x, e, small_chunks, opt, fused);
+      if (e.rank >= 3) {
+        ebac::pipeline<ebac::lorenzo, ebac::sign_preserving_quantizer, ebac::block_bitpack> p2;
+        p2.predictor = ebac::lorenzo::along_last(2, e.rank, 64);
+        check_matches_host(x, e, p2, opt, fused);
+        p2.predictor = ebac::lorenzo::along_last(3, e.rank, 16);
+        check_matches_host(x, e, p2, opt, fused);
+      }
+    }
+  }
+  // Other encoders run staged whatever the path says.
+  ebac::compress_options opt;
+  opt.bound = {1e-3, ebac::bound_mode::relative};
+  check_matches_host(activations(5000, 3), ebac::extents{5000},
+                     ebac::pipeline<ebac::lorenzo, ebac::sign_preserving_quantizer, ebac::run_length>{}, opt, fused);
 }
 
 TEST_CASE("device Huffman pipelines (the ratio family) equal the host byte for byte") {
@@ -172,9 +207,14 @@ TEST_CASE("device path handles f16 and bf16 and absolute bounds") {
   opt.bound = {1e-2, ebac::bound_mode::absolute};
   check_matches_host(h, ebac::extents{100000}, ebac::pipeline<ebac::lorenzo, ebac::sign_preserving_quantizer, ebac::block_bitpack>{}, opt);
   check_matches_host(b, ebac::extents{100000}, ebac::pipeline<ebac::lorenzo, ebac::sign_preserving_quantizer, ebac::block_bitpack>{}, opt);
+  constexpr auto fused = ebac::cuda::kernel_path::fused;
+  check_matches_host(h, ebac::extents{100000}, ebac::pipeline<ebac::lorenzo, ebac::sign_preserving_quantizer, ebac::block_bitpack>{}, opt, fused);
+  check_matches_host(b, ebac::extents{100000}, ebac::pipeline<ebac::lorenzo, ebac::sign_preserving_quantizer, ebac::block_bitpack>{}, opt, fused);
 }
 
-TEST_CASE("device compress is capturable in a CUDA graph") {
+TEST_CASE("device compress is capturable in a CUDA graph (staged and fused kernels)") {
+  for (const auto path : {ebac::cuda::kernel_path::staged, ebac::cuda::kernel_path::fused}) {
+  CAPTURE(static_cast<int>(path));
   using pipe_t = ebac::pipeline<ebac::lorenzo, ebac::sign_preserving_quantizer, ebac::block_bitpack>;
   const auto x = activations(1 << 20, 3);
   const ebac::extents e{1 << 20};
@@ -192,7 +232,8 @@ TEST_CASE("device compress is capturable in a CUDA graph") {
   REQUIRE(cudaStreamCreate(&s) == cudaSuccess);
   cudaGraph_t graph;
   REQUIRE(cudaStreamBeginCapture(s, cudaStreamCaptureModeGlobal) == cudaSuccess);
-  REQUIRE(ebac::cuda::compress(d_temp.p, temp, d_in.p, e, pipe_t{}, opt, d_out.p, cap, d_size.p, d_status.p, s) == cudaSuccess);
+  REQUIRE(ebac::cuda::compress(d_temp.p, temp, d_in.p, e, pipe_t{}, opt, d_out.p, cap, d_size.p, d_status.p, s, nullptr, path) ==
+          cudaSuccess);
   REQUIRE(cudaStreamEndCapture(s, &graph) == cudaSuccess);
   cudaGraphExec_t exec;
   REQUIRE(cudaGraphInstantiate(&exec, graph, 0) == cudaSuccess);
@@ -206,6 +247,7 @@ TEST_CASE("device compress is capturable in a CUDA graph") {
   cudaGraphExecDestroy(exec);
   cudaGraphDestroy(graph);
   cudaStreamDestroy(s);
+  }
 }
 
 TEST_CASE("device decoder rejects corrupt streams without crashing") {
@@ -231,5 +273,7 @@ TEST_CASE("large tensor round trip on the device (> 2^31 bytes of input where me
   ebac::compress_options opt;
   opt.bound = {1e-3, ebac::bound_mode::absolute};
   check_matches_host(x, ebac::extents{n}, ebac::pipeline<ebac::lorenzo, ebac::sign_preserving_quantizer, ebac::block_bitpack>{}, opt);
+  check_matches_host(x, ebac::extents{n}, ebac::pipeline<ebac::lorenzo, ebac::sign_preserving_quantizer, ebac::block_bitpack>{}, opt,
+                     ebac::cuda::kernel_path::fused);
 }
 }

@@ -108,9 +108,11 @@ inline uploaded_codebook upload_codebook(const huffman_codebook& cb, cudaStream_
 /// fills `bytes`, and checks the device status; otherwise nothing syncs,
 /// except for Huffman pipelines, whose codebook is built on the host from the
 /// device's token histograms (one read-back and one upload, both waited for).
+/// `path` picks the kernels of a bit-packing pipeline (device_codec.cuh).
 template <class Pipeline, element T>
 device_stream compress(const T* d_in, const extents& shape, const Pipeline& pipe, const compress_options& opt,
-                       cudaStream_t stream = nullptr, const allocator& alloc = default_allocator(), bool read_size = true) {
+                       cudaStream_t stream = nullptr, const allocator& alloc = default_allocator(), bool read_size = true,
+                       kernel_path path = kernel_path::staged) {
   using E = typename Pipeline::encoder_type;
   std::size_t temp = 0;
   detail::check(::ebac::cuda::compress(nullptr, temp, d_in, shape, pipe, opt, nullptr, 0, nullptr, nullptr, stream),
@@ -145,7 +147,7 @@ device_stream compress(const T* d_in, const extents& shape, const Pipeline& pipe
     codebook = &book.view;
   }
   detail::check(::ebac::cuda::compress(tmp.get(), temp, d_in, shape, pipe, opt, static_cast<std::byte*>(out.buffer.get()),
-                                       cap, d_size, d_status, stream, codebook),
+                                       cap, d_size, d_status, stream, codebook, path),
                 "ebac::cuda::compress");
   if (read_size) {
     std::uint64_t host[2] = {0, 0};

@@ -34,6 +34,7 @@
 #include <ebac/cuda/config.cuh>
 #include <ebac/cuda/kernels/decode.cuh>
 #include <ebac/cuda/kernels/encode.cuh>
+#include <ebac/cuda/kernels/fused_bitpack.cuh>
 #include <ebac/cuda/kernels/predict.cuh>
 #include <ebac/cuda/kernels/quantize.cuh>
 #include <ebac/dtype.hpp>
@@ -75,6 +76,15 @@ struct temp_carver {
 
 }  // namespace detail
 
+/// Which kernels compress a bit-packing pipeline (`fast`, `plain`, any
+/// `...:bitpack`). `staged` stores the quantized field and the residual codes
+/// between kernels; `fused` computes each code where it is needed
+/// (kernels/fused_bitpack.cuh) and reads the input twice instead. Both give
+/// the same stream, byte for byte. Other encoders always run staged.
+/// `fused` has not been measured yet (no GPU so far), so `staged` stays the
+/// default until the GPU check has compared them.
+enum class kernel_path : std::uint8_t { staged, fused };
+
 /// A Huffman codebook in device memory: the image of pack_huffman_image()
 /// copied to `image` (huffman_image_layout::bytes, 4-byte aligned).
 struct device_huffman_codebook {
@@ -109,7 +119,8 @@ template <compress_phase Phase, class Pipeline, element T>
 [[nodiscard]] cudaError_t compress_impl(void* d_temp, std::size_t& temp_bytes, const T* d_in, const extents& shape,
                                         const Pipeline& pipe, const compress_options& opt, std::byte* d_out,
                                         std::size_t out_capacity, std::uint64_t* d_out_bytes, unsigned long long* d_hist,
-                                        int* d_status, cudaStream_t stream, const device_huffman_codebook* codebook) {
+                                        int* d_status, cudaStream_t stream, const device_huffman_codebook* codebook,
+                                        kernel_path path = kernel_path::staged) {
   using P = typename Pipeline::predictor_type;
   using Q = typename Pipeline::quantizer_type;
   using E = typename Pipeline::encoder_type;
@@ -165,7 +176,9 @@ template <compress_phase Phase, class Pipeline, element T>
   kernels::range_init_kernel<0><<<1, 1, 0, stream>>>(keys);
   if (opt.bound.mode == bound_mode::relative && n > 0) kernels::range_kernel<T><<<g, 256, 0, stream>>>(d_in, n, keys);
   kernels::make_quantizer_kernel<Q><<<1, 1, 0, stream>>>(opt.bound, keys, quant, eb_abs, d_status);
-  if (n > 0) {
+  constexpr bool can_fuse = Phase == compress_phase::stream && std::is_same_v<E, block_bitpack>;
+  const bool fused = can_fuse && path == kernel_path::fused;
+  if (n > 0 && !fused) {
     kernels::quantize_kernel<Q, T><<<g, 256, 0, stream>>>(d_in, n, quant, field, flags);
     kernels::residual_kernel<P><<<g, 256, 0, stream>>>(pipe.predictor, shape, field, codes, n);
   }
@@ -201,7 +214,11 @@ template <compress_phase Phase, class Pipeline, element T>
 
     if (chunks > 0) {
       if constexpr (std::is_same_v<E, block_bitpack>) {
-        kernels::bitpack_size_kernel<0><<<static_cast<unsigned>(chunks), kernels::bitpack_threads, 0, stream>>>(codes, n, C, chunk_bytes);
+        if (fused)
+          kernels::fused_bitpack_size_kernel<P, Q, T><<<static_cast<unsigned>(chunks), kernels::fused_threads, 0, stream>>>(
+              pipe.predictor, shape, d_in, n, C, quant, flags, chunk_bytes);
+        else
+          kernels::bitpack_size_kernel<0><<<static_cast<unsigned>(chunks), kernels::bitpack_threads, 0, stream>>>(codes, n, C, chunk_bytes);
       } else {
         kernels::serial_encode_kernel<E><<<grid_for(chunks, 64), 64, 0, stream>>>(enc, codes, n, C, chunks, scratch, slot, chunk_bytes);
       }
@@ -211,7 +228,11 @@ template <compress_phase Phase, class Pipeline, element T>
     kernels::payload_layout_kernel<0><<<1, 1, 0, stream>>>(chunk_bytes, chunk_offset, chunks, payload_offset, layout);
     if (chunks > 0) {
       if constexpr (std::is_same_v<E, block_bitpack>) {
-        kernels::bitpack_write_kernel<0><<<static_cast<unsigned>(chunks), kernels::bitpack_threads, 0, stream>>>(codes, n, C, chunk_offset, d_out, layout);
+        if (fused)
+          kernels::fused_bitpack_write_kernel<P, Q, T><<<static_cast<unsigned>(chunks), kernels::fused_threads, 0, stream>>>(
+              pipe.predictor, shape, d_in, n, C, quant, chunk_offset, d_out, layout);
+        else
+          kernels::bitpack_write_kernel<0><<<static_cast<unsigned>(chunks), kernels::bitpack_threads, 0, stream>>>(codes, n, C, chunk_offset, d_out, layout);
       } else {
         kernels::copy_chunks_kernel<0><<<static_cast<unsigned>(chunks), 256, 0, stream>>>(scratch, slot, chunk_bytes, chunk_offset, d_out, layout);
       }
@@ -237,14 +258,16 @@ template <compress_phase Phase, class Pipeline, element T>
 /// Compresses d_in into d_out (capacity >= max_compressed_bytes()); the
 /// stream's size goes to *d_out_bytes, a bound that is not finite on this
 /// tensor to *d_status. Huffman pipelines also need `codebook` (see above).
+/// `path` picks the kernels of a bit-packing pipeline (see kernel_path).
 /// With d_temp == nullptr only sets temp_bytes.
 template <class Pipeline, element T>
 [[nodiscard]] cudaError_t compress(void* d_temp, std::size_t& temp_bytes, const T* d_in, const extents& shape,
                                    const Pipeline& pipe, const compress_options& opt, std::byte* d_out,
                                    std::size_t out_capacity, std::uint64_t* d_out_bytes, int* d_status,
-                                   cudaStream_t stream = nullptr, const device_huffman_codebook* codebook = nullptr) {
+                                   cudaStream_t stream = nullptr, const device_huffman_codebook* codebook = nullptr,
+                                   kernel_path path = kernel_path::staged) {
   return detail::compress_impl<detail::compress_phase::stream>(d_temp, temp_bytes, d_in, shape, pipe, opt, d_out, out_capacity,
-                                                               d_out_bytes, nullptr, d_status, stream, codebook);
+                                                               d_out_bytes, nullptr, d_status, stream, codebook, path);
 }
 
 /// Phase 1 of a Huffman pipeline: the token histograms of the tensor's codes,
