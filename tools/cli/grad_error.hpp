@@ -27,6 +27,7 @@
 #pragma once
 
 #include <ebac/error_model/batchnorm_model.hpp>
+#include <ebac/error_model/batchnorm_propagation.hpp>
 #include <ebac/error_model/error_statistics.hpp>
 #include <ebac/error_model/flat_mask.hpp>
 #include <ebac/error_model/gradient_statistics.hpp>
@@ -147,19 +148,9 @@ ge_report ge_run(const args& a, const std::vector<std::byte>& raw, const ebac::e
     const double eps = a.has("eps") ? parse_double(a.opt.at("eps"), "--eps") : 1e-5;
     mean.assign(static_cast<std::size_t>(C), 0.0);
     inv_std.assign(static_cast<std::size_t>(C), 0.0);
-    for (std::int64_t c = 0; c < C; ++c) {
-      double s = 0, q = 0;
-      for (std::int64_t n = 0; n < g.batch; ++n)
-        for (std::int64_t i = 0; i < plane; ++i) s += em::detail::as_double(x[(n * C + c) * plane + i]);
-      const double mu = s / M;
-      for (std::int64_t n = 0; n < g.batch; ++n)
-        for (std::int64_t i = 0; i < plane; ++i) {
-          const double d = em::detail::as_double(x[(n * C + c) * plane + i]) - mu;
-          q += d * d;
-        }
-      mean[static_cast<std::size_t>(c)] = mu;
-      inv_std[static_cast<std::size_t>(c)] = 1.0 / std::sqrt(q / M + eps);
-    }
+    for (std::int64_t c = 0; c < C; ++c)
+      em::batchnorm_saved_statistics(g.batch, C, plane, x, eps, c, mean[static_cast<std::size_t>(c)],
+                                     inv_std[static_cast<std::size_t>(c)]);
     bn_backward(x, w0, dx0);
     rep.input_grad_rms = em::rms(dx0.data(), dx0.size());
   } else {

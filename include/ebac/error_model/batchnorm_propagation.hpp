@@ -51,6 +51,26 @@ struct batchnorm_channel_backward {
   }
 };
 
+/// Channel c's batch mean and 1 / sqrt(var + eps) of an N x C x plane input
+/// (NCHW), as a training-mode BatchNorm saves them (biased variance, two
+/// passes in double).
+template <class T>
+void batchnorm_saved_statistics(std::int64_t N, std::int64_t C, std::int64_t plane, const T* x, double eps, std::int64_t c,
+                                double& mean, double& inv_std) {
+  const double M = static_cast<double>(N * plane);
+  double s = 0;
+  for (std::int64_t n = 0; n < N; ++n)
+    for (std::int64_t i = 0; i < plane; ++i) s += detail::as_double(x[(n * C + c) * plane + i]);
+  mean = s / M;
+  double q = 0;
+  for (std::int64_t n = 0; n < N; ++n)
+    for (std::int64_t i = 0; i < plane; ++i) {
+      const double d = detail::as_double(x[(n * C + c) * plane + i]) - mean;
+      q += d * d;
+    }
+  inv_std = 1.0 / std::sqrt(q / M + eps);
+}
+
 /// d(dx) of a training-mode BatchNorm2d over an N x C x plane input x (NCHW,
 /// plane = H W) whose saved copy is x_hat, for output gradient dy. gamma may
 /// be null (affine=False: 1); eps as given to the layer. `out` (N C plane
@@ -65,17 +85,7 @@ status batchnorm_input_grad_change(std::int64_t N, std::int64_t C, std::int64_t 
     auto at = [&](std::int64_t n, std::int64_t i) { return (n * C + c) * plane + i; };
     batchnorm_channel_backward b;
     b.gamma = gamma ? static_cast<double>(gamma[c]) : 1.0;
-    double s = 0;
-    for (std::int64_t n = 0; n < N; ++n)
-      for (std::int64_t i = 0; i < plane; ++i) s += detail::as_double(x[at(n, i)]);
-    b.mean = s / M;
-    double q = 0;
-    for (std::int64_t n = 0; n < N; ++n)
-      for (std::int64_t i = 0; i < plane; ++i) {
-        const double d = detail::as_double(x[at(n, i)]) - b.mean;
-        q += d * d;
-      }
-    b.inv_std = 1.0 / std::sqrt(q / M + eps);
+    batchnorm_saved_statistics(N, C, plane, x, eps, c, b.mean, b.inv_std);
     double m1 = 0, delta = 0;
     for (std::int64_t n = 0; n < N; ++n)
       for (std::int64_t i = 0; i < plane; ++i) {
