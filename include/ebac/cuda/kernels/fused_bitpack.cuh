@@ -42,6 +42,22 @@ __device__ __forceinline__ std::uint32_t warp_or(std::uint32_t v) {
 #endif
 }
 
+/// Chunk c's elements [first, first + m) and its nb blocks of 32.
+struct fused_chunk {
+  std::uint64_t first, m, nb;
+  __device__ fused_chunk(std::uint64_t c, std::uint64_t n, std::uint32_t chunk)
+      : first(c * chunk), m(n - c * chunk < chunk ? n - c * chunk : chunk), nb((m + 31) / 32) {}
+  /// This lane's code in block b (0 past the chunk's end: pack_block's zero
+  /// padding); `outlier` is set only for an element inside the chunk.
+  template <class P, class Q, class T>
+  __device__ std::uint32_t lane_code(const P& pred, const extents& shape, const Q& q, const T* in, std::uint64_t b,
+                                     unsigned lane, bool& outlier) const {
+    const std::uint64_t j = b * 32 + lane;
+    outlier = false;
+    return j < m ? ::ebac::detail::element_code(pred, shape, q, in, first + j, outlier) : 0u;
+  }
+};
+
 /// Pass 1: each chunk's payload bytes (width bytes + packed words) and every
 /// element's outlier flag.
 template <class P, class Q, class T>
@@ -51,25 +67,19 @@ fused_bitpack_size_kernel(P pred, extents shape, const T* in, std::uint64_t n, s
   using reduce = cub::BlockReduce<std::uint64_t, fused_threads>;
   __shared__ typename reduce::TempStorage tmp;
   const Q q = *qp;
-  const std::uint64_t c = blockIdx.x;
-  const std::uint64_t first = c * chunk;
-  const std::uint64_t m = n - first < chunk ? n - first : chunk;
-  const std::uint64_t nb = (m + 31) / 32;
+  const fused_chunk ck(blockIdx.x, n, chunk);
   const unsigned lane = threadIdx.x & 31u, warp = threadIdx.x >> 5;
   std::uint64_t bytes = 0;
-  for (std::uint64_t b = warp; b < nb; b += fused_warps) {  // warp-uniform: every lane runs the reduction
+  for (std::uint64_t b = warp; b < ck.nb; b += fused_warps) {  // warp-uniform: every lane runs the reduction
+    bool outlier;
+    const std::uint32_t code = ck.lane_code(pred, shape, q, in, b, lane, outlier);
     const std::uint64_t j = b * 32 + lane;
-    std::uint32_t code = 0;
-    if (j < m) {
-      bool outlier = false;
-      code = ::ebac::detail::element_code(pred, shape, q, in, first + j, outlier);
-      flags[first + j] = outlier;
-    }
+    if (j < ck.m) flags[ck.first + j] = outlier;
     const std::uint32_t any = warp_or(code);
     if (lane == 0) bytes += 1 + 4 * static_cast<std::uint64_t>(::ebac::detail::bit_width(any));
   }
   const std::uint64_t total = reduce(tmp).Sum(bytes);
-  if (threadIdx.x == 0) chunk_bytes[c] = total;
+  if (threadIdx.x == 0) chunk_bytes[blockIdx.x] = total;
 }
 
 /// Pass 2: writes chunk c at payload + chunk_offset[c]: its width bytes, then
@@ -82,23 +92,17 @@ fused_bitpack_write_kernel(P pred, extents shape, const T* in, std::uint64_t n, 
   __shared__ std::uint32_t codes[fused_warps][32];
   __shared__ std::uint32_t warp_bytes[fused_warps];
   const Q q = *qp;
-  const std::uint64_t c = blockIdx.x;
-  const std::uint64_t first = c * chunk;
-  const std::uint64_t m = n - first < chunk ? n - first : chunk;
-  const std::uint64_t nb = (m + 31) / 32;
+  const fused_chunk ck(blockIdx.x, n, chunk);
+  const std::uint64_t nb = ck.nb;
   const unsigned lane = threadIdx.x & 31u, warp = threadIdx.x >> 5;
-  std::byte* base = out + *payload_offset + chunk_offset[c];
+  std::byte* base = out + *payload_offset + chunk_offset[blockIdx.x];
   std::uint64_t round_base = nb;  // payload bytes before this round, from the chunk's start
   for (std::uint64_t r = 0; r * fused_warps < nb; ++r) {
     const std::uint64_t b = r * fused_warps + warp;
     int width = 0;
     if (b < nb) {  // warp-uniform
-      const std::uint64_t j = b * 32 + lane;
-      std::uint32_t code = 0;
-      if (j < m) {
-        bool outlier = false;
-        code = ::ebac::detail::element_code(pred, shape, q, in, first + j, outlier);
-      }
+      bool outlier;
+      const std::uint32_t code = ck.lane_code(pred, shape, q, in, b, lane, outlier);
       width = ::ebac::detail::bit_width(warp_or(code));
       codes[warp][lane] = code;
     }
