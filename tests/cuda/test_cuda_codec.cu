@@ -8,6 +8,7 @@
 
 #include <cmath>
 #include <cstring>
+#include <initializer_list>
 #include <random>
 #include <vector>
 
@@ -84,57 +85,60 @@ int device_rejections(const std::vector<std::byte>& stream, std::size_t first, s
   return rejected;
 }
 
+/// Calls f(x, e) with activations for every shape, a fresh seed each.
+template <class F>
+void for_each_shape(std::initializer_list<ebac::extents> shapes, std::uint32_t& seed, F&& f) {
+  for (const auto& e : shapes) {
+    std::uint64_t n = 0;
+    REQUIRE(e.count(n) == ebac::status::ok);
+    CAPTURE(n);
+    f(activations(n, seed++), e);
+  }
+}
+
+/// Bit-packing with 2-D and 3-D Lorenzo over the last axes (rank >= 3 only).
+template <class T>
+void check_lorenzo_along_last(const std::vector<T>& x, const ebac::extents& e, const ebac::compress_options& opt,
+                              ebac::cuda::kernel_path path) {
+  if (e.rank < 3) return;
+  ebac::pipeline<ebac::lorenzo, ebac::sign_preserving_quantizer, ebac::block_bitpack> p;
+  p.predictor = ebac::lorenzo::along_last(2, e.rank, 64);
+  check_matches_host(x, e, p, opt, path);
+  p.predictor = ebac::lorenzo::along_last(3, e.rank, 16);
+  check_matches_host(x, e, p, opt, path);
+}
+
 }  // namespace
 
 TEST_SUITE("gpu") {
 TEST_CASE("device fast/plain/rle pipelines equal the host byte for byte") {
-  const ebac::extents shapes[] = {{1}, {31}, {16385}, {4, 32, 28, 28}, {3, 5, 7, 11}};
   ebac::compress_options opt;
   opt.bound = {1e-3, ebac::bound_mode::relative};
   std::uint32_t seed = 1;
-  for (const auto& e : shapes) {
-    std::uint64_t n = 0;
-    REQUIRE(e.count(n) == ebac::status::ok);
-    const auto x = activations(n, seed++);
+  for_each_shape({{1}, {31}, {16385}, {4, 32, 28, 28}, {3, 5, 7, 11}}, seed, [&](const auto& x, const ebac::extents& e) {
     check_matches_host(x, e, ebac::pipeline<ebac::lorenzo, ebac::sign_preserving_quantizer, ebac::block_bitpack>{}, opt);
     check_matches_host(x, e, ebac::pipeline<ebac::no_prediction, ebac::linear_quantizer, ebac::block_bitpack>{}, opt);
     check_matches_host(x, e, ebac::pipeline<ebac::lorenzo, ebac::sign_preserving_quantizer, ebac::run_length>{}, opt);
-    if (e.rank >= 3) {
-      ebac::pipeline<ebac::lorenzo, ebac::sign_preserving_quantizer, ebac::block_bitpack> p2;
-      p2.predictor = ebac::lorenzo::along_last(2, e.rank, 64);
-      check_matches_host(x, e, p2, opt);
-      p2.predictor = ebac::lorenzo::along_last(3, e.rank, 16);
-      check_matches_host(x, e, p2, opt);
-    }
-  }
+    check_lorenzo_along_last(x, e, opt, ebac::cuda::kernel_path::staged);
+  });
 }
 
 TEST_CASE("fused bit-packing kernels give the staged (and host) stream byte for byte") {
-  const ebac::extents shapes[] = {{1}, {31}, {33}, {16385}, {4, 32, 28, 28}, {3, 5, 7, 11}, {1000003}};
   constexpr auto fused = ebac::cuda::kernel_path::fused;
   std::uint32_t seed = 101;
   for (double rel : {1e-1, 1e-3, 1e-6}) {  // narrow .. wide codes (1e-6: outliers and 20+ bit widths)
+    CAPTURE(rel);
     ebac::compress_options opt;
     opt.bound = {rel, ebac::bound_mode::relative};
-    for (const auto& e : shapes) {
-      std::uint64_t n = 0;
-      REQUIRE(e.count(n) == ebac::status::ok);
-      const auto x = activations(n, seed++);
-      CAPTURE(rel);
-      CAPTURE(n);
+    for_each_shape({{1}, {31}, {33}, {16385}, {4, 32, 28, 28}, {3, 5, 7, 11}, {1000003}}, seed,
+                   [&](const auto& x, const ebac::extents& e) {
       check_matches_host(x, e, ebac::pipeline<ebac::lorenzo, ebac::sign_preserving_quantizer, ebac::block_bitpack>{}, opt, fused);
       check_matches_host(x, e, ebac::pipeline<ebac::no_prediction, ebac::linear_quantizer, ebac::block_bitpack>{}, opt, fused);
       ebac::pipeline<ebac::lorenzo, ebac::sign_preserving_quantizer, ebac::block_bitpack> small_chunks;
       small_chunks.chunk_elements = 64;  // many chunks, a partial last block in each odd size
       check_matches_host(x, e, small_chunks, opt, fused);
-      if (e.rank >= 3) {
-        ebac::pipeline<ebac::lorenzo, ebac::sign_preserving_quantizer, ebac::block_bitpack> p2;
-        p2.predictor = ebac::lorenzo::along_last(2, e.rank, 64);
-        check_matches_host(x, e, p2, opt, fused);
-        p2.predictor = ebac::lorenzo::along_last(3, e.rank, 16);
-        check_matches_host(x, e, p2, opt, fused);
-      }
-    }
+      check_lorenzo_along_last(x, e, opt, fused);
+    });
   }
   // Other encoders run staged whatever the path says.
   ebac::compress_options opt;
@@ -144,17 +148,12 @@ TEST_CASE("fused bit-packing kernels give the staged (and host) stream byte for 
 }
 
 TEST_CASE("device Huffman pipelines (the ratio family) equal the host byte for byte") {
-  const ebac::extents shapes[] = {{1}, {31}, {16385}, {4, 32, 28, 28}, {3, 5, 7, 11}, {200000}};
   ebac::compress_options opt;
   std::uint32_t seed = 41;
   for (double rel : {1e-1, 1e-3, 1e-5}) {  // zero runs dominate .. escapes appear
+    CAPTURE(rel);
     opt.bound = {rel, ebac::bound_mode::relative};
-    for (const auto& e : shapes) {
-      std::uint64_t n = 0;
-      REQUIRE(e.count(n) == ebac::status::ok);
-      const auto x = activations(n, seed++);
-      CAPTURE(rel);
-      CAPTURE(n);
+    for_each_shape({{1}, {31}, {16385}, {4, 32, 28, 28}, {3, 5, 7, 11}, {200000}}, seed, [&](const auto& x, const ebac::extents& e) {
       check_matches_host(x, e, ebac::pipeline<ebac::lorenzo, ebac::sign_preserving_quantizer, ebac::huffman>{}, opt);
       check_matches_host(x, e, ebac::pipeline<ebac::no_prediction, ebac::linear_quantizer, ebac::huffman>{}, opt);
       if (e.rank >= 3) {
@@ -162,7 +161,7 @@ TEST_CASE("device Huffman pipelines (the ratio family) equal the host byte for b
         p2.predictor = ebac::lorenzo::along_last(2, e.rank, 64);
         check_matches_host(x, e, p2, opt);
       }
-    }
+    });
   }
 }
 
