@@ -42,7 +42,6 @@ import re
 import shlex
 import sys
 import time
-import weakref
 
 os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")  # busy-waiting OpenMP collapses on shared CPUs
 
@@ -136,17 +135,18 @@ def gradient_probe(model, xb, yb, cfg, threads, policy=None, layer_bound=None):
     state = copy.deepcopy(m.state_dict())
     layers = [(n, mod) for n, mod in m.named_modules() if isinstance(mod, (nn.Conv2d, nn.Linear))]
     bns = [(n, mod) for n, mod in m.named_modules() if isinstance(mod, nn.BatchNorm2d)]
-    rec, out_of, bn_after = {}, {}, {}
+    rec, bn_after = {}, {}
+    conv_out = ebac_torch.propagation.ConvOutputs()
 
     def pre(mod, inp, name):
         rec.setdefault(name, {})["a"] = inp[0].detach().clone()
-        hit = out_of.get(id(inp[0])) if isinstance(mod, nn.BatchNorm2d) else None
-        if hit is not None and hit[1]() is inp[0]:
-            bn_after[hit[0]] = name  # this BatchNorm reads that Conv2d's output
+        conv = conv_out.producer(inp[0]) if isinstance(mod, nn.BatchNorm2d) else None
+        if conv is not None:
+            bn_after[conv] = name  # this BatchNorm reads that Conv2d's output
 
     def post(mod, inp, out, name):
         if isinstance(mod, nn.Conv2d):
-            out_of[id(out)] = (name, weakref.ref(out))  # the weak reference guards against a reused id
+            conv_out.record(name, out)
 
         def g(grad):
             rec[name]["delta"] = grad.detach().clone()

@@ -13,7 +13,7 @@ import torch
 
 from . import _ext
 from .adaptive import LayerAwareCompression, plan_batch
-from .hooks import compressed_activations, stats
+from .hooks import _FLOAT_CODES, compressed_activations, stats
 from .propagation import batchnorm_input_grad_error, propagated_weight_error
 
 __all__ = ["compressed_activations", "stats", "LayerAwareCompression", "plan_batch", "compress", "decompress",
@@ -22,7 +22,6 @@ __all__ = ["compressed_activations", "stats", "LayerAwareCompression", "plan_bat
 
 __version__ = "0.1.0"
 
-_FLOAT_CODES = {torch.float32: 1, torch.float16: 2, torch.bfloat16: 3}
 _CODE_DTYPES = {v: k for k, v in _FLOAT_CODES.items()}
 
 

@@ -49,13 +49,12 @@ memory budget (``ebac::adapt::plan_batch``).
 """
 
 import math
-import weakref
 
 import torch
 
 from . import _ext
-from .hooks import compressed_activations, stats as _last_stats
-from .propagation import propagated_weight_error
+from .hooks import _FLOAT_CODES, compressed_activations, stats as _last_stats
+from .propagation import ConvOutputs, propagated_weight_error
 
 nn = torch.nn
 
@@ -123,7 +122,7 @@ class LayerAwareCompression:
         self._obs = {}             # layer index -> {"x": input, "dy": output gradient}
         self.bn_pairs = {}         # BatchNorm index -> the Conv2d index whose output it reads (previous step)
         self._next_pairs = {}
-        self._conv_out = {}        # id(Conv2d output) -> (layer index, weak ref) (this forward pass)
+        self._conv_out = ConvOutputs()  # Conv2d outputs of this forward pass -> layer index
         self._bn_obs = {}          # BatchNorm index -> {"x": input, "dy": output gradient}
         self._handles = []
         self._observing = False
@@ -155,7 +154,7 @@ class LayerAwareCompression:
         self._given = {}
         self._obs = {}
         self._next_pairs = {}
-        self._conv_out = {}
+        self._conv_out.clear()
         self._bn_obs = {}
         for i, (name, mod) in enumerate(self.layers):
             self._handles.append(mod.register_forward_pre_hook(
@@ -193,9 +192,7 @@ class LayerAwareCompression:
         if not isinstance(out, torch.Tensor):
             return
         if self.bns and isinstance(mod, nn.Conv2d):
-            # A BatchNorm reading this tensor pairs with layer i. The weak
-            # reference tells a later tensor that reuses a freed id apart.
-            self._conv_out[id(out)] = (i, weakref.ref(out))
+            self._conv_out.record(i, out)  # a BatchNorm reading this tensor pairs with layer i
         if i in self._obs and out.requires_grad:
             _keep_grad(out, self._obs[i])
 
@@ -203,10 +200,9 @@ class LayerAwareCompression:
         x = inp[0] if inp else None
         if not isinstance(x, torch.Tensor):
             return
-        hit = self._conv_out.get(id(x))
-        if hit is None or hit[1]() is not x:
+        i = self._conv_out.producer(x)
+        if i is None:
             return
-        i = hit[0]
         self._next_pairs[j] = i
         if self._observing and x.is_floating_point() and torch.is_grad_enabled():
             self._bn_obs[j] = {"x": x.detach()}
@@ -239,19 +235,13 @@ class LayerAwareCompression:
                 if eb is None or rec["x"].numel() < self.session.min_numel:
                     continue  # not compressed (tiny, or kept raw): nothing to control
                 x = rec["x"]
-                blob, strides = self.C.compress(x, eb, "rel", self.pipeline, th, False)
-                y = self.C.decompress(blob, list(x.shape), list(strides), {torch.float32: 1, torch.float16: 2,
-                                                                           torch.bfloat16: 3}[x.dtype], th)
+                y, blob = self._round_trip(x, eb, th)
                 eb_abs = self.C.inspect(blob)["eb_abs"]
                 if not eb_abs > 0:
                     continue
                 grad_rms = _rms(mod.weight.grad)  # this step's gradient, computed with compressed inputs
                 pred = predict_weight_error(mod, x, y, rec["dy"], eb_abs, grad_rms=grad_rms)
-                ratio = x.numel() * x.element_size() / max(1, blob.numel())
-                pm = st["per_module"].get(prod)
-                if pm and pm.get("stored_bytes"):
-                    ratio = pm["raw_bytes"] / pm["stored_bytes"]
-                self.ctrl.observe(i, eb, pred["sigma"], grad_rms, ratio)
+                self.ctrl.observe(i, eb, pred["sigma"], grad_rms, _stored_ratio(st, prod, x, blob))
             self._observe_batchnorms(st, th)
             self._obs = {}
             self._bn_obs = {}
@@ -287,7 +277,6 @@ class LayerAwareCompression:
 
     def _observe_batchnorms(self, st, th):
         """The error each controlled BatchNorm's compressed input adds to its Conv2d's weight gradient."""
-        codes = {torch.float32: 1, torch.float16: 2, torch.bfloat16: 3}
         for j, rec in self._bn_obs.items():
             i = self.bn_pairs.get(j)
             conv = self._obs.get(i) if i is not None else None
@@ -296,17 +285,17 @@ class LayerAwareCompression:
             bn_name, bn = self.bns[j]
             eb = self._given.get(bn_name)
             x = rec["x"]
-            if eb is None or x.numel() < self.session.min_numel or x.dtype not in codes:
+            if eb is None or x.numel() < self.session.min_numel or x.dtype not in _FLOAT_CODES:
                 continue  # not compressed: nothing to control
-            blob, strides = self.C.compress(x, eb, "rel", self.pipeline, th, False)
-            y = self.C.decompress(blob, list(x.shape), list(strides), codes[x.dtype], th)
+            y, blob = self._round_trip(x, eb, th)
             sigma = propagated_weight_error(self.layers[i][1], conv["x"], bn, x, y, rec["dy"])
             grad_rms = _rms(self.layers[i][1].weight.grad)
-            ratio = x.numel() * x.element_size() / max(1, blob.numel())
-            pm = st["per_module"].get(bn_name)
-            if pm and pm.get("stored_bytes"):
-                ratio = pm["raw_bytes"] / pm["stored_bytes"]
-            self.ctrl.observe(len(self.layers) + j, eb, sigma, grad_rms, ratio)
+            self.ctrl.observe(len(self.layers) + j, eb, sigma, grad_rms, _stored_ratio(st, bn_name, x, blob))
+
+    def _round_trip(self, x, eb, th):
+        """x compressed at relative bound eb with this session's pipeline and back: (reconstruction, blob)."""
+        blob, strides = self.C.compress(x, eb, "rel", self.pipeline, th, False)
+        return self.C.decompress(blob, list(x.shape), list(strides), _FLOAT_CODES[x.dtype], th), blob
 
     # -- reporting ------------------------------------------------------------
     def bounds(self):
@@ -347,6 +336,14 @@ class LayerAwareCompression:
         """plan_batch() with this session's latest statistics and tau."""
         kw.setdefault("reference_tau", self.tau)
         return plan_batch(budget_bytes, batch, stats=self.session.stats(), **kw)
+
+
+def _stored_ratio(st, module, x, blob):
+    """The ratio the pass measured for what `module` saved, else that of this round trip's blob."""
+    pm = st["per_module"].get(module)
+    if pm and pm.get("stored_bytes"):
+        return pm["raw_bytes"] / pm["stored_bytes"]
+    return x.numel() * x.element_size() / max(1, blob.numel())
 
 
 def _keep_grad(t, rec):

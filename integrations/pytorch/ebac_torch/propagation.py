@@ -30,11 +30,36 @@ what LayerAwareCompression's propagation-aware budget observes and what the
 accuracy study's "model total" adds to the error model's prediction.
 """
 
+import weakref
+
 import torch
 
 from . import _ext
 
 nn = torch.nn
+
+
+class ConvOutputs:
+    """Which Conv2d produced a tensor, within one forward pass.
+
+    record() a Conv2d's output under a key (from a forward hook); producer(x)
+    gives that key back when a BatchNorm's input x is one of them, else None.
+    The weak reference tells a later tensor that reuses a freed output's id
+    apart, and keeps no output alive.
+    """
+
+    def __init__(self):
+        self._out = {}
+
+    def record(self, key, out):
+        self._out[id(out)] = (key, weakref.ref(out))
+
+    def producer(self, x):
+        hit = self._out.get(id(x))
+        return hit[0] if hit is not None and hit[1]() is x else None
+
+    def clear(self):
+        self._out.clear()
 
 
 def batchnorm_input_grad_error(bn, x, x_hat, grad_output):
