@@ -41,15 +41,20 @@ fi
 echo "torch headers: $(sed -n 's/^__version__ = //p' "$dir/torch/version.py")"
 
 inc=$dir/torch/include
-flags=(-fsyntax-only -std=c++20 -fopenmp -ffp-contract=off -fvisibility=hidden -Wno-deprecated-declarations
+# The extension's own flag and source lists (ebac_torch/_ext.py, as setup.py reads them).
+ext() { "$py" -c "import sys; sys.path.insert(0, 'integrations/pytorch/ebac_torch'); import _ext; print(' '.join($1))"; }
+read -r -a ext_flags <<< "$(ext '_ext.CXX_FLAGS')"
+read -r -a sources <<< "$(ext '_ext.SOURCES')"
+cuda_define=$(ext '[_ext.CUDA_DEFINE]')
+flags=(-fsyntax-only "${ext_flags[@]}"
        -DTORCH_EXTENSION_NAME=ebac_torch_C -DTORCH_API_INCLUDE_EXTENSION_H -D_GLIBCXX_USE_CXX11_ABI=1
        -Iinclude -I"$inc" -I"$inc/torch/csrc/api/include" -I"$pyinc")
 status=0
-for src in bindings.cpp host_codec.cpp error_model.cpp adapt.cpp; do
+for src in "${sources[@]}"; do
   if g++ "${flags[@]}" "integrations/pytorch/csrc/$src"; then echo "ok: $src"; else echo "FAILED: $src" >&2; status=1; fi
 done
 if [[ -f /usr/local/cuda/include/cuda_runtime.h ]]; then
-  if g++ "${flags[@]}" -DEBAC_TORCH_WITH_CUDA=1 -I/usr/local/cuda/include integrations/pytorch/csrc/bindings.cpp; then
+  if g++ "${flags[@]}" "$cuda_define" -I/usr/local/cuda/include integrations/pytorch/csrc/bindings.cpp; then
     echo "ok: bindings.cpp with the CUDA branch"
   else
     echo "FAILED: bindings.cpp with the CUDA branch" >&2; status=1
