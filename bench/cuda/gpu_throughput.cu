@@ -82,11 +82,11 @@ void run(const char* name, const char* dtype, const std::vector<T>& x, const eba
   std::uint64_t size = 0;
   CHECK_CUDA(cudaMemcpy(&size, d_size, sizeof size, cudaMemcpyDeviceToHost));
   const ebac::stream_header h = ebac::cuda::read_header(d_stream, size);
-  CHECK_CUDA(ebac::cuda::decompress<T>(nullptr, dtemp, h, d_stream, size, d_out, x.size(), nullptr));
+  CHECK_CUDA(ebac::cuda::decompress<T>(nullptr, dtemp, h, d_stream, size, d_out, x.size(), nullptr, nullptr, nullptr, path));
   void* d_dtemp;
   CHECK_CUDA(cudaMalloc(&d_dtemp, dtemp));
   const double d_ms = t.best_ms(reps, [&] {
-    CHECK_CUDA(ebac::cuda::decompress<T>(d_dtemp, dtemp, h, d_stream, size, d_out, x.size(), d_status));
+    CHECK_CUDA(ebac::cuda::decompress<T>(d_dtemp, dtemp, h, d_stream, size, d_out, x.size(), d_status, nullptr, nullptr, path));
   });
   int st = 0;
   CHECK_CUDA(cudaMemcpy(&st, d_status, sizeof st, cudaMemcpyDeviceToHost));
@@ -138,7 +138,9 @@ void all_pipelines(const char* dtype, const std::vector<T>& x, const ebac::exten
   using namespace ebac;
   run<pipeline<lorenzo, sign_preserving_quantizer, block_bitpack>, T>("fast", dtype, x, e, eb, reps, mc, label);
   run<pipeline<no_prediction, sign_preserving_quantizer, block_bitpack>, T>("plain", dtype, x, e, eb, reps, mc, label);
-  // The fused kernels (kernels/fused_bitpack.cuh): same streams, the input read twice instead of staging two arrays.
+  // The fused kernels: compression reads the input twice instead of staging two
+  // arrays (kernels/fused_bitpack.cuh); decompression goes from payload to
+  // values in one kernel (kernels/fused_bitpack_decode.cuh). Same streams and values.
   run<pipeline<lorenzo, sign_preserving_quantizer, block_bitpack>, T>("fast (fused)", dtype, x, e, eb, reps, mc, label,
                                                                       ebac::cuda::kernel_path::fused);
   run<pipeline<no_prediction, sign_preserving_quantizer, block_bitpack>, T>("plain (fused)", dtype, x, e, eb, reps, mc, label,

@@ -57,7 +57,7 @@ void check_matches_host(const std::vector<T>& x, const ebac::extents& e, const P
 
   device_vector<T> d_out(x.size());
   REQUIRE(cudaMemset(d_out.p, 0xff, x.size() * sizeof(T)) == cudaSuccess);  // decoder must write every element
-  ebac::cuda::decompress(s.data(), s.bytes, d_out.p, x.size());
+  ebac::cuda::decompress(s.data(), s.bytes, d_out.p, x.size(), nullptr, ebac::cuda::default_allocator(), path);
   const auto dev_back = d_out.to_host(x.size());
   CHECK(std::memcmp(dev_back.data(), host_back.data(), x.size() * sizeof(T)) == 0);
 }
@@ -67,7 +67,7 @@ void check_matches_host(const std::vector<T>& x, const ebac::extents& e, const P
 /// many the device decoder rejected. Every decode must leave no sticky CUDA
 /// error (nothing read or written out of bounds).
 int device_rejections(const std::vector<std::byte>& stream, std::size_t first, std::size_t span, std::size_t count,
-                      int trials, std::uint32_t seed) {
+                      int trials, std::uint32_t seed, ebac::cuda::kernel_path path = ebac::cuda::kernel_path::staged) {
   std::mt19937 rng(seed);
   device_vector<float> out(count);
   int rejected = 0;
@@ -76,7 +76,7 @@ int device_rejections(const std::vector<std::byte>& stream, std::size_t first, s
     bad[first + rng() % span] = static_cast<std::byte>(rng());
     device_vector<std::byte> d(bad);
     try {
-      ebac::cuda::decompress(d.p, bad.size(), out.p, count);
+      ebac::cuda::decompress(d.p, bad.size(), out.p, count, nullptr, ebac::cuda::default_allocator(), path);
     } catch (const ebac::error&) {
       ++rejected;
     }
@@ -145,6 +145,39 @@ TEST_CASE("fused bit-packing kernels give the staged (and host) stream byte for 
   opt.bound = {1e-3, ebac::bound_mode::relative};
   check_matches_host(activations(5000, 3), ebac::extents{5000},
                      ebac::pipeline<ebac::lorenzo, ebac::sign_preserving_quantizer, ebac::run_length>{}, opt, fused);
+}
+
+TEST_CASE("fused decoder: chunk-local streams decode to the host's values; others fall back to staged") {
+  constexpr auto fused = ebac::cuda::kernel_path::fused;
+  using fast_t = ebac::pipeline<ebac::lorenzo, ebac::sign_preserving_quantizer, ebac::block_bitpack>;
+  using plain_t = ebac::pipeline<ebac::no_prediction, ebac::linear_quantizer, ebac::block_bitpack>;
+  std::uint32_t seed = 301;
+  for (double rel : {1e-1, 1e-3, 1e-6}) {
+    CAPTURE(rel);
+    ebac::compress_options opt;
+    opt.bound = {rel, ebac::bound_mode::relative};
+    for_each_shape({{1}, {31}, {33}, {4097}, {16385}, {4, 32, 28, 28}, {1000003}}, seed, [&](const auto& x, const ebac::extents& e) {
+      // Tiles of 1, 2 and 8 blocks; many tiles per chunk and one; tile 48 is not whole blocks (staged fallback).
+      for (std::uint32_t tile : {32u, 64u, 256u, 4096u, 48u}) {
+        for (std::uint32_t chunk : {256u, 4096u, 16384u}) {
+          if (chunk % tile != 0 && tile != 48) continue;
+          CAPTURE(tile);
+          CAPTURE(chunk);
+          fast_t p;
+          p.predictor = ebac::lorenzo::flat(tile);
+          p.chunk_elements = chunk;
+          check_matches_host(x, e, p, opt, fused);
+        }
+      }
+      fast_t not_local;  // tile 4096 > chunk 1024: prefix sums cross chunks (staged fallback)
+      not_local.chunk_elements = 1024;
+      check_matches_host(x, e, not_local, opt, fused);
+      plain_t plain;
+      check_matches_host(x, e, plain, opt, fused);
+      plain.chunk_elements = 32;  // one block a chunk
+      check_matches_host(x, e, plain, opt, fused);
+    });
+  }
 }
 
 TEST_CASE("device Huffman pipelines (the ratio family) equal the host byte for byte") {
@@ -257,6 +290,11 @@ TEST_CASE("device decoder rejects corrupt streams without crashing") {
   auto stream = ebac::host::compress(x.data(), ebac::extents{50000}, ebac::pipeline<ebac::lorenzo, ebac::sign_preserving_quantizer, ebac::block_bitpack>{}, opt);
   const auto h = ebac::host::inspect(stream.data(), stream.size());
   CHECK(device_rejections(stream, h.header_bytes(), stream.size() - h.header_bytes(), x.size(), 200, 5) > 0);
+  // The fused decoder checks the same sizes before reading a word.
+  CHECK(device_rejections(stream, h.header_bytes(), stream.size() - h.header_bytes(), x.size(), 200, 5,
+                          ebac::cuda::kernel_path::fused) > 0);
+  CHECK(device_rejections(stream, h.section_offset(ebac::section_payload), h.section_bytes[ebac::section_payload], x.size(), 200, 8,
+                          ebac::cuda::kernel_path::fused) > 0);
 }
 
 TEST_CASE("large tensor round trip on the device (> 2^31 bytes of input where memory allows)") {

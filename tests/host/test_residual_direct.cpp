@@ -2,6 +2,7 @@
 // the host backend runs one pass per axis. They must agree bit for bit.
 #include <ebac/detail/element_code.hpp>
 #include <ebac/ebac.hpp>
+#include <ebac/predictor/tiled_prefix.hpp>
 
 #include <doctest/doctest.h>
 
@@ -100,6 +101,72 @@ TEST_CASE("block_bitpack::packed_word (one word per thread) equals pack_block's 
       for (int l = 0; l < w; ++l) {
         CAPTURE(l);
         CHECK(ebac::block_bitpack::packed_word(codes, w, l) == ebac::detail::load_le<std::uint32_t>(packed + 4 * l));
+      }
+    }
+  }
+}
+
+TEST_CASE("block_bitpack::code_at (one code per thread) equals unpack_block") {
+  std::mt19937 rng(5);
+  for (int w = 1; w <= 32; ++w) {
+    CAPTURE(w);
+    std::uint32_t codes[32];
+    const std::uint32_t mask = w == 32 ? 0xffffffffu : ((1u << w) - 1);
+    for (auto& c : codes) c = rng() & mask;
+    codes[31] = mask;
+    // Exactly the block's bytes on the heap, so a read past them trips ASan.
+    std::vector<std::byte> packed(4 * static_cast<std::size_t>(w));
+    REQUIRE(ebac::block_bitpack::pack_block(codes, 32, w, packed.data()) == packed.size());
+    std::uint32_t back[32];
+    ebac::block_bitpack::unpack_block(packed.data(), w, back, 32);
+    for (int v = 0; v < 32; ++v) {
+      CAPTURE(v);
+      CHECK(ebac::block_bitpack::code_at(packed.data(), w, v) == back[v]);
+      CHECK(back[v] == codes[v]);
+    }
+  }
+}
+
+// The fused decoder's bookkeeping (cuda/kernels/fused_bitpack_decode.cuh),
+// replayed on the host: rounds of W blocks, one warp's inclusive scan per
+// block plus tiled_prefix_rounds::before, must give the tile-restarting
+// prefix sum of the flat Lorenzo inverse.
+TEST_CASE("tiled_prefix_rounds: rounds of warp scans equal the flat Lorenzo inverse") {
+  std::mt19937 rng(9);
+  for (unsigned W : {1u, 3u, 8u, 32u}) {
+    for (std::uint64_t tile_blocks : {1u, 2u, 5u, 8u, 128u}) {
+      for (std::size_t n : {std::size_t{1}, std::size_t{31}, std::size_t{32}, std::size_t{33}, std::size_t{1000}, std::size_t{20000}}) {
+        CAPTURE(W);
+        CAPTURE(tile_blocks);
+        CAPTURE(n);
+        std::vector<std::uint32_t> r(n);
+        for (auto& v : r) v = rng();
+        std::vector<std::uint32_t> expect = r;  // the host backend's inverse pass over one flat axis
+        ebac::host::detail::run_pass<false>(expect.data(), ebac::axis_pass{1, n, 1, 32 * tile_blocks}, 1);
+        const ebac::tiled_prefix_rounds rounds{tile_blocks};
+        const std::size_t nb = (n + 31) / 32;
+        std::vector<std::uint32_t> got(n), totals(W);
+        std::uint32_t carry = 0;
+        for (std::size_t first = 0; first < nb; first += W) {
+          const unsigned count = static_cast<unsigned>(nb - first < W ? nb - first : W);
+          std::vector<std::uint32_t> scanned(32 * static_cast<std::size_t>(count), 0);
+          for (unsigned w = 0; w < count; ++w) {  // each warp: inclusive scan of its block (0 past the end)
+            std::uint32_t acc = 0;
+            for (unsigned lane = 0; lane < 32; ++lane) {
+              const std::size_t j = (first + w) * 32 + lane;
+              acc += j < n ? r[j] : 0u;
+              scanned[32 * w + lane] = acc;
+            }
+            totals[w] = acc;
+          }
+          for (unsigned w = 0; w < count; ++w)
+            for (unsigned lane = 0; lane < 32; ++lane) {
+              const std::size_t j = (first + w) * 32 + lane;
+              if (j < n) got[j] = scanned[32 * w + lane] + rounds.before(first, totals.data(), w, carry);
+            }
+          carry = rounds.before(first, totals.data(), count, carry);
+        }
+        CHECK(got == expect);
       }
     }
   }

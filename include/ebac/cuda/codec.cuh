@@ -176,9 +176,10 @@ inline stream_header read_header(const std::byte* d_stream, std::size_t bytes, c
 
 /// Decompresses a device stream into d_out (count elements) and checks the
 /// device status (synchronizes). Throws ebac::error on a corrupt stream.
+/// `path` picks the kernels of a bit-packed stream (device_codec.cuh).
 template <element T>
 void decompress(const std::byte* d_in, std::size_t in_bytes, T* d_out, std::uint64_t count, cudaStream_t stream = nullptr,
-                const allocator& alloc = default_allocator()) {
+                const allocator& alloc = default_allocator(), kernel_path path = kernel_path::staged) {
   const stream_header h = read_header(d_in, in_bytes, stream);
   // Huffman: the codebook section is read and validated on the host (the
   // host decoder's deserialize), then uploaded as tables.
@@ -196,11 +197,12 @@ void decompress(const std::byte* d_in, std::size_t in_bytes, T* d_out, std::uint
     codebook = &book.view;
   }
   std::size_t temp = 0;
-  detail::check(::ebac::cuda::decompress<T>(nullptr, temp, h, d_in, in_bytes, d_out, count, nullptr, stream, codebook),
+  detail::check(::ebac::cuda::decompress<T>(nullptr, temp, h, d_in, in_bytes, d_out, count, nullptr, stream, codebook, path),
                 "ebac::cuda::decompress (temp query)");
   detail::device_allocation tmp(temp, stream, alloc);
   detail::device_allocation st(sizeof(int), stream, alloc);
-  detail::check(::ebac::cuda::decompress<T>(tmp.get(), temp, h, d_in, in_bytes, d_out, count, static_cast<int*>(st.get()), stream, codebook),
+  detail::check(::ebac::cuda::decompress<T>(tmp.get(), temp, h, d_in, in_bytes, d_out, count, static_cast<int*>(st.get()), stream, codebook,
+                                            path),
                 "ebac::cuda::decompress");
   int host = 0;
   detail::check(cudaMemcpyAsync(&host, st.get(), sizeof host, cudaMemcpyDeviceToHost, stream), "reading the decode status");

@@ -35,6 +35,7 @@
 #include <ebac/cuda/kernels/decode.cuh>
 #include <ebac/cuda/kernels/encode.cuh>
 #include <ebac/cuda/kernels/fused_bitpack.cuh>
+#include <ebac/cuda/kernels/fused_bitpack_decode.cuh>
 #include <ebac/cuda/kernels/predict.cuh>
 #include <ebac/cuda/kernels/quantize.cuh>
 #include <ebac/dtype.hpp>
@@ -76,14 +77,34 @@ struct temp_carver {
 
 }  // namespace detail
 
-/// Which kernels compress a bit-packing pipeline (`fast`, `plain`, any
-/// `...:bitpack`). `staged` stores the quantized field and the residual codes
-/// between kernels; `fused` computes each code where it is needed
-/// (kernels/fused_bitpack.cuh) and reads the input twice instead. Both give
-/// the same stream, byte for byte. Other encoders always run staged.
+/// Which kernels run a bit-packing pipeline (`fast`, `plain`, any
+/// `...:bitpack`). Compression: `staged` stores the quantized field and the
+/// residual codes between kernels; `fused` computes each code where it is
+/// needed (kernels/fused_bitpack.cuh) and reads the input twice instead.
+/// Both give the same stream, byte for byte. Decompression: `fused` decodes a
+/// chunk straight to values in one kernel (kernels/fused_bitpack_decode.cuh)
+/// when chunks decode on their own (see fused_decode_tile_blocks), the same
+/// values as `staged`. Other encoders and predictors always run staged.
 /// `fused` has not been measured yet (no GPU so far), so `staged` stays the
 /// default until the GPU check has compared them.
 enum class kernel_path : std::uint8_t { staged, fused };
+
+/// Whether the fused decoder takes a (validated) stream: bit-packed, with
+/// chunks that decode on their own as the host backend defines it
+/// (host::detail::chunk_local: no prediction, or flat 1-D Lorenzo whose tile
+/// divides the chunk), and for Lorenzo a tile of whole 32-code blocks.
+/// tile_blocks = tile / 32, or 0 without prediction.
+inline bool fused_decode_tile_blocks(const stream_header& h, std::uint64_t& tile_blocks) noexcept {
+  tile_blocks = 0;
+  if (h.encoder != encoder_id::block_bitpack || h.chunk_elements == 0) return false;
+  if (h.predictor == predictor_id::none) return ::ebac::host::detail::chunk_local(no_prediction{}, h.chunk_elements);
+  const lorenzo& l = h.lorenzo_params;
+  if (h.predictor != predictor_id::lorenzo || l.validate(h.shape) != status::ok ||
+      !::ebac::host::detail::chunk_local(l, h.chunk_elements) || l.tile[0] % 32 != 0)
+    return false;
+  tile_blocks = l.tile[0] / 32;
+  return true;
+}
 
 /// A Huffman codebook in device memory: the image of pack_huffman_image()
 /// copied to `image` (huffman_image_layout::bytes, 4-byte aligned).
@@ -282,16 +303,21 @@ template <class Pipeline, element T>
 }
 
 /// Decompresses a stream whose (validated, host-side) header is `h`.
-/// *d_status receives 0 or a device_status code.
+/// *d_status receives 0 or a device_status code. `path` as for compress();
+/// the fused decoder needs no field in temp storage, so the temp size
+/// depends on it (query with the same path).
 template <element T>
 [[nodiscard]] cudaError_t decompress(void* d_temp, std::size_t& temp_bytes, const stream_header& h, const std::byte* d_in,
                                      std::size_t in_bytes, T* d_out, std::uint64_t count, int* d_status,
-                                     cudaStream_t stream = nullptr, const device_huffman_codebook* codebook = nullptr) {
+                                     cudaStream_t stream = nullptr, const device_huffman_codebook* codebook = nullptr,
+                                     kernel_path path = kernel_path::staged) {
   const std::uint64_t n = element_count(h);
   const std::uint32_t C = h.chunk_elements;
   const std::uint64_t chunks = C ? (n + C - 1) / C : 0;
+  std::uint64_t tile_blocks = 0;
+  const bool fused = path == kernel_path::fused && fused_decode_tile_blocks(h, tile_blocks);
   detail::temp_carver t{static_cast<std::byte*>(d_temp)};
-  auto* field = t.take<std::uint32_t>(n + 1);
+  auto* field = t.take<std::uint32_t>(fused ? 0 : n + 1);
   auto* chunk_bytes = t.take<std::uint64_t>(chunks + 1);
   auto* chunk_offset = t.take<std::uint64_t>(chunks + 1);
   std::size_t scan_bytes = 0;
@@ -322,6 +348,14 @@ template <element T>
     using Pipe = decltype(pipe);
     using Q = typename Pipe::quantizer_type;
     using E = typename Pipe::encoder_type;
+    if constexpr (std::is_same_v<E, block_bitpack>) {
+      if (fused) {  // one kernel from payload to values
+        if (chunks > 0)
+          kernels::fused_bitpack_decode_kernel<Q, T><<<static_cast<unsigned>(chunks), kernels::fused_threads, 0, stream>>>(
+              tile_blocks, payload, payload_bytes, chunk_bytes, chunk_offset, n, C, Q::make(h.eb_abs), d_out, d_status);
+        return;
+      }
+    }
     {
       if (chunks > 0) {
         if constexpr (std::is_same_v<E, block_bitpack>) {

@@ -89,6 +89,19 @@ struct block_bitpack {
     return static_cast<std::uint32_t>(acc);
   }
 
+  /// Code v (0 <= v < 32) of a block packed at `width` bits (1..32), read
+  /// from its words alone: bits [v width, v width + width) span at most two
+  /// words, both inside the block's 4 * width bytes. Lets 32 threads unpack a
+  /// block in parallel, one code each (cuda/kernels/fused_bitpack_decode.cuh).
+  [[nodiscard]] EBAC_HOST_DEVICE static std::uint32_t code_at(const std::byte* words, int width, int v) noexcept {
+    const int first_bit = v * width;
+    const int word = first_bit / 32, shift = first_bit % 32;
+    std::uint64_t acc = detail::load_le<std::uint32_t>(words + 4 * word);
+    if (shift + width > 32) acc |= static_cast<std::uint64_t>(detail::load_le<std::uint32_t>(words + 4 * (word + 1))) << 32;
+    const std::uint64_t mask = (width == 32) ? 0xffffffffull : ((1ull << width) - 1);
+    return static_cast<std::uint32_t>((acc >> shift) & mask);
+  }
+
   /// Packs one block of `m <= 32` codes at `width` bits; returns bytes written.
   EBAC_HOST_DEVICE static std::size_t pack_block(const std::uint32_t* codes, std::size_t m, int width,
                                                  std::byte* out) noexcept {

@@ -1,0 +1,109 @@
+// ebac/cuda/kernels/fused_bitpack_decode.cuh - bit-packed chunks straight to values.
+//
+// The staged decoder (device_codec.cuh) unpacks every chunk's codes into a
+// uint32 field, then runs an unzigzag pass, one inverse pass per predictor
+// axis and a reconstruct pass over it: about 6 full passes over 4-byte
+// arrays. When a chunk decodes on its own - no prediction, or flat 1-D
+// Lorenzo whose tile is a multiple of 32 and divides the chunk (the `fast`
+// and `plain` pipelines' defaults) - this kernel does all of it in one: it
+// reads the chunk's payload once and writes each value once.
+//
+// One CUDA block per chunk, one warp per block of 32 codes, in rounds of
+// fused_warps blocks: lane v unpacks code v (block_bitpack::code_at, host-
+// tested against unpack_block), a warp scan plus tiled_prefix_rounds (host-
+// tested against the host's inverse pass) inverts Lorenzo, and the value is
+// reconstructed by the quantizer the host uses. Sizes read from the stream
+// are checked first, as in the staged decoder; a chunk that fails decodes as
+// all-zero codes, so every element is still written. Outliers are restored
+// afterwards by outlier_restore_kernel, as in the staged path.
+#pragma once
+
+#include <ebac/cuda/config.cuh>
+#include <ebac/cuda/kernels/decode.cuh>
+#include <ebac/cuda/kernels/fused_bitpack.cuh>
+#include <ebac/detail/bytes.hpp>
+#include <ebac/dtype.hpp>
+#include <ebac/encoder/block_bitpack.hpp>
+#include <ebac/predictor/tiled_prefix.hpp>
+#include <ebac/quantizer/linear.hpp>
+
+#include <cub/block/block_reduce.cuh>
+
+#include <cstdint>
+
+EBAC_NAMESPACE_BEGIN
+namespace cuda {
+namespace kernels {
+
+/// Decodes chunk blockIdx.x into out. tile_blocks = flat Lorenzo tile / 32,
+/// or 0 for a stream without prediction.
+template <class Q, class T>
+EBAC_KERNEL void __launch_bounds__(fused_threads)
+fused_bitpack_decode_kernel(std::uint64_t tile_blocks, const std::byte* payload, std::uint64_t payload_bytes,
+                            const std::uint64_t* chunk_bytes, const std::uint64_t* chunk_offset, std::uint64_t n,
+                            std::uint32_t chunk, Q q, T* out, int* status) {
+  using reduce = cub::BlockReduce<std::uint64_t, fused_threads>;
+  __shared__ typename reduce::TempStorage tmp;
+  __shared__ std::uint32_t warp_bytes[fused_warps];
+  __shared__ std::uint32_t warp_total[fused_warps];
+  __shared__ int bad;
+  const fused_chunk ck(blockIdx.x, n, chunk);
+  const unsigned lane = threadIdx.x & 31u, warp = threadIdx.x >> 5;
+
+  // Validate the chunk's place and its width bytes before reading a word.
+  const bool placed = chunk_in_bounds(chunk_bytes, chunk_offset, blockIdx.x, payload_bytes) && chunk_bytes[blockIdx.x] >= ck.nb;
+  const std::byte* in = placed ? payload + chunk_offset[blockIdx.x] : nullptr;
+  if (threadIdx.x == 0) bad = placed ? 0 : 1;
+  __syncthreads();
+  std::uint64_t mine = 0;
+  if (placed) {
+    for (std::uint64_t b = threadIdx.x; b < ck.nb; b += fused_threads) {
+      const auto w = static_cast<unsigned>(in[b]);
+      if (w > 32) atomicOr(&bad, 1);
+      mine += 4 * static_cast<std::uint64_t>(w);
+    }
+  }
+  const std::uint64_t words = reduce(tmp).Sum(mine);  // valid in thread 0
+  if (threadIdx.x == 0 && placed && words != chunk_bytes[blockIdx.x] - ck.nb) bad = 1;
+  __syncthreads();
+  const bool corrupt = bad != 0;  // block-uniform from here on
+  if (corrupt && threadIdx.x == 0) detail::set_status(status, placed ? device_corrupt_chunk : device_corrupt_table);
+
+  const tiled_prefix_rounds rounds{tile_blocks ? tile_blocks : 1};
+  std::uint64_t round_base = ck.nb;  // payload bytes before this round, from the chunk's start
+  std::uint32_t carry = 0;
+  for (std::uint64_t first = 0; first < ck.nb; first += fused_warps) {
+    const std::uint64_t b = first + warp;
+    const int width = (!corrupt && b < ck.nb) ? static_cast<int>(in[b]) : 0;  // warp-uniform
+    if (lane == 0) warp_bytes[warp] = 4u * static_cast<std::uint32_t>(width);
+    __syncthreads();
+    std::uint64_t before = 0, round = 0;
+    for (unsigned k = 0; k < fused_warps; ++k) {
+      before += k < warp ? warp_bytes[k] : 0u;
+      round += warp_bytes[k];
+    }
+    const std::uint64_t j = b * 32 + lane;
+    std::uint32_t value = 0;
+    if (width > 0 && j < ck.m)
+      value = static_cast<std::uint32_t>(
+          ::ebac::detail::unzigzag(block_bitpack::code_at(in + round_base + before, width, static_cast<int>(lane))));
+    if (tile_blocks) {  // flat Lorenzo: inclusive scan in the warp, then the tile's earlier blocks
+      for (unsigned o = 1; o < 32; o <<= 1) {
+        const std::uint32_t up = __shfl_up_sync(0xffffffffu, value, o);
+        if (lane >= o) value += up;
+      }
+      if (lane == 31) warp_total[warp] = value;
+      __syncthreads();
+      const unsigned count = static_cast<unsigned>(ck.nb - first < fused_warps ? ck.nb - first : fused_warps);
+      if (b < ck.nb) value += rounds.before(first, warp_total, warp, carry);
+      carry = rounds.before(first, warp_total, count, carry);
+    }
+    if (j < ck.m) out[ck.first + j] = reconstruct_element<T>(q, static_cast<std::int32_t>(value));
+    round_base += round;
+    __syncthreads();  // warp_bytes and warp_total are rewritten next round
+  }
+}
+
+}  // namespace kernels
+}  // namespace cuda
+EBAC_NAMESPACE_END
