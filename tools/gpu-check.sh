@@ -10,12 +10,20 @@
 # and a summary. STAGES selects (default: all, in this order); a 10-minute
 # device call may not hold all of them, so the first call can run
 # STAGES=build,test,sanitize,bench and a second STAGES=torch.
+# Each stage has a time limit (TEST_TIMEOUT, SANITIZE_TIMEOUT, BENCH_TIMEOUT
+# seconds) so that one 10-minute call always ends with a summary; a stage
+# that runs out says so and the next one runs.
 # Usage there:  OUT=/some/dir bash tools/gpu-check.sh   (the device tool sets $OUT)
 # Nothing here needs the network; cmake, ninja and nvcc come with that image.
 set -uo pipefail
 cd "$(dirname "$0")/.."
 OUT=${OUT:-out/gpu-check}
 STAGES=${STAGES:-build,test,sanitize,bench,torch}
+TEST_TIMEOUT=${TEST_TIMEOUT:-200}
+SANITIZE_TIMEOUT=${SANITIZE_TIMEOUT:-110}
+BENCH_TIMEOUT=${BENCH_TIMEOUT:-120}
+# "failed", or "ran out of time" for timeout's exit code 124.
+why() { [ "$1" -eq 124 ] && echo "RAN OUT OF TIME" || echo "FAILED (exit $1)"; }
 mkdir -p "$OUT"
 summary="$OUT/summary.md"
 : > "$summary"
@@ -40,10 +48,12 @@ fi
 
 if want test; then
 step "ctest -L gpu"
-if (cd build/gpu && ctest -L gpu --output-on-failure --timeout 900) > "$OUT/ctest.log" 2>&1; then
+(cd build/gpu && timeout "$TEST_TIMEOUT" ctest -L gpu --output-on-failure --timeout "$TEST_TIMEOUT") > "$OUT/ctest.log" 2>&1
+rc=$?
+if [ $rc -eq 0 ]; then
   echo "gpu tests passed" >> "$summary"
 else
-  echo "GPU TESTS FAILED" >> "$summary"; status=1
+  echo "GPU TESTS $(why $rc)" >> "$summary"; status=1
 fi
 tail -5 "$OUT/ctest.log" >> "$summary"
 fi
@@ -52,11 +62,15 @@ if want sanitize; then
 # The large-tensor case is skipped under the sanitizers (they are slow on 2^31 bytes).
 for tool in memcheck racecheck; do
   step "compute-sanitizer --tool $tool"
-  if compute-sanitizer --tool "$tool" --error-exitcode 9 build/gpu/tests/cuda/ebac_gpu_tests \
-       --test-case-exclude='*large tensor*' > "$OUT/sanitizer-$tool.log" 2>&1; then
+  timeout "$SANITIZE_TIMEOUT" compute-sanitizer --tool "$tool" --error-exitcode 9 build/gpu/tests/cuda/ebac_gpu_tests \
+       --test-case-exclude='*large tensor*' > "$OUT/sanitizer-$tool.log" 2>&1
+  rc=$?
+  if [ $rc -eq 0 ]; then
     echo "$tool clean" >> "$summary"
+  elif [ $rc -eq 9 ]; then
+    echo "$tool REPORTED ERRORS (see sanitizer-$tool.log)" >> "$summary"; status=1
   else
-    echo "$tool REPORTED ERRORS (or could not run; see sanitizer-$tool.log)" >> "$summary"; status=1
+    echo "$tool $(why $rc) (see sanitizer-$tool.log)" >> "$summary"; status=1
   fi
   tail -3 "$OUT/sanitizer-$tool.log" >> "$summary"
 done
@@ -64,10 +78,13 @@ fi
 
 if want bench; then
 step "GPU throughput (cudaEvent timing, D2D memcpy yardstick)"
-if build/gpu/bench/cuda/ebac_gpu_throughput --corpus data/corpus/manifest.tsv --gib 1 --eb 1e-3 --reps 20 > "$OUT/throughput.md" 2>&1; then
+timeout "$BENCH_TIMEOUT" build/gpu/bench/cuda/ebac_gpu_throughput --corpus data/corpus/manifest.tsv --gib 1 --eb 1e-3 --reps 20 \
+  > "$OUT/throughput.md" 2>&1
+rc=$?
+if [ $rc -eq 0 ]; then
   cat "$OUT/throughput.md" >> "$summary"
 else
-  echo "BENCHMARK FAILED" >> "$summary"; cat "$OUT/throughput.md" >> "$summary"; status=1
+  echo "BENCHMARK $(why $rc)" >> "$summary"; cat "$OUT/throughput.md" >> "$summary"; status=1
 fi
 fi
 

@@ -18,6 +18,16 @@
 #  define EBAC_DEVICE inline
 #endif
 
+// Before a host-device template whose execution depends on a policy
+// argument (host-only for the host backend, device-only for a kernel): nvcc
+// would otherwise warn about the instantiation that is never called (CCCL's
+// _CCCL_EXEC_CHECK_DISABLE does the same).
+#if defined(__CUDACC__) && defined(__NVCC__)
+#  define EBAC_EXEC_CHECK_DISABLE _Pragma("nv_exec_check_disable")
+#else
+#  define EBAC_EXEC_CHECK_DISABLE
+#endif
+
 #if defined(_OPENMP)
 #  define EBAC_HAS_OPENMP() 1
 #else

@@ -62,6 +62,45 @@ void check_matches_host(const std::vector<T>& x, const ebac::extents& e, const P
   CHECK(std::memcmp(dev_back.data(), host_back.data(), x.size() * sizeof(T)) == 0);
 }
 
+/// Captures one device-scope compress in a CUDA graph, replays it twice
+/// (the second replay over the first's output) and compares with the host.
+template <class Pipeline>
+void check_graph_capture(const Pipeline& pipe, ebac::cuda::kernel_path path) {
+  CAPTURE(static_cast<int>(path));
+  const auto x = activations(1 << 20, 3);
+  const ebac::extents e{1 << 20};
+  ebac::compress_options opt;
+  opt.bound = {1e-3, ebac::bound_mode::relative};
+  opt.checksum = false;
+  device_vector<float> d_in(x);
+  std::size_t temp = 0;
+  REQUIRE(ebac::cuda::compress(nullptr, temp, d_in.p, e, pipe, opt, nullptr, 0, nullptr, nullptr, nullptr, path) == cudaSuccess);
+  const std::size_t cap = ebac::cuda::max_compressed_bytes<Pipeline, float>(e, pipe);
+  device_vector<std::byte> d_temp(temp), d_out(cap);
+  device_vector<std::uint64_t> d_size(1);
+  device_vector<int> d_status(1);
+  cudaStream_t s;
+  REQUIRE(cudaStreamCreate(&s) == cudaSuccess);
+  cudaGraph_t graph;
+  REQUIRE(cudaStreamBeginCapture(s, cudaStreamCaptureModeGlobal) == cudaSuccess);
+  REQUIRE(ebac::cuda::compress(d_temp.p, temp, d_in.p, e, pipe, opt, d_out.p, cap, d_size.p, d_status.p, s, path) == cudaSuccess);
+  REQUIRE(cudaStreamEndCapture(s, &graph) == cudaSuccess);
+  cudaGraphExec_t exec;
+  REQUIRE(cudaGraphInstantiate(&exec, graph, 0) == cudaSuccess);
+  const auto host_stream = ebac::host::compress(x.data(), e, pipe, opt);
+  for (int replay = 0; replay < 2; ++replay) {
+    CAPTURE(replay);
+    REQUIRE(cudaGraphLaunch(exec, s) == cudaSuccess);
+    REQUIRE(cudaStreamSynchronize(s) == cudaSuccess);
+    const auto size = d_size.to_host(1)[0];
+    REQUIRE(size == host_stream.size());
+    CHECK(d_out.to_host(size) == host_stream);
+  }
+  cudaGraphExecDestroy(exec);
+  cudaGraphDestroy(graph);
+  cudaStreamDestroy(s);
+}
+
 /// Overwrites one random byte in [first, first + span) of a (checksum-less)
 /// host stream, `trials` times, and decodes each on the device: returns how
 /// many the device decoder rejected. Every decode must leave no sticky CUDA
@@ -198,7 +237,7 @@ TEST_CASE("device Huffman pipelines (the ratio family) equal the host byte for b
   }
 }
 
-TEST_CASE("device Huffman: the device-scope calls refuse a missing codebook; corrupt codebooks are rejected") {
+TEST_CASE("device Huffman: one device-scope call builds the codebook on the device; decoding needs one; corrupt codebooks are rejected") {
   using pipe_t = ebac::pipeline<ebac::lorenzo, ebac::sign_preserving_quantizer, ebac::huffman>;
   const auto x = activations(50000, 13);
   const ebac::extents e{50000};
@@ -212,15 +251,25 @@ TEST_CASE("device Huffman: the device-scope calls refuse a missing codebook; cor
   device_vector<std::byte> d_temp(temp), d_out(cap);
   device_vector<std::uint64_t> d_size(1);
   device_vector<int> d_status(1);
-  CHECK(ebac::cuda::compress(d_temp.p, temp, d_in.p, e, pipe_t{}, opt, d_out.p, cap, d_size.p, d_status.p) == cudaErrorInvalidValue);
-  // A host stream whose codebook section is damaged: the host layer refuses it.
-  auto stream = ebac::host::compress(x.data(), e, pipe_t{}, opt);
+  // No host step between histogram and encoding: the stream is the host's.
+  REQUIRE(ebac::cuda::compress(d_temp.p, temp, d_in.p, e, pipe_t{}, opt, d_out.p, cap, d_size.p, d_status.p) == cudaSuccess);
+  REQUIRE(cudaDeviceSynchronize() == cudaSuccess);
+  const auto stream = ebac::host::compress(x.data(), e, pipe_t{}, opt);
+  REQUIRE(d_size.to_host(1)[0] == stream.size());
+  CHECK(d_out.to_host(stream.size()) == stream);
+  CHECK(d_status.to_host(1)[0] == 0);
+  // The device-scope decoder refuses a Huffman stream without a codebook image.
   const auto h = ebac::host::inspect(stream.data(), stream.size());
+  std::size_t dtemp = 0;
+  device_vector<float> out(x.size());
+  REQUIRE(ebac::cuda::decompress<float>(nullptr, dtemp, h, d_out.p, stream.size(), out.p, x.size(), nullptr) == cudaSuccess);
+  device_vector<std::byte> d_dtemp(dtemp);
+  CHECK(ebac::cuda::decompress<float>(d_dtemp.p, dtemp, h, d_out.p, stream.size(), out.p, x.size(), d_status.p) == cudaErrorInvalidValue);
+  // A host stream whose codebook section is damaged: the host layer refuses it.
   REQUIRE(h.section_bytes[ebac::section_codebook] > 2);
   auto bad = stream;
   bad[h.section_offset(ebac::section_codebook)] = std::byte{7};  // flags must be 0 or 1
   device_vector<std::byte> d_bad(bad);
-  device_vector<float> out(x.size());
   CHECK_THROWS_AS(ebac::cuda::decompress(d_bad.p, bad.size(), out.p, x.size()), ebac::error);
   // Payload damage: the device decoder flags it.
   CHECK(device_rejections(stream, h.section_offset(ebac::section_payload), h.section_bytes[ebac::section_payload], x.size(),
@@ -244,42 +293,10 @@ TEST_CASE("device path handles f16 and bf16 and absolute bounds") {
   check_matches_host(b, ebac::extents{100000}, ebac::pipeline<ebac::lorenzo, ebac::sign_preserving_quantizer, ebac::block_bitpack>{}, opt, fused);
 }
 
-TEST_CASE("device compress is capturable in a CUDA graph (staged and fused kernels)") {
-  for (const auto path : {ebac::cuda::kernel_path::staged, ebac::cuda::kernel_path::fused}) {
-  CAPTURE(static_cast<int>(path));
-  using pipe_t = ebac::pipeline<ebac::lorenzo, ebac::sign_preserving_quantizer, ebac::block_bitpack>;
-  const auto x = activations(1 << 20, 3);
-  const ebac::extents e{1 << 20};
-  ebac::compress_options opt;
-  opt.bound = {1e-3, ebac::bound_mode::relative};
-  opt.checksum = false;
-  device_vector<float> d_in(x);
-  std::size_t temp = 0;
-  REQUIRE(ebac::cuda::compress(nullptr, temp, d_in.p, e, pipe_t{}, opt, nullptr, 0, nullptr, nullptr) == cudaSuccess);
-  const std::size_t cap = ebac::cuda::max_compressed_bytes<pipe_t, float>(e, pipe_t{});
-  device_vector<std::byte> d_temp(temp), d_out(cap);
-  device_vector<std::uint64_t> d_size(1);
-  device_vector<int> d_status(1);
-  cudaStream_t s;
-  REQUIRE(cudaStreamCreate(&s) == cudaSuccess);
-  cudaGraph_t graph;
-  REQUIRE(cudaStreamBeginCapture(s, cudaStreamCaptureModeGlobal) == cudaSuccess);
-  REQUIRE(ebac::cuda::compress(d_temp.p, temp, d_in.p, e, pipe_t{}, opt, d_out.p, cap, d_size.p, d_status.p, s, nullptr, path) ==
-          cudaSuccess);
-  REQUIRE(cudaStreamEndCapture(s, &graph) == cudaSuccess);
-  cudaGraphExec_t exec;
-  REQUIRE(cudaGraphInstantiate(&exec, graph, 0) == cudaSuccess);
-  REQUIRE(cudaGraphLaunch(exec, s) == cudaSuccess);
-  REQUIRE(cudaStreamSynchronize(s) == cudaSuccess);
-  const auto size = d_size.to_host(1)[0];
-  const auto host_stream = ebac::host::compress(x.data(), e, pipe_t{}, opt);
-  REQUIRE(size == host_stream.size());
-  auto dev = d_out.to_host(size);
-  CHECK(std::memcmp(dev.data(), host_stream.data(), size) == 0);
-  cudaGraphExecDestroy(exec);
-  cudaGraphDestroy(graph);
-  cudaStreamDestroy(s);
-  }
+TEST_CASE("device compress is capturable in a CUDA graph (staged and fused kernels, Huffman with its device codebook)") {
+  check_graph_capture(ebac::pipeline<ebac::lorenzo, ebac::sign_preserving_quantizer, ebac::block_bitpack>{}, ebac::cuda::kernel_path::staged);
+  check_graph_capture(ebac::pipeline<ebac::lorenzo, ebac::sign_preserving_quantizer, ebac::block_bitpack>{}, ebac::cuda::kernel_path::fused);
+  check_graph_capture(ebac::pipeline<ebac::lorenzo, ebac::sign_preserving_quantizer, ebac::huffman>{}, ebac::cuda::kernel_path::staged);
 }
 
 TEST_CASE("device decoder rejects corrupt streams without crashing") {

@@ -271,10 +271,12 @@ TEST_CASE("huffman: the flat codebook image (what the CUDA backend uploads) code
     REQUIRE(img.bytes.size() == ebac::huffman_image_layout::bytes);
     REQUIRE(img.serialized_bytes <= ebac::huffman_codebook::max_serialized_bytes);
     // Copied somewhere else, as an upload would: the functor reads only the image.
-    std::vector<std::uint32_t> storage((img.bytes.size() + 3) / 4);
+    std::vector<std::uint64_t> storage((img.bytes.size() + 7) / 8);
     std::memcpy(storage.data(), img.bytes.data(), img.bytes.size());
     const auto* base = reinterpret_cast<const std::byte*>(storage.data());
-    const ebac::huffman from_image = ebac::bind_huffman_image(base, cb.use_runs);
+    const ebac::huffman from_image = ebac::bind_huffman_image(base);
+    CHECK(from_image.use_runs == cb.use_runs);
+    CHECK(ebac::detail::load_le<std::uint64_t>(base + ebac::huffman_image_layout::serialized_size) == img.serialized_bytes);
     const ebac::huffman from_book = ebac::huffman::bind(cb);
     const std::size_t m = cs.codes.size();  // the whole set: the codebook was built from all of its tokens
     std::vector<std::byte> a(from_book.max_chunk_bytes(m)), b(a.size());
@@ -371,6 +373,56 @@ TEST_CASE("huffman: length limit <= 24 on highly skewed (Fibonacci) histograms")
       REQUIRE(subset);
       check_encoder(ebac::huffman::bind(cb), cs, rng);
     }
+  }
+}
+
+namespace {
+/// The CUDA codebook kernel's way to run the shared steps (one thread for
+/// the serial parts, symbols placed by rank), replayed on the host.
+struct rank_exec {
+  template <class F>
+  void serial(F&& f) { f(); }
+  void sort_used(ebac::detail::huffman_length_workspace& w, std::uint32_t n) {
+    w.used = 0;
+    for (std::uint32_t s = 0; s < n; ++s)
+      if (w.freq[s]) {
+        w.order[ebac::detail::huffman_used_rank(w.freq, n, s)] = s;
+        ++w.used;
+      }
+  }
+};
+}  // namespace
+
+TEST_CASE("huffman: the device's construction (ranks, one serial thread) picks the host's codebook and image") {
+  std::mt19937_64 rng(31);
+  auto w = std::make_unique<ebac::detail::huffman_length_workspace>();
+  for (int t = 0; t < 60; ++t) {
+    CAPTURE(t);
+    std::vector<std::uint64_t> runs(A::size, 0), lits(A::size, 0);
+    const int kind = t % 4;
+    if (kind == 3) {  // Fibonacci weights: the 24-bit limit binds and the histogram is flattened
+      std::uint64_t a = 1, b = 1;
+      for (int i = 0; i < 60; ++i) { lits[i * 7] = a; runs[i * 5] = a; const std::uint64_t c = a + b; a = b; b = c; }
+    } else {
+      const int used = kind == 0 ? 1 : 2 + static_cast<int>(rng() % 3000);  // one symbol .. most of the alphabet
+      for (int i = 0; i < used; ++i) {
+        const std::uint64_t f = kind == 2 ? 5 : 1 + rng() % 100000;  // kind 2: all ties, order by symbol
+        runs[rng() % A::size] += f;
+        lits[rng() % A::literals] += f;
+      }
+    }
+    const auto host = ebac::huffman_codebook::choose(runs, lits);
+    std::vector<std::uint8_t> lr(A::size), ll(A::size);
+    rank_exec ex;
+    const bool use_runs = ebac::detail::huffman_choose_lengths(ex, *w, runs.data(), lits.data(), lr.data(), ll.data());
+    CHECK(use_runs == host.use_runs);
+    CHECK((use_runs ? lr : ll) == host.length);
+    std::vector<std::uint64_t> image((ebac::huffman_image_layout::bytes + 7) / 8);
+    auto* base = reinterpret_cast<std::byte*>(image.data());
+    const std::size_t ser = ebac::huffman_write_image(use_runs ? lr.data() : ll.data(), use_runs, base);
+    const auto packed = ebac::pack_huffman_image(host);
+    REQUIRE(ser == packed.serialized_bytes);
+    CHECK(std::memcmp(base, packed.data(), ebac::huffman_image_layout::serialized + ser) == 0);
   }
 }
 

@@ -98,24 +98,22 @@ inline uploaded_codebook upload_codebook(const huffman_codebook& cb, cudaStream_
   u.memory = device_allocation(img.bytes.size(), stream, alloc);
   check(cudaMemcpyAsync(u.memory.get(), img.bytes.data(), img.bytes.size(), cudaMemcpyHostToDevice, stream), "uploading the Huffman codebook");
   check(cudaStreamSynchronize(stream), "uploading the Huffman codebook");
-  u.view = device_huffman_codebook{static_cast<const std::byte*>(u.memory.get()), img.serialized_bytes, cb.use_runs};
+  u.view = device_huffman_codebook{static_cast<const std::byte*>(u.memory.get())};
   return u;
 }
 
 }  // namespace detail
 
 /// Compresses d_in on `stream`. With read_size, waits for the stream and
-/// fills `bytes`, and checks the device status; otherwise nothing syncs,
-/// except for Huffman pipelines, whose codebook is built on the host from the
-/// device's token histograms (one read-back and one upload, both waited for).
+/// fills `bytes`, and checks the device status; otherwise nothing syncs
+/// (Huffman pipelines included: their codebook is built on the device).
 /// `path` picks the kernels of a bit-packing pipeline (device_codec.cuh).
 template <class Pipeline, element T>
 device_stream compress(const T* d_in, const extents& shape, const Pipeline& pipe, const compress_options& opt,
                        cudaStream_t stream = nullptr, const allocator& alloc = default_allocator(), bool read_size = true,
                        kernel_path path = kernel_path::staged) {
-  using E = typename Pipeline::encoder_type;
   std::size_t temp = 0;
-  detail::check(::ebac::cuda::compress(nullptr, temp, d_in, shape, pipe, opt, nullptr, 0, nullptr, nullptr, stream),
+  detail::check(::ebac::cuda::compress(nullptr, temp, d_in, shape, pipe, opt, nullptr, 0, nullptr, nullptr, stream, path),
                 "ebac::cuda::compress (temp query)");
   device_stream out;
   const std::size_t cap = max_compressed_bytes<Pipeline, T>(shape, pipe);
@@ -124,30 +122,8 @@ device_stream compress(const T* d_in, const extents& shape, const Pipeline& pipe
   detail::device_allocation tmp(temp, stream, alloc);
   auto* d_size = static_cast<std::uint64_t*>(out.size.get());
   int* d_status = reinterpret_cast<int*>(d_size + 1);
-  auto bound_failed = [&](int st) {
-    if (st != device_ok) ::ebac::detail::fail(status::invalid_argument, "relative bound times the value range is not finite");
-  };
-  detail::uploaded_codebook book;
-  const device_huffman_codebook* codebook = nullptr;
-  if constexpr (E::needs_codebook) {
-    constexpr std::size_t S = huffman_alphabet::size;
-    detail::device_allocation hist(2 * S * sizeof(unsigned long long), stream, alloc);
-    detail::check(::ebac::cuda::huffman_histograms(tmp.get(), temp, d_in, shape, pipe, opt, static_cast<unsigned long long*>(hist.get()),
-                                                   d_status, stream),
-                  "ebac::cuda::huffman_histograms");
-    std::vector<unsigned long long> h(2 * S);
-    int st = 0;
-    detail::check(cudaMemcpyAsync(h.data(), hist.get(), h.size() * sizeof(unsigned long long), cudaMemcpyDeviceToHost, stream),
-                  "reading the token histograms");
-    detail::check(cudaMemcpyAsync(&st, d_status, sizeof st, cudaMemcpyDeviceToHost, stream), "reading the status");
-    detail::check(cudaStreamSynchronize(stream), "ebac::cuda::huffman_histograms");
-    bound_failed(st);
-    const std::vector<std::uint64_t> runs(h.begin(), h.begin() + S), lits(h.begin() + S, h.end());
-    book = detail::upload_codebook(huffman_codebook::choose(runs, lits), stream, alloc);
-    codebook = &book.view;
-  }
-  detail::check(::ebac::cuda::compress(tmp.get(), temp, d_in, shape, pipe, opt, static_cast<std::byte*>(out.buffer.get()),
-                                       cap, d_size, d_status, stream, codebook, path),
+  detail::check(::ebac::cuda::compress(tmp.get(), temp, d_in, shape, pipe, opt, static_cast<std::byte*>(out.buffer.get()), cap,
+                                       d_size, d_status, stream, path),
                 "ebac::cuda::compress");
   if (read_size) {
     std::uint64_t host[2] = {0, 0};
@@ -155,7 +131,7 @@ device_stream compress(const T* d_in, const extents& shape, const Pipeline& pipe
     detail::check(cudaStreamSynchronize(stream), "ebac::cuda::compress");
     int st = 0;
     std::memcpy(&st, reinterpret_cast<const std::byte*>(host) + sizeof(std::uint64_t), sizeof st);
-    bound_failed(st);
+    if (st != device_ok) ::ebac::detail::fail(status::invalid_argument, "relative bound times the value range is not finite");
     out.bytes = host[0];
   }
   return out;

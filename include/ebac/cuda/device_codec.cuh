@@ -17,18 +17,17 @@
 // reported through *d_status (0 = ok, see device_status), never by touching
 // memory out of bounds. Every output element is written.
 //
-// Huffman pipelines need a codebook, which is built from the whole tensor's
-// token histogram by the host's code (huffman_codebook::choose), so they take
-// two calls with a host step between (the host layer, cuda/codec.cuh, does
-// all of it):
-//   huffman_histograms(...)            -> d_hist (2 x huffman_alphabet::size)
-//   copy d_hist to the host; cb = huffman_codebook::choose(runs, literals);
-//   img = pack_huffman_image(cb); copy img.bytes to device memory d_img;
-//   compress(..., stream, device_huffman_codebook{d_img, img.serialized_bytes, cb.use_runs})
-// Decompression of a Huffman stream takes the same device image, packed from
-// the stream's codebook section (huffman_codebook::deserialize validates it).
-// The histogram and encoding kernels run one thread per chunk (the host's
-// encoder functor): correct first, not yet fast.
+// Huffman pipelines (the `ratio` family) build their codebook on the device
+// in the same call: the token histograms are counted by a kernel, then one
+// block runs the host's construction (kernels/huffman_codebook.cuh: the same
+// code as huffman_codebook::choose, so the same codebook), and the chunks are
+// encoded with it. Nothing goes back to the host, so these pipelines are
+// capturable too. Decompression of a Huffman stream takes the codebook as a
+// device image (device_huffman_codebook) packed on the host from the
+// stream's codebook section after huffman_codebook::deserialize validated
+// it; the convenience layer (cuda/codec.cuh) does that. The histogram, encode
+// and decode kernels run one thread per chunk (the host's encoder functor):
+// correct first, not yet fast.
 #pragma once
 
 #include <ebac/cuda/config.cuh>
@@ -36,6 +35,7 @@
 #include <ebac/cuda/kernels/encode.cuh>
 #include <ebac/cuda/kernels/fused_bitpack.cuh>
 #include <ebac/cuda/kernels/fused_bitpack_decode.cuh>
+#include <ebac/cuda/kernels/huffman_codebook.cuh>
 #include <ebac/cuda/kernels/predict.cuh>
 #include <ebac/cuda/kernels/quantize.cuh>
 #include <ebac/dtype.hpp>
@@ -80,14 +80,18 @@ struct temp_carver {
 /// Which kernels run a bit-packing pipeline (`fast`, `plain`, any
 /// `...:bitpack`). Compression: `staged` stores the quantized field and the
 /// residual codes between kernels; `fused` computes each code where it is
-/// needed (kernels/fused_bitpack.cuh) and reads the input twice instead.
-/// Both give the same stream, byte for byte. Decompression: `fused` decodes a
-/// chunk straight to values in one kernel (kernels/fused_bitpack_decode.cuh)
-/// when chunks decode on their own (see fused_decode_tile_blocks), the same
-/// values as `staged`. Other encoders and predictors always run staged.
-/// `fused` has not been measured yet (no GPU so far), so `staged` stays the
-/// default until the GPU check has compared them.
-enum class kernel_path : std::uint8_t { staged, fused };
+/// needed (kernels/fused_bitpack.cuh) in two launches (size, write) with a
+/// CUB scan between; `single_pass` does size and write in one launch, chunk
+/// offsets by decoupled look-back (chunks of up to
+/// kernels::single_pass_max_chunk elements; larger ones run `fused`). All
+/// give the same stream, byte for byte. Decompression: `fused` and
+/// `single_pass` decode a chunk straight to values in one kernel
+/// (kernels/fused_bitpack_decode.cuh) when chunks decode on their own (see
+/// fused_decode_tile_blocks), the same values as `staged`. Other encoders
+/// and predictors always run staged. None of the fused kernels has been
+/// measured yet (no GPU so far), so `staged` stays the default until the
+/// GPU check has compared them.
+enum class kernel_path : std::uint8_t { staged, fused, single_pass };
 
 /// Whether the fused decoder takes a (validated) stream: bit-packed, with
 /// chunks that decode on their own as the host backend defines it
@@ -106,13 +110,11 @@ inline bool fused_decode_tile_blocks(const stream_header& h, std::uint64_t& tile
   return true;
 }
 
-/// A Huffman codebook in device memory: the image of pack_huffman_image()
-/// copied to `image` (huffman_image_layout::bytes, 4-byte aligned).
+/// A Huffman codebook in device memory for decompression: the image of
+/// pack_huffman_image() copied to `image` (huffman_image_layout::bytes,
+/// 8-byte aligned).
 struct device_huffman_codebook {
   const std::byte* image = nullptr;
-  std::size_t serialized_bytes = 0;
-  bool use_runs = false;
-  [[nodiscard]] huffman encoder() const noexcept { return bind_huffman_image(image, use_runs); }
 };
 
 /// Bytes a stream of this shape and pipeline can take at most.
@@ -130,31 +132,32 @@ std::size_t max_compressed_bytes(const extents& shape, const Pipeline& pipe) noe
                                   chunks * per_chunk + n * (10 + sizeof(T)) + 8);
 }
 
-namespace detail {
-
-enum class compress_phase { histograms, stream };
-
-/// Both phases share the temp layout and the front half (range, quantizer,
-/// quantize, residual codes); `histograms` stops after counting tokens.
-template <compress_phase Phase, class Pipeline, element T>
-[[nodiscard]] cudaError_t compress_impl(void* d_temp, std::size_t& temp_bytes, const T* d_in, const extents& shape,
-                                        const Pipeline& pipe, const compress_options& opt, std::byte* d_out,
-                                        std::size_t out_capacity, std::uint64_t* d_out_bytes, unsigned long long* d_hist,
-                                        int* d_status, cudaStream_t stream, const device_huffman_codebook* codebook,
-                                        kernel_path path = kernel_path::staged) {
+/// Compresses d_in into d_out (capacity >= max_compressed_bytes()); the
+/// stream's size goes to *d_out_bytes, a bound that is not finite on this
+/// tensor to *d_status. `path` picks the kernels of a bit-packing pipeline
+/// (see kernel_path). With d_temp == nullptr only sets temp_bytes.
+template <class Pipeline, element T>
+[[nodiscard]] cudaError_t compress(void* d_temp, std::size_t& temp_bytes, const T* d_in, const extents& shape,
+                                   const Pipeline& pipe, const compress_options& opt, std::byte* d_out,
+                                   std::size_t out_capacity, std::uint64_t* d_out_bytes, int* d_status,
+                                   cudaStream_t stream = nullptr, kernel_path path = kernel_path::staged) {
   using P = typename Pipeline::predictor_type;
   using Q = typename Pipeline::quantizer_type;
   using E = typename Pipeline::encoder_type;
+  constexpr bool bitpack = std::is_same_v<E, block_bitpack>;
   std::uint64_t n = 0;
   if (shape.count(n) != status::ok || opt.bound.validate() != status::ok || pipe.predictor.validate(shape) != status::ok)
     return cudaErrorInvalidValue;
   const std::uint32_t C = pipe.chunk_elements;
   if (C < 32 || C % 32 != 0 || C > (1u << 24)) return cudaErrorInvalidValue;
   const std::uint64_t chunks = (n + C - 1) / C;
+  const bool fused = bitpack && path != kernel_path::staged;
+  const bool single_pass = fused && path == kernel_path::single_pass && C <= kernels::single_pass_max_chunk;
 
   // Temp layout. The field/code arrays are reused for the outlier indices
-  // once encoding no longer needs them (stream order makes that safe).
-  temp_carver t{static_cast<std::byte*>(d_temp)};
+  // (n x u64, the same bytes) once encoding no longer needs them (stream
+  // order makes that safe); the fused kernels use them for the indices only.
+  detail::temp_carver t{static_cast<std::byte*>(d_temp)};
   auto* field = t.take<std::uint32_t>(2 * n + 2);  // q, then codes; later u64 outlier indices
   std::uint32_t* codes = field ? field + n : nullptr;
   auto* flags = t.take<std::uint8_t>(n + 1);
@@ -166,9 +169,22 @@ template <compress_phase Phase, class Pipeline, element T>
   auto* layout = t.take<std::uint64_t>(4);
   auto* outlier_count = t.take<std::uint64_t>(1);
   auto* index_bytes = t.take<std::uint64_t>(1);
+  // single_pass: one look-back word per chunk, then the chunk counter (zeroed together).
+  unsigned long long* tile_words = single_pass ? t.take<unsigned long long>(chunks + 1) : nullptr;
   const std::size_t slot = E{}.max_chunk_bytes(C);
   std::byte* scratch = nullptr;
-  if constexpr (!std::is_same_v<E, block_bitpack>) scratch = t.take<std::byte>(chunks * slot);
+  if constexpr (!bitpack) scratch = t.take<std::byte>(chunks * slot);
+  // Huffman: histograms, the construction's workspace and the codebook image.
+  unsigned long long* hist = nullptr;
+  ::ebac::detail::huffman_length_workspace* workspace = nullptr;
+  std::uint8_t* lengths = nullptr;
+  std::byte* image = nullptr;
+  if constexpr (E::needs_codebook) {
+    hist = t.take<unsigned long long>(2 * std::size_t{huffman_alphabet::size});
+    workspace = t.take<::ebac::detail::huffman_length_workspace>(1);
+    lengths = t.take<std::uint8_t>(2 * std::size_t{huffman_alphabet::size});
+    image = t.take<std::byte>(huffman_image_layout::bytes);
+  }
   std::size_t scan_bytes = 0, select_bytes = 0;
   cudaError_t e = cub::DeviceScan::ExclusiveSum(nullptr, scan_bytes, chunk_bytes, chunk_offset, static_cast<std::int64_t>(chunks), stream);
   if (e != cudaSuccess) return e;
@@ -183,123 +199,91 @@ template <compress_phase Phase, class Pipeline, element T>
     return cudaSuccess;
   }
   if (temp_bytes < t.used || !d_status || (n > 0 && !d_in)) return cudaErrorInvalidValue;
-  if constexpr (Phase == compress_phase::histograms) {
-    if (!d_hist) return cudaErrorInvalidValue;
-  } else {
-    if (out_capacity < max_compressed_bytes<Pipeline, T>(shape, pipe) || !d_out || !d_out_bytes) return cudaErrorInvalidValue;
-    if (E::needs_codebook && (codebook == nullptr || codebook->image == nullptr ||
-                              codebook->serialized_bytes == 0 || codebook->serialized_bytes > huffman_codebook::max_serialized_bytes))
-      return cudaErrorInvalidValue;
-  }
+  if (out_capacity < max_compressed_bytes<Pipeline, T>(shape, pipe) || !d_out || !d_out_bytes) return cudaErrorInvalidValue;
 
-  const unsigned g = grid_for(n);
+  const unsigned g = detail::grid_for(n);
   if ((e = cudaMemsetAsync(d_status, 0, sizeof(int), stream)) != cudaSuccess) return e;
   kernels::range_init_kernel<0><<<1, 1, 0, stream>>>(keys);
   if (opt.bound.mode == bound_mode::relative && n > 0) kernels::range_kernel<T><<<g, 256, 0, stream>>>(d_in, n, keys);
   kernels::make_quantizer_kernel<Q><<<1, 1, 0, stream>>>(opt.bound, keys, quant, eb_abs, d_status);
-  constexpr bool can_fuse = Phase == compress_phase::stream && std::is_same_v<E, block_bitpack>;
-  const bool fused = can_fuse && path == kernel_path::fused;
   if (n > 0 && !fused) {
     kernels::quantize_kernel<Q, T><<<g, 256, 0, stream>>>(d_in, n, quant, field, flags);
     kernels::residual_kernel<P><<<g, 256, 0, stream>>>(pipe.predictor, shape, field, codes, n);
   }
-  if constexpr (Phase == compress_phase::histograms) {
+
+  stream_header h;  // the codebook section's size is filled in on the device
+  h.type = dtype_of<T>::value;
+  h.mode = opt.bound.mode;
+  h.flags = 0;
+  h.shape = shape;
+  h.predictor = P::id;
+  if constexpr (std::is_same_v<P, lorenzo>) h.lorenzo_params = pipe.predictor;
+  h.quantizer = Q::id;
+  h.encoder = E::id;
+  h.eb_requested = opt.bound.value;
+  h.chunk_elements = C;
+  h.section_bytes[section_chunk_table] = 4 * chunks;
+
+  if constexpr (E::needs_codebook) {  // histograms -> codebook image + the stream's codebook section
     constexpr std::size_t hist_bytes = 2 * std::size_t{huffman_alphabet::size} * sizeof(unsigned long long);
-    if ((e = cudaMemsetAsync(d_hist, 0, hist_bytes, stream)) != cudaSuccess) return e;
+    if ((e = cudaMemsetAsync(hist, 0, hist_bytes, stream)) != cudaSuccess) return e;
     if (chunks > 0)
-      kernels::huffman_histogram_kernel<0><<<grid_for(chunks, kernels::histogram_threads), kernels::histogram_threads, 0, stream>>>(
-          codes, n, C, chunks, d_hist);
-    return cudaGetLastError();
-  } else {
-    E enc{};
-    stream_header h;
-    h.type = dtype_of<T>::value;
-    h.mode = opt.bound.mode;
-    h.flags = 0;
-    h.shape = shape;
-    h.predictor = P::id;
-    if constexpr (std::is_same_v<P, lorenzo>) h.lorenzo_params = pipe.predictor;
-    h.quantizer = Q::id;
-    h.encoder = E::id;
-    h.eb_requested = opt.bound.value;
-    h.chunk_elements = C;
-    if constexpr (E::needs_codebook) {
-      enc = codebook->encoder();
-      h.section_bytes[section_codebook] = codebook->serialized_bytes;
-      if ((e = cudaMemcpyAsync(d_out + h.section_offset(section_codebook), codebook->image + huffman_image_layout::serialized,
-                               codebook->serialized_bytes, cudaMemcpyDeviceToDevice, stream)) != cudaSuccess)
-        return e;
-    }
-    h.section_bytes[section_chunk_table] = 4 * chunks;
-    const std::uint64_t payload_offset = h.section_offset(section_payload);
-
-    if (chunks > 0) {
-      if constexpr (std::is_same_v<E, block_bitpack>) {
-        if (fused)
-          kernels::fused_bitpack_size_kernel<P, Q, T><<<static_cast<unsigned>(chunks), kernels::fused_threads, 0, stream>>>(
-              pipe.predictor, shape, d_in, n, C, quant, flags, chunk_bytes);
-        else
-          kernels::bitpack_size_kernel<0><<<static_cast<unsigned>(chunks), kernels::bitpack_threads, 0, stream>>>(codes, n, C, chunk_bytes);
-      } else {
-        kernels::serial_encode_kernel<E><<<grid_for(chunks, 64), 64, 0, stream>>>(enc, codes, n, C, chunks, scratch, slot, chunk_bytes);
-      }
-      std::size_t cb = cub_bytes;
-      if ((e = cub::DeviceScan::ExclusiveSum(cub_temp, cb, chunk_bytes, chunk_offset, static_cast<std::int64_t>(chunks), stream)) != cudaSuccess) return e;
-    }
-    kernels::payload_layout_kernel<0><<<1, 1, 0, stream>>>(chunk_bytes, chunk_offset, chunks, payload_offset, layout);
-    if (chunks > 0) {
-      if constexpr (std::is_same_v<E, block_bitpack>) {
-        if (fused)
-          kernels::fused_bitpack_write_kernel<P, Q, T><<<static_cast<unsigned>(chunks), kernels::fused_threads, 0, stream>>>(
-              pipe.predictor, shape, d_in, n, C, quant, chunk_offset, d_out, layout);
-        else
-          kernels::bitpack_write_kernel<0><<<static_cast<unsigned>(chunks), kernels::bitpack_threads, 0, stream>>>(codes, n, C, chunk_offset, d_out, layout);
-      } else {
-        kernels::copy_chunks_kernel<0><<<static_cast<unsigned>(chunks), 256, 0, stream>>>(scratch, slot, chunk_bytes, chunk_offset, d_out, layout);
-      }
-      kernels::chunk_table_kernel<0><<<grid_for(chunks), 256, 0, stream>>>(chunk_bytes, chunks, d_out + h.section_offset(section_chunk_table));
-    }
-    // Codes are encoded: their memory now holds the outlier indices.
-    if (n > 0) {
-      std::size_t sb = cub_bytes;
-      if ((e = cub::DeviceSelect::Flagged(cub_temp, sb, thrust::counting_iterator<std::uint64_t>(0), flags, outlier_index,
-                                          outlier_count, static_cast<std::int64_t>(n), stream)) != cudaSuccess)
-        return e;
-    } else if ((e = cudaMemsetAsync(outlier_count, 0, sizeof(std::uint64_t), stream)) != cudaSuccess) {
-      return e;
-    }
-    kernels::outlier_write_kernel<T><<<1, 1024, 0, stream>>>(d_in, outlier_index, outlier_count, d_out, layout + 2, index_bytes);
-    kernels::header_kernel<T><<<1, 1, 0, stream>>>(h, eb_abs, layout, outlier_count, index_bytes, d_out, d_out_bytes);
-    return cudaGetLastError();
+      kernels::huffman_histogram_kernel<0><<<detail::grid_for(chunks, kernels::histogram_threads), kernels::histogram_threads, 0, stream>>>(
+          codes, n, C, chunks, hist);
+    kernels::huffman_codebook_kernel<0><<<1, kernels::codebook_threads, 0, stream>>>(hist, workspace, lengths, image,
+                                                                                    d_out + h.section_offset(section_codebook));
   }
-}
 
-}  // namespace detail
-
-/// Compresses d_in into d_out (capacity >= max_compressed_bytes()); the
-/// stream's size goes to *d_out_bytes, a bound that is not finite on this
-/// tensor to *d_status. Huffman pipelines also need `codebook` (see above).
-/// `path` picks the kernels of a bit-packing pipeline (see kernel_path).
-/// With d_temp == nullptr only sets temp_bytes.
-template <class Pipeline, element T>
-[[nodiscard]] cudaError_t compress(void* d_temp, std::size_t& temp_bytes, const T* d_in, const extents& shape,
-                                   const Pipeline& pipe, const compress_options& opt, std::byte* d_out,
-                                   std::size_t out_capacity, std::uint64_t* d_out_bytes, int* d_status,
-                                   cudaStream_t stream = nullptr, const device_huffman_codebook* codebook = nullptr,
-                                   kernel_path path = kernel_path::staged) {
-  return detail::compress_impl<detail::compress_phase::stream>(d_temp, temp_bytes, d_in, shape, pipe, opt, d_out, out_capacity,
-                                                               d_out_bytes, nullptr, d_status, stream, codebook, path);
-}
-
-/// Phase 1 of a Huffman pipeline: the token histograms of the tensor's codes,
-/// d_hist[0, size) with zero runs and d_hist[size, 2 size) without
-/// (size = huffman_alphabet::size). Same temp requirement as compress().
-template <class Pipeline, element T>
-[[nodiscard]] cudaError_t huffman_histograms(void* d_temp, std::size_t& temp_bytes, const T* d_in, const extents& shape,
-                                             const Pipeline& pipe, const compress_options& opt, unsigned long long* d_hist,
-                                             int* d_status, cudaStream_t stream = nullptr) {
-  return detail::compress_impl<detail::compress_phase::histograms>(d_temp, temp_bytes, d_in, shape, pipe, opt, nullptr, 0,
-                                                                   nullptr, d_hist, d_status, stream, nullptr);
+  if (chunks > 0) {
+    if constexpr (bitpack) {
+      if (single_pass) {  // size and write in one launch; chunk_bytes / chunk_offset come out of the look-back
+        if ((e = cudaMemsetAsync(tile_words, 0, (chunks + 1) * sizeof(unsigned long long), stream)) != cudaSuccess) return e;
+        kernels::fused_bitpack_single_pass_kernel<P, Q, T><<<static_cast<unsigned>(chunks), kernels::fused_threads, 0, stream>>>(
+            pipe.predictor, shape, d_in, n, C, quant, flags, tile_words + chunks, tile_words, chunk_bytes, chunk_offset, d_out,
+            h.section_offset(section_payload));
+      } else if (fused) {
+        kernels::fused_bitpack_size_kernel<P, Q, T><<<static_cast<unsigned>(chunks), kernels::fused_threads, 0, stream>>>(
+            pipe.predictor, shape, d_in, n, C, quant, flags, chunk_bytes);
+      } else {
+        kernels::bitpack_size_kernel<0><<<static_cast<unsigned>(chunks), kernels::bitpack_threads, 0, stream>>>(codes, n, C, chunk_bytes);
+      }
+    } else {
+      kernels::serial_encode_kernel<E><<<detail::grid_for(chunks, 64), 64, 0, stream>>>(E{}, image, codes, n, C, chunks, scratch, slot,
+                                                                                        chunk_bytes);
+    }
+    std::size_t cb = cub_bytes;
+    if (!single_pass &&
+        (e = cub::DeviceScan::ExclusiveSum(cub_temp, cb, chunk_bytes, chunk_offset, static_cast<std::int64_t>(chunks), stream)) != cudaSuccess)
+      return e;
+  }
+  kernels::payload_layout_kernel<0><<<1, 1, 0, stream>>>(h, image, chunk_bytes, chunk_offset, chunks, layout);
+  if (chunks > 0) {
+    if constexpr (bitpack) {
+      if (single_pass) {
+        // already written
+      } else if (fused) {
+        kernels::fused_bitpack_write_kernel<P, Q, T><<<static_cast<unsigned>(chunks), kernels::fused_threads, 0, stream>>>(
+            pipe.predictor, shape, d_in, n, C, quant, chunk_offset, d_out, layout);
+      } else {
+        kernels::bitpack_write_kernel<0><<<static_cast<unsigned>(chunks), kernels::bitpack_threads, 0, stream>>>(codes, n, C, chunk_offset, d_out, layout);
+      }
+    } else {
+      kernels::copy_chunks_kernel<0><<<static_cast<unsigned>(chunks), 256, 0, stream>>>(scratch, slot, chunk_bytes, chunk_offset, d_out, layout);
+    }
+    kernels::chunk_table_kernel<0><<<detail::grid_for(chunks), 256, 0, stream>>>(chunk_bytes, chunks, d_out, layout);
+  }
+  // Codes are encoded: their memory now holds the outlier indices.
+  if (n > 0) {
+    std::size_t sb = cub_bytes;
+    if ((e = cub::DeviceSelect::Flagged(cub_temp, sb, thrust::counting_iterator<std::uint64_t>(0), flags, outlier_index,
+                                        outlier_count, static_cast<std::int64_t>(n), stream)) != cudaSuccess)
+      return e;
+  } else if ((e = cudaMemsetAsync(outlier_count, 0, sizeof(std::uint64_t), stream)) != cudaSuccess) {
+    return e;
+  }
+  kernels::outlier_write_kernel<T><<<1, 1024, 0, stream>>>(d_in, outlier_index, outlier_count, d_out, layout + 2, index_bytes);
+  kernels::header_kernel<T><<<1, 1, 0, stream>>>(h, image, eb_abs, layout, outlier_count, index_bytes, d_out, d_out_bytes);
+  return cudaGetLastError();
 }
 
 /// Decompresses a stream whose (validated, host-side) header is `h`.
@@ -315,7 +299,7 @@ template <element T>
   const std::uint32_t C = h.chunk_elements;
   const std::uint64_t chunks = C ? (n + C - 1) / C : 0;
   std::uint64_t tile_blocks = 0;
-  const bool fused = path == kernel_path::fused && fused_decode_tile_blocks(h, tile_blocks);
+  const bool fused = path != kernel_path::staged && fused_decode_tile_blocks(h, tile_blocks);
   detail::temp_carver t{static_cast<std::byte*>(d_temp)};
   auto* field = t.take<std::uint32_t>(fused ? 0 : n + 1);
   auto* chunk_bytes = t.take<std::uint64_t>(chunks + 1);
@@ -362,10 +346,9 @@ template <element T>
           kernels::bitpack_decode_kernel<0><<<static_cast<unsigned>(chunks), kernels::bitpack_threads, 0, stream>>>(
               payload, payload_bytes, chunk_bytes, chunk_offset, n, C, field, d_status);
         } else {
-          E enc{};
-          if constexpr (E::needs_codebook) enc = codebook->encoder();
           kernels::serial_decode_kernel<E><<<detail::grid_for(chunks, 64), 64, 0, stream>>>(
-              enc, payload, payload_bytes, chunk_bytes, chunk_offset, n, C, chunks, field, d_status);
+              E{}, codebook ? codebook->image : nullptr, payload, payload_bytes, chunk_bytes, chunk_offset, n, C, chunks, field,
+              d_status);
         }
       }
       if (n > 0) {

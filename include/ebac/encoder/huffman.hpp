@@ -9,8 +9,11 @@
 // Code lengths are limited to max_code_length so that any symbol plus its
 // extra bits fits a 64-bit bit buffer; decoding uses a table for codes of up
 // to table_bits bits and a canonical walk for longer ones. The codebook is
-// built on the host from a histogram and stored as (symbol, length) pairs in
-// the stream; the encoder functor only points at the tables.
+// built from a histogram and stored as (symbol, length) pairs in the stream;
+// the encoder functor only points at the tables. Construction, tables and
+// serialization are host-device functions over caller-provided arrays: the
+// host backend runs them inline, the CUDA backend in one block on the device
+// (cuda/kernels/huffman_codebook.cuh), so both pick the same codebook.
 #pragma once
 
 #include <ebac/config.hpp>
@@ -21,6 +24,7 @@
 #include <algorithm>
 #include <cstddef>
 #include <cstdint>
+#include <memory>
 #include <vector>
 
 EBAC_NAMESPACE_BEGIN
@@ -235,10 +239,116 @@ struct huffman {
   }
 };
 
-// --- codebook construction (host) ------------------------------------------
+// --- codebook construction (host and device) ---------------------------------
 
-inline std::uint64_t huffman_codebook::cost_bits(const std::vector<std::uint64_t>& hist,
-                                                 const std::vector<std::uint8_t>& len) {
+namespace detail {
+
+/// Scratch of one code-length construction, sized for the whole alphabet so
+/// that the device can keep it in caller-provided temp storage.
+struct huffman_length_workspace {
+  static constexpr std::uint32_t capacity = huffman_alphabet::size;
+  std::uint64_t freq[capacity];        // the histogram, flattened in place until the lengths fit
+  std::uint32_t order[capacity];       // used symbols ordered by (freq, symbol)
+  std::uint64_t weight[2 * capacity];  // nodes [0, used): leaves in order; then internal nodes
+  std::uint32_t parent[2 * capacity];
+  std::int32_t depth[2 * capacity];
+  std::uint32_t used;
+  std::int32_t flag;                   // a result every thread of a device block reads
+};
+
+/// The host's way to run the shared steps below: serial sections inline,
+/// the order by std::sort. (The device's runs them in one thread of a block
+/// and ranks symbols in parallel: cuda/kernels/huffman_codebook.cuh.)
+struct huffman_host_exec {
+  template <class F>
+  void serial(F&& f) { f(); }
+  void sort_used(huffman_length_workspace& w, std::uint32_t n) {
+    std::uint32_t m = 0;
+    for (std::uint32_t s = 0; s < n; ++s)
+      if (w.freq[s]) w.order[m++] = s;
+    std::sort(w.order, w.order + m, [&](std::uint32_t a, std::uint32_t b) {
+      return w.freq[a] != w.freq[b] ? w.freq[a] < w.freq[b] : a < b;
+    });
+    w.used = m;
+  }
+};
+
+/// Position of used symbol s (freq[s] != 0) in the order by (freq, symbol):
+/// how many used symbols come before it. Ranks are distinct, so the device
+/// places every symbol independently (order[rank(s)] = s) and gets the
+/// order std::sort gives the host.
+EBAC_HOST_DEVICE std::uint32_t huffman_used_rank(const std::uint64_t* freq, std::uint32_t n, std::uint32_t s) noexcept {
+  const std::uint64_t f = freq[s];
+  std::uint32_t rank = 0;
+  for (std::uint32_t t = 0; t < n; ++t) {
+    const std::uint64_t g = freq[t];
+    rank += (g != 0 && (g < f || (g == f && t < s))) ? 1u : 0u;
+  }
+  return rank;
+}
+
+/// Huffman code lengths of the symbols w.order[0, w.used) (sorted by
+/// (freq, symbol)) by the two-queue method (van Leeuwen): leaves in order,
+/// internal nodes created in non-decreasing weight order, so the two
+/// lightest nodes are always at the queues' fronts; on equal weights the
+/// leaf is taken first. Linear, deterministic. Writes len[] of the used
+/// symbols and returns true if the deepest leaf fits max_len; otherwise
+/// writes nothing and returns false.
+EBAC_HOST_DEVICE bool huffman_lengths_from_order(huffman_length_workspace& w, int max_len, std::uint8_t* len) noexcept {
+  const std::uint32_t m = w.used;
+  if (m == 0) return true;
+  if (m == 1) {
+    len[w.order[0]] = 1;
+    return true;
+  }
+  for (std::uint32_t i = 0; i < m; ++i) w.weight[i] = w.freq[w.order[i]];
+  std::uint32_t leaf = 0, inner = m, next = m;
+  auto take = [&]() -> std::uint32_t {
+    if (leaf < m && (inner >= next || w.weight[leaf] <= w.weight[inner])) return leaf++;
+    return inner++;
+  };
+  while (next < 2 * m - 1) {
+    const std::uint32_t a = take(), b = take();
+    w.weight[next] = w.weight[a] + w.weight[b];
+    w.parent[a] = w.parent[b] = next;
+    ++next;
+  }
+  // Depths from the root (the last node) down: a parent is always created
+  // after its children, so one backward sweep suffices.
+  w.depth[2 * m - 2] = 0;
+  int deepest = 0;
+  for (std::uint32_t i = 2 * m - 2; i-- > 0;) {
+    w.depth[i] = w.depth[w.parent[i]] + 1;
+    if (i < m && w.depth[i] > deepest) deepest = w.depth[i];
+  }
+  if (deepest > max_len) return false;
+  for (std::uint32_t i = 0; i < m; ++i) len[w.order[i]] = static_cast<std::uint8_t>(w.depth[i]);
+  return true;
+}
+
+/// Code lengths len[0, n) for the histogram in w.freq[0, n) (0 = unused),
+/// limited to max_len by flattening the histogram until they fit. Every
+/// thread of a device block calls this (Exec says who runs what).
+EBAC_EXEC_CHECK_DISABLE
+template <class Exec>
+EBAC_HOST_DEVICE void huffman_lengths_into(Exec& ex, huffman_length_workspace& w, std::uint32_t n, int max_len,
+                                           std::uint8_t* len) {
+  ex.serial([&] {
+    for (std::uint32_t s = 0; s < n; ++s) len[s] = 0;
+  });
+  for (;;) {
+    ex.sort_used(w, n);
+    ex.serial([&] { w.flag = huffman_lengths_from_order(w, max_len, len) ? 1 : 0; });
+    if (w.flag) return;
+    ex.serial([&] {  // flatten, keep non-zero
+      for (std::uint32_t i = 0; i < w.used; ++i) w.freq[w.order[i]] = (w.freq[w.order[i]] >> 1) | 1u;
+    });
+  }
+}
+
+/// Estimated payload bits of a histogram under code lengths (extra bits included).
+template <class Count>
+EBAC_HOST_DEVICE std::uint64_t huffman_cost_bits(const Count* hist, const std::uint8_t* len) noexcept {
   namespace A = huffman_alphabet;
   std::uint64_t bits = 0;
   for (std::uint32_t s = 0; s < A::size; ++s) {
@@ -246,63 +356,118 @@ inline std::uint64_t huffman_codebook::cost_bits(const std::vector<std::uint64_t
     std::uint64_t extra = 0;
     if (s == A::escape) extra = 32;
     else if (s >= A::run_base) extra = s - A::run_base + 1;
-    bits += hist[s] * (len[s] + extra);
+    bits += static_cast<std::uint64_t>(hist[s]) * (len[s] + extra);
   }
   return bits;
 }
 
-namespace detail {
-/// Huffman code lengths for the non-zero entries of `freq` (ties broken by
-/// symbol so the result is deterministic), flattened until max_len holds.
-inline std::vector<std::uint8_t> huffman_lengths(std::vector<std::uint64_t> freq, int max_len) {
-  const std::size_t n = freq.size();
-  std::vector<std::uint8_t> len(n, 0);
-  std::vector<std::uint32_t> used;
-  for (std::uint32_t s = 0; s < n; ++s)
-    if (freq[s]) used.push_back(s);
-  if (used.empty()) return len;
-  if (used.size() == 1) { len[used[0]] = 1; return len; }
-  // Two-queue construction (van Leeuwen): leaves sorted by (weight, symbol),
-  // internal nodes created in non-decreasing weight order, so the two
-  // lightest nodes are always at the queues' fronts; on equal weights the
-  // leaf is taken first. Linear after the sort, and deterministic.
-  const std::size_t m = used.size();
-  std::vector<std::uint32_t> order(used);
-  std::vector<std::uint64_t> weight(2 * m - 1);
-  std::vector<std::uint32_t> parent(2 * m - 1);
-  std::vector<int> depth(2 * m - 1);
-  for (;;) {
-    std::sort(order.begin(), order.end(), [&](std::uint32_t a, std::uint32_t b) {
-      return freq[a] != freq[b] ? freq[a] < freq[b] : a < b;
-    });
-    for (std::size_t i = 0; i < m; ++i) weight[i] = freq[order[i]];  // nodes [0, m): leaves; [m, 2m-1): internal
-    std::size_t leaf = 0, inner = m, next = m;
-    auto take = [&]() -> std::size_t {
-      if (leaf < m && (inner >= next || weight[leaf] <= weight[inner])) return leaf++;
-      return inner++;
-    };
-    while (next < 2 * m - 1) {
-      const std::size_t a = take(), b = take();
-      weight[next] = weight[a] + weight[b];
-      parent[a] = parent[b] = static_cast<std::uint32_t>(next);
-      ++next;
-    }
-    // Depths from the root (the last node) down: a parent is always created
-    // after its children, so one backward sweep suffices.
-    depth[2 * m - 2] = 0;
-    int deepest = 0;
-    for (std::size_t i = 2 * m - 2; i-- > 0;) {
-      depth[i] = depth[parent[i]] + 1;
-      if (i < m) deepest = std::max(deepest, depth[i]);
-    }
-    if (deepest <= max_len) {
-      for (std::size_t i = 0; i < m; ++i) len[order[i]] = static_cast<std::uint8_t>(depth[i]);
-      return len;
-    }
-    for (std::uint32_t s : used) freq[s] = (freq[s] >> 1) | 1u;  // flatten, keep non-zero
+/// The stream's choice: lengths for the token histogram with zero runs and
+/// for the one without; returns whether runs code the payload smaller.
+EBAC_EXEC_CHECK_DISABLE
+template <class Exec, class Count>
+EBAC_HOST_DEVICE bool huffman_choose_lengths(Exec& ex, huffman_length_workspace& w, const Count* with_runs,
+                                             const Count* literals_only, std::uint8_t* len_runs, std::uint8_t* len_literals) {
+  namespace A = huffman_alphabet;
+  ex.serial([&] {
+    for (std::uint32_t s = 0; s < A::size; ++s) w.freq[s] = static_cast<std::uint64_t>(with_runs[s]);
+  });
+  huffman_lengths_into(ex, w, A::size, A::max_code_length, len_runs);
+  ex.serial([&] {
+    for (std::uint32_t s = 0; s < A::size; ++s) w.freq[s] = static_cast<std::uint64_t>(literals_only[s]);
+  });
+  huffman_lengths_into(ex, w, A::size, A::max_code_length, len_literals);
+  ex.serial([&] {
+    w.flag = huffman_cost_bits(with_runs, len_runs) < huffman_cost_bits(literals_only, len_literals) ? 1 : 0;
+  });
+  return w.flag != 0;
+}
+
+/// Canonical codes and decode tables from length[0, size): code_lsb[size],
+/// table[2^table_bits], sorted[size] (symbols by (length, symbol); the used
+/// count is offset[max+1] = sum of count), first_code/count/offset[max + 2].
+/// False if a length exceeds the maximum or the lengths break Kraft.
+EBAC_HOST_DEVICE bool huffman_build_tables(const std::uint8_t* length, std::uint32_t* code_lsb, std::uint32_t* table,
+                                                  std::uint32_t* sorted, std::uint32_t* first_code, std::uint32_t* count,
+                                                  std::uint32_t* offset) noexcept {
+  namespace A = huffman_alphabet;
+  for (int l = 0; l <= A::max_code_length + 1; ++l) count[l] = 0;
+  for (std::uint32_t s = 0; s < A::size; ++s) {
+    if (length[s] > A::max_code_length) return false;
+    if (length[s]) ++count[length[s]];
   }
+  // Kraft inequality: a valid (possibly incomplete) prefix code.
+  std::uint64_t kraft = 0;
+  for (int l = 1; l <= A::max_code_length; ++l) kraft += std::uint64_t{count[l]} << (A::max_code_length - l);
+  if (kraft > (std::uint64_t{1} << A::max_code_length)) return false;
+  for (std::uint32_t s = 0; s < A::size; ++s) code_lsb[s] = 0;
+  for (std::uint32_t t = 0; t < (1u << A::table_bits); ++t) table[t] = 0;
+  std::uint32_t code = 0, off = 0;
+  first_code[0] = offset[0] = 0;
+  for (int l = 1; l <= A::max_code_length; ++l) {
+    first_code[l] = code;
+    offset[l] = off;
+    off += count[l];
+    code = (code + count[l]) << 1;
+  }
+  first_code[A::max_code_length + 1] = code;
+  offset[A::max_code_length + 1] = off;
+  std::uint32_t next[A::max_code_length + 2];
+  for (int l = 0; l <= A::max_code_length + 1; ++l) next[l] = 0;
+  for (std::uint32_t s = 0; s < A::size; ++s) {
+    const int l = length[s];
+    if (!l) continue;
+    const std::uint32_t c = first_code[l] + next[l];
+    sorted[offset[l] + next[l]] = s;
+    ++next[l];
+    code_lsb[s] = reverse_bits(c, l);
+    if (l <= A::table_bits) {
+      const std::uint32_t step = 1u << l;
+      for (std::uint32_t t = code_lsb[s]; t < (1u << A::table_bits); t += step) table[t] = (s << 8) | static_cast<std::uint32_t>(l);
+    }
+  }
+  return true;
+}
+
+/// The codebook's stream form: varint flags (use_runs) and used-symbol
+/// count, then per used symbol its gap to the previous one (varint) and its
+/// length byte. Returns the bytes written (<= huffman_codebook::max_serialized_bytes).
+EBAC_HOST_DEVICE std::size_t huffman_serialize(const std::uint8_t* length, bool use_runs, std::byte* out) noexcept {
+  namespace A = huffman_alphabet;
+  std::byte* p = out;
+  std::uint64_t used = 0;
+  for (std::uint32_t s = 0; s < A::size; ++s) used += length[s] != 0;
+  p += put_varint(p, use_runs ? 1 : 0);
+  p += put_varint(p, used);
+  std::uint64_t prev = 0;
+  bool first = true;
+  for (std::uint32_t s = 0; s < A::size; ++s) {
+    if (!length[s]) continue;
+    p += put_varint(p, first ? s : s - prev - 1);
+    *p++ = static_cast<std::byte>(length[s]);
+    prev = s;
+    first = false;
+  }
+  return static_cast<std::size_t>(p - out);
+}
+
+/// Host wrapper: code lengths for the non-zero entries of `freq`.
+inline std::vector<std::uint8_t> huffman_lengths(const std::vector<std::uint64_t>& freq, int max_len) {
+  const auto n = static_cast<std::uint32_t>(freq.size());
+  std::vector<std::uint8_t> len(n, 0);
+  if (n == 0) return len;
+  if (n > huffman_length_workspace::capacity) fail(status::invalid_argument, "Huffman histogram larger than the alphabet");
+  auto w = std::make_unique<huffman_length_workspace>();
+  for (std::uint32_t s = 0; s < n; ++s) w->freq[s] = freq[s];
+  huffman_host_exec ex;
+  huffman_lengths_into(ex, *w, n, max_len, len.data());
+  return len;
 }
 }  // namespace detail
+
+inline std::uint64_t huffman_codebook::cost_bits(const std::vector<std::uint64_t>& hist,
+                                                 const std::vector<std::uint8_t>& len) {
+  return detail::huffman_cost_bits(hist.data(), len.data());
+}
 
 inline huffman_codebook huffman_codebook::from_histogram(const std::vector<std::uint64_t>& hist, bool use_runs) {
   huffman_codebook cb;
@@ -315,10 +480,13 @@ inline huffman_codebook huffman_codebook::from_histogram(const std::vector<std::
 inline huffman_codebook huffman_codebook::choose(const std::vector<std::uint64_t>& with_runs,
                                                  const std::vector<std::uint64_t>& literals_only) {
   namespace A = huffman_alphabet;
-  std::vector<std::uint8_t> lr = detail::huffman_lengths(with_runs, A::max_code_length);
-  std::vector<std::uint8_t> ll = detail::huffman_lengths(literals_only, A::max_code_length);
+  if (with_runs.size() != A::size || literals_only.size() != A::size)
+    detail::fail(status::invalid_argument, "Huffman histograms must have huffman_alphabet::size entries");
+  auto w = std::make_unique<detail::huffman_length_workspace>();
+  std::vector<std::uint8_t> lr(A::size), ll(A::size);
+  detail::huffman_host_exec ex;
   huffman_codebook cb;
-  cb.use_runs = cost_bits(with_runs, lr) < cost_bits(literals_only, ll);
+  cb.use_runs = detail::huffman_choose_lengths(ex, *w, with_runs.data(), literals_only.data(), lr.data(), ll.data());
   cb.length = cb.use_runs ? std::move(lr) : std::move(ll);
   cb.finalize();  // only the winner's tables are built
   return cb;
@@ -329,61 +497,21 @@ inline bool huffman_codebook::finalize() {
   length.resize(A::size, 0);
   code_lsb.assign(A::size, 0);
   table.assign(std::size_t{1} << A::table_bits, 0);
-  sorted.clear();
-  for (auto& c : count) c = 0;
-  for (std::uint32_t s = 0; s < A::size; ++s) {
-    if (length[s] > A::max_code_length) return false;
-    if (length[s]) ++count[length[s]];
+  sorted.assign(A::size, 0);
+  if (!detail::huffman_build_tables(length.data(), code_lsb.data(), table.data(), sorted.data(), first_code, count, offset)) {
+    sorted.clear();
+    return false;
   }
-  // Kraft inequality: a valid (possibly incomplete) prefix code.
-  std::uint64_t kraft = 0;
-  for (int l = 1; l <= A::max_code_length; ++l) kraft += std::uint64_t{count[l]} << (A::max_code_length - l);
-  if (kraft > (std::uint64_t{1} << A::max_code_length)) return false;
-  std::uint32_t code = 0, off = 0;
-  for (int l = 1; l <= A::max_code_length; ++l) {
-    first_code[l] = code;
-    offset[l] = off;
-    off += count[l];
-    code = (code + count[l]) << 1;
-  }
-  first_code[A::max_code_length + 1] = code;
-  sorted.resize(off);
-  std::uint32_t next[A::max_code_length + 2];
-  for (int l = 0; l <= A::max_code_length + 1; ++l) next[l] = 0;
-  for (std::uint32_t s = 0; s < A::size; ++s) {
-    const int l = length[s];
-    if (!l) continue;
-    const std::uint32_t c = first_code[l] + next[l];
-    sorted[offset[l] + next[l]] = s;
-    ++next[l];
-    code_lsb[s] = detail::reverse_bits(c, l);
-    if (l <= A::table_bits) {
-      const std::uint32_t step = 1u << l;
-      for (std::uint32_t t = code_lsb[s]; t < table.size(); t += step) table[t] = (s << 8) | static_cast<std::uint32_t>(l);
-    }
-  }
+  sorted.resize(offset[A::max_code_length + 1]);
   return true;
 }
 
 inline void huffman_codebook::serialize(std::vector<std::byte>& out) const {
-  std::byte tmp[10];
-  auto put = [&](std::uint64_t v) {
-    const std::size_t k = detail::put_varint(tmp, v);
-    out.insert(out.end(), tmp, tmp + k);
-  };
-  std::uint64_t used = 0;
-  for (auto l : length) used += l != 0;
-  put(use_runs ? 1 : 0);
-  put(used);
-  std::uint64_t prev = 0;
-  bool first = true;
-  for (std::uint32_t s = 0; s < length.size(); ++s) {
-    if (!length[s]) continue;
-    put(first ? s : s - prev - 1);
-    out.push_back(static_cast<std::byte>(length[s]));
-    prev = s;
-    first = false;
-  }
+  std::byte tmp[max_serialized_bytes];
+  std::vector<std::uint8_t> len(length);
+  len.resize(huffman_alphabet::size, 0);
+  const std::size_t k = detail::huffman_serialize(len.data(), use_runs, tmp);
+  out.insert(out.end(), tmp, tmp + k);
 }
 
 inline status huffman_codebook::deserialize(const std::byte* p, std::size_t bytes, huffman_codebook& cb) {

@@ -4,7 +4,7 @@
 // header (see codec_api.hpp). Built only when EBAC_TORCH_WITH_CUDA is set.
 //
 // Synchronization per tensor: compression reads the stream's size back once
-// (and, for Huffman pipelines, the token histograms); decompression reads
+// (Huffman codebooks are built on the device); decompression reads
 // the header, a Huffman codebook and the decoder's status. Keeping the
 // worst-case buffer instead would avoid the size read-back but hold up to the
 // raw size until the next synchronization, which defeats the purpose.

@@ -11,6 +11,7 @@
 #include <ebac/detail/checksum.hpp>
 #include <ebac/dtype.hpp>
 #include <ebac/encoder/block_bitpack.hpp>
+#include <ebac/encoder/huffman_image.hpp>
 
 #include <cub/block/block_reduce.cuh>
 #include <cub/block/block_scan.cuh>
@@ -98,12 +99,14 @@ bitpack_decode_kernel(const std::byte* payload, std::uint64_t payload_bytes, con
 }
 
 /// Any encoder, one thread a chunk. On failure the chunk's codes are zeroed
-/// so every output element is still written.
+/// so every output element is still written. A Huffman decoder is bound
+/// here to the codebook image; others ignore `image`.
 template <class E>
-EBAC_KERNEL void serial_decode_kernel(E enc, const std::byte* payload, std::uint64_t payload_bytes,
+EBAC_KERNEL void serial_decode_kernel(E enc, const std::byte* image, const std::byte* payload, std::uint64_t payload_bytes,
                                       const std::uint64_t* chunk_bytes, const std::uint64_t* chunk_offset,
                                       std::uint64_t n, std::uint32_t chunk, std::uint64_t chunks, std::uint32_t* field,
                                       int* status) {
+  if constexpr (E::needs_codebook) enc = bind_huffman_image(image);
   for (std::uint64_t c = blockIdx.x * std::uint64_t{blockDim.x} + threadIdx.x; c < chunks; c += std::uint64_t{gridDim.x} * blockDim.x) {
     const std::uint64_t first = c * chunk;
     const std::size_t m = static_cast<std::size_t>(n - first < chunk ? n - first : chunk);

@@ -9,6 +9,7 @@
 #include <ebac/detail/bytes.hpp>
 #include <ebac/encoder/block_bitpack.hpp>
 #include <ebac/encoder/huffman.hpp>
+#include <ebac/encoder/huffman_image.hpp>
 #include <ebac/format/stream_header.hpp>
 
 #include <cub/block/block_reduce.cuh>
@@ -111,9 +112,13 @@ huffman_histogram_kernel(const std::uint32_t* codes, std::uint64_t n, std::uint3
 }
 
 /// Any encoder, one thread a chunk, into a worst-case-sized slot per chunk.
+/// A Huffman encoder is bound here to the codebook image built on the
+/// device (huffman_codebook_kernel); others ignore `image`.
 template <class E>
-EBAC_KERNEL void serial_encode_kernel(E enc, const std::uint32_t* codes, std::uint64_t n, std::uint32_t chunk,
-                                      std::uint64_t chunks, std::byte* scratch, std::size_t slot, std::uint64_t* chunk_bytes) {
+EBAC_KERNEL void serial_encode_kernel(E enc, const std::byte* image, const std::uint32_t* codes, std::uint64_t n,
+                                      std::uint32_t chunk, std::uint64_t chunks, std::byte* scratch, std::size_t slot,
+                                      std::uint64_t* chunk_bytes) {
+  if constexpr (E::needs_codebook) enc = bind_huffman_image(image);
   for (std::uint64_t c = blockIdx.x * std::uint64_t{blockDim.x} + threadIdx.x; c < chunks; c += std::uint64_t{gridDim.x} * blockDim.x) {
     const std::uint64_t first = c * chunk;
     const std::size_t m = static_cast<std::size_t>(n - first < chunk ? n - first : chunk);
@@ -160,34 +165,46 @@ outlier_write_kernel(const T* in, const std::uint64_t* index, const std::uint64_
   if (threadIdx.x == 0) *index_bytes = total;
 }
 
-/// After the chunk scan: payload total and where the outlier sections start.
-/// layout[0] = payload offset, [1] = payload bytes, [2] = outlier index
-/// offset. The offset comes as an argument, not a host-to-device copy of a
-/// host variable, so a captured graph replays it correctly.
-// A template (never instantiated twice differently) so that two TUs including
-// this header do not define the same kernel twice (CUB does the same).
-template <int = 0>
-EBAC_KERNEL void payload_layout_kernel(const std::uint64_t* chunk_bytes, const std::uint64_t* chunk_offset,
-                                       std::uint64_t chunks, std::uint64_t payload_offset, std::uint64_t* layout) {
-  layout[0] = payload_offset;
-  layout[1] = chunks ? chunk_offset[chunks - 1] + chunk_bytes[chunks - 1] : 0;
-  layout[2] = layout[0] + layout[1];
+/// Bytes of the codebook section: the serialized size the device wrote into
+/// the image, 0 without a codebook.
+__device__ __forceinline__ std::uint64_t codebook_section_bytes(const std::byte* image) {
+  return image ? ::ebac::detail::load_le<std::uint64_t>(image + huffman_image_layout::serialized_size) : 0;
 }
 
-/// The chunk table: u32 byte size per chunk.
+/// After the chunk scan: where the sections go. layout[0] = payload offset,
+/// [1] = payload bytes, [2] = outlier index offset, [3] = chunk table offset.
+/// `h` is the host's header with an empty codebook section; the codebook's
+/// size, known only on the device, comes from its image. Offsets come as
+/// arguments, not host-to-device copies of host variables, so a captured
+/// graph replays them correctly.
 // A template (never instantiated twice differently) so that two TUs including
 // this header do not define the same kernel twice (CUB does the same).
 template <int = 0>
-EBAC_KERNEL void chunk_table_kernel(const std::uint64_t* chunk_bytes, std::uint64_t chunks, std::byte* table) {
+EBAC_KERNEL void payload_layout_kernel(stream_header h, const std::byte* codebook_image, const std::uint64_t* chunk_bytes,
+                                       const std::uint64_t* chunk_offset, std::uint64_t chunks, std::uint64_t* layout) {
+  h.section_bytes[section_codebook] = codebook_section_bytes(codebook_image);
+  layout[0] = h.section_offset(section_payload);
+  layout[1] = chunks ? chunk_offset[chunks - 1] + chunk_bytes[chunks - 1] : 0;
+  layout[2] = layout[0] + layout[1];
+  layout[3] = h.section_offset(section_chunk_table);
+}
+
+/// The chunk table (u32 byte size per chunk) at out + layout[3].
+// A template (never instantiated twice differently) so that two TUs including
+// this header do not define the same kernel twice (CUB does the same).
+template <int = 0>
+EBAC_KERNEL void chunk_table_kernel(const std::uint64_t* chunk_bytes, std::uint64_t chunks, std::byte* out, const std::uint64_t* layout) {
+  std::byte* table = out + layout[3];
   for (std::uint64_t c = blockIdx.x * std::uint64_t{blockDim.x} + threadIdx.x; c < chunks; c += std::uint64_t{gridDim.x} * blockDim.x)
     ::ebac::detail::store_le<std::uint32_t>(table + 4 * c, static_cast<std::uint32_t>(chunk_bytes[c]));
 }
 
 /// Fills in the device-side sizes and writes the header; reports the size.
 template <class T>
-EBAC_KERNEL void header_kernel(stream_header h, const double* eb_abs, const std::uint64_t* layout,
+EBAC_KERNEL void header_kernel(stream_header h, const std::byte* codebook_image, const double* eb_abs, const std::uint64_t* layout,
                                const std::uint64_t* outlier_count, const std::uint64_t* index_bytes, std::byte* out,
                                std::uint64_t* out_bytes) {
+  h.section_bytes[section_codebook] = codebook_section_bytes(codebook_image);
   h.eb_abs = *eb_abs;
   h.outlier_count = *outlier_count;
   h.section_bytes[section_payload] = layout[1];

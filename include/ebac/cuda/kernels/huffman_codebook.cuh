@@ -1,0 +1,86 @@
+// ebac/cuda/kernels/huffman_codebook.cuh - the Huffman codebook built on the device.
+//
+// The host builds a stream's codebook with huffman_codebook::choose; this
+// kernel runs the very same steps (encoder/huffman.hpp: huffman_choose_lengths,
+// then huffman_write_image) in one CUDA block, so a device compression needs
+// no host round trip between counting tokens and encoding them, and picks
+// the host's codebook. Only the two places where the host and the device
+// differ live here: serial sections run in thread 0 between barriers, and
+// used symbols are placed by rank (huffman_used_rank, host-tested to give
+// the host's std::sort order) by all threads at once.
+//
+// Not tuned: the two-queue construction and the table fill are serial
+// (about 4 x 4128 steps in one thread), so expect some hundreds of
+// microseconds a tensor, whatever its size.
+#pragma once
+
+#include <ebac/cuda/config.cuh>
+#include <ebac/encoder/huffman.hpp>
+#include <ebac/encoder/huffman_image.hpp>
+
+#include <cstddef>
+#include <cstdint>
+
+EBAC_NAMESPACE_BEGIN
+namespace cuda {
+namespace kernels {
+
+inline constexpr int codebook_threads = 1024;
+
+/// Runs the shared construction steps in one block (see above). `freq` is a
+/// shared-memory copy of the histogram being ordered.
+struct block_exec {
+  std::uint64_t* freq;
+
+  template <class F>
+  __host__ __device__ void serial(F&& f) {
+#if defined(__CUDA_ARCH__)
+    if (threadIdx.x == 0) f();
+    __syncthreads();
+#else
+    f();  // not reached: the kernel is the only user
+#endif
+  }
+
+  __host__ __device__ void sort_used(::ebac::detail::huffman_length_workspace& w, std::uint32_t n) {
+#if defined(__CUDA_ARCH__)
+    for (std::uint32_t s = threadIdx.x; s < n; s += blockDim.x) freq[s] = w.freq[s];
+    if (threadIdx.x == 0) w.used = 0;
+    __syncthreads();
+    std::uint32_t mine = 0;
+    for (std::uint32_t s = threadIdx.x; s < n; s += blockDim.x) {
+      if (!freq[s]) continue;
+      w.order[::ebac::detail::huffman_used_rank(freq, n, s)] = s;
+      ++mine;
+    }
+    if (mine) atomicAdd(&w.used, mine);
+    __syncthreads();
+#else
+    (void)w;
+    (void)n;
+#endif
+  }
+};
+
+/// hist[0, size) (tokens with zero runs) and hist[size, 2 size) (without) ->
+/// the codebook image at `image` (huffman_image_layout) and its serialized
+/// form at `section` (the stream's codebook section). `lengths` holds 2 x
+/// size bytes of scratch.
+template <int = 0>
+EBAC_KERNEL void __launch_bounds__(codebook_threads)
+huffman_codebook_kernel(const unsigned long long* hist, ::ebac::detail::huffman_length_workspace* w, std::uint8_t* lengths,
+                        std::byte* image, std::byte* section) {
+  constexpr std::uint32_t S = huffman_alphabet::size;
+  __shared__ std::uint64_t freq[S];
+  __shared__ std::uint64_t serialized;
+  block_exec ex{freq};
+  std::uint8_t* with_runs = lengths;
+  std::uint8_t* literals_only = lengths + S;
+  const bool use_runs = ::ebac::detail::huffman_choose_lengths(ex, *w, hist, hist + S, with_runs, literals_only);
+  ex.serial([&] { serialized = huffman_write_image(use_runs ? with_runs : literals_only, use_runs, image); });
+  for (std::uint64_t i = threadIdx.x; i < serialized; i += codebook_threads) section[i] = image[huffman_image_layout::serialized + i];
+}
+
+}  // namespace kernels
+}  // namespace cuda
+EBAC_NAMESPACE_END
