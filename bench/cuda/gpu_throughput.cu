@@ -124,6 +124,11 @@ void all_pipelines(const char* dtype, const std::vector<T>& x, const ebac::exten
                                                                       ebac::cuda::kernel_path::fused);
   run<pipeline<no_prediction, sign_preserving_quantizer, block_bitpack>, T>("plain (fused)", dtype, x, e, eb, reps, mc, label,
                                                                             ebac::cuda::kernel_path::fused);
+  // One launch for size and write, chunk offsets by decoupled look-back.
+  run<pipeline<lorenzo, sign_preserving_quantizer, block_bitpack>, T>("fast (single pass)", dtype, x, e, eb, reps, mc, label,
+                                                                      ebac::cuda::kernel_path::single_pass);
+  run<pipeline<no_prediction, sign_preserving_quantizer, block_bitpack>, T>("plain (single pass)", dtype, x, e, eb, reps, mc, label,
+                                                                            ebac::cuda::kernel_path::single_pass);
   run<pipeline<lorenzo, sign_preserving_quantizer, run_length>, T>("rle", dtype, x, e, eb, reps, mc, label);
   // Codebook built on the device inside compress (kernels/huffman_codebook.cuh);
   // fewer repetitions: the per-chunk coder is not tuned yet.

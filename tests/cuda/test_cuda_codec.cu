@@ -162,8 +162,9 @@ TEST_CASE("device fast/plain/rle pipelines equal the host byte for byte") {
   });
 }
 
-TEST_CASE("fused bit-packing kernels give the staged (and host) stream byte for byte") {
-  constexpr auto fused = ebac::cuda::kernel_path::fused;
+TEST_CASE("fused and single-pass bit-packing kernels give the staged (and host) stream byte for byte") {
+  for (const auto fused : {ebac::cuda::kernel_path::fused, ebac::cuda::kernel_path::single_pass}) {
+  CAPTURE(static_cast<int>(fused));
   std::uint32_t seed = 101;
   for (double rel : {1e-1, 1e-3, 1e-6}) {  // narrow .. wide codes (1e-6: outliers and 20+ bit widths)
     CAPTURE(rel);
@@ -179,11 +180,16 @@ TEST_CASE("fused bit-packing kernels give the staged (and host) stream byte for 
       check_lorenzo_along_last(x, e, opt, fused);
     });
   }
-  // Other encoders run staged whatever the path says.
+  // Chunks above single_pass_max_chunk run the two-launch fused kernels.
   ebac::compress_options opt;
   opt.bound = {1e-3, ebac::bound_mode::relative};
+  ebac::pipeline<ebac::lorenzo, ebac::sign_preserving_quantizer, ebac::block_bitpack> big_chunks;
+  big_chunks.chunk_elements = 2 * ebac::cuda::kernels::single_pass_max_chunk;
+  check_matches_host(activations(300001, 5), ebac::extents{300001}, big_chunks, opt, fused);
+  // Other encoders run staged whatever the path says.
   check_matches_host(activations(5000, 3), ebac::extents{5000},
                      ebac::pipeline<ebac::lorenzo, ebac::sign_preserving_quantizer, ebac::run_length>{}, opt, fused);
+  }
 }
 
 TEST_CASE("fused decoder: chunk-local streams decode to the host's values; others fall back to staged") {
@@ -293,9 +299,11 @@ TEST_CASE("device path handles f16 and bf16 and absolute bounds") {
   check_matches_host(b, ebac::extents{100000}, ebac::pipeline<ebac::lorenzo, ebac::sign_preserving_quantizer, ebac::block_bitpack>{}, opt, fused);
 }
 
-TEST_CASE("device compress is capturable in a CUDA graph (staged and fused kernels, Huffman with its device codebook)") {
+TEST_CASE("device compress is capturable in a CUDA graph (staged, fused and single-pass kernels, Huffman with its device codebook)") {
   check_graph_capture(ebac::pipeline<ebac::lorenzo, ebac::sign_preserving_quantizer, ebac::block_bitpack>{}, ebac::cuda::kernel_path::staged);
   check_graph_capture(ebac::pipeline<ebac::lorenzo, ebac::sign_preserving_quantizer, ebac::block_bitpack>{}, ebac::cuda::kernel_path::fused);
+  check_graph_capture(ebac::pipeline<ebac::lorenzo, ebac::sign_preserving_quantizer, ebac::block_bitpack>{},
+                      ebac::cuda::kernel_path::single_pass);
   check_graph_capture(ebac::pipeline<ebac::lorenzo, ebac::sign_preserving_quantizer, ebac::huffman>{}, ebac::cuda::kernel_path::staged);
 }
 
@@ -329,5 +337,7 @@ TEST_CASE("large tensor round trip on the device (> 2^31 bytes of input where me
   check_matches_host(x, ebac::extents{n}, ebac::pipeline<ebac::lorenzo, ebac::sign_preserving_quantizer, ebac::block_bitpack>{}, opt);
   check_matches_host(x, ebac::extents{n}, ebac::pipeline<ebac::lorenzo, ebac::sign_preserving_quantizer, ebac::block_bitpack>{}, opt,
                      ebac::cuda::kernel_path::fused);
+  check_matches_host(x, ebac::extents{n}, ebac::pipeline<ebac::lorenzo, ebac::sign_preserving_quantizer, ebac::block_bitpack>{}, opt,
+                     ebac::cuda::kernel_path::single_pass);
 }
 }

@@ -13,15 +13,24 @@
 // One CUDA block per chunk, one warp per block of 32 codes: the lanes hold
 // one code each, the width is a warp OR-reduction, and lane l < width writes
 // packed word l (block_bitpack::packed_word, host-tested against pack_block).
+//
+// The single-pass kernel at the end does both in one launch: it sizes its
+// chunk (widths and in-chunk offsets kept in shared memory), gets the
+// chunk's payload offset by decoupled look-back (detail/lookback.hpp,
+// host-tested with racing threads) instead of a CUB scan between two
+// launches, and writes the chunk while its input is still in L2.
 #pragma once
 
 #include <ebac/cuda/config.cuh>
 #include <ebac/detail/bytes.hpp>
+#include <ebac/detail/lookback.hpp>
 #include <ebac/detail/element_code.hpp>
 #include <ebac/encoder/block_bitpack.hpp>
 #include <ebac/extents.hpp>
 
 #include <cub/block/block_reduce.cuh>
+#include <cub/block/block_scan.cuh>
+#include <cuda/atomic>
 
 #include <cstdint>
 
@@ -121,6 +130,84 @@ fused_bitpack_write_kernel(P pred, extents shape, const T* in, std::uint64_t n, 
     }
     round_base += round;
     __syncthreads();  // codes and warp_bytes are rewritten next round
+  }
+}
+
+/// Largest chunk the single-pass kernel takes: a chunk's block widths and
+/// in-chunk offsets live in shared memory (5 bytes a block of 32 codes).
+inline constexpr std::uint32_t single_pass_max_chunk = 1u << 16;
+
+/// Size and write in one launch. Chunks are taken in the order of an atomic
+/// counter (*tile_counter, zeroed with tile_words before the launch), so a
+/// chunk's predecessors have all started when it looks back. Writes each
+/// chunk at payload_offset + its offset, and its size and offset to
+/// chunk_bytes / chunk_offset for the chunk table and the layout.
+template <class P, class Q, class T>
+EBAC_KERNEL void __launch_bounds__(fused_threads)
+fused_bitpack_single_pass_kernel(P pred, extents shape, const T* in, std::uint64_t n, std::uint32_t chunk, const Q* qp,
+                                 std::uint8_t* flags, unsigned long long* tile_counter, unsigned long long* tile_words,
+                                 std::uint64_t* chunk_bytes, std::uint64_t* chunk_offset, std::byte* out, std::uint64_t payload_offset) {
+  constexpr std::uint32_t max_blocks = single_pass_max_chunk / 32;
+  using scan = cub::BlockScan<std::uint32_t, fused_threads>;
+  __shared__ typename scan::TempStorage scan_tmp;
+  __shared__ std::uint8_t width[max_blocks];
+  __shared__ std::uint32_t offset[max_blocks];  // packed bytes before block b, after the chunk's width bytes
+  __shared__ std::uint32_t codes[fused_warps][32];
+  __shared__ unsigned long long tile_shared, base_shared;
+  if (threadIdx.x == 0) tile_shared = atomicAdd(tile_counter, 1ull);
+  __syncthreads();
+  const std::uint64_t tile = tile_shared;
+  const Q q = *qp;
+  const fused_chunk ck(tile, n, chunk);
+  const unsigned lane = threadIdx.x & 31u, warp = threadIdx.x >> 5;
+
+  // Read the chunk: every block's width, every element's outlier flag.
+  for (std::uint64_t b = warp; b < ck.nb; b += fused_warps) {  // warp-uniform
+    bool outlier;
+    const std::uint32_t code = ck.lane_code(pred, shape, q, in, b, lane, outlier);
+    const std::uint64_t j = b * 32 + lane;
+    if (j < ck.m) flags[ck.first + j] = outlier;
+    const std::uint32_t any = warp_or(code);
+    if (lane == 0) width[b] = static_cast<std::uint8_t>(::ebac::detail::bit_width(any));
+  }
+  __syncthreads();
+  // In-chunk offsets: each thread owns a contiguous run of blocks, one block scan orders them.
+  const std::uint32_t nb = static_cast<std::uint32_t>(ck.nb);
+  const std::uint32_t per = (nb + fused_threads - 1) / fused_threads;
+  const std::uint32_t b0 = threadIdx.x * per < nb ? threadIdx.x * per : nb;
+  const std::uint32_t b1 = b0 + per < nb ? b0 + per : nb;
+  std::uint32_t mine = 0;
+  for (std::uint32_t b = b0; b < b1; ++b) mine += 4u * width[b];
+  std::uint32_t at = 0, packed = 0;
+  scan(scan_tmp).ExclusiveSum(mine, at, packed);
+  for (std::uint32_t b = b0; b < b1; ++b) {
+    offset[b] = at;
+    at += 4u * width[b];
+  }
+  // The chunk's place in the payload: decoupled look-back over the chunks before it.
+  if (threadIdx.x == 0) {
+    using word_ref = ::cuda::atomic_ref<unsigned long long, ::cuda::thread_scope_device>;
+    auto load = [&](std::uint64_t i) -> std::uint64_t { return word_ref(tile_words[i]).load(::cuda::memory_order_relaxed); };
+    auto store = [&](std::uint64_t i, std::uint64_t w) { word_ref(tile_words[i]).store(w, ::cuda::memory_order_relaxed); };
+    const std::uint64_t bytes = ck.nb + packed;
+    const std::uint64_t before = ::ebac::detail::lookback_exclusive(tile, bytes, load, store);
+    chunk_bytes[tile] = bytes;
+    chunk_offset[tile] = before;
+    base_shared = payload_offset + before;
+  }
+  __syncthreads();  // offsets and the base are ready
+  std::byte* base = out + base_shared;
+  // Write the chunk: the codes again (the input was just read: L2), packed a word a lane.
+  for (std::uint64_t b = warp; b < ck.nb; b += fused_warps) {  // warp-uniform
+    bool outlier;
+    codes[warp][lane] = ck.lane_code(pred, shape, q, in, b, lane, outlier);
+    __syncwarp();
+    const int w = width[b];
+    if (lane == 0) base[b] = static_cast<std::byte>(w);
+    if (static_cast<int>(lane) < w)
+      ::ebac::detail::store_le<std::uint32_t>(base + ck.nb + offset[b] + 4 * lane,
+                                              block_bitpack::packed_word(codes[warp], w, static_cast<int>(lane)));
+    __syncwarp();  // codes[warp] is rewritten next block
   }
 }
 
