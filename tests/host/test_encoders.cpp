@@ -262,6 +262,66 @@ TEST_CASE("huffman: round trips with and without zero runs, truncations and muta
   }
 }
 
+TEST_CASE("huffman: segments coded apart (one warp a chunk on the device) give the serial tokens and bytes") {
+  struct token {
+    std::uint32_t symbol, extra;
+    int extra_bits;
+    bool operator==(const token&) const = default;
+  };
+  for (const auto& cs : code_sets(4)) {
+    const std::size_t m = cs.codes.size();
+    if (m == 0) continue;
+    CAPTURE(cs.name);
+    for (bool runs : {true, false}) {
+      CAPTURE(runs);
+      const auto cb = ebac::huffman_codebook::from_histogram(histogram(cs.codes, runs), runs);
+      const auto enc = ebac::huffman::bind(cb);
+      std::vector<std::byte> serial(enc.max_chunk_bytes(m));
+      const std::size_t bytes = enc.encode_chunk(cs.codes.data(), m, serial.data());
+      std::vector<token> expect;
+      ebac::detail::huffman_tokenize(cs.codes.data(), m, runs, [&](std::uint32_t s, std::uint32_t e, int k) { expect.push_back({s, e, k}); });
+      for (std::size_t segments : {std::size_t{1}, std::size_t{3}, std::size_t{32}}) {
+        CAPTURE(segments);
+        const std::size_t seg = (m + segments - 1) / segments;  // the kernel's split: lane l takes [l seg, (l + 1) seg)
+        auto bounds = [&](std::size_t l) {
+          const std::size_t b = std::min(l * seg, m);
+          return std::pair{b, std::min(b + seg, m)};
+        };
+        std::vector<token> got;
+        std::vector<std::uint64_t> offset(segments + 1, 0);
+        for (std::size_t l = 0; l < segments; ++l) {
+          const auto [b, e] = bounds(l);
+          std::uint64_t bits = 0;
+          ebac::detail::huffman_tokenize_segment(cs.codes.data(), m, b, e, runs, [&](std::uint32_t s, std::uint32_t x, int k) {
+            got.push_back({s, x, k});
+            bits += cb.length[s] + static_cast<std::uint64_t>(k);
+          });
+          offset[l + 1] = offset[l] + bits;
+        }
+        CHECK(got == expect);
+        const std::uint64_t total = offset[segments];
+        REQUIRE((total + 7) / 8 == bytes);
+        // Scratch starts as garbage, as device memory would; only the shared words are zeroed first.
+        std::vector<std::uint32_t> words((bytes + 3) / 4 + 1, 0xdeadbeefu);
+        for (std::size_t l = 0; l < segments; ++l)
+          if (offset[l] % 32) words[offset[l] / 32] = 0;
+        if (total % 32) words[total / 32] = 0;
+        for (std::size_t l = segments; l-- > 0;) {  // any order: the segments touch disjoint bits
+          const auto [b, e] = bounds(l);
+          auto or_word = [&](std::uint64_t i, std::uint32_t v) { words[i] |= v; };
+          ebac::detail::segment_bit_writer<decltype(or_word)> w(words.data(), offset[l], or_word);
+          ebac::detail::huffman_tokenize_segment(cs.codes.data(), m, b, e, runs, [&](std::uint32_t s, std::uint32_t x, int k) {
+            w.put(cb.code_lsb[s], cb.length[s]);
+            if (k) w.put(x, k);
+          });
+          w.finish();
+        }
+        CHECK(std::memcmp(words.data(), serial.data(), bytes) == 0);
+      }
+    }
+  }
+}
+
 TEST_CASE("huffman: the flat codebook image (what the CUDA backend uploads) codes exactly like the codebook") {
   std::mt19937_64 rng(29);
   for (const auto& cs : code_sets(2)) {

@@ -25,9 +25,10 @@
 // capturable too. Decompression of a Huffman stream takes the codebook as a
 // device image (device_huffman_codebook) packed on the host from the
 // stream's codebook section after huffman_codebook::deserialize validated
-// it; the convenience layer (cuda/codec.cuh) does that. The histogram, encode
-// and decode kernels run one thread per chunk (the host's encoder functor):
-// correct first, not yet fast.
+// it; the convenience layer (cuda/codec.cuh) does that. The histogram and
+// encode kernels run one warp per chunk (32 segments, host-tested to give
+// the serial tokens and bytes); decoding runs one thread per chunk, since a
+// chunk's bit stream has no other place to start from.
 #pragma once
 
 #include <ebac/cuda/config.cuh>
@@ -202,6 +203,7 @@ template <class Pipeline, element T>
   if (out_capacity < max_compressed_bytes<Pipeline, T>(shape, pipe) || !d_out || !d_out_bytes) return cudaErrorInvalidValue;
 
   const unsigned g = detail::grid_for(n);
+  const auto huffman_blocks = static_cast<unsigned>((chunks + kernels::huffman_warps - 1) / kernels::huffman_warps);
   if ((e = cudaMemsetAsync(d_status, 0, sizeof(int), stream)) != cudaSuccess) return e;
   kernels::range_init_kernel<0><<<1, 1, 0, stream>>>(keys);
   if (opt.bound.mode == bound_mode::relative && n > 0) kernels::range_kernel<T><<<g, 256, 0, stream>>>(d_in, n, keys);
@@ -228,8 +230,7 @@ template <class Pipeline, element T>
     constexpr std::size_t hist_bytes = 2 * std::size_t{huffman_alphabet::size} * sizeof(unsigned long long);
     if ((e = cudaMemsetAsync(hist, 0, hist_bytes, stream)) != cudaSuccess) return e;
     if (chunks > 0)
-      kernels::huffman_histogram_kernel<0><<<detail::grid_for(chunks, kernels::histogram_threads), kernels::histogram_threads, 0, stream>>>(
-          codes, n, C, chunks, hist);
+      kernels::huffman_histogram_kernel<0><<<huffman_blocks, kernels::huffman_threads, 0, stream>>>(codes, n, C, chunks, hist);
     kernels::huffman_codebook_kernel<0><<<1, kernels::codebook_threads, 0, stream>>>(hist, workspace, lengths, image,
                                                                                     d_out + h.section_offset(section_codebook));
   }
@@ -247,9 +248,11 @@ template <class Pipeline, element T>
       } else {
         kernels::bitpack_size_kernel<0><<<static_cast<unsigned>(chunks), kernels::bitpack_threads, 0, stream>>>(codes, n, C, chunk_bytes);
       }
+    } else if constexpr (E::needs_codebook) {
+      kernels::huffman_encode_kernel<0><<<huffman_blocks, kernels::huffman_threads, 0, stream>>>(image, codes, n, C, chunks, scratch,
+                                                                                                  slot, chunk_bytes);
     } else {
-      kernels::serial_encode_kernel<E><<<detail::grid_for(chunks, 64), 64, 0, stream>>>(E{}, image, codes, n, C, chunks, scratch, slot,
-                                                                                        chunk_bytes);
+      kernels::serial_encode_kernel<E><<<detail::grid_for(chunks, 64), 64, 0, stream>>>(E{}, codes, n, C, chunks, scratch, slot, chunk_bytes);
     }
     std::size_t cb = cub_bytes;
     if (!single_pass &&

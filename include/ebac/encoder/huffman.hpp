@@ -41,12 +41,20 @@ inline constexpr int table_bits = 12;
 
 namespace detail {
 
-/// Calls emit(symbol, extra_bits, extra_count) for each token of a chunk.
+/// Calls emit(symbol, extra_bits, extra_count) for each token that starts
+/// in codes[begin, end) of a chunk of n codes. A zero run belongs to the
+/// segment where it starts and may run past `end`; zeros at `begin` that
+/// continue a run from before it are skipped. So the tokens of consecutive
+/// segments, in order, are the chunk's tokens, and segments can be coded by
+/// different threads (cuda/kernels/encode.cuh: one warp a chunk).
 template <class Emit>
-EBAC_HOST_DEVICE void huffman_tokenize(const std::uint32_t* codes, std::size_t n, bool use_runs, Emit&& emit) {
+EBAC_HOST_DEVICE void huffman_tokenize_segment(const std::uint32_t* codes, std::size_t n, std::size_t begin, std::size_t end,
+                                               bool use_runs, Emit&& emit) {
   namespace A = huffman_alphabet;
-  std::size_t i = 0;
-  while (i < n) {
+  std::size_t i = begin;
+  if (use_runs && i > 0 && i < end && codes[i - 1] == 0)
+    while (i < end && codes[i] == 0) ++i;
+  while (i < end) {
     const std::uint32_t c = codes[i];
     if (c == 0 && use_runs) {
       std::size_t j = i + 1;
@@ -70,6 +78,12 @@ EBAC_HOST_DEVICE void huffman_tokenize(const std::uint32_t* codes, std::size_t n
   }
 }
 
+/// Calls emit(symbol, extra_bits, extra_count) for each token of a chunk.
+template <class Emit>
+EBAC_HOST_DEVICE void huffman_tokenize(const std::uint32_t* codes, std::size_t n, bool use_runs, Emit&& emit) {
+  huffman_tokenize_segment(codes, n, 0, n, use_runs, static_cast<Emit&&>(emit));
+}
+
 struct bit_writer {
   std::byte* p;
   std::uint64_t acc = 0;
@@ -91,6 +105,44 @@ struct bit_writer {
       bits -= 8;
     }
     return p;
+  }
+};
+
+/// bit_writer for one segment of a stream that other threads write at the
+/// same time: the segment starts at bit `first_bit` of a little-endian word
+/// array. Words wholly inside the segment are stored; its partial first and
+/// last words, which it shares with the neighbouring segments, are combined
+/// with or_word(index, bits) into words zeroed beforehand. The words then
+/// hold exactly what bit_writer writes for the whole stream (the bytes past
+/// its last one are zero).
+template <class OrWord>
+struct segment_bit_writer {
+  std::uint32_t* words;
+  OrWord or_word;
+  std::uint64_t word;     // index of the word being filled
+  bool shared_first;      // the first word also holds the previous segment's bits
+  std::uint64_t acc = 0;
+  int bits;
+  EBAC_HOST_DEVICE segment_bit_writer(std::uint32_t* w, std::uint64_t first_bit, OrWord o) noexcept
+      : words(w), or_word(o), word(first_bit / 32), shared_first(first_bit % 32 != 0), bits(static_cast<int>(first_bit % 32)) {}
+  EBAC_HOST_DEVICE void put(std::uint64_t v, int n) noexcept {  // n <= 32
+    acc |= v << bits;
+    bits += n;
+    if (bits >= 32) {
+      const auto w = static_cast<std::uint32_t>(acc);
+      if (shared_first) or_word(word, w);
+      else words[word] = w;
+      shared_first = false;
+      ++word;
+      acc >>= 32;
+      bits -= 32;
+    }
+  }
+  /// The partial last word, if any (also the first one when the segment
+  /// ends inside its first word). It is shared with the next segment (or is
+  /// the stream's last), so it was zeroed: OR-ing zero bits can be skipped.
+  EBAC_HOST_DEVICE void finish() noexcept {
+    if (acc != 0) or_word(word, static_cast<std::uint32_t>(acc));
   }
 };
 

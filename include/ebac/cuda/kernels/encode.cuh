@@ -84,41 +84,97 @@ bitpack_write_kernel(const std::uint32_t* codes, std::uint64_t n, std::uint32_t 
   }
 }
 
-inline constexpr int histogram_threads = 64;
+/// Huffman kernels run one warp per chunk: lane l tokenizes the l-th of 32
+/// equal segments of the chunk (huffman_tokenize_segment: a zero run belongs
+/// to the segment where it starts), so the lanes' tokens in order are the
+/// chunk's (host-tested).
+inline constexpr int huffman_warps = 4;
+inline constexpr int huffman_threads = 32 * huffman_warps;
+
+struct warp_segment {
+  std::uint64_t first;   // the chunk's first element
+  std::size_t m;         // its elements
+  std::size_t begin, end;  // this lane's segment
+  __device__ warp_segment(std::uint64_t c, std::uint64_t n, std::uint32_t chunk, unsigned lane)
+      : first(c * chunk), m(static_cast<std::size_t>(n - c * chunk < chunk ? n - c * chunk : chunk)) {
+    const std::size_t seg = (m + 31) / 32;
+    begin = lane * seg < m ? lane * seg : m;
+    end = begin + seg < m ? begin + seg : m;
+  }
+};
 
 /// Token histograms for the Huffman codebook: hist[0, size) counts the
 /// chunks' tokens with zero runs, hist[size, 2 size) without (the host's
-/// huffman_tokenize, so the counts are the host's). One thread a chunk;
-/// each block counts in shared memory (a bin holds at most 64 chunks x 2^24
-/// tokens < 2^32) and adds its non-zero bins to the global 64-bit histogram.
+/// tokenization, so the counts are the host's). Each block counts in shared
+/// memory (a bin holds at most huffman_warps chunks x 2^24 tokens < 2^32)
+/// and adds its non-zero bins to the global 64-bit histogram.
 template <int = 0>
-EBAC_KERNEL void __launch_bounds__(histogram_threads)
+EBAC_KERNEL void __launch_bounds__(huffman_threads)
 huffman_histogram_kernel(const std::uint32_t* codes, std::uint64_t n, std::uint32_t chunk, std::uint64_t chunks,
                          unsigned long long* hist) {
   constexpr std::uint32_t S = huffman_alphabet::size;
   __shared__ std::uint32_t local[2 * S];
-  for (std::uint32_t i = threadIdx.x; i < 2 * S; i += histogram_threads) local[i] = 0;
+  for (std::uint32_t i = threadIdx.x; i < 2 * S; i += huffman_threads) local[i] = 0;
   __syncthreads();
-  const std::uint64_t c = blockIdx.x * std::uint64_t{histogram_threads} + threadIdx.x;
+  const unsigned lane = threadIdx.x & 31u;
+  const std::uint64_t c = blockIdx.x * std::uint64_t{huffman_warps} + (threadIdx.x >> 5);
   if (c < chunks) {
-    const std::uint64_t first = c * chunk;
-    const std::size_t m = static_cast<std::size_t>(n - first < chunk ? n - first : chunk);
-    ::ebac::detail::huffman_tokenize(codes + first, m, true, [&](std::uint32_t sym, std::uint32_t, int) { atomicAdd(&local[sym], 1u); });
-    ::ebac::detail::huffman_tokenize(codes + first, m, false, [&](std::uint32_t sym, std::uint32_t, int) { atomicAdd(&local[S + sym], 1u); });
+    const warp_segment sg(c, n, chunk, lane);
+    ::ebac::detail::huffman_tokenize_segment(codes + sg.first, sg.m, sg.begin, sg.end, true,
+                                             [&](std::uint32_t sym, std::uint32_t, int) { atomicAdd(&local[sym], 1u); });
+    ::ebac::detail::huffman_tokenize_segment(codes + sg.first, sg.m, sg.begin, sg.end, false,
+                                             [&](std::uint32_t sym, std::uint32_t, int) { atomicAdd(&local[S + sym], 1u); });
   }
   __syncthreads();
-  for (std::uint32_t i = threadIdx.x; i < 2 * S; i += histogram_threads)
+  for (std::uint32_t i = threadIdx.x; i < 2 * S; i += huffman_threads)
     if (local[i]) atomicAdd(&hist[i], static_cast<unsigned long long>(local[i]));
 }
 
-/// Any encoder, one thread a chunk, into a worst-case-sized slot per chunk.
-/// A Huffman encoder is bound here to the codebook image built on the
-/// device (huffman_codebook_kernel); others ignore `image`.
+/// Huffman encoding, one warp a chunk, into the chunk's worst-case slot
+/// (4-byte aligned): the lanes count their segments' bits, a warp scan
+/// places them, the words two segments share are zeroed, and each lane
+/// writes its bits with detail::segment_bit_writer (shared words by
+/// atomicOr) - the bytes the host's encode_chunk writes (host-tested).
+template <int = 0>
+EBAC_KERNEL void __launch_bounds__(huffman_threads)
+huffman_encode_kernel(const std::byte* image, const std::uint32_t* codes, std::uint64_t n, std::uint32_t chunk,
+                      std::uint64_t chunks, std::byte* scratch, std::size_t slot, std::uint64_t* chunk_bytes) {
+  const huffman enc = bind_huffman_image(image);
+  const unsigned lane = threadIdx.x & 31u;
+  const std::uint64_t c = blockIdx.x * std::uint64_t{huffman_warps} + (threadIdx.x >> 5);
+  if (c >= chunks) return;  // warp-uniform
+  const warp_segment sg(c, n, chunk, lane);
+  const std::uint32_t* in = codes + sg.first;
+  std::uint64_t bits = 0;
+  ::ebac::detail::huffman_tokenize_segment(in, sg.m, sg.begin, sg.end, enc.use_runs,
+                                           [&](std::uint32_t s, std::uint32_t, int k) { bits += enc.length[s] + static_cast<std::uint64_t>(k); });
+  std::uint64_t offset = bits;  // inclusive warp scan, then exclusive
+  for (unsigned o = 1; o < 32; o <<= 1) {
+    const std::uint64_t up = __shfl_up_sync(0xffffffffu, offset, o);
+    if (lane >= o) offset += up;
+  }
+  const std::uint64_t total = __shfl_sync(0xffffffffu, offset, 31);
+  offset -= bits;
+  auto* words = reinterpret_cast<std::uint32_t*>(scratch + c * slot);
+  if (offset % 32) words[offset / 32] = 0;
+  if (lane == 31 && total % 32) words[total / 32] = 0;
+  __syncwarp();
+  auto or_word = [words](std::uint64_t i, std::uint32_t v) { atomicOr(words + i, v); };
+  ::ebac::detail::segment_bit_writer<decltype(or_word)> w(words, offset, or_word);
+  ::ebac::detail::huffman_tokenize_segment(in, sg.m, sg.begin, sg.end, enc.use_runs, [&](std::uint32_t s, std::uint32_t x, int k) {
+    w.put(enc.code_lsb[s], enc.length[s]);
+    if (k) w.put(x, k);
+  });
+  w.finish();
+  if (lane == 0) chunk_bytes[c] = (total + 7) / 8;
+}
+
+/// Any encoder without a codebook (run_length), one thread a chunk, into a
+/// worst-case-sized slot per chunk.
 template <class E>
-EBAC_KERNEL void serial_encode_kernel(E enc, const std::byte* image, const std::uint32_t* codes, std::uint64_t n,
-                                      std::uint32_t chunk, std::uint64_t chunks, std::byte* scratch, std::size_t slot,
-                                      std::uint64_t* chunk_bytes) {
-  if constexpr (E::needs_codebook) enc = bind_huffman_image(image);
+EBAC_KERNEL void serial_encode_kernel(E enc, const std::uint32_t* codes, std::uint64_t n, std::uint32_t chunk,
+                                      std::uint64_t chunks, std::byte* scratch, std::size_t slot, std::uint64_t* chunk_bytes) {
+  static_assert(!E::needs_codebook, "Huffman chunks are encoded by huffman_encode_kernel");
   for (std::uint64_t c = blockIdx.x * std::uint64_t{blockDim.x} + threadIdx.x; c < chunks; c += std::uint64_t{gridDim.x} * blockDim.x) {
     const std::uint64_t first = c * chunk;
     const std::size_t m = static_cast<std::size_t>(n - first < chunk ? n - first : chunk);
