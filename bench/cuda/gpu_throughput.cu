@@ -133,6 +133,9 @@ void all_pipelines(const char* dtype, const std::vector<T>& x, const ebac::exten
   // Codebook built on the device inside compress (kernels/huffman_codebook.cuh);
   // fewer repetitions: the per-chunk coder is not tuned yet.
   run<pipeline<lorenzo, sign_preserving_quantizer, huffman>, T>("ratio-flat", dtype, x, e, eb, reps < 5 ? reps : 5, mc, label);
+  // Same stream; decoding turns the decoded codes into values in one pass (kernels/fused_bitpack_decode.cuh).
+  run<pipeline<lorenzo, sign_preserving_quantizer, huffman>, T>("ratio-flat (fused)", dtype, x, e, eb, reps < 5 ? reps : 5, mc, label,
+                                                                ebac::cuda::kernel_path::fused);
 }
 
 double memcpy_gbs(std::size_t bytes, int reps) {

@@ -192,7 +192,7 @@ TEST_CASE("fused and single-pass bit-packing kernels give the staged (and host) 
   }
 }
 
-TEST_CASE("fused decoder: chunk-local streams decode to the host's values; others fall back to staged") {
+TEST_CASE("fused decoders: chunk-local streams (any encoder) decode to the host's values; others fall back to staged") {
   constexpr auto fused = ebac::cuda::kernel_path::fused;
   using fast_t = ebac::pipeline<ebac::lorenzo, ebac::sign_preserving_quantizer, ebac::block_bitpack>;
   using plain_t = ebac::pipeline<ebac::no_prediction, ebac::linear_quantizer, ebac::block_bitpack>;
@@ -221,6 +221,13 @@ TEST_CASE("fused decoder: chunk-local streams decode to the host's values; other
       check_matches_host(x, e, plain, opt, fused);
       plain.chunk_elements = 32;  // one block a chunk
       check_matches_host(x, e, plain, opt, fused);
+      // Other encoders: their decoder fills the code field, one fused pass makes the values.
+      check_matches_host(x, e, ebac::pipeline<ebac::lorenzo, ebac::sign_preserving_quantizer, ebac::huffman>{}, opt, fused);
+      check_matches_host(x, e, ebac::pipeline<ebac::no_prediction, ebac::linear_quantizer, ebac::huffman>{}, opt, fused);
+      ebac::pipeline<ebac::lorenzo, ebac::sign_preserving_quantizer, ebac::run_length> rle;
+      rle.predictor = ebac::lorenzo::flat(64);
+      rle.chunk_elements = 256;
+      check_matches_host(x, e, rle, opt, fused);
     });
   }
 }

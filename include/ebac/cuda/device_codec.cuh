@@ -85,23 +85,24 @@ struct temp_carver {
 /// CUB scan between; `single_pass` does size and write in one launch, chunk
 /// offsets by decoupled look-back (chunks of up to
 /// kernels::single_pass_max_chunk elements; larger ones run `fused`). All
-/// give the same stream, byte for byte. Decompression: `fused` and
-/// `single_pass` decode a chunk straight to values in one kernel
-/// (kernels/fused_bitpack_decode.cuh) when chunks decode on their own (see
-/// fused_decode_tile_blocks), the same values as `staged`. Other encoders
-/// and predictors always run staged. None of the fused kernels has been
+/// give the same stream, byte for byte. Decompression, when chunks decode on
+/// their own (see fused_decode_tile_blocks): `fused` and `single_pass`
+/// decode a bit-packed chunk straight to values in one kernel, and turn the
+/// codes of other encoders into values in one pass instead of three
+/// (kernels/fused_bitpack_decode.cuh); the same values as `staged`. Other
+/// predictors always run staged. None of the fused kernels has been
 /// measured yet (no GPU so far), so `staged` stays the default until the
 /// GPU check has compared them.
 enum class kernel_path : std::uint8_t { staged, fused, single_pass };
 
-/// Whether the fused decoder takes a (validated) stream: bit-packed, with
-/// chunks that decode on their own as the host backend defines it
-/// (host::detail::chunk_local: no prediction, or flat 1-D Lorenzo whose tile
-/// divides the chunk), and for Lorenzo a tile of whole 32-code blocks.
-/// tile_blocks = tile / 32, or 0 without prediction.
+/// Whether the fused decoders take a (validated) stream: chunks that decode
+/// on their own as the host backend defines it (host::detail::chunk_local:
+/// no prediction, or flat 1-D Lorenzo whose tile divides the chunk), and for
+/// Lorenzo a tile of whole 32-code blocks. tile_blocks = tile / 32, or 0
+/// without prediction.
 inline bool fused_decode_tile_blocks(const stream_header& h, std::uint64_t& tile_blocks) noexcept {
   tile_blocks = 0;
-  if (h.encoder != encoder_id::block_bitpack || h.chunk_elements == 0) return false;
+  if (h.chunk_elements == 0) return false;
   if (h.predictor == predictor_id::none) return ::ebac::host::detail::chunk_local(no_prediction{}, h.chunk_elements);
   const lorenzo& l = h.lorenzo_params;
   if (h.predictor != predictor_id::lorenzo || l.validate(h.shape) != status::ok ||
@@ -304,7 +305,8 @@ template <element T>
   std::uint64_t tile_blocks = 0;
   const bool fused = path != kernel_path::staged && fused_decode_tile_blocks(h, tile_blocks);
   detail::temp_carver t{static_cast<std::byte*>(d_temp)};
-  auto* field = t.take<std::uint32_t>(fused ? 0 : n + 1);
+  const bool no_field = fused && h.encoder == encoder_id::block_bitpack;  // payload -> values directly
+  auto* field = t.take<std::uint32_t>(no_field ? 0 : n + 1);
   auto* chunk_bytes = t.take<std::uint64_t>(chunks + 1);
   auto* chunk_offset = t.take<std::uint64_t>(chunks + 1);
   std::size_t scan_bytes = 0;
@@ -354,7 +356,10 @@ template <element T>
               d_status);
         }
       }
-      if (n > 0) {
+      if (n > 0 && fused) {  // codes -> values in one pass
+        kernels::fused_values_kernel<Q, T><<<static_cast<unsigned>(chunks), kernels::fused_threads, 0, stream>>>(
+            tile_blocks, field, n, C, Q::make(h.eb_abs), d_out);
+      } else if (n > 0) {
         kernels::unzigzag_kernel<0><<<detail::grid_for(n), 256, 0, stream>>>(field, n);
         for (int k = pipe.predictor.passes() - 1; k >= 0; --k) {
           const axis_pass p = pipe.predictor.pass(h.shape, k);

@@ -1,4 +1,4 @@
-// ebac/cuda/kernels/fused_bitpack_decode.cuh - bit-packed chunks straight to values.
+// ebac/cuda/kernels/fused_bitpack_decode.cuh - chunks straight to values.
 //
 // The staged decoder (device_codec.cuh) unpacks every chunk's codes into a
 // uint32 field, then runs an unzigzag pass, one inverse pass per predictor
@@ -15,7 +15,10 @@
 // reconstructed by the quantizer the host uses. Sizes read from the stream
 // are checked first, as in the staged decoder; a chunk that fails decodes as
 // all-zero codes, so every element is still written. Outliers are restored
-// afterwards by outlier_restore_kernel, as in the staged path.
+// afterwards by outlier_restore_kernel, as in the staged path. Streams of
+// other encoders (Huffman, run-length) with such chunks are decoded into a
+// code field by their kernel, then fused_values_kernel does the rest in one
+// pass instead of three.
 #pragma once
 
 #include <ebac/cuda/config.cuh>
@@ -35,8 +38,40 @@ EBAC_NAMESPACE_BEGIN
 namespace cuda {
 namespace kernels {
 
-/// Decodes chunk blockIdx.x into out. tile_blocks = flat Lorenzo tile / 32,
-/// or 0 for a stream without prediction.
+/// The second half of a fused decoder, shared by the kernels below: rounds
+/// of fused_warps blocks of 32 codes; residual(first, b, lane) gives lane's
+/// residual (0 past the chunk) of block b in the round starting at block
+/// `first` - every thread calls it, so it may synchronize the block. Flat
+/// Lorenzo (tile_blocks > 0) is inverted by a warp scan plus
+/// tiled_prefix_rounds; the value is reconstructed and written.
+template <class Q, class T, class Residual>
+__device__ void write_chunk_values(const fused_chunk& ck, std::uint64_t tile_blocks, const Q& q, T* out,
+                                   std::uint32_t* warp_total, Residual&& residual) {
+  const unsigned lane = threadIdx.x & 31u, warp = threadIdx.x >> 5;
+  const tiled_prefix_rounds rounds{tile_blocks ? tile_blocks : 1};
+  std::uint32_t carry = 0;
+  for (std::uint64_t first = 0; first < ck.nb; first += fused_warps) {
+    const std::uint64_t b = first + warp;
+    std::uint32_t value = residual(first, b, lane);
+    if (tile_blocks) {  // flat Lorenzo: inclusive scan in the warp, then the tile's earlier blocks
+      for (unsigned o = 1; o < 32; o <<= 1) {
+        const std::uint32_t up = __shfl_up_sync(0xffffffffu, value, o);
+        if (lane >= o) value += up;
+      }
+      if (lane == 31) warp_total[warp] = value;
+      __syncthreads();
+      const unsigned count = static_cast<unsigned>(ck.nb - first < fused_warps ? ck.nb - first : fused_warps);
+      if (b < ck.nb) value += rounds.before(first, warp_total, warp, carry);
+      carry = rounds.before(first, warp_total, count, carry);
+    }
+    const std::uint64_t j = b * 32 + lane;
+    if (j < ck.m) out[ck.first + j] = reconstruct_element<T>(q, static_cast<std::int32_t>(value));
+    __syncthreads();  // warp_total (and the residual's shared state) is rewritten next round
+  }
+}
+
+/// Decodes bit-packed chunk blockIdx.x into out. tile_blocks = flat Lorenzo
+/// tile / 32, or 0 for a stream without prediction.
 template <class Q, class T>
 EBAC_KERNEL void __launch_bounds__(fused_threads)
 fused_bitpack_decode_kernel(std::uint64_t tile_blocks, const std::byte* payload, std::uint64_t payload_bytes,
@@ -48,7 +83,6 @@ fused_bitpack_decode_kernel(std::uint64_t tile_blocks, const std::byte* payload,
   __shared__ std::uint32_t warp_total[fused_warps];
   __shared__ int bad;
   const fused_chunk ck(blockIdx.x, n, chunk);
-  const unsigned lane = threadIdx.x & 31u, warp = threadIdx.x >> 5;
 
   // Validate the chunk's place and its width bytes before reading a word.
   const bool placed = chunk_in_bounds(chunk_bytes, chunk_offset, blockIdx.x, payload_bytes) && chunk_bytes[blockIdx.x] >= ck.nb;
@@ -69,11 +103,9 @@ fused_bitpack_decode_kernel(std::uint64_t tile_blocks, const std::byte* payload,
   const bool corrupt = bad != 0;  // block-uniform from here on
   if (corrupt && threadIdx.x == 0) detail::set_status(status, placed ? device_corrupt_chunk : device_corrupt_table);
 
-  const tiled_prefix_rounds rounds{tile_blocks ? tile_blocks : 1};
   std::uint64_t round_base = ck.nb;  // payload bytes before this round, from the chunk's start
-  std::uint32_t carry = 0;
-  for (std::uint64_t first = 0; first < ck.nb; first += fused_warps) {
-    const std::uint64_t b = first + warp;
+  write_chunk_values(ck, tile_blocks, q, out, warp_total, [&](std::uint64_t, std::uint64_t b, unsigned lane) -> std::uint32_t {
+    const unsigned warp = threadIdx.x >> 5;
     const int width = (!corrupt && b < ck.nb) ? static_cast<int>(in[b]) : 0;  // warp-uniform
     if (lane == 0) warp_bytes[warp] = 4u * static_cast<std::uint32_t>(width);
     __syncthreads();
@@ -82,26 +114,27 @@ fused_bitpack_decode_kernel(std::uint64_t tile_blocks, const std::byte* payload,
       before += k < warp ? warp_bytes[k] : 0u;
       round += warp_bytes[k];
     }
+    const std::uint64_t at = round_base + before;
+    round_base += round;  // warp_bytes is rewritten only after write_chunk_values' end-of-round barrier
     const std::uint64_t j = b * 32 + lane;
-    std::uint32_t value = 0;
-    if (width > 0 && j < ck.m)
-      value = static_cast<std::uint32_t>(
-          ::ebac::detail::unzigzag(block_bitpack::code_at(in + round_base + before, width, static_cast<int>(lane))));
-    if (tile_blocks) {  // flat Lorenzo: inclusive scan in the warp, then the tile's earlier blocks
-      for (unsigned o = 1; o < 32; o <<= 1) {
-        const std::uint32_t up = __shfl_up_sync(0xffffffffu, value, o);
-        if (lane >= o) value += up;
-      }
-      if (lane == 31) warp_total[warp] = value;
-      __syncthreads();
-      const unsigned count = static_cast<unsigned>(ck.nb - first < fused_warps ? ck.nb - first : fused_warps);
-      if (b < ck.nb) value += rounds.before(first, warp_total, warp, carry);
-      carry = rounds.before(first, warp_total, count, carry);
-    }
-    if (j < ck.m) out[ck.first + j] = reconstruct_element<T>(q, static_cast<std::int32_t>(value));
-    round_base += round;
-    __syncthreads();  // warp_bytes and warp_total are rewritten next round
-  }
+    if (width == 0 || j >= ck.m) return 0u;
+    return static_cast<std::uint32_t>(::ebac::detail::unzigzag(block_bitpack::code_at(in + at, width, static_cast<int>(lane))));
+  });
+}
+
+/// The values of chunk blockIdx.x from its decoded (still zigzagged) codes
+/// in `field`: for encoders decoded by another kernel (Huffman, run-length)
+/// of a stream whose chunks decode on their own. Replaces the staged
+/// unzigzag, inverse and reconstruct passes with one read of the field.
+template <class Q, class T>
+EBAC_KERNEL void __launch_bounds__(fused_threads)
+fused_values_kernel(std::uint64_t tile_blocks, const std::uint32_t* field, std::uint64_t n, std::uint32_t chunk, Q q, T* out) {
+  __shared__ std::uint32_t warp_total[fused_warps];
+  const fused_chunk ck(blockIdx.x, n, chunk);
+  write_chunk_values(ck, tile_blocks, q, out, warp_total, [&](std::uint64_t, std::uint64_t b, unsigned lane) -> std::uint32_t {
+    const std::uint64_t j = b * 32 + lane;
+    return (b < ck.nb && j < ck.m) ? static_cast<std::uint32_t>(::ebac::detail::unzigzag(field[ck.first + j])) : 0u;
+  });
 }
 
 }  // namespace kernels
