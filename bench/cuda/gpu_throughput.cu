@@ -19,6 +19,7 @@
 #include <fstream>
 #include <sstream>
 #include <string>
+#include <utility>
 #include <vector>
 
 namespace {
@@ -52,9 +53,18 @@ struct timer {
   }
 };
 
+/// A staged run's stream and values, which the other kernel paths of the
+/// same pipeline must reproduce exactly (the status column says so).
+template <class T>
+struct baseline {
+  std::vector<std::byte> stream;
+  std::vector<T> values;
+};
+
 template <class Pipe, class T>
 void run(const char* name, const char* dtype, const std::vector<T>& x, const ebac::extents& e, double eb, int reps,
-         double memcpy_gbs, const char* data_label, ebac::cuda::kernel_path path = ebac::cuda::kernel_path::staged) {
+         double memcpy_gbs, const char* data_label, ebac::cuda::kernel_path path = ebac::cuda::kernel_path::staged,
+         baseline<T>* keep = nullptr, const baseline<T>* compare = nullptr) {
   ebac::compress_options opt;
   opt.bound = {eb, ebac::bound_mode::relative};
   opt.checksum = false;
@@ -106,36 +116,49 @@ void run(const char* name, const char* dtype, const std::vector<T>& x, const eba
   });
   int st = 0;
   CHECK_CUDA(cudaMemcpy(&st, d_status, sizeof st, cudaMemcpyDeviceToHost));
+  const char* verdict = st == 0 ? "ok" : "DECODE ERROR";
+  if (keep || compare) {  // outside the timing: the other paths must give the staged stream and values
+    baseline<T> mine{std::vector<std::byte>(size), std::vector<T>(x.size())};
+    CHECK_CUDA(cudaMemcpy(mine.stream.data(), d_stream, size, cudaMemcpyDeviceToHost));
+    CHECK_CUDA(cudaMemcpy(mine.values.data(), d_out, bytes, cudaMemcpyDeviceToHost));
+    if (compare && st == 0) {
+      if (mine.stream != compare->stream) verdict = "STREAM DIFFERS FROM STAGED";
+      else if (std::memcmp(mine.values.data(), compare->values.data(), bytes) != 0) verdict = "VALUES DIFFER FROM STAGED";
+      else verdict = "ok, = staged";
+    }
+    if (keep) *keep = std::move(mine);
+  }
   const double cg = bytes / c_ms / 1e6, dg = bytes / d_ms / 1e6;
   std::printf("| %s | %s | %s | %.2f | %.1f | %.1f%% | %.1f | %.1f%% | %s |\n", data_label, name, dtype,
-              static_cast<double>(bytes) / size, cg, 100 * cg / memcpy_gbs, dg, 100 * dg / memcpy_gbs, st == 0 ? "ok" : "DECODE ERROR");
+              static_cast<double>(bytes) / size, cg, 100 * cg / memcpy_gbs, dg, 100 * dg / memcpy_gbs, verdict);
   cudaFree(d_in); cudaFree(d_out); cudaFree(d_ctemp); cudaFree(d_stream); cudaFree(d_size); cudaFree(d_status); cudaFree(d_dtemp);
 }
 
 template <class T>
 void all_pipelines(const char* dtype, const std::vector<T>& x, const ebac::extents& e, double eb, int reps, double mc, const char* label) {
   using namespace ebac;
-  run<pipeline<lorenzo, sign_preserving_quantizer, block_bitpack>, T>("fast", dtype, x, e, eb, reps, mc, label);
-  run<pipeline<no_prediction, sign_preserving_quantizer, block_bitpack>, T>("plain", dtype, x, e, eb, reps, mc, label);
-  // The fused kernels: compression reads the input twice instead of staging two
-  // arrays (kernels/fused_bitpack.cuh); decompression goes from payload to
-  // values in one kernel (kernels/fused_bitpack_decode.cuh). Same streams and values.
-  run<pipeline<lorenzo, sign_preserving_quantizer, block_bitpack>, T>("fast (fused)", dtype, x, e, eb, reps, mc, label,
-                                                                      ebac::cuda::kernel_path::fused);
-  run<pipeline<no_prediction, sign_preserving_quantizer, block_bitpack>, T>("plain (fused)", dtype, x, e, eb, reps, mc, label,
-                                                                            ebac::cuda::kernel_path::fused);
-  // One launch for size and write, chunk offsets by decoupled look-back.
-  run<pipeline<lorenzo, sign_preserving_quantizer, block_bitpack>, T>("fast (single pass)", dtype, x, e, eb, reps, mc, label,
-                                                                      ebac::cuda::kernel_path::single_pass);
-  run<pipeline<no_prediction, sign_preserving_quantizer, block_bitpack>, T>("plain (single pass)", dtype, x, e, eb, reps, mc, label,
-                                                                            ebac::cuda::kernel_path::single_pass);
+  using ebac::cuda::kernel_path;
+  using fast_t = pipeline<lorenzo, sign_preserving_quantizer, block_bitpack>;
+  using plain_t = pipeline<no_prediction, sign_preserving_quantizer, block_bitpack>;
+  using ratio_flat_t = pipeline<lorenzo, sign_preserving_quantizer, huffman>;
+  // The fused kernels: compression computes codes from the input where needed
+  // (kernels/fused_bitpack.cuh; single_pass: one launch, offsets by decoupled
+  // look-back); decompression goes from payload (or decoded codes) to values
+  // in one kernel (kernels/fused_bitpack_decode.cuh). Each must reproduce the
+  // staged stream and values, checked after timing.
+  baseline<T> ref;
+  run<fast_t, T>("fast", dtype, x, e, eb, reps, mc, label, kernel_path::staged, &ref);
+  run<fast_t, T>("fast (fused)", dtype, x, e, eb, reps, mc, label, kernel_path::fused, nullptr, &ref);
+  run<fast_t, T>("fast (single pass)", dtype, x, e, eb, reps, mc, label, kernel_path::single_pass, nullptr, &ref);
+  run<plain_t, T>("plain", dtype, x, e, eb, reps, mc, label, kernel_path::staged, &ref);
+  run<plain_t, T>("plain (fused)", dtype, x, e, eb, reps, mc, label, kernel_path::fused, nullptr, &ref);
+  run<plain_t, T>("plain (single pass)", dtype, x, e, eb, reps, mc, label, kernel_path::single_pass, nullptr, &ref);
   run<pipeline<lorenzo, sign_preserving_quantizer, run_length>, T>("rle", dtype, x, e, eb, reps, mc, label);
   // Codebook built on the device inside compress (kernels/huffman_codebook.cuh);
-  // fewer repetitions: the per-chunk coder is not tuned yet.
-  run<pipeline<lorenzo, sign_preserving_quantizer, huffman>, T>("ratio-flat", dtype, x, e, eb, reps < 5 ? reps : 5, mc, label);
-  // Same stream; decoding turns the decoded codes into values in one pass (kernels/fused_bitpack_decode.cuh).
-  run<pipeline<lorenzo, sign_preserving_quantizer, huffman>, T>("ratio-flat (fused)", dtype, x, e, eb, reps < 5 ? reps : 5, mc, label,
-                                                                ebac::cuda::kernel_path::fused);
+  // fewer repetitions: decoding runs one thread per chunk.
+  const int hr = reps < 5 ? reps : 5;
+  run<ratio_flat_t, T>("ratio-flat", dtype, x, e, eb, hr, mc, label, kernel_path::staged, &ref);
+  run<ratio_flat_t, T>("ratio-flat (fused)", dtype, x, e, eb, hr, mc, label, kernel_path::fused, nullptr, &ref);
 }
 
 double memcpy_gbs(std::size_t bytes, int reps) {
@@ -204,7 +227,8 @@ int main(int argc, char** argv) {
   }
   if (!corpus.empty()) all_pipelines<float>("f32", corpus, ebac::extents{corpus.size()}, eb, reps, mc, "bundled corpus (concatenated)");
   std::printf("\nrelative bound %g; best of %d runs each (Huffman: of %d). Huffman compression includes the histogram and the\n"
-              "codebook built on the device; its decompression excludes the codebook upload (done once, before timing).\n",
+              "codebook built on the device; its decompression excludes the codebook upload (done once, before timing).\n"
+              "status \"ok, = staged\": that kernel path wrote the staged path's stream and decoded its values, byte for byte.\n",
               eb, reps, reps < 5 ? reps : 5);
   return 0;
 }

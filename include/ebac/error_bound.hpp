@@ -41,6 +41,21 @@ struct error_bound {
   }
 };
 
+namespace detail {
+/// Order-preserving int32 key of a float's bits: a < b as floats (for
+/// non-NaN values; -0 sorts just below +0) exactly when key(a) < key(b).
+/// The host's value_range and the CUDA range kernel both reduce keys.
+[[nodiscard]] EBAC_HOST_DEVICE std::int32_t float_order_key(float x) noexcept {
+  const std::uint32_t b = float_bits(x);
+  return static_cast<std::int32_t>(b ^ ((static_cast<std::uint32_t>(static_cast<std::int32_t>(b) >> 31)) & 0x7fffffffu));
+}
+/// The float whose key is k (inverse of float_order_key).
+[[nodiscard]] EBAC_HOST_DEVICE float float_from_order_key(std::int32_t k) noexcept {
+  const auto u = static_cast<std::uint32_t>(k);
+  return bits_float(u ^ ((static_cast<std::uint32_t>(k >> 31)) & 0x7fffffffu));
+}
+}  // namespace detail
+
 /// Finite value range of a tensor. Float min/max are exact, so the range is
 /// accumulated in float (vectorizable) and the span taken in double.
 struct value_range {
@@ -54,19 +69,19 @@ struct value_range {
     std::int32_t lo = 0x7fffffff, hi = -0x7fffffff - 1;
     for (std::size_t i = 0; i < n; ++i) {
       const std::uint32_t b = detail::float_bits(x[i]);
-      const std::int32_t key = static_cast<std::int32_t>(b ^ ((static_cast<std::uint32_t>(static_cast<std::int32_t>(b) >> 31)) & 0x7fffffffu));
+      const std::int32_t key = detail::float_order_key(x[i]);
       const std::uint32_t fm = 0u - static_cast<std::uint32_t>((b & 0x7f800000u) != 0x7f800000u);
       const auto klo = static_cast<std::int32_t>((static_cast<std::uint32_t>(key) & fm) | (0x7fffffffu & ~fm));
       const auto khi = static_cast<std::int32_t>((static_cast<std::uint32_t>(key) & fm) | (0x80000000u & ~fm));
       lo = klo < lo ? klo : lo;
       hi = khi > hi ? khi : hi;
     }
-    if (lo > hi) return;  // no finite value
-    auto to_float_key = [](std::int32_t k) {
-      const auto u = static_cast<std::uint32_t>(k);
-      return detail::bits_float(u ^ ((static_cast<std::uint32_t>(k >> 31)) & 0x7fffffffu));
-    };
-    merge(value_range{to_float_key(lo), to_float_key(hi), true});
+    merge(from_keys(lo, hi));
+  }
+  /// The range of finite keys [lo, hi] (empty when lo > hi: no finite value).
+  [[nodiscard]] EBAC_HOST_DEVICE static value_range from_keys(std::int32_t lo, std::int32_t hi) noexcept {
+    if (lo > hi) return {};
+    return value_range{detail::float_from_order_key(lo), detail::float_from_order_key(hi), true};
   }
   EBAC_HOST_DEVICE void add(float x) noexcept { add_block(&x, 1); }
   EBAC_HOST_DEVICE void merge(const value_range& o) noexcept {
@@ -84,7 +99,7 @@ struct value_range {
 /// all-non-finite) tensor has range 0 and hence bound 0: everything that is
 /// not exactly representable is then stored losslessly, which keeps the
 /// promise |x - y| <= rel * range.
-inline double absolute_bound(const error_bound& eb, const value_range& r) noexcept {
+EBAC_HOST_DEVICE double absolute_bound(const error_bound& eb, const value_range& r) noexcept {
   return eb.mode == bound_mode::absolute ? eb.value : eb.value * r.span();
 }
 

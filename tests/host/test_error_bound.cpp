@@ -1,8 +1,10 @@
 // Error bound description: validation, modes, value range, absolute bound.
 #include "test_support.hpp"
 
+#include <algorithm>
 #include <cmath>
 #include <limits>
+#include <random>
 #include <vector>
 
 using namespace ebac_test;
@@ -97,6 +99,38 @@ TEST_CASE("absolute_bound: absolute passes through, relative scales by the span"
   c.add(3.0f);
   CHECK(ebac::absolute_bound({1e-3, ebac::bound_mode::relative}, c) == 0.0);  // constant: exact
   CHECK(ebac::absolute_bound({1e-3, ebac::bound_mode::relative}, ebac::value_range{}) == 0.0);
+}
+
+TEST_CASE("float_order_key: order-preserving and invertible (the key the host range and the CUDA range kernel reduce)") {
+  std::mt19937 rng(12);
+  std::vector<float> v = {0.0f, -0.0f, 1e-45f, -1e-45f, 1.17549435e-38f, -1.17549435e-38f, 1.0f, -1.0f,
+                          3.4028235e38f, -3.4028235e38f, INFINITY, -INFINITY};
+  for (int i = 0; i < 20000; ++i) v.push_back(ebac::detail::bits_float(static_cast<std::uint32_t>(rng())));
+  std::erase_if(v, [](float x) { return std::isnan(x); });
+  for (float a : v) {
+    CHECK(ebac::detail::float_bits(ebac::detail::float_from_order_key(ebac::detail::float_order_key(a))) == ebac::detail::float_bits(a));
+  }
+  for (std::size_t i = 0; i + 1 < v.size(); ++i) {
+    const float a = v[i], b = v[i + 1];
+    const auto ka = ebac::detail::float_order_key(a), kb = ebac::detail::float_order_key(b);
+    if (a < b) CHECK(ka < kb);
+    if (a > b) CHECK(ka > kb);
+    if (a == b) CHECK((ka == kb || (a == 0.0f && ka != kb)));  // +0 and -0 differ only in sign
+  }
+  // The range from keys equals the range add_block finds.
+  ebac::value_range r;
+  r.add_block(v.data(), v.size());
+  std::int32_t lo = 0x7fffffff, hi = -0x7fffffff - 1;
+  for (float x : v)
+    if (std::isfinite(x)) {
+      lo = std::min(lo, ebac::detail::float_order_key(x));
+      hi = std::max(hi, ebac::detail::float_order_key(x));
+    }
+  const auto k = ebac::value_range::from_keys(lo, hi);
+  CHECK(k.any_finite);
+  CHECK(k.min == r.min);
+  CHECK(k.max == r.max);
+  CHECK(!ebac::value_range::from_keys(1, 0).any_finite);
 }
 
 }  // TEST_SUITE

@@ -12,16 +12,6 @@ EBAC_NAMESPACE_BEGIN
 namespace cuda {
 namespace kernels {
 
-/// Order-preserving int key of a float (as value_range::add_block uses).
-__device__ __forceinline__ std::int32_t float_key(float x) {
-  const std::uint32_t b = ::ebac::detail::float_bits(x);
-  return static_cast<std::int32_t>(b ^ (static_cast<std::uint32_t>(static_cast<std::int32_t>(b) >> 31) & 0x7fffffffu));
-}
-__device__ __forceinline__ float key_float(std::int32_t k) {
-  const auto u = static_cast<std::uint32_t>(k);
-  return ::ebac::detail::bits_float(u ^ (static_cast<std::uint32_t>(k >> 31) & 0x7fffffffu));
-}
-
 /// keys[0] = min key, keys[1] = max key over finite values (keys start at
 /// INT_MAX / INT_MIN). Min and max are order-independent: deterministic.
 template <class T>
@@ -30,7 +20,7 @@ EBAC_KERNEL void range_kernel(const T* in, std::uint64_t n, std::int32_t* keys) 
   for (std::uint64_t i = blockIdx.x * std::uint64_t{blockDim.x} + threadIdx.x; i < n; i += std::uint64_t{gridDim.x} * blockDim.x) {
     const float x = to_float(in[i]);
     if ((::ebac::detail::float_bits(x) & 0x7f800000u) == 0x7f800000u) continue;
-    const std::int32_t k = float_key(x);
+    const std::int32_t k = ::ebac::detail::float_order_key(x);  // value_range's keys
     lo = k < lo ? k : lo;
     hi = k > hi ? k : hi;
   }
@@ -57,13 +47,7 @@ EBAC_KERNEL void range_init_kernel(std::int32_t* keys) {
 /// device, so no value travels back to the host.
 template <class Q>
 EBAC_KERNEL void make_quantizer_kernel(error_bound bound, const std::int32_t* keys, Q* q, double* eb_abs, int* status) {
-  value_range r;
-  if (keys[0] <= keys[1]) {
-    r.min = key_float(keys[0]);
-    r.max = key_float(keys[1]);
-    r.any_finite = true;
-  }
-  const double eb = bound.mode == bound_mode::absolute ? bound.value : bound.value * r.span();
+  const double eb = absolute_bound(bound, value_range::from_keys(keys[0], keys[1]));  // the host's rule
   if (!(eb >= 0) || !(eb - eb == 0)) detail::set_status(status, device_bad_bound);
   *eb_abs = eb;
   *q = Q::make(eb);
