@@ -22,8 +22,6 @@ __all__ = ["compressed_activations", "stats", "LayerAwareCompression", "plan_bat
 
 __version__ = "0.1.0"
 
-_CODE_DTYPES = {v: k for k, v in _FLOAT_CODES.items()}
-
 
 def load_extension(verbose=False):
     """The C++ extension module (installed, or built in-tree on first use)."""
