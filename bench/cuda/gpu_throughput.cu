@@ -155,7 +155,7 @@ void all_pipelines(const char* dtype, const std::vector<T>& x, const ebac::exten
   run<plain_t, T>("plain (single pass)", dtype, x, e, eb, reps, mc, label, kernel_path::single_pass, nullptr, &ref);
   run<pipeline<lorenzo, sign_preserving_quantizer, run_length>, T>("rle", dtype, x, e, eb, reps, mc, label);
   // Codebook built on the device inside compress (kernels/huffman_codebook.cuh);
-  // fewer repetitions: decoding runs one thread per chunk.
+  // fewer repetitions: the Huffman kernels are not tuned yet.
   const int hr = reps < 5 ? reps : 5;
   run<ratio_flat_t, T>("ratio-flat", dtype, x, e, eb, hr, mc, label, kernel_path::staged, &ref);
   run<ratio_flat_t, T>("ratio-flat (fused)", dtype, x, e, eb, hr, mc, label, kernel_path::fused, nullptr, &ref);

@@ -5,6 +5,7 @@
 #include "test_support.hpp"
 
 #include <ebac/encoder/huffman_image.hpp>
+#include <ebac/encoder/huffman_lanes.hpp>
 
 #include <algorithm>
 #include <cstring>
@@ -320,6 +321,96 @@ TEST_CASE("huffman: segments coded apart (one warp a chunk on the device) give t
       }
     }
   }
+}
+
+namespace {
+/// The CUDA decoder's lane protocol (encoder/huffman_lanes.hpp), replayed
+/// with arrays: what a warp computes with shuffles and ballots.
+ebac::status lanes_decode(const ebac::huffman& enc, const std::byte* in, std::size_t bytes, std::uint32_t* codes, std::size_t m,
+                          int& rounds) {
+  using L = ebac::huffman_lanes;
+  constexpr unsigned W = L::count;
+  const L lanes(bytes);
+  std::uint64_t start[W];
+  ebac::huffman_range res[W];
+  bool decoded[W] = {};
+  for (unsigned l = 0; l < W; ++l) start[l] = lanes.first_guess(l);
+  for (rounds = 1;; ++rounds) {
+    REQUIRE(rounds <= static_cast<int>(W) + 1);
+    for (unsigned l = 0; l < W; ++l)
+      if (!decoded[l]) {
+        res[l] = lanes.count_from(enc, in, bytes, start[l], l);
+        decoded[l] = true;
+      }
+    bool changed = false;
+    for (unsigned l = 1; l < W; ++l) {
+      const std::uint64_t s = L::next_start(res[l - 1]);
+      if (s != start[l]) {
+        start[l] = s;
+        decoded[l] = false;
+        changed = true;
+      }
+    }
+    if (!changed) break;
+  }
+  std::uint64_t first[W], sum = 0;
+  for (unsigned l = 0; l < W; ++l) {
+    first[l] = sum;
+    sum += res[l].elements;
+  }
+  unsigned last = W;
+  for (unsigned l = 0; l < W && last == W; ++l)
+    if (L::holds_last(first[l], res[l].elements, m)) last = l;
+  if (last == W) return ebac::status::corrupt_stream;
+  for (unsigned l = 0; l < last; ++l)
+    if (res[l].corrupt) return ebac::status::corrupt_stream;
+  for (unsigned l = 0; l <= last; ++l) {
+    const std::uint64_t wanted = l == last ? m - first[l] : res[l].elements;
+    const auto r = enc.decode_range(in, bytes, start[l], lanes.range_end(l), l == last ? wanted : L::lost,
+                                    [&](std::uint64_t k, std::uint32_t c) { codes[first[l] + k] = c; });
+    if (l == last ? !L::last_lane_ok(r, wanted, bytes) : (r.corrupt || r.elements != wanted)) return ebac::status::corrupt_stream;
+  }
+  return ebac::status::ok;
+}
+}  // namespace
+
+TEST_CASE("huffman: 32 lanes decode what the serial decoder decodes, and reject what it rejects") {
+  std::mt19937_64 rng(41);
+  int max_rounds = 0;
+  std::uint64_t streams = 0, round_sum = 0;
+  for (const auto& cs : code_sets(5)) {
+    const std::size_t m = cs.codes.size();
+    if (m == 0) continue;
+    CAPTURE(cs.name);
+    for (bool runs : {true, false}) {
+      CAPTURE(runs);
+      const auto cb = ebac::huffman_codebook::from_histogram(histogram(cs.codes, runs), runs);
+      const auto enc = ebac::huffman::bind(cb);
+      std::vector<std::byte> stream(enc.max_chunk_bytes(m));
+      stream.resize(enc.encode_chunk(cs.codes.data(), m, stream.data()));
+      std::vector<std::uint32_t> got(m, 0xdeadbeefu);
+      int rounds = 0;
+      REQUIRE(lanes_decode(enc, stream.data(), stream.size(), got.data(), m, rounds) == ebac::status::ok);
+      CHECK(got == cs.codes);
+      max_rounds = std::max(max_rounds, rounds);
+      round_sum += static_cast<std::uint64_t>(rounds);
+      ++streams;
+      // Damaged and cut streams: the same verdict as the serial decoder, and the same codes when accepted.
+      for (int trial = 0; trial < 40; ++trial) {
+        auto bad = stream;
+        if (trial % 4 == 3 && bad.size() > 1) bad.resize(rng() % bad.size());
+        else if (!bad.empty()) bad[rng() % bad.size()] ^= static_cast<std::byte>(1 + rng() % 255);
+        std::vector<std::uint32_t> serial(m), lanes(m);
+        const auto s1 = enc.decode_chunk(bad.data(), bad.size(), serial.data(), m);
+        int r2 = 0;
+        const auto s2 = lanes_decode(enc, bad.data(), bad.size(), lanes.data(), m, r2);
+        CHECK(s1 == s2);
+        if (s1 == ebac::status::ok && s2 == ebac::status::ok) CHECK(serial == lanes);
+      }
+    }
+  }
+  MESSAGE("lane rounds: max " << max_rounds << ", mean " << static_cast<double>(round_sum) / static_cast<double>(streams) << " over "
+                              << streams << " streams");
 }
 
 TEST_CASE("huffman: the flat codebook image (what the CUDA backend uploads) codes exactly like the codebook") {

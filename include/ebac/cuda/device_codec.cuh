@@ -27,8 +27,8 @@
 // stream's codebook section after huffman_codebook::deserialize validated
 // it; the convenience layer (cuda/codec.cuh) does that. The histogram and
 // encode kernels run one warp per chunk (32 segments, host-tested to give
-// the serial tokens and bytes); decoding runs one thread per chunk, since a
-// chunk's bit stream has no other place to start from.
+// the serial tokens and bytes); so does decoding (32 bit ranges whose lanes
+// agree on where their first tokens start: encoder/huffman_lanes.hpp).
 #pragma once
 
 #include <ebac/cuda/config.cuh>
@@ -350,10 +350,13 @@ template <element T>
         if constexpr (std::is_same_v<E, block_bitpack>) {
           kernels::bitpack_decode_kernel<0><<<static_cast<unsigned>(chunks), kernels::bitpack_threads, 0, stream>>>(
               payload, payload_bytes, chunk_bytes, chunk_offset, n, C, field, d_status);
+        } else if constexpr (E::needs_codebook) {
+          kernels::huffman_decode_kernel<0>
+              <<<static_cast<unsigned>((chunks + kernels::huffman_warps - 1) / kernels::huffman_warps), kernels::huffman_threads, 0, stream>>>(
+                  codebook->image, payload, payload_bytes, chunk_bytes, chunk_offset, n, C, chunks, field, d_status);
         } else {
           kernels::serial_decode_kernel<E><<<detail::grid_for(chunks, 64), 64, 0, stream>>>(
-              E{}, codebook ? codebook->image : nullptr, payload, payload_bytes, chunk_bytes, chunk_offset, n, C, chunks, field,
-              d_status);
+              E{}, payload, payload_bytes, chunk_bytes, chunk_offset, n, C, chunks, field, d_status);
         }
       }
       if (n > 0 && fused) {  // codes -> values in one pass

@@ -212,6 +212,13 @@ struct huffman_codebook {
   static status deserialize(const std::byte* p, std::size_t bytes, huffman_codebook& cb);
 };
 
+/// What decoding a range of a Huffman stream found (huffman::decode_range).
+struct huffman_range {
+  std::uint64_t end_bit = 0;   ///< the bit after the last token decoded (where it stopped, if corrupt)
+  std::uint64_t elements = 0;  ///< codes those tokens produced
+  bool corrupt = false;        ///< an invalid code, a read past the stream's end, or a run past max_elements
+};
+
 /// The encoder functor: trivially copyable, points at a codebook's tables.
 struct huffman {
   static constexpr encoder_id id = encoder_id::huffman;
@@ -246,10 +253,42 @@ struct huffman {
 
   [[nodiscard]] EBAC_HOST_DEVICE status decode_chunk(const std::byte* in, std::size_t bytes, std::uint32_t* codes,
                                                      std::size_t n) const noexcept {
+    const huffman_range r =
+        decode_range(in, bytes, 0, ~std::uint64_t{0}, n, [&](std::uint64_t k, std::uint32_t c) { codes[k] = c; });
+    // Every code decoded, and the stream ends within the last byte the encoder wrote.
+    return (r.corrupt || r.elements != n || (r.end_bit + 7) / 8 != bytes) ? status::corrupt_stream : status::ok;
+  }
+
+  /// Decodes the tokens of a chunk's stream in[0, bytes) from bit `start`
+  /// on, while a token starts before `range_end` and fewer than
+  /// `max_elements` codes came out; put(k, code) receives the k-th code of
+  /// the range (it may drop them, to count). The serial decoder is the
+  /// whole stream as one range; the CUDA decoder gives each lane of a warp
+  /// one range of bits (encoder/huffman_lanes.hpp).
+  template <class Put>
+  EBAC_HOST_DEVICE huffman_range decode_range(const std::byte* in, std::size_t bytes, std::uint64_t start, std::uint64_t range_end,
+                                              std::uint64_t max_elements, Put&& put) const noexcept {
     namespace A = huffman_alphabet;
-    detail::bit_reader r{in, in + bytes};
-    std::size_t i = 0;
-    while (i < n) {
+    huffman_range out;
+    out.end_bit = start;
+    if (start >= range_end || max_elements == 0) return out;
+    detail::bit_reader r{in + (start / 8 < bytes ? start / 8 : bytes), in + bytes};
+    if (start / 8 >= bytes) r.phantom_bits = 8 * (start / 8 - bytes);  // past the end: reads as phantom bits
+    if (start % 8) {
+      r.peek(8);
+      r.skip(static_cast<int>(start % 8));
+    }
+    auto position = [&]() -> std::uint64_t {
+      return static_cast<std::uint64_t>(r.p - in) * 8 + r.phantom_bits - static_cast<std::uint64_t>(r.count);
+    };
+    auto fail = [&](std::uint64_t elements) {
+      out.corrupt = true;
+      out.elements = elements;
+      out.end_bit = position();
+      return out;
+    };
+    std::uint64_t i = 0;
+    while (i < max_elements) {
       std::uint32_t sym;
       const std::uint32_t e = table[r.peek(A::table_bits)];
       if (e & 0xffu) {
@@ -262,32 +301,32 @@ struct huffman {
           code = (code << 1) | r.peek(1);
           r.skip(1);
           ++len;
-          if (len > A::max_code_length) return status::corrupt_stream;
+          if (len > A::max_code_length) return fail(i);
           if (code - first_code[len] < count[len]) {
             sym = sorted[offset[len] + (code - first_code[len])];
             break;
           }
         }
       }
-      if (r.overran()) return status::corrupt_stream;
+      if (r.overran()) return fail(i);
       if (sym < A::literals) {
-        codes[i++] = sym;
+        put(i++, sym);
       } else if (sym == A::escape) {
-        codes[i++] = r.peek(32);
+        put(i++, r.peek(32));
         r.skip(32);
       } else {
         const int k = static_cast<int>(sym - A::run_base) + 1;
         const std::uint64_t run = (std::uint64_t{1} << k) + r.peek(k);
         r.skip(k);
-        if (run > n - i) return status::corrupt_stream;
-        for (std::uint64_t j = 0; j < run; ++j) codes[i++] = 0;
+        if (run > max_elements - i) return fail(i);
+        for (std::uint64_t j = 0; j < run; ++j) put(i++, 0u);
       }
-      if (r.overran()) return status::corrupt_stream;
+      if (r.overran()) return fail(i);
+      if (position() >= range_end) break;
     }
-    // The stream must end within the last byte the encoder wrote.
-    const std::uint64_t consumed_bits =
-        static_cast<std::uint64_t>(r.p - in) * 8 + r.phantom_bits - static_cast<std::uint64_t>(r.count);
-    return (r.overran() || (consumed_bits + 7) / 8 != bytes) ? status::corrupt_stream : status::ok;
+    out.elements = i;
+    out.end_bit = position();
+    return out;
   }
 };
 

@@ -12,6 +12,7 @@
 #include <ebac/dtype.hpp>
 #include <ebac/encoder/block_bitpack.hpp>
 #include <ebac/encoder/huffman_image.hpp>
+#include <ebac/encoder/huffman_lanes.hpp>
 
 #include <cub/block/block_reduce.cuh>
 #include <cub/block/block_scan.cuh>
@@ -98,15 +99,79 @@ bitpack_decode_kernel(const std::byte* payload, std::uint64_t payload_bytes, con
   }
 }
 
-/// Any encoder, one thread a chunk. On failure the chunk's codes are zeroed
-/// so every output element is still written. A Huffman decoder is bound
-/// here to the codebook image; others ignore `image`.
+/// Huffman decoding, one warp a chunk: the lanes decode 32 bit ranges of
+/// the chunk's stream, agree on where each range's first token starts, and
+/// place their codes by a prefix sum (encoder/huffman_lanes.hpp: the rules,
+/// host-tested to accept and decode exactly what the serial decoder does).
+/// On failure the chunk's codes are zeroed so every output element is
+/// still written.
+template <int = 0>
+EBAC_KERNEL void __launch_bounds__(huffman_threads)
+huffman_decode_kernel(const std::byte* image, const std::byte* payload, std::uint64_t payload_bytes,
+                      const std::uint64_t* chunk_bytes, const std::uint64_t* chunk_offset, std::uint64_t n,
+                      std::uint32_t chunk, std::uint64_t chunks, std::uint32_t* field, int* status) {
+  using L = huffman_lanes;
+  constexpr unsigned all = 0xffffffffu;
+  const huffman enc = bind_huffman_image(image);
+  const unsigned lane = threadIdx.x & 31u;
+  const std::uint64_t c = blockIdx.x * std::uint64_t{huffman_warps} + (threadIdx.x >> 5);
+  if (c >= chunks) return;  // warp-uniform
+  const std::uint64_t m = n - c * chunk < chunk ? n - c * chunk : chunk;
+  std::uint32_t* out = field + c * chunk;
+  bool ok = chunk_in_bounds(chunk_bytes, chunk_offset, c, payload_bytes);  // warp-uniform
+  if (ok) {
+    const std::byte* in = payload + chunk_offset[c];
+    const auto bytes = static_cast<std::size_t>(chunk_bytes[c]);
+    const L lanes(bytes);
+    // Rounds until every lane starts where the lane before it stopped.
+    std::uint64_t start = lanes.first_guess(lane);
+    huffman_range res = lanes.count_from(enc, in, bytes, start, lane);
+    for (unsigned round = 0; round <= L::count; ++round) {
+      std::uint64_t next = __shfl_up_sync(all, L::next_start(res), 1);
+      if (lane == 0) next = start;
+      const bool moved = next != start;
+      if (!__any_sync(all, moved)) break;
+      if (moved) {
+        start = next;
+        res = lanes.count_from(enc, in, bytes, start, lane);
+      }
+    }
+    std::uint64_t expected = __shfl_up_sync(all, L::next_start(res), 1);
+    bool lane_ok = lane == 0 ? start == 0 : start == expected;  // converged (always, by the rounds' bound)
+    // Where each lane's codes go, and which lane holds the chunk's last code.
+    std::uint64_t first = res.elements;
+    for (unsigned o = 1; o < 32; o <<= 1) {
+      const std::uint64_t up = __shfl_up_sync(all, first, o);
+      if (lane >= o) first += up;
+    }
+    first -= res.elements;
+    const unsigned holders = __ballot_sync(all, L::holds_last(first, res.elements, m));
+    const unsigned last = holders ? static_cast<unsigned>(__ffs(static_cast<int>(holders)) - 1) : L::count;
+    if (last == L::count || (lane < last && res.corrupt)) {
+      lane_ok = false;
+    } else if (lane_ok && lane <= last) {
+      const std::uint64_t wanted = lane == last ? m - first : res.elements;
+      const huffman_range r = enc.decode_range(in, bytes, start, lanes.range_end(lane), lane == last ? wanted : L::lost,
+                                               [&](std::uint64_t k, std::uint32_t code) { out[first + k] = code; });
+      lane_ok = lane == last ? L::last_lane_ok(r, wanted, bytes) : (!r.corrupt && r.elements == wanted);
+    }
+    ok = __all_sync(all, lane_ok);
+  }
+  if (!ok) {
+    if (lane == 0) detail::set_status(status, device_corrupt_chunk);
+    for (std::uint64_t i = lane; i < m; i += 32) out[i] = 0;
+  }
+}
+
+/// Any encoder without a codebook (run_length), one thread a chunk. On
+/// failure the chunk's codes are zeroed so every output element is still
+/// written.
 template <class E>
-EBAC_KERNEL void serial_decode_kernel(E enc, const std::byte* image, const std::byte* payload, std::uint64_t payload_bytes,
+EBAC_KERNEL void serial_decode_kernel(E enc, const std::byte* payload, std::uint64_t payload_bytes,
                                       const std::uint64_t* chunk_bytes, const std::uint64_t* chunk_offset,
                                       std::uint64_t n, std::uint32_t chunk, std::uint64_t chunks, std::uint32_t* field,
                                       int* status) {
-  if constexpr (E::needs_codebook) enc = bind_huffman_image(image);
+  static_assert(!E::needs_codebook, "Huffman chunks are decoded by huffman_decode_kernel");
   for (std::uint64_t c = blockIdx.x * std::uint64_t{blockDim.x} + threadIdx.x; c < chunks; c += std::uint64_t{gridDim.x} * blockDim.x) {
     const std::uint64_t first = c * chunk;
     const std::size_t m = static_cast<std::size_t>(n - first < chunk ? n - first : chunk);
