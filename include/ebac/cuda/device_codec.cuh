@@ -137,7 +137,8 @@ std::size_t max_compressed_bytes(const extents& shape, const Pipeline& pipe) noe
 /// Compresses d_in into d_out (capacity >= max_compressed_bytes()); the
 /// stream's size goes to *d_out_bytes, a bound that is not finite on this
 /// tensor to *d_status. `path` picks the kernels of a bit-packing pipeline
-/// (see kernel_path). With d_temp == nullptr only sets temp_bytes.
+/// (see kernel_path). With d_temp == nullptr only sets temp_bytes, which
+/// depends on `path`: query with the path you run.
 template <class Pipeline, element T>
 [[nodiscard]] cudaError_t compress(void* d_temp, std::size_t& temp_bytes, const T* d_in, const extents& shape,
                                    const Pipeline& pipe, const compress_options& opt, std::byte* d_out,
