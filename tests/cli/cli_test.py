@@ -7,7 +7,7 @@ raw bits, and failures by exit status, stderr and the files left behind.
 
     cli_test.py --ebac build/bin/ebac --corpus data/corpus --workdir DIR --group NAME
 
-Groups: info, roundtrip, eval_json, errors, no_overwrite, adversarial (or all).
+Groups: info, roundtrip, eval_json, errors, no_overwrite, adversarial, golden (or all).
 """
 
 import argparse
@@ -426,7 +426,53 @@ def group_info():
                   f"info ({pipeline}): expected '{key} {val}' in {so.strip()!r}")
 
 
-GROUPS = {"info": group_info, "roundtrip": group_roundtrip, "eval_json": group_eval_json, "errors": group_errors,
+GOLDEN = os.path.join(os.path.dirname(os.path.abspath(__file__)), "golden_streams.txt")
+GOLDEN_CONFIGS = [(p, mode, eb) for p in PIPELINES + ["lorenzo3:linear:huffman", "none:sign:rle"]
+                  for mode, eb in (("rel", 1e-2), ("rel", 1e-4), ("abs", 1e-3))]
+WRITE_GOLDEN = None
+
+
+def group_golden():
+    """Every float corpus tensor, compressed by every named pipeline at three
+    bounds, gives the stream recorded in golden_streams.txt (its SHA-256),
+    on one thread and on two (the first 16 hex digits). The CUDA backend promises the host's bytes, so
+    this pins what both must write; a deliberate format change rewrites the
+    file with --write-golden and says so in its commit."""
+    import hashlib
+    got = []
+    for r in manifest():
+        if r["dtype"] not in ("f32", "f16", "bf16"):
+            continue
+        raw = os.path.join(CORPUS, r["file"])
+        dims = ",".join(str(d) for d in r["dims"])
+        for pipeline, mode, eb in GOLDEN_CONFIGS:
+            digests = []
+            for threads in (1, 2):
+                out = path(f"golden-{threads}.ebac")
+                rc, _, se = run("compress", "--input", raw, "--output", out, "--dtype", r["dtype"], "--dims", dims,
+                                "--eb", eb, "--mode", mode, "--pipeline", pipeline, "--threads", threads)
+                if not check(rc == 0, f"golden: {r['file']} {pipeline} {mode} {eb}: {se.strip()}"):
+                    break
+                with open(out, "rb") as f:
+                    digests.append(hashlib.sha256(f.read()).hexdigest()[:16])
+                os.remove(out)
+            if len(digests) != 2:
+                continue
+            check(digests[0] == digests[1], f"golden: {r['file']} {pipeline} {mode} {eb}: 1 and 2 threads differ")
+            got.append(f"{r['file']} {pipeline} {mode} {eb:g} {digests[0]}")
+    if WRITE_GOLDEN:
+        with open(WRITE_GOLDEN, "w") as f:
+            f.write("\n".join(got) + "\n")
+        print(f"wrote {len(got)} digests to {WRITE_GOLDEN}", flush=True)
+        return
+    with open(GOLDEN) as f:
+        want = [line.rstrip("\n") for line in f if line.strip()]
+    check(len(got) == len(want), f"golden: {len(got)} streams, {len(want)} recorded")
+    for g, w in zip(got, want):
+        check(g == w, f"golden: stream changed: {w!r} -> {g!r}")
+
+
+GROUPS = {"info": group_info, "golden": group_golden, "roundtrip": group_roundtrip, "eval_json": group_eval_json, "errors": group_errors,
           "no_overwrite": group_no_overwrite, "adversarial": group_adversarial}
 
 
@@ -437,8 +483,10 @@ def main():
     ap.add_argument("--corpus", required=True)
     ap.add_argument("--workdir", required=True)
     ap.add_argument("--group", default="all", choices=sorted(GROUPS) + ["all"])
+    ap.add_argument("--write-golden", metavar="FILE", help="golden group: record the digests in FILE instead of checking")
     a = ap.parse_args()
-    EBAC, CORPUS = a.ebac, a.corpus
+    global WRITE_GOLDEN
+    EBAC, CORPUS, WRITE_GOLDEN = a.ebac, a.corpus, a.write_golden
     if not os.access(EBAC, os.X_OK):
         print(f"FAIL: ebac binary {EBAC} is not executable", flush=True)
         return 1
