@@ -366,7 +366,7 @@ ebac::status lanes_decode(const ebac::huffman& enc, const std::byte* in, std::si
     if (res[l].corrupt) return ebac::status::corrupt_stream;
   for (unsigned l = 0; l <= last; ++l) {
     const std::uint64_t wanted = l == last ? m - first[l] : res[l].elements;
-    const auto r = enc.decode_range(in, bytes, start[l], lanes.range_end(l), l == last ? wanted : L::lost,
+    const auto r = enc.decode_range(in, bytes, start[l], lanes.range_end(l), l == last ? wanted : L::unlimited,
                                     [&](std::uint64_t k, std::uint32_t c) { codes[first[l] + k] = c; });
     if (l == last ? !L::last_lane_ok(r, wanted, bytes) : (r.corrupt || r.elements != wanted)) return ebac::status::corrupt_stream;
   }

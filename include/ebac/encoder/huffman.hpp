@@ -272,8 +272,11 @@ struct huffman {
     huffman_range out;
     out.end_bit = start;
     if (start >= range_end || max_elements == 0) return out;
-    detail::bit_reader r{in + (start / 8 < bytes ? start / 8 : bytes), in + bytes};
-    if (start / 8 >= bytes) r.phantom_bits = 8 * (start / 8 - bytes);  // past the end: reads as phantom bits
+    if (start > std::uint64_t{bytes} * 8) {  // no token starts past the stream
+      out.corrupt = true;
+      return out;
+    }
+    detail::bit_reader r{in + start / 8, in + bytes};
     if (start % 8) {
       r.peek(8);
       r.skip(static_cast<int>(start % 8));

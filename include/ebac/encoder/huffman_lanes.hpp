@@ -29,6 +29,8 @@ struct huffman_lanes {
   static constexpr unsigned count = 32;
   /// A start that is not known: the lane before hit an error on its path.
   static constexpr std::uint64_t lost = ~std::uint64_t{0};
+  /// No limit on the codes a range may give (decode_range's max_elements).
+  static constexpr std::uint64_t unlimited = ~std::uint64_t{0};
 
   std::uint64_t bits;  ///< the stream's bits
   std::uint64_t per;   ///< bits per lane range
@@ -56,7 +58,7 @@ struct huffman_lanes {
       r.corrupt = true;
       return r;
     }
-    return enc.decode_range(in, bytes, start, range_end(l), lost, [](std::uint64_t, std::uint32_t) {});
+    return enc.decode_range(in, bytes, start, range_end(l), unlimited, [](std::uint64_t, std::uint32_t) {});
   }
 
   /// Once the starts agree: lane l, whose codes begin at code `first` of a

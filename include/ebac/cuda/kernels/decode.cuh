@@ -151,7 +151,7 @@ huffman_decode_kernel(const std::byte* image, const std::byte* payload, std::uin
       lane_ok = false;
     } else if (lane_ok && lane <= last) {
       const std::uint64_t wanted = lane == last ? m - first : res.elements;
-      const huffman_range r = enc.decode_range(in, bytes, start, lanes.range_end(lane), lane == last ? wanted : L::lost,
+      const huffman_range r = enc.decode_range(in, bytes, start, lanes.range_end(lane), lane == last ? wanted : L::unlimited,
                                                [&](std::uint64_t k, std::uint32_t code) { out[first + k] = code; });
       lane_ok = lane == last ? L::last_lane_ok(r, wanted, bytes) : (!r.corrupt && r.elements == wanted);
     }
