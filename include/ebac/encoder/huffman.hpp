@@ -350,12 +350,25 @@ struct huffman_length_workspace {
   std::int32_t flag;                   // a result every thread of a device block reads
 };
 
-/// The host's way to run the shared steps below: serial sections inline,
-/// the order by std::sort. (The device's runs them in one thread of a block
-/// and ranks symbols in parallel: cuda/kernels/huffman_codebook.cuh.)
+/// The host's way to run the shared steps below: everything inline, the
+/// order by std::sort. (The device runs serial sections in one thread of a
+/// block, for_each and sum over all its threads, and ranks symbols in
+/// parallel: cuda/kernels/huffman_codebook.cuh.)
 struct huffman_host_exec {
   template <class F>
   void serial(F&& f) { f(); }
+  /// f(i) for i in [0, n), in any order (the device splits them among threads).
+  template <class F>
+  void for_each(std::uint32_t n, F&& f) {
+    for (std::uint32_t i = 0; i < n; ++i) f(i);
+  }
+  /// The sum of f(i) over [0, n).
+  template <class F>
+  std::uint64_t sum(std::uint32_t n, F&& f) {
+    std::uint64_t total = 0;
+    for (std::uint32_t i = 0; i < n; ++i) total += f(i);
+    return total;
+  }
   void sort_used(huffman_length_workspace& w, std::uint32_t n) {
     std::uint32_t m = 0;
     for (std::uint32_t s = 0; s < n; ++s)
@@ -427,31 +440,31 @@ EBAC_EXEC_CHECK_DISABLE
 template <class Exec>
 EBAC_HOST_DEVICE void huffman_lengths_into(Exec& ex, huffman_length_workspace& w, std::uint32_t n, int max_len,
                                            std::uint8_t* len) {
-  ex.serial([&] {
-    for (std::uint32_t s = 0; s < n; ++s) len[s] = 0;
-  });
+  ex.for_each(n, [&](std::uint32_t s) { len[s] = 0; });
   for (;;) {
     ex.sort_used(w, n);
     ex.serial([&] { w.flag = huffman_lengths_from_order(w, max_len, len) ? 1 : 0; });
     if (w.flag) return;
-    ex.serial([&] {  // flatten, keep non-zero
-      for (std::uint32_t i = 0; i < w.used; ++i) w.freq[w.order[i]] = (w.freq[w.order[i]] >> 1) | 1u;
-    });
+    ex.for_each(w.used, [&](std::uint32_t i) { w.freq[w.order[i]] = (w.freq[w.order[i]] >> 1) | 1u; });  // flatten, keep non-zero
   }
+}
+
+/// Payload bits of `count` tokens of symbol s at code length `len` (extra bits included).
+EBAC_HOST_DEVICE std::uint64_t huffman_symbol_cost_bits(std::uint32_t s, std::uint64_t count, std::uint8_t len) noexcept {
+  namespace A = huffman_alphabet;
+  if (!count) return 0;
+  std::uint64_t extra = 0;
+  if (s == A::escape) extra = 32;
+  else if (s >= A::run_base) extra = s - A::run_base + 1;
+  return count * (len + extra);
 }
 
 /// Estimated payload bits of a histogram under code lengths (extra bits included).
 template <class Count>
 EBAC_HOST_DEVICE std::uint64_t huffman_cost_bits(const Count* hist, const std::uint8_t* len) noexcept {
-  namespace A = huffman_alphabet;
   std::uint64_t bits = 0;
-  for (std::uint32_t s = 0; s < A::size; ++s) {
-    if (!hist[s]) continue;
-    std::uint64_t extra = 0;
-    if (s == A::escape) extra = 32;
-    else if (s >= A::run_base) extra = s - A::run_base + 1;
-    bits += static_cast<std::uint64_t>(hist[s]) * (len[s] + extra);
-  }
+  for (std::uint32_t s = 0; s < huffman_alphabet::size; ++s)
+    bits += huffman_symbol_cost_bits(s, static_cast<std::uint64_t>(hist[s]), len[s]);
   return bits;
 }
 
@@ -462,27 +475,25 @@ template <class Exec, class Count>
 EBAC_HOST_DEVICE bool huffman_choose_lengths(Exec& ex, huffman_length_workspace& w, const Count* with_runs,
                                              const Count* literals_only, std::uint8_t* len_runs, std::uint8_t* len_literals) {
   namespace A = huffman_alphabet;
-  ex.serial([&] {
-    for (std::uint32_t s = 0; s < A::size; ++s) w.freq[s] = static_cast<std::uint64_t>(with_runs[s]);
-  });
+  ex.for_each(A::size, [&](std::uint32_t s) { w.freq[s] = static_cast<std::uint64_t>(with_runs[s]); });
   huffman_lengths_into(ex, w, A::size, A::max_code_length, len_runs);
-  ex.serial([&] {
-    for (std::uint32_t s = 0; s < A::size; ++s) w.freq[s] = static_cast<std::uint64_t>(literals_only[s]);
-  });
+  ex.for_each(A::size, [&](std::uint32_t s) { w.freq[s] = static_cast<std::uint64_t>(literals_only[s]); });
   huffman_lengths_into(ex, w, A::size, A::max_code_length, len_literals);
-  ex.serial([&] {
-    w.flag = huffman_cost_bits(with_runs, len_runs) < huffman_cost_bits(literals_only, len_literals) ? 1 : 0;
+  const std::uint64_t runs_bits =
+      ex.sum(A::size, [&](std::uint32_t s) { return huffman_symbol_cost_bits(s, static_cast<std::uint64_t>(with_runs[s]), len_runs[s]); });
+  const std::uint64_t literal_bits = ex.sum(A::size, [&](std::uint32_t s) {
+    return huffman_symbol_cost_bits(s, static_cast<std::uint64_t>(literals_only[s]), len_literals[s]);
   });
-  return w.flag != 0;
+  return runs_bits < literal_bits;
 }
 
-/// Canonical codes and decode tables from length[0, size): code_lsb[size],
-/// table[2^table_bits], sorted[size] (symbols by (length, symbol); the used
-/// count is offset[max+1] = sum of count), first_code/count/offset[max + 2].
-/// False if a length exceeds the maximum or the lengths break Kraft.
-EBAC_HOST_DEVICE bool huffman_build_tables(const std::uint8_t* length, std::uint32_t* code_lsb, std::uint32_t* table,
-                                                  std::uint32_t* sorted, std::uint32_t* first_code, std::uint32_t* count,
-                                                  std::uint32_t* offset) noexcept {
+/// Canonical codes from length[0, size): code_lsb[size] (bit-reversed,
+/// for an LSB-first writer; entries of unused symbols are left alone),
+/// sorted[size] (symbols by (length, symbol); the used count is
+/// offset[max + 1]), first_code/count/offset[max + 2]. False if a length
+/// exceeds the maximum or the lengths break Kraft.
+EBAC_HOST_DEVICE bool huffman_assign_codes(const std::uint8_t* length, std::uint32_t* code_lsb, std::uint32_t* sorted,
+                                           std::uint32_t* first_code, std::uint32_t* count, std::uint32_t* offset) noexcept {
   namespace A = huffman_alphabet;
   for (int l = 0; l <= A::max_code_length + 1; ++l) count[l] = 0;
   for (std::uint32_t s = 0; s < A::size; ++s) {
@@ -493,8 +504,6 @@ EBAC_HOST_DEVICE bool huffman_build_tables(const std::uint8_t* length, std::uint
   std::uint64_t kraft = 0;
   for (int l = 1; l <= A::max_code_length; ++l) kraft += std::uint64_t{count[l]} << (A::max_code_length - l);
   if (kraft > (std::uint64_t{1} << A::max_code_length)) return false;
-  for (std::uint32_t s = 0; s < A::size; ++s) code_lsb[s] = 0;
-  for (std::uint32_t t = 0; t < (1u << A::table_bits); ++t) table[t] = 0;
   std::uint32_t code = 0, off = 0;
   first_code[0] = offset[0] = 0;
   for (int l = 1; l <= A::max_code_length; ++l) {
@@ -510,16 +519,23 @@ EBAC_HOST_DEVICE bool huffman_build_tables(const std::uint8_t* length, std::uint
   for (std::uint32_t s = 0; s < A::size; ++s) {
     const int l = length[s];
     if (!l) continue;
-    const std::uint32_t c = first_code[l] + next[l];
     sorted[offset[l] + next[l]] = s;
+    code_lsb[s] = reverse_bits(first_code[l] + next[l], l);
     ++next[l];
-    code_lsb[s] = reverse_bits(c, l);
-    if (l <= A::table_bits) {
-      const std::uint32_t step = 1u << l;
-      for (std::uint32_t t = code_lsb[s]; t < (1u << A::table_bits); t += step) table[t] = (s << 8) | static_cast<std::uint32_t>(l);
-    }
   }
   return true;
+}
+
+/// Symbol s's entries of the table_bits decode table (symbol << 8 | length
+/// for every index whose low bits are its code; codes longer than
+/// table_bits have none). Symbols fill disjoint entries, so they can be
+/// filled in parallel; entries no code reaches must be zero beforehand.
+EBAC_HOST_DEVICE void huffman_fill_table(std::uint32_t s, const std::uint8_t* length, const std::uint32_t* code_lsb,
+                                         std::uint32_t* table) noexcept {
+  namespace A = huffman_alphabet;
+  const int l = length[s];
+  if (!l || l > A::table_bits) return;
+  for (std::uint32_t t = code_lsb[s]; t < (1u << A::table_bits); t += 1u << l) table[t] = (s << 8) | static_cast<std::uint32_t>(l);
 }
 
 /// The codebook's stream form: varint flags (use_runs) and used-symbol
@@ -592,10 +608,11 @@ inline bool huffman_codebook::finalize() {
   code_lsb.assign(A::size, 0);
   table.assign(std::size_t{1} << A::table_bits, 0);
   sorted.assign(A::size, 0);
-  if (!detail::huffman_build_tables(length.data(), code_lsb.data(), table.data(), sorted.data(), first_code, count, offset)) {
+  if (!detail::huffman_assign_codes(length.data(), code_lsb.data(), sorted.data(), first_code, count, offset)) {
     sorted.clear();
     return false;
   }
+  for (std::uint32_t s = 0; s < A::size; ++s) detail::huffman_fill_table(s, length.data(), code_lsb.data(), table.data());
   sorted.resize(offset[A::max_code_length + 1]);
   return true;
 }

@@ -44,20 +44,29 @@ struct huffman_image_layout {
 /// Writes the image of the codebook with code lengths length[0, size) to
 /// `image` (huffman_image_layout::bytes, 8-byte aligned). Returns the
 /// serialized part's size, or 0 if the lengths are not a valid code (then
-/// the image is not usable).
-EBAC_HOST_DEVICE std::size_t huffman_write_image(const std::uint8_t* length, bool use_runs, std::byte* image) noexcept {
+/// the image is not usable). Every thread of a device block calls this (Exec
+/// says who runs what, as in huffman_choose_lengths).
+EBAC_EXEC_CHECK_DISABLE
+template <class Exec>
+EBAC_HOST_DEVICE std::size_t huffman_write_image(Exec& ex, const std::uint8_t* length, bool use_runs, std::byte* image) {
   using L = huffman_image_layout;
-  auto u32 = [&](std::size_t at) { return reinterpret_cast<std::uint32_t*>(image + at); };
+  auto u32 = [image](std::size_t at) { return reinterpret_cast<std::uint32_t*>(image + at); };
   auto* len = reinterpret_cast<std::uint8_t*>(image + L::length);
-  for (std::size_t s = 0; s < L::symbols; ++s) len[s] = length[s];
-  for (std::size_t s = L::symbols; s < L::code_lsb - L::length; ++s) len[s] = 0;  // padding
-  if (!detail::huffman_build_tables(len, u32(L::code_lsb), u32(L::table), u32(L::sorted), u32(L::first_code), u32(L::count),
-                                    u32(L::offset)))
-    return 0;
-  const std::size_t ser = detail::huffman_serialize(len, use_runs, image + L::serialized);
-  detail::store_le<std::uint32_t>(image + L::flags, use_runs ? 1u : 0u);
-  detail::store_le<std::uint32_t>(image + L::flags + 4, 0u);
-  detail::store_le<std::uint64_t>(image + L::serialized_size, ser);
+  ex.for_each(static_cast<std::uint32_t>(L::code_lsb - L::length), [&](std::uint32_t s) { len[s] = s < L::symbols ? length[s] : 0; });
+  ex.for_each(static_cast<std::uint32_t>(L::symbols), [&](std::uint32_t s) { u32(L::code_lsb)[s] = 0; });
+  ex.for_each(1u << huffman_alphabet::table_bits, [&](std::uint32_t t) { u32(L::table)[t] = 0; });
+  ex.serial([&] {
+    std::uint64_t ser = 0;
+    if (detail::huffman_assign_codes(len, u32(L::code_lsb), u32(L::sorted), u32(L::first_code), u32(L::count), u32(L::offset)))
+      ser = detail::huffman_serialize(len, use_runs, image + L::serialized);
+    detail::store_le<std::uint32_t>(image + L::flags, use_runs ? 1u : 0u);
+    detail::store_le<std::uint32_t>(image + L::flags + 4, 0u);
+    detail::store_le<std::uint64_t>(image + L::serialized_size, ser);
+  });
+  const auto ser = static_cast<std::size_t>(detail::load_le<std::uint64_t>(image + L::serialized_size));
+  if (ser != 0)  // symbols fill disjoint table entries
+    ex.for_each(static_cast<std::uint32_t>(L::symbols),
+                [&](std::uint32_t s) { detail::huffman_fill_table(s, len, u32(L::code_lsb), u32(L::table)); });
   return ser;
 }
 
@@ -76,7 +85,8 @@ inline huffman_image pack_huffman_image(const huffman_codebook& cb) {
   std::vector<std::uint64_t> storage((L::bytes + 7) / 8, 0);
   auto* base = reinterpret_cast<std::byte*>(storage.data());
   huffman_image img;
-  img.serialized_bytes = huffman_write_image(len.data(), cb.use_runs, base);
+  detail::huffman_host_exec ex;
+  img.serialized_bytes = huffman_write_image(ex, len.data(), cb.use_runs, base);
   if (img.serialized_bytes == 0) detail::fail(status::invalid_argument, "pack_huffman_image: the codebook's lengths are not a prefix code");
   img.bytes.assign(base, base + L::bytes);
   return img;

@@ -5,13 +5,14 @@
 // then huffman_write_image) in one CUDA block, so a device compression needs
 // no host round trip between counting tokens and encoding them, and picks
 // the host's codebook. Only the two places where the host and the device
-// differ live here: serial sections run in thread 0 between barriers, and
-// used symbols are placed by rank (huffman_used_rank, host-tested to give
-// the host's std::sort order) by all threads at once.
+// differ live here: serial sections run in thread 0 between barriers,
+// for_each and sum are split among all threads, and used symbols are placed
+// by rank (huffman_used_rank, host-tested to give the host's std::sort
+// order) by all threads at once.
 //
-// Not tuned: the two-queue construction and the table fill are serial
-// (about 4 x 4128 steps in one thread), so expect some hundreds of
-// microseconds a tensor, whatever its size.
+// Not tuned: the two-queue construction, code assignment and serialization
+// are serial (about 3 x 4128 steps in one thread), so expect on the order
+// of a hundred microseconds a tensor, whatever its size (never measured).
 #pragma once
 
 #include <ebac/cuda/config.cuh>
@@ -31,6 +32,37 @@ inline constexpr int codebook_threads = 1024;
 /// shared-memory copy of the histogram being ordered.
 struct block_exec {
   std::uint64_t* freq;
+  unsigned long long* acc;  // shared: sum()'s accumulator
+
+  template <class F>
+  __host__ __device__ void for_each(std::uint32_t n, F&& f) {
+#if defined(__CUDA_ARCH__)
+    for (std::uint32_t i = threadIdx.x; i < n; i += blockDim.x) f(i);
+    __syncthreads();
+#else
+    (void)n;
+    (void)f;
+#endif
+  }
+
+  template <class F>
+  __host__ __device__ std::uint64_t sum(std::uint32_t n, F&& f) {
+#if defined(__CUDA_ARCH__)
+    if (threadIdx.x == 0) *acc = 0;
+    __syncthreads();
+    unsigned long long part = 0;
+    for (std::uint32_t i = threadIdx.x; i < n; i += blockDim.x) part += f(i);
+    if (part) atomicAdd(acc, part);
+    __syncthreads();
+    const std::uint64_t total = *acc;
+    __syncthreads();  // acc is reset by the next sum
+    return total;
+#else
+    (void)n;
+    (void)f;
+    return 0;
+#endif
+  }
 
   template <class F>
   __host__ __device__ void serial(F&& f) {
@@ -72,13 +104,13 @@ huffman_codebook_kernel(const unsigned long long* hist, ::ebac::detail::huffman_
                         std::byte* image, std::byte* section) {
   constexpr std::uint32_t S = huffman_alphabet::size;
   __shared__ std::uint64_t freq[S];
-  __shared__ std::uint64_t serialized;
-  block_exec ex{freq};
+  __shared__ unsigned long long sum;
+  block_exec ex{freq, &sum};
   std::uint8_t* with_runs = lengths;
   std::uint8_t* literals_only = lengths + S;
   const bool use_runs = ::ebac::detail::huffman_choose_lengths(ex, *w, hist, hist + S, with_runs, literals_only);
-  ex.serial([&] { serialized = huffman_write_image(use_runs ? with_runs : literals_only, use_runs, image); });
-  for (std::uint64_t i = threadIdx.x; i < serialized; i += codebook_threads) section[i] = image[huffman_image_layout::serialized + i];
+  const std::size_t serialized = huffman_write_image(ex, use_runs ? with_runs : literals_only, use_runs, image);
+  for (std::size_t i = threadIdx.x; i < serialized; i += codebook_threads) section[i] = image[huffman_image_layout::serialized + i];
 }
 
 }  // namespace kernels
