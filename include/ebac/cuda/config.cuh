@@ -12,6 +12,9 @@
 
 #include <cuda_runtime.h>
 
+#include <cstddef>
+#include <cstdint>
+
 // Kernels get hidden visibility so that two extensions built against
 // different ebac versions (or archs) can share a process, as CCCL does.
 #if defined(__GNUC__)
@@ -38,6 +41,12 @@ namespace detail {
 __device__ __forceinline__ void set_status(int* status, int code) { atomicCAS(status, 0, code); }
 
 __host__ __device__ constexpr std::size_t align_up(std::size_t v, std::size_t a) { return (v + a - 1) / a * a; }
+
+/// Elements of chunk c when n elements are cut into chunks of `chunk` (the
+/// last one may be short).
+__host__ __device__ constexpr std::uint64_t chunk_length(std::uint64_t c, std::uint64_t n, std::uint32_t chunk) {
+  return n - c * chunk < chunk ? n - c * chunk : chunk;
+}
 }  // namespace detail
 
 }  // namespace cuda

@@ -205,7 +205,7 @@ template <class Pipeline, element T>
   if (out_capacity < max_compressed_bytes<Pipeline, T>(shape, pipe) || !d_out || !d_out_bytes) return cudaErrorInvalidValue;
 
   const unsigned g = detail::grid_for(n);
-  const auto huffman_blocks = static_cast<unsigned>((chunks + kernels::huffman_warps - 1) / kernels::huffman_warps);
+  const unsigned huffman_grid = kernels::huffman_blocks(chunks);
   if ((e = cudaMemsetAsync(d_status, 0, sizeof(int), stream)) != cudaSuccess) return e;
   kernels::range_init_kernel<0><<<1, 1, 0, stream>>>(keys);
   if (opt.bound.mode == bound_mode::relative && n > 0) kernels::range_kernel<T><<<g, 256, 0, stream>>>(d_in, n, keys);
@@ -232,7 +232,7 @@ template <class Pipeline, element T>
     constexpr std::size_t hist_bytes = 2 * std::size_t{huffman_alphabet::size} * sizeof(unsigned long long);
     if ((e = cudaMemsetAsync(hist, 0, hist_bytes, stream)) != cudaSuccess) return e;
     if (chunks > 0)
-      kernels::huffman_histogram_kernel<0><<<huffman_blocks, kernels::huffman_threads, 0, stream>>>(codes, n, C, chunks, hist);
+      kernels::huffman_histogram_kernel<0><<<huffman_grid, kernels::huffman_threads, 0, stream>>>(codes, n, C, chunks, hist);
     kernels::huffman_codebook_kernel<0><<<1, kernels::codebook_threads, 0, stream>>>(hist, workspace, lengths, image,
                                                                                     d_out + h.section_offset(section_codebook));
   }
@@ -251,7 +251,7 @@ template <class Pipeline, element T>
         kernels::bitpack_size_kernel<0><<<static_cast<unsigned>(chunks), kernels::bitpack_threads, 0, stream>>>(codes, n, C, chunk_bytes);
       }
     } else if constexpr (E::needs_codebook) {
-      kernels::huffman_encode_kernel<0><<<huffman_blocks, kernels::huffman_threads, 0, stream>>>(image, codes, n, C, chunks, scratch,
+      kernels::huffman_encode_kernel<0><<<huffman_grid, kernels::huffman_threads, 0, stream>>>(image, codes, n, C, chunks, scratch,
                                                                                                   slot, chunk_bytes);
     } else {
       kernels::serial_encode_kernel<E><<<detail::grid_for(chunks, 64), 64, 0, stream>>>(E{}, codes, n, C, chunks, scratch, slot, chunk_bytes);
@@ -353,7 +353,7 @@ template <element T>
               payload, payload_bytes, chunk_bytes, chunk_offset, n, C, field, d_status);
         } else if constexpr (E::needs_codebook) {
           kernels::huffman_decode_kernel<0>
-              <<<static_cast<unsigned>((chunks + kernels::huffman_warps - 1) / kernels::huffman_warps), kernels::huffman_threads, 0, stream>>>(
+              <<<kernels::huffman_blocks(chunks), kernels::huffman_threads, 0, stream>>>(
                   codebook->image, payload, payload_bytes, chunk_bytes, chunk_offset, n, C, chunks, field, d_status);
         } else {
           kernels::serial_decode_kernel<E><<<detail::grid_for(chunks, 64), 64, 0, stream>>>(

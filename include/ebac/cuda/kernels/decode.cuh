@@ -66,7 +66,7 @@ bitpack_decode_kernel(const std::byte* payload, std::uint64_t payload_bytes, con
   const std::byte* in = payload + chunk_offset[c];
   const std::uint64_t bytes = chunk_bytes[c];
   const std::uint64_t first = c * chunk;
-  const std::size_t m = static_cast<std::size_t>(n - first < chunk ? n - first : chunk);
+  const std::size_t m = static_cast<std::size_t>(detail::chunk_length(c, n, chunk));
   const std::size_t nb = block_bitpack::blocks(m);
   if (bytes < nb) {
     if (threadIdx.x == 0) detail::set_status(status, device_corrupt_chunk);
@@ -116,7 +116,7 @@ huffman_decode_kernel(const std::byte* image, const std::byte* payload, std::uin
   const unsigned lane = threadIdx.x & 31u;
   const std::uint64_t c = blockIdx.x * std::uint64_t{huffman_warps} + (threadIdx.x >> 5);
   if (c >= chunks) return;  // warp-uniform
-  const std::uint64_t m = n - c * chunk < chunk ? n - c * chunk : chunk;
+  const std::uint64_t m = detail::chunk_length(c, n, chunk);
   std::uint32_t* out = field + c * chunk;
   bool ok = chunk_in_bounds(chunk_bytes, chunk_offset, c, payload_bytes);  // warp-uniform
   if (ok) {
@@ -174,7 +174,7 @@ EBAC_KERNEL void serial_decode_kernel(E enc, const std::byte* payload, std::uint
   static_assert(!E::needs_codebook, "Huffman chunks are decoded by huffman_decode_kernel");
   for (std::uint64_t c = blockIdx.x * std::uint64_t{blockDim.x} + threadIdx.x; c < chunks; c += std::uint64_t{gridDim.x} * blockDim.x) {
     const std::uint64_t first = c * chunk;
-    const std::size_t m = static_cast<std::size_t>(n - first < chunk ? n - first : chunk);
+    const std::size_t m = static_cast<std::size_t>(detail::chunk_length(c, n, chunk));
     ::ebac::status s = ::ebac::status::corrupt_stream;
     if (chunk_in_bounds(chunk_bytes, chunk_offset, c, payload_bytes))
       s = enc.decode_chunk(payload + chunk_offset[c], static_cast<std::size_t>(chunk_bytes[c]), field + first, m);

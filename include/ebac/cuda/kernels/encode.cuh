@@ -39,7 +39,7 @@ bitpack_size_kernel(const std::uint32_t* codes, std::uint64_t n, std::uint32_t c
   __shared__ typename reduce::TempStorage tmp;
   const std::uint64_t c = blockIdx.x;
   const std::uint64_t first = c * chunk;
-  const std::size_t m = static_cast<std::size_t>(n - first < chunk ? n - first : chunk);
+  const std::size_t m = static_cast<std::size_t>(detail::chunk_length(c, n, chunk));
   const std::size_t nb = block_bitpack::blocks(m);
   std::uint64_t bytes = 0;
   for (std::size_t b = threadIdx.x; b < nb; b += bitpack_threads) {
@@ -62,7 +62,7 @@ bitpack_write_kernel(const std::uint32_t* codes, std::uint64_t n, std::uint32_t 
   __shared__ typename scan::TempStorage tmp;
   const std::uint64_t c = blockIdx.x;
   const std::uint64_t first = c * chunk;
-  const std::size_t m = static_cast<std::size_t>(n - first < chunk ? n - first : chunk);
+  const std::size_t m = static_cast<std::size_t>(detail::chunk_length(c, n, chunk));
   const std::size_t nb = block_bitpack::blocks(m);
   // Each thread owns a contiguous run of blocks so a single scan orders them.
   const std::size_t per = (nb + bitpack_threads - 1) / bitpack_threads;
@@ -91,12 +91,17 @@ bitpack_write_kernel(const std::uint32_t* codes, std::uint64_t n, std::uint32_t 
 inline constexpr int huffman_warps = 4;
 inline constexpr int huffman_threads = 32 * huffman_warps;
 
+/// Blocks of huffman_threads for one warp a chunk.
+inline unsigned huffman_blocks(std::uint64_t chunks) {
+  return static_cast<unsigned>((chunks + huffman_warps - 1) / huffman_warps);
+}
+
 struct warp_segment {
   std::uint64_t first;   // the chunk's first element
   std::size_t m;         // its elements
   std::size_t begin, end;  // this lane's segment
   __device__ warp_segment(std::uint64_t c, std::uint64_t n, std::uint32_t chunk, unsigned lane)
-      : first(c * chunk), m(static_cast<std::size_t>(n - c * chunk < chunk ? n - c * chunk : chunk)) {
+      : first(c * chunk), m(static_cast<std::size_t>(detail::chunk_length(c, n, chunk))) {
     const std::size_t seg = (m + 31) / 32;
     begin = lane * seg < m ? lane * seg : m;
     end = begin + seg < m ? begin + seg : m;
@@ -177,7 +182,7 @@ EBAC_KERNEL void serial_encode_kernel(E enc, const std::uint32_t* codes, std::ui
   static_assert(!E::needs_codebook, "Huffman chunks are encoded by huffman_encode_kernel");
   for (std::uint64_t c = blockIdx.x * std::uint64_t{blockDim.x} + threadIdx.x; c < chunks; c += std::uint64_t{gridDim.x} * blockDim.x) {
     const std::uint64_t first = c * chunk;
-    const std::size_t m = static_cast<std::size_t>(n - first < chunk ? n - first : chunk);
+    const std::size_t m = static_cast<std::size_t>(detail::chunk_length(c, n, chunk));
     chunk_bytes[c] = enc.encode_chunk(codes + first, m, scratch + c * slot);
   }
 }

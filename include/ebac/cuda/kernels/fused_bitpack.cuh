@@ -55,7 +55,7 @@ __device__ __forceinline__ std::uint32_t warp_or(std::uint32_t v) {
 struct fused_chunk {
   std::uint64_t first, m, nb;
   __device__ fused_chunk(std::uint64_t c, std::uint64_t n, std::uint32_t chunk)
-      : first(c * chunk), m(n - c * chunk < chunk ? n - c * chunk : chunk), nb((m + 31) / 32) {}
+      : first(c * chunk), m(detail::chunk_length(c, n, chunk)), nb((m + 31) / 32) {}
   /// This lane's code in block b (0 past the chunk's end: pack_block's zero
   /// padding); `outlier` is set only for an element inside the chunk.
   template <class P, class Q, class T>
@@ -66,6 +66,26 @@ struct fused_chunk {
     return j < m ? ::ebac::detail::element_code(pred, shape, q, in, first + j, outlier) : 0u;
   }
 };
+
+/// A round of one 32-code block per warp: each warp publishes its block's
+/// packed bytes (4 x width), and every thread learns the bytes of the warps
+/// before its own and the round's total. All threads call it (it
+/// synchronizes the block); `warp_bytes` (shared, fused_warps entries) must
+/// not be rewritten before the caller's end-of-round barrier.
+struct round_bytes {
+  std::uint64_t before, total;
+};
+__device__ __forceinline__ round_bytes share_round_bytes(std::uint32_t* warp_bytes, int width) {
+  const unsigned lane = threadIdx.x & 31u, warp = threadIdx.x >> 5;
+  if (lane == 0) warp_bytes[warp] = 4u * static_cast<std::uint32_t>(width);
+  __syncthreads();
+  round_bytes r{0, 0};
+  for (unsigned k = 0; k < fused_warps; ++k) {
+    r.before += k < warp ? warp_bytes[k] : 0u;
+    r.total += warp_bytes[k];
+  }
+  return r;
+}
 
 /// Pass 1: each chunk's payload bytes (width bytes + packed words) and every
 /// element's outlier flag.
@@ -115,20 +135,14 @@ fused_bitpack_write_kernel(P pred, extents shape, const T* in, std::uint64_t n, 
       width = ::ebac::detail::bit_width(warp_or(code));
       codes[warp][lane] = code;
     }
-    if (lane == 0) warp_bytes[warp] = 4u * static_cast<std::uint32_t>(width);
-    __syncthreads();
-    std::uint64_t before = 0, round = 0;
-    for (unsigned k = 0; k < fused_warps; ++k) {
-      before += k < warp ? warp_bytes[k] : 0u;
-      round += warp_bytes[k];
-    }
+    const round_bytes rb = share_round_bytes(warp_bytes, width);
     if (b < nb) {
       if (lane == 0) base[b] = static_cast<std::byte>(width);
       if (static_cast<int>(lane) < width)
-        ::ebac::detail::store_le<std::uint32_t>(base + round_base + before + 4 * lane,
+        ::ebac::detail::store_le<std::uint32_t>(base + round_base + rb.before + 4 * lane,
                                                 block_bitpack::packed_word(codes[warp], width, static_cast<int>(lane)));
     }
-    round_base += round;
+    round_base += rb.total;
     __syncthreads();  // codes and warp_bytes are rewritten next round
   }
 }

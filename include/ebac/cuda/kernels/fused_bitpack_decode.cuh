@@ -105,17 +105,10 @@ fused_bitpack_decode_kernel(std::uint64_t tile_blocks, const std::byte* payload,
 
   std::uint64_t round_base = ck.nb;  // payload bytes before this round, from the chunk's start
   write_chunk_values(ck, tile_blocks, q, out, warp_total, [&](std::uint64_t, std::uint64_t b, unsigned lane) -> std::uint32_t {
-    const unsigned warp = threadIdx.x >> 5;
     const int width = (!corrupt && b < ck.nb) ? static_cast<int>(in[b]) : 0;  // warp-uniform
-    if (lane == 0) warp_bytes[warp] = 4u * static_cast<std::uint32_t>(width);
-    __syncthreads();
-    std::uint64_t before = 0, round = 0;
-    for (unsigned k = 0; k < fused_warps; ++k) {
-      before += k < warp ? warp_bytes[k] : 0u;
-      round += warp_bytes[k];
-    }
-    const std::uint64_t at = round_base + before;
-    round_base += round;  // warp_bytes is rewritten only after write_chunk_values' end-of-round barrier
+    const round_bytes rb = share_round_bytes(warp_bytes, width);  // rewritten only after write_chunk_values' end-of-round barrier
+    const std::uint64_t at = round_base + rb.before;
+    round_base += rb.total;
     const std::uint64_t j = b * 32 + lane;
     if (width == 0 || j >= ck.m) return 0u;
     return static_cast<std::uint32_t>(::ebac::detail::unzigzag(block_bitpack::code_at(in + at, width, static_cast<int>(lane))));
