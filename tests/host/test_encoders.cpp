@@ -127,6 +127,33 @@ std::vector<std::uint64_t> histogram(const std::vector<std::uint32_t>& codes, bo
   return h;
 }
 
+/// A non-empty code set with the codebook of its own tokens (with or without
+/// zero runs) and the stream the serial encoder writes for it.
+struct coded_set {
+  const code_set& cs;
+  bool runs;
+  ebac::huffman_codebook cb;
+  ebac::huffman enc;  // points into cb
+  std::vector<std::byte> stream;
+};
+
+/// f(coded_set) for every non-empty set of code_sets(seed), runs on and off.
+template <class F>
+void for_each_coded_set(std::uint64_t seed, F&& f) {
+  for (const auto& cs : code_sets(seed)) {
+    if (cs.codes.empty()) continue;
+    CAPTURE(cs.name);
+    for (bool runs : {true, false}) {
+      CAPTURE(runs);
+      coded_set c{cs, runs, ebac::huffman_codebook::from_histogram(histogram(cs.codes, runs), runs), {}, {}};
+      c.enc = ebac::huffman::bind(c.cb);
+      c.stream.resize(c.enc.max_chunk_bytes(cs.codes.size()));
+      c.stream.resize(c.enc.encode_chunk(cs.codes.data(), cs.codes.size(), c.stream.data()));
+      f(static_cast<const coded_set&>(c));
+    }
+  }
+}
+
 std::uint64_t kraft_units(const std::vector<std::uint8_t>& len) {  // sum 2^(24 - l)
   std::uint64_t k = 0;
   for (auto l : len)
@@ -269,58 +296,54 @@ TEST_CASE("huffman: segments coded apart (one warp a chunk on the device) give t
     int extra_bits;
     bool operator==(const token&) const = default;
   };
-  for (const auto& cs : code_sets(4)) {
+  for_each_coded_set(4, [&](const coded_set& c) {
+    const auto& cs = c.cs;
+    const auto& cb = c.cb;
+    const bool runs = c.runs;
     const std::size_t m = cs.codes.size();
-    if (m == 0) continue;
-    CAPTURE(cs.name);
-    for (bool runs : {true, false}) {
-      CAPTURE(runs);
-      const auto cb = ebac::huffman_codebook::from_histogram(histogram(cs.codes, runs), runs);
-      const auto enc = ebac::huffman::bind(cb);
-      std::vector<std::byte> serial(enc.max_chunk_bytes(m));
-      const std::size_t bytes = enc.encode_chunk(cs.codes.data(), m, serial.data());
-      std::vector<token> expect;
-      ebac::detail::huffman_tokenize(cs.codes.data(), m, runs, [&](std::uint32_t s, std::uint32_t e, int k) { expect.push_back({s, e, k}); });
-      for (std::size_t segments : {std::size_t{1}, std::size_t{3}, std::size_t{32}}) {
-        CAPTURE(segments);
-        const std::size_t seg = (m + segments - 1) / segments;  // the kernel's split: lane l takes [l seg, (l + 1) seg)
-        auto bounds = [&](std::size_t l) {
-          const std::size_t b = std::min(l * seg, m);
-          return std::pair{b, std::min(b + seg, m)};
-        };
-        std::vector<token> got;
-        std::vector<std::uint64_t> offset(segments + 1, 0);
-        for (std::size_t l = 0; l < segments; ++l) {
-          const auto [b, e] = bounds(l);
-          std::uint64_t bits = 0;
-          ebac::detail::huffman_tokenize_segment(cs.codes.data(), m, b, e, runs, [&](std::uint32_t s, std::uint32_t x, int k) {
-            got.push_back({s, x, k});
-            bits += cb.length[s] + static_cast<std::uint64_t>(k);
-          });
-          offset[l + 1] = offset[l] + bits;
-        }
-        CHECK(got == expect);
-        const std::uint64_t total = offset[segments];
-        REQUIRE((total + 7) / 8 == bytes);
-        // Scratch starts as garbage, as device memory would; only the shared words are zeroed first.
-        std::vector<std::uint32_t> words((bytes + 3) / 4 + 1, 0xdeadbeefu);
-        for (std::size_t l = 0; l < segments; ++l)
-          if (offset[l] % 32) words[offset[l] / 32] = 0;
-        if (total % 32) words[total / 32] = 0;
-        for (std::size_t l = segments; l-- > 0;) {  // any order: the segments touch disjoint bits
-          const auto [b, e] = bounds(l);
-          auto or_word = [&](std::uint64_t i, std::uint32_t v) { words[i] |= v; };
-          ebac::detail::segment_bit_writer<decltype(or_word)> w(words.data(), offset[l], or_word);
-          ebac::detail::huffman_tokenize_segment(cs.codes.data(), m, b, e, runs, [&](std::uint32_t s, std::uint32_t x, int k) {
-            w.put(cb.code_lsb[s], cb.length[s]);
-            if (k) w.put(x, k);
-          });
-          w.finish();
-        }
-        CHECK(std::memcmp(words.data(), serial.data(), bytes) == 0);
+    const std::vector<std::byte>& serial = c.stream;
+    const std::size_t bytes = serial.size();
+    std::vector<token> expect;
+    ebac::detail::huffman_tokenize(cs.codes.data(), m, runs, [&](std::uint32_t s, std::uint32_t e, int k) { expect.push_back({s, e, k}); });
+    for (std::size_t segments : {std::size_t{1}, std::size_t{3}, std::size_t{32}}) {
+      CAPTURE(segments);
+      const std::size_t seg = (m + segments - 1) / segments;  // the kernel's split: lane l takes [l seg, (l + 1) seg)
+      auto bounds = [&](std::size_t l) {
+        const std::size_t b = std::min(l * seg, m);
+        return std::pair{b, std::min(b + seg, m)};
+      };
+      std::vector<token> got;
+      std::vector<std::uint64_t> offset(segments + 1, 0);
+      for (std::size_t l = 0; l < segments; ++l) {
+        const auto [b, e] = bounds(l);
+        std::uint64_t bits = 0;
+        ebac::detail::huffman_tokenize_segment(cs.codes.data(), m, b, e, runs, [&](std::uint32_t s, std::uint32_t x, int k) {
+          got.push_back({s, x, k});
+          bits += cb.length[s] + static_cast<std::uint64_t>(k);
+        });
+        offset[l + 1] = offset[l] + bits;
       }
+      CHECK(got == expect);
+      const std::uint64_t total = offset[segments];
+      REQUIRE((total + 7) / 8 == bytes);
+      // Scratch starts as garbage, as device memory would; only the shared words are zeroed first.
+      std::vector<std::uint32_t> words((bytes + 3) / 4 + 1, 0xdeadbeefu);
+      for (std::size_t l = 0; l < segments; ++l)
+        if (offset[l] % 32) words[offset[l] / 32] = 0;
+      if (total % 32) words[total / 32] = 0;
+      for (std::size_t l = segments; l-- > 0;) {  // any order: the segments touch disjoint bits
+        const auto [b, e] = bounds(l);
+        auto or_word = [&](std::uint64_t i, std::uint32_t v) { words[i] |= v; };
+        ebac::detail::segment_bit_writer<decltype(or_word)> w(words.data(), offset[l], or_word);
+        ebac::detail::huffman_tokenize_segment(cs.codes.data(), m, b, e, runs, [&](std::uint32_t s, std::uint32_t x, int k) {
+          w.put(cb.code_lsb[s], cb.length[s]);
+          if (k) w.put(x, k);
+        });
+        w.finish();
+      }
+      CHECK(std::memcmp(words.data(), serial.data(), bytes) == 0);
     }
-  }
+  });
 }
 
 namespace {
@@ -378,37 +401,31 @@ TEST_CASE("huffman: 32 lanes decode what the serial decoder decodes, and reject 
   std::mt19937_64 rng(41);
   int max_rounds = 0;
   std::uint64_t streams = 0, round_sum = 0;
-  for (const auto& cs : code_sets(5)) {
+  for_each_coded_set(5, [&](const coded_set& c) {
+    const auto& cs = c.cs;
+    const auto& enc = c.enc;
+    const auto& stream = c.stream;
     const std::size_t m = cs.codes.size();
-    if (m == 0) continue;
-    CAPTURE(cs.name);
-    for (bool runs : {true, false}) {
-      CAPTURE(runs);
-      const auto cb = ebac::huffman_codebook::from_histogram(histogram(cs.codes, runs), runs);
-      const auto enc = ebac::huffman::bind(cb);
-      std::vector<std::byte> stream(enc.max_chunk_bytes(m));
-      stream.resize(enc.encode_chunk(cs.codes.data(), m, stream.data()));
-      std::vector<std::uint32_t> got(m, 0xdeadbeefu);
-      int rounds = 0;
-      REQUIRE(lanes_decode(enc, stream.data(), stream.size(), got.data(), m, rounds) == ebac::status::ok);
-      CHECK(got == cs.codes);
-      max_rounds = std::max(max_rounds, rounds);
-      round_sum += static_cast<std::uint64_t>(rounds);
-      ++streams;
-      // Damaged and cut streams: the same verdict as the serial decoder, and the same codes when accepted.
-      for (int trial = 0; trial < 40; ++trial) {
-        auto bad = stream;
-        if (trial % 4 == 3 && bad.size() > 1) bad.resize(rng() % bad.size());
-        else if (!bad.empty()) bad[rng() % bad.size()] ^= static_cast<std::byte>(1 + rng() % 255);
-        std::vector<std::uint32_t> serial(m), lanes(m);
-        const auto s1 = enc.decode_chunk(bad.data(), bad.size(), serial.data(), m);
-        int r2 = 0;
-        const auto s2 = lanes_decode(enc, bad.data(), bad.size(), lanes.data(), m, r2);
-        CHECK(s1 == s2);
-        if (s1 == ebac::status::ok && s2 == ebac::status::ok) CHECK(serial == lanes);
-      }
+    std::vector<std::uint32_t> got(m, 0xdeadbeefu);
+    int rounds = 0;
+    REQUIRE(lanes_decode(enc, stream.data(), stream.size(), got.data(), m, rounds) == ebac::status::ok);
+    CHECK(got == cs.codes);
+    max_rounds = std::max(max_rounds, rounds);
+    round_sum += static_cast<std::uint64_t>(rounds);
+    ++streams;
+    // Damaged and cut streams: the same verdict as the serial decoder, and the same codes when accepted.
+    for (int trial = 0; trial < 40; ++trial) {
+      auto bad = stream;
+      if (trial % 4 == 3 && bad.size() > 1) bad.resize(rng() % bad.size());
+      else if (!bad.empty()) bad[rng() % bad.size()] ^= static_cast<std::byte>(1 + rng() % 255);
+      std::vector<std::uint32_t> serial(m), lanes(m);
+      const auto s1 = enc.decode_chunk(bad.data(), bad.size(), serial.data(), m);
+      int r2 = 0;
+      const auto s2 = lanes_decode(enc, bad.data(), bad.size(), lanes.data(), m, r2);
+      CHECK(s1 == s2);
+      if (s1 == ebac::status::ok && s2 == ebac::status::ok) CHECK(serial == lanes);
     }
-  }
+  });
   MESSAGE("lane rounds: max " << max_rounds << ", mean " << static_cast<double>(round_sum) / static_cast<double>(streams) << " over "
                               << streams << " streams");
 }
