@@ -362,7 +362,7 @@ ebac::status lanes_decode(const ebac::huffman& enc, const std::byte* in, std::si
     REQUIRE(rounds <= static_cast<int>(W) + 1);
     for (unsigned l = 0; l < W; ++l)
       if (!decoded[l]) {
-        res[l] = lanes.count_from(enc, in, bytes, start[l], l);
+        res[l] = lanes.count_from(enc, in, bytes, start[l], l, m);
         decoded[l] = true;
       }
     bool changed = false;
@@ -428,6 +428,49 @@ TEST_CASE("huffman: 32 lanes decode what the serial decoder decodes, and reject 
   });
   MESSAGE("lane rounds: max " << max_rounds << ", mean " << static_cast<double>(round_sum) / static_cast<double>(streams) << " over "
                               << streams << " streams");
+}
+
+TEST_CASE("huffman: runs of 2^32 zeros cost the lanes one step each, and cannot wrap their counts") {
+  // A codebook a stream may carry (it validates): code 0 and the longest run
+  // class, one bit each. Every 32-bit token then claims 2^32 - 1 zeros.
+  std::vector<std::uint64_t> h(A::size, 0);
+  const std::uint32_t longest = A::run_base + A::run_classes - 1;
+  h[0] = 1;
+  h[longest] = 1;
+  const auto cb = ebac::huffman_codebook::from_histogram(h, true);
+  const auto enc = ebac::huffman::bind(cb);
+  REQUIRE(cb.length[longest] == 1);
+  constexpr int tokens = 64;
+  std::vector<std::byte> stream(4 * tokens + 8);
+  ebac::detail::bit_writer w{stream.data()};
+  for (int t = 0; t < tokens; ++t) {
+    w.put(cb.code_lsb[longest], 1);
+    w.put(0x7fffffffu, 31);
+  }
+  stream.resize(static_cast<std::size_t>(w.finish() - stream.data()));
+  const std::uint64_t per_token = (std::uint64_t{1} << 32) - 1;
+  // Counting only: 64 x (2^32 - 1) zeros, counted token by token (the
+  // element-by-element loop would take minutes here and, on the GPU, was
+  // kept by nvcc even with a sink that drops the codes).
+  const auto counted = enc.decode_range(stream.data(), stream.size(), 0, 8 * stream.size(), ebac::huffman_lanes::unlimited,
+                                        ebac::huffman_count_only{});
+  CHECK_FALSE(counted.corrupt);
+  CHECK(counted.elements == tokens * per_token);
+  CHECK(counted.end_bit == 32u * tokens);
+  // A lane counts no further than its chunk: at most m codes, corrupt when a
+  // token would pass m (reaching m exactly just stops the count).
+  const ebac::huffman_lanes lanes(stream.size());
+  for (const std::uint64_t m : std::vector<std::uint64_t>{1, 1000, per_token - 1, per_token, 3 * per_token}) {
+    CAPTURE(m);
+    const auto r = lanes.count_from(enc, stream.data(), stream.size(), 0, 0, m);
+    CHECK(r.elements <= m);
+    CHECK(r.corrupt == (m < 2 * per_token && m != per_token));  // lane 0's range (2048 bits / 32) holds 2 tokens
+  }
+  // And the verdict stays the serial decoder's: a chunk of 1000 codes cannot be this stream.
+  std::vector<std::uint32_t> serial(1000), lane_codes(1000);
+  int rounds = 0;
+  CHECK(enc.decode_chunk(stream.data(), stream.size(), serial.data(), serial.size()) == ebac::status::corrupt_stream);
+  CHECK(lanes_decode(enc, stream.data(), stream.size(), lane_codes.data(), lane_codes.size(), rounds) == ebac::status::corrupt_stream);
 }
 
 TEST_CASE("huffman: the flat codebook image (what the CUDA backend uploads) codes exactly like the codebook") {

@@ -25,6 +25,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <memory>
+#include <type_traits>
 #include <vector>
 
 EBAC_NAMESPACE_BEGIN
@@ -219,6 +220,14 @@ struct huffman_range {
   bool corrupt = false;        ///< an invalid code, a read past the stream's end, or a run past max_elements
 };
 
+/// decode_range's sink when only the number of codes matters (the CUDA
+/// decoder's counting rounds): a run then advances the count in one step, so
+/// a token claiming 2^32 zeros costs no more than any other. (An empty lambda
+/// is not enough: nvcc keeps its loop.)
+struct huffman_count_only {
+  EBAC_HOST_DEVICE void operator()(std::uint64_t, std::uint32_t) const noexcept {}
+};
+
 /// The encoder functor: trivially copyable, points at a codebook's tables.
 struct huffman {
   static constexpr encoder_id id = encoder_id::huffman;
@@ -262,7 +271,7 @@ struct huffman {
   /// Decodes the tokens of a chunk's stream in[0, bytes) from bit `start`
   /// on, while a token starts before `range_end` and fewer than
   /// `max_elements` codes came out; put(k, code) receives the k-th code of
-  /// the range (it may drop them, to count). The serial decoder is the
+  /// the range (huffman_count_only: only count them). The serial decoder is the
   /// whole stream as one range; the CUDA decoder gives each lane of a warp
   /// one range of bits (encoder/huffman_lanes.hpp).
   template <class Put>
@@ -322,7 +331,11 @@ struct huffman {
         const std::uint64_t run = (std::uint64_t{1} << k) + r.peek(k);
         r.skip(k);
         if (run > max_elements - i) return fail(i);
-        for (std::uint64_t j = 0; j < run; ++j) put(i++, 0u);
+        if constexpr (std::is_same_v<std::remove_cvref_t<Put>, huffman_count_only>) {
+          i += run;  // counting only: a run of up to 2^32 zeros costs one step, not 2^32
+        } else {
+          for (std::uint64_t j = 0; j < run; ++j) put(i++, 0u);
+        }
       }
       if (r.overran()) return fail(i);
       if (position() >= range_end) break;

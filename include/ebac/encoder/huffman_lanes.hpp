@@ -49,16 +49,21 @@ struct huffman_lanes {
     return r.corrupt ? lost : r.end_bit;
   }
 
-  /// Lane l counting its tokens from `start`.
+  /// Lane l counting its tokens from `start`, in a chunk of m codes. A lane
+  /// that counts past m stops there, corrupt: no lane before the one holding
+  /// the chunk's last code can (its codes end before m), so the verdict is
+  /// the same, and the lanes' counts add up without overflow whatever the
+  /// stream claims (32 x m at most; a crafted stream of 2^32-zero runs
+  /// could otherwise wrap the prefix sum and misplace the writes).
   [[nodiscard]] EBAC_HOST_DEVICE huffman_range count_from(const huffman& enc, const std::byte* in, std::size_t bytes, std::uint64_t start,
-                                                          unsigned l) const noexcept {
+                                                          unsigned l, std::uint64_t m) const noexcept {
     if (start == lost) {
       huffman_range r;
       r.end_bit = lost;
       r.corrupt = true;
       return r;
     }
-    return enc.decode_range(in, bytes, start, range_end(l), unlimited, [](std::uint64_t, std::uint32_t) {});
+    return enc.decode_range(in, bytes, start, range_end(l), m, huffman_count_only{});
   }
 
   /// Once the starts agree: lane l, whose codes begin at code `first` of a

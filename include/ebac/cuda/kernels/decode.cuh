@@ -59,19 +59,21 @@ bitpack_decode_kernel(const std::byte* payload, std::uint64_t payload_bytes, con
   __shared__ typename scan::TempStorage tmp;
   __shared__ int bad;
   const std::uint64_t c = blockIdx.x;
-  if (!chunk_in_bounds(chunk_bytes, chunk_offset, c, payload_bytes)) {  // uniform across the block
-    if (threadIdx.x == 0) detail::set_status(status, device_corrupt_table);
-    return;
-  }
-  const std::byte* in = payload + chunk_offset[c];
-  const std::uint64_t bytes = chunk_bytes[c];
   const std::uint64_t first = c * chunk;
   const std::size_t m = static_cast<std::size_t>(detail::chunk_length(c, n, chunk));
+  // A chunk that does not decode still gets all its codes (zeros), like the
+  // Huffman and run-length decoders: every output element is written, from
+  // defined values, whatever the stream holds. Each failure test below is the
+  // same for every thread of the block.
+  auto reject = [&](int code) {
+    if (threadIdx.x == 0) detail::set_status(status, code);
+    for (std::size_t i = threadIdx.x; i < m; i += blockDim.x) field[first + i] = 0;
+  };
+  if (!chunk_in_bounds(chunk_bytes, chunk_offset, c, payload_bytes)) return reject(device_corrupt_table);
+  const std::byte* in = payload + chunk_offset[c];
+  const std::uint64_t bytes = chunk_bytes[c];
   const std::size_t nb = block_bitpack::blocks(m);
-  if (bytes < nb) {
-    if (threadIdx.x == 0) detail::set_status(status, device_corrupt_chunk);
-    return;
-  }
+  if (bytes < nb) return reject(device_corrupt_chunk);
   if (threadIdx.x == 0) bad = 0;
   __syncthreads();
   const std::size_t per = (nb + bitpack_threads - 1) / bitpack_threads;
@@ -86,10 +88,7 @@ bitpack_decode_kernel(const std::byte* payload, std::uint64_t payload_bytes, con
   std::uint64_t at, total;
   scan(tmp).ExclusiveSum(mine, at, total);
   __syncthreads();
-  if (bad || total != bytes - nb) {
-    if (threadIdx.x == 0) detail::set_status(status, device_corrupt_chunk);
-    return;
-  }
+  if (bad || total != bytes - nb) return reject(device_corrupt_chunk);
   const std::byte* p = in + nb + at;
   for (std::size_t b = b0; b < b1; ++b) {
     const std::size_t len = (m - b * 32 < 32) ? m - b * 32 : 32;
@@ -125,7 +124,7 @@ huffman_decode_kernel(const std::byte* image, const std::byte* payload, std::uin
     const L lanes(bytes);
     // Rounds until every lane starts where the lane before it stopped.
     std::uint64_t start = lanes.first_guess(lane);
-    huffman_range res = lanes.count_from(enc, in, bytes, start, lane);
+    huffman_range res = lanes.count_from(enc, in, bytes, start, lane, m);
     for (unsigned round = 0; round <= L::count; ++round) {
       std::uint64_t next = __shfl_up_sync(all, L::next_start(res), 1);
       if (lane == 0) next = start;
@@ -133,7 +132,7 @@ huffman_decode_kernel(const std::byte* image, const std::byte* payload, std::uin
       if (!__any_sync(all, moved)) break;
       if (moved) {
         start = next;
-        res = lanes.count_from(enc, in, bytes, start, lane);
+        res = lanes.count_from(enc, in, bytes, start, lane, m);
       }
     }
     std::uint64_t expected = __shfl_up_sync(all, L::next_start(res), 1);

@@ -85,7 +85,10 @@ fused_bitpack_decode_kernel(std::uint64_t tile_blocks, const std::byte* payload,
   const fused_chunk ck(blockIdx.x, n, chunk);
 
   // Validate the chunk's place and its width bytes before reading a word.
-  const bool placed = chunk_in_bounds(chunk_bytes, chunk_offset, blockIdx.x, payload_bytes) && chunk_bytes[blockIdx.x] >= ck.nb;
+  // The same status codes as the staged decoder: a chunk outside the payload
+  // is a bad table, one too short for its width bytes a bad chunk.
+  const bool in_payload = chunk_in_bounds(chunk_bytes, chunk_offset, blockIdx.x, payload_bytes);
+  const bool placed = in_payload && chunk_bytes[blockIdx.x] >= ck.nb;
   const std::byte* in = placed ? payload + chunk_offset[blockIdx.x] : nullptr;
   if (threadIdx.x == 0) bad = placed ? 0 : 1;
   __syncthreads();
@@ -101,7 +104,7 @@ fused_bitpack_decode_kernel(std::uint64_t tile_blocks, const std::byte* payload,
   if (threadIdx.x == 0 && placed && words != chunk_bytes[blockIdx.x] - ck.nb) bad = 1;
   __syncthreads();
   const bool corrupt = bad != 0;  // block-uniform from here on
-  if (corrupt && threadIdx.x == 0) detail::set_status(status, placed ? device_corrupt_chunk : device_corrupt_table);
+  if (corrupt && threadIdx.x == 0) detail::set_status(status, in_payload ? device_corrupt_chunk : device_corrupt_table);
 
   std::uint64_t round_base = ck.nb;  // payload bytes before this round, from the chunk's start
   write_chunk_values(ck, tile_blocks, q, out, warp_total, [&](std::uint64_t, std::uint64_t b, unsigned lane) -> std::uint32_t {
