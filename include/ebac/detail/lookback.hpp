@@ -35,6 +35,11 @@ struct lookback_word {
   [[nodiscard]] EBAC_HOST_DEVICE static std::uint64_t value(std::uint64_t w) noexcept { return w >> 2; }
 };
 
+/// Predecessor words read at once by the walk: independent loads that are in
+/// flight together, so a walk over w predecessors waits about w / 8 memory
+/// round trips instead of w (one thread does the walk while its block waits).
+inline constexpr int lookback_window = 8;
+
 /// Exclusive prefix of tile `tile` whose own aggregate is `aggregate`
 /// (values and sums < 2^62). load(i) / store(i, word) read and write tile
 /// i's word atomically; one thread per tile calls this.
@@ -48,11 +53,24 @@ EBAC_HOST_DEVICE std::uint64_t lookback_exclusive(std::uint64_t tile, std::uint6
   }
   store(tile, W::make(W::partial, aggregate));
   std::uint64_t exclusive = 0;
-  for (std::uint64_t p = tile; p-- > 0;) {
-    std::uint64_t w = load(p);
-    while (W::status(w) == W::invalid) w = load(p);  // the predecessor has started: it will publish
-    exclusive += W::value(w);
-    if (W::status(w) == W::inclusive) break;
+  std::uint64_t next = tile;  // the walk has summed tiles [next, tile)
+  for (;;) {
+    // Load up to lookback_window predecessors, nearest first, then take them
+    // in order until an inclusive prefix (done) or a tile that has not
+    // published yet (load again from there: it has started, it will publish).
+    std::uint64_t w[lookback_window];
+    const int m = next < static_cast<std::uint64_t>(lookback_window) ? static_cast<int>(next) : lookback_window;
+    for (int i = 0; i < m; ++i) w[i] = load(next - 1 - static_cast<std::uint64_t>(i));
+    for (int i = 0; i < m; ++i) {
+      if (W::status(w[i]) == W::invalid) break;
+      exclusive += W::value(w[i]);
+      --next;
+      if (W::status(w[i]) == W::inclusive) {
+        store(tile, W::make(W::inclusive, exclusive + aggregate));
+        return exclusive;
+      }
+    }
+    if (m == 0) break;  // unreachable: tile 0 publishes an inclusive word, which ends the walk
   }
   store(tile, W::make(W::inclusive, exclusive + aggregate));
   return exclusive;
