@@ -74,7 +74,9 @@ class device_allocation {
 };
 }  // namespace detail
 
-/// A compressed stream in device memory.
+/// A compressed stream in device memory. Its memory goes back to the
+/// allocator on the stream it was compressed on, ordered after the work
+/// queued there: keep that stream alive until the device_stream is gone.
 struct device_stream {
   detail::device_allocation buffer;   // capacity = max_compressed_bytes
   detail::device_allocation size;     // one std::uint64_t: the stream's bytes
@@ -157,6 +159,11 @@ template <element T>
 void decompress(const std::byte* d_in, std::size_t in_bytes, T* d_out, std::uint64_t count, cudaStream_t stream = nullptr,
                 const allocator& alloc = default_allocator(), kernel_path path = kernel_path::staged) {
   const stream_header h = read_header(d_in, in_bytes, stream);
+  // The host decoder's checks, before anything is allocated (a forged header
+  // could claim any element count).
+  if (h.type != dtype_of<T>::value) ::ebac::detail::fail(status::invalid_argument, "output element type does not match the stream's dtype");
+  if (count != element_count(h)) ::ebac::detail::fail(status::invalid_argument, "output size does not match the stream's element count");
+  if (count > 0 && d_out == nullptr) ::ebac::detail::fail(status::invalid_argument, "output pointer is null");
   // Huffman: the codebook section is read and validated on the host (the
   // host decoder's deserialize), then uploaded as tables.
   detail::uploaded_codebook book;

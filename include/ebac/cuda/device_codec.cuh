@@ -41,6 +41,7 @@
 #include <ebac/cuda/kernels/quantize.cuh>
 #include <ebac/dtype.hpp>
 #include <ebac/encoder/huffman_image.hpp>
+#include <ebac/format/outlier_index.hpp>
 #include <ebac/format/stream_header.hpp>
 #include <ebac/host/codec.hpp>
 #include <ebac/pipeline.hpp>
@@ -63,13 +64,21 @@ inline unsigned grid_for(std::uint64_t n, unsigned threads = 256) {
   return static_cast<unsigned>(g < 1 ? 1 : (g > 65535u * 8 ? 65535u * 8 : g));
 }
 
-/// Carves one temp allocation into aligned pieces (query and run agree).
+/// Carves one temp allocation into 256-byte aligned pieces (query and run
+/// agree). The caller's pointer need not be aligned (a slice of a larger
+/// workspace, say): the carver starts at the next aligned address, and the
+/// size it asks for includes that slack.
 struct temp_carver {
-  std::byte* base;
+  static constexpr std::size_t alignment = 256;
+  std::byte* base;  ///< d_temp rounded up to `alignment`; nullptr on a size query
   std::size_t used = 0;
+  explicit temp_carver(void* d_temp)
+      : base(d_temp ? reinterpret_cast<std::byte*>(align_up(reinterpret_cast<std::uintptr_t>(d_temp), alignment)) : nullptr) {}
+  /// Bytes the caller must provide, whatever its pointer's alignment.
+  [[nodiscard]] std::size_t required() const noexcept { return used + alignment - 1; }
   template <class U>
   U* take(std::size_t count) {
-    used = align_up(used, 256);
+    used = align_up(used, alignment);
     U* p = base ? reinterpret_cast<U*>(base + used) : nullptr;
     used += count * sizeof(U);
     return p;
@@ -119,19 +128,24 @@ struct device_huffman_codebook {
   const std::byte* image = nullptr;
 };
 
-/// Bytes a stream of this shape and pipeline can take at most.
+/// Bytes a stream of this shape and pipeline can take at most (0 when the
+/// shape or the chunk size is invalid: compress() refuses those too).
+/// Outliers: k indices as varint gaps that sum to at most n - k take at most
+/// n bytes (a gap g costs 1 + log2(g + 1) / 7 bytes at most, and
+/// k (1 + log2(n / k) / 7) <= n), plus their raw values.
 template <class Pipeline, element T>
 std::size_t max_compressed_bytes(const extents& shape, const Pipeline& pipe) noexcept {
   using E = typename Pipeline::encoder_type;
   std::uint64_t n = 0;
   if (shape.count(n) != status::ok) return 0;
   const std::uint64_t C = pipe.chunk_elements;
+  if (C < 32 || C % 32 != 0 || C > (1u << 24)) return 0;
   const std::uint64_t chunks = (n + C - 1) / C;
   const E enc{};
   const std::uint64_t per_chunk = enc.max_chunk_bytes(static_cast<std::size_t>(C));
   const std::uint64_t codebook = E::needs_codebook ? huffman_codebook::max_serialized_bytes : 0;
   return static_cast<std::size_t>(stream_fixed_header_bytes + 8 * static_cast<std::uint64_t>(shape.rank) + codebook + 4 * chunks +
-                                  chunks * per_chunk + n * (10 + sizeof(T)) + 8);
+                                  chunks * per_chunk + n * (1 + sizeof(T)) + 8);
 }
 
 /// Compresses d_in into d_out (capacity >= max_compressed_bytes()); the
@@ -160,7 +174,7 @@ template <class Pipeline, element T>
   // Temp layout. The field/code arrays are reused for the outlier indices
   // (n x u64, the same bytes) once encoding no longer needs them (stream
   // order makes that safe); the fused kernels use them for the indices only.
-  detail::temp_carver t{static_cast<std::byte*>(d_temp)};
+  detail::temp_carver t(d_temp);
   auto* field = t.take<std::uint32_t>(2 * n + 2);  // q, then codes; later u64 outlier indices
   std::uint32_t* codes = field ? field + n : nullptr;
   auto* flags = t.take<std::uint8_t>(n + 1);
@@ -198,10 +212,10 @@ template <class Pipeline, element T>
   void* cub_temp = t.take<std::byte>(scan_bytes > select_bytes ? scan_bytes : select_bytes);
   const std::size_t cub_bytes = scan_bytes > select_bytes ? scan_bytes : select_bytes;
   if (d_temp == nullptr) {
-    temp_bytes = t.used;
+    temp_bytes = t.required();
     return cudaSuccess;
   }
-  if (temp_bytes < t.used || !d_status || (n > 0 && !d_in)) return cudaErrorInvalidValue;
+  if (temp_bytes < t.required() || !d_status || (n > 0 && !d_in)) return cudaErrorInvalidValue;
   if (out_capacity < max_compressed_bytes<Pipeline, T>(shape, pipe) || !d_out || !d_out_bytes) return cudaErrorInvalidValue;
 
   const unsigned g = detail::grid_for(n);
@@ -262,6 +276,9 @@ template <class Pipeline, element T>
       return e;
   }
   kernels::payload_layout_kernel<0><<<1, 1, 0, stream>>>(h, image, chunk_bytes, chunk_offset, chunks, layout);
+  // The writers below take their offsets from `layout`: if any launch so far
+  // failed, stop before they would read it uninitialized.
+  if ((e = cudaPeekAtLastError()) != cudaSuccess) return e;
   if (chunks > 0) {
     if constexpr (bitpack) {
       if (single_pass) {
@@ -305,20 +322,32 @@ template <element T>
   const std::uint64_t chunks = C ? (n + C - 1) / C : 0;
   std::uint64_t tile_blocks = 0;
   const bool fused = path != kernel_path::staged && fused_decode_tile_blocks(h, tile_blocks);
-  detail::temp_carver t{static_cast<std::byte*>(d_temp)};
+  detail::temp_carver t(d_temp);
   const bool no_field = fused && h.encoder == encoder_id::block_bitpack;  // payload -> values directly
   auto* field = t.take<std::uint32_t>(no_field ? 0 : n + 1);
   auto* chunk_bytes = t.take<std::uint64_t>(chunks + 1);
   auto* chunk_offset = t.take<std::uint64_t>(chunks + 1);
-  std::size_t scan_bytes = 0;
+  // Outliers: one summary per tile of the index section, and the scan of them.
+  using outlier_summary = outlier_index_reader::summary;
+  const std::uint64_t outlier_count = h.outlier_count;
+  const outlier_index_reader outliers{d_in ? d_in + h.section_offset(section_outlier_index) : nullptr,
+                                      h.section_bytes[section_outlier_index], n};
+  const std::uint64_t outlier_tiles = kernels::outlier_tiles(outliers.bytes, outlier_count);
+  auto* tile_sum = t.take<outlier_summary>(outlier_tiles + 1);
+  auto* tile_before = t.take<outlier_summary>(outlier_tiles + 1);
+  std::size_t scan_bytes = 0, outlier_scan_bytes = 0;
   cudaError_t e = cub::DeviceScan::ExclusiveSum(nullptr, scan_bytes, chunk_bytes, chunk_offset, static_cast<std::int64_t>(chunks), stream);
   if (e != cudaSuccess) return e;
-  void* cub_temp = t.take<std::byte>(scan_bytes);
+  e = cub::DeviceScan::ExclusiveScan(nullptr, outlier_scan_bytes, tile_sum, tile_before, outliers.op(), outlier_summary{},
+                                     static_cast<std::int64_t>(outlier_tiles), stream);
+  if (e != cudaSuccess) return e;
+  const std::size_t cub_bytes = scan_bytes > outlier_scan_bytes ? scan_bytes : outlier_scan_bytes;
+  void* cub_temp = t.take<std::byte>(cub_bytes);
   if (d_temp == nullptr) {
-    temp_bytes = t.used;
+    temp_bytes = t.required();
     return cudaSuccess;
   }
-  if (temp_bytes < t.used) return cudaErrorInvalidValue;
+  if (temp_bytes < t.required()) return cudaErrorInvalidValue;
   if (h.type != dtype_of<T>::value || count != n || in_bytes != h.section_offset(section_count) + (h.has_checksum() ? 8 : 0) ||
       !d_status || (n > 0 && (!d_out || !d_in)) ||
       (h.encoder == encoder_id::huffman && (codebook == nullptr || codebook->image == nullptr)))
@@ -330,7 +359,7 @@ template <element T>
   const std::uint64_t payload_bytes = h.section_bytes[section_payload];
   if (chunks > 0) {
     kernels::chunk_sizes_kernel<0><<<detail::grid_for(chunks), 256, 0, stream>>>(d_in + h.section_offset(section_chunk_table), chunks, chunk_bytes);
-    std::size_t sb = scan_bytes;
+    std::size_t sb = cub_bytes;
     if ((e = cub::DeviceScan::ExclusiveSum(cub_temp, sb, chunk_bytes, chunk_offset, static_cast<std::int64_t>(chunks), stream)) != cudaSuccess) return e;
     kernels::check_table_kernel<0><<<1, 1, 0, stream>>>(chunk_bytes, chunk_offset, chunks, payload_bytes, d_status);
   }
@@ -373,10 +402,17 @@ template <element T>
       }
     }
   });
-  kernels::outlier_restore_kernel<T><<<1, 1, 0, stream>>>(d_in + h.section_offset(section_outlier_index),
-                                                           h.section_bytes[section_outlier_index],
-                                                           d_in + h.section_offset(section_outlier_value), h.outlier_count, n,
-                                                           d_out, d_status);
+  // Outliers last (they overwrite what reconstruction wrote at their
+  // indices), in parallel over the index section (format/outlier_index.hpp).
+  if (outlier_tiles > 0) {
+    kernels::outlier_summary_kernel<0><<<static_cast<unsigned>(outlier_tiles), kernels::outlier_threads, 0, stream>>>(outliers, tile_sum);
+    std::size_t ob = cub_bytes;
+    if ((e = cub::DeviceScan::ExclusiveScan(cub_temp, ob, tile_sum, tile_before, outliers.op(), outlier_summary{},
+                                            static_cast<std::int64_t>(outlier_tiles), stream)) != cudaSuccess)
+      return e;
+    kernels::outlier_place_kernel<T><<<static_cast<unsigned>(outlier_tiles), kernels::outlier_threads, 0, stream>>>(
+        outliers, tile_before, tile_sum, outlier_tiles, outlier_count, d_in + h.section_offset(section_outlier_value), d_out, d_status);
+  }
   return cudaGetLastError();
 }
 

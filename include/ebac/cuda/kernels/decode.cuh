@@ -13,6 +13,7 @@
 #include <ebac/encoder/block_bitpack.hpp>
 #include <ebac/encoder/huffman_image.hpp>
 #include <ebac/encoder/huffman_lanes.hpp>
+#include <ebac/format/outlier_index.hpp>
 
 #include <cub/block/block_reduce.cuh>
 #include <cub/block/block_scan.cuh>
@@ -184,21 +185,54 @@ EBAC_KERNEL void serial_decode_kernel(E enc, const std::byte* payload, std::uint
   }
 }
 
-/// Restores the outliers' raw bits (sequential varints: one thread).
+/// Outlier restore (format/outlier_index.hpp): each thread takes a segment
+/// of the index section's bytes, each block a tile of them.
+inline constexpr unsigned outlier_threads = 256;
+inline constexpr std::uint64_t outlier_segment_bytes = 16;
+inline constexpr std::uint64_t outlier_tile_bytes = outlier_threads * outlier_segment_bytes;
+
+/// Tiles the restore launches for an index section of `bytes` bytes: at
+/// least one when outliers are claimed, so that a missing section is caught.
+inline std::uint64_t outlier_tiles(std::uint64_t bytes, std::uint64_t count) {
+  const std::uint64_t t = (bytes + outlier_tile_bytes - 1) / outlier_tile_bytes;
+  return t == 0 && count > 0 ? 1 : t;
+}
+
+/// Outlier restore, step 1: what each tile holds (varints starting there,
+/// their step sum). Step 2 is a CUB exclusive scan of these.
+template <int = 0>
+EBAC_KERNEL void __launch_bounds__(outlier_threads)
+outlier_summary_kernel(outlier_index_reader r, outlier_index_reader::summary* tile_sum) {
+  using reduce = cub::BlockReduce<outlier_index_reader::summary, outlier_threads>;
+  __shared__ typename reduce::TempStorage tmp;
+  const std::uint64_t begin = blockIdx.x * outlier_tile_bytes + threadIdx.x * outlier_segment_bytes;
+  const outlier_index_reader::summary total = reduce(tmp).Reduce(r.summarize(begin, begin + outlier_segment_bytes), r.op());
+  if (threadIdx.x == 0) tile_sum[blockIdx.x] = total;
+}
+
+/// Outlier restore, step 3: each thread places the varints that start in its
+/// segment (outlier j's raw bits to its index); the last tile checks the
+/// section's total (exactly `count` varints, the last index below n). Every
+/// check the serial reader makes is made, and nothing is written out of
+/// bounds whatever the section holds.
 template <class T>
-EBAC_KERNEL void outlier_restore_kernel(const std::byte* index, std::uint64_t index_bytes, const std::byte* values,
-                                        std::uint64_t count, std::uint64_t n, T* out, int* status) {
-  const std::byte* p = index;
-  const std::byte* end = index + index_bytes;
-  std::uint64_t idx = 0;
-  for (std::uint64_t k = 0; k < count; ++k) {
-    std::uint64_t gap;
-    if (!::ebac::detail::get_varint(p, end, gap) || gap >= n) { detail::set_status(status, device_corrupt_outliers); return; }
-    idx = k == 0 ? gap : idx + gap + 1;
-    if (idx >= n) { detail::set_status(status, device_corrupt_outliers); return; }
-    out[idx] = from_raw_bits<T>(::ebac::detail::load_le<typename bits_of<T>::type>(values + k * sizeof(T)));
-  }
-  if (p != end) detail::set_status(status, device_corrupt_outliers);
+EBAC_KERNEL void __launch_bounds__(outlier_threads)
+outlier_place_kernel(outlier_index_reader r, const outlier_index_reader::summary* tile_before,
+                     const outlier_index_reader::summary* tile_sum, std::uint64_t tiles, std::uint64_t count,
+                     const std::byte* values, T* out, int* status) {
+  using summary = outlier_index_reader::summary;
+  using scan = cub::BlockScan<summary, outlier_threads>;
+  __shared__ typename scan::TempStorage tmp;
+  const std::uint64_t begin = blockIdx.x * outlier_tile_bytes + threadIdx.x * outlier_segment_bytes;
+  summary before;
+  scan(tmp).ExclusiveScan(r.summarize(begin, begin + outlier_segment_bytes), before, summary{}, r.op());
+  before = r.op()(tile_before[blockIdx.x], before);
+  const bool placed = r.place(begin, begin + outlier_segment_bytes, before, count, [&](std::uint64_t j, std::uint64_t index) {
+    out[index] = from_raw_bits<T>(::ebac::detail::load_le<typename bits_of<T>::type>(values + j * sizeof(T)));
+  });
+  if (!placed) detail::set_status(status, device_corrupt_outliers);
+  if (blockIdx.x == tiles - 1 && threadIdx.x == 0 && !r.complete(r.op()(tile_before[blockIdx.x], tile_sum[blockIdx.x]), count))
+    detail::set_status(status, device_corrupt_outliers);
 }
 
 /// Verifies the stream checksum (one thread: correct, not fast; device
