@@ -1,115 +1,163 @@
 #!/usr/bin/env bash
-# One-call GPU check for the lent H200 (device tool), writing everything under $OUT:
-#   build:    configure + build the CUDA targets (sm_90 only here: the machine's chip)
-#   test:     ctest -L gpu
-#   sanitize: compute-sanitizer memcheck + racecheck on the GPU tests
+# One-call GPU check for the lent H200 (device tool), writing under $OUT:
+#   build:    configure + build the CUDA targets (sm_90 only: the machine's chip)
+#   test:     ctest -L gpu (the doctest suite; its failures go into the summary)
 #   bench:    the GPU throughput benchmark (1 GiB tensor + corpus, memcpy yardstick)
+#   sanitize: compute-sanitizer memcheck, racecheck and initcheck on a quick
+#             subset of the GPU tests (EBAC_GPU_TEST_QUICK=1: no tensor above
+#             100,000 elements, no large-tensor case)
 #   torch:    ebac_torch with its CUDA backend (in-tree build), its tests on the
-#             GPU, and tools/gpu_memory_study.py (ResNet-18/50 peak memory and
-#             step time, plain vs compressed, largest batch in a fixed budget)
-# and a summary. STAGES selects (default: all, in this order); a 10-minute
-# device call may not hold all of them, so the first call can run
-# STAGES=build,test,sanitize,bench and a second STAGES=torch.
-# Each stage has a time limit (TEST_TIMEOUT, SANITIZE_TIMEOUT, BENCH_TIMEOUT
-# seconds) so that one 10-minute call always ends with a summary; a stage
-# that runs out says so and the next one runs.
-# Usage there:  OUT=/some/dir bash tools/gpu-check.sh   (the device tool sets $OUT)
-# Nothing here needs the network; cmake, ninja and nvcc come with that image.
+#             GPU, and tools/gpu_memory_study.py (opt-in: STAGES=torch)
+# Prepare HERE first: `bash tools/gpu-prepare.sh` (the machine has no
+# doctest), then call the device tool with carry ["build/deps"] and
+#   OUT=$OUT bash tools/gpu-check.sh
+# STAGES picks stages (default build,test,bench,sanitize, in that order).
+# The whole script keeps to DEADLINE seconds (default 540, inside one
+# 10-minute call): each stage gets at most its own limit (TEST_TIMEOUT,
+# BENCH_TIMEOUT, SANITIZE_TIMEOUT per tool) and never more than what is left
+# minus a reserve, so the summary is always written. What comes back (the
+# device tool returns at most 8 files): summary.md, throughput.md and
+# logs.tar.gz (every log, re-packed after each stage).
 set -uo pipefail
 cd "$(dirname "$0")/.."
 OUT=${OUT:-out/gpu-check}
-STAGES=${STAGES:-build,test,sanitize,bench,torch}
+STAGES=${STAGES:-build,test,bench,sanitize}
+DEADLINE=${DEADLINE:-540}
 TEST_TIMEOUT=${TEST_TIMEOUT:-200}
-SANITIZE_TIMEOUT=${SANITIZE_TIMEOUT:-110}
-BENCH_TIMEOUT=${BENCH_TIMEOUT:-120}
-# "failed", or "ran out of time" for timeout's exit code 124.
-why() { [ "$1" -eq 124 ] && echo "RAN OUT OF TIME" || echo "FAILED (exit $1)"; }
+BENCH_TIMEOUT=${BENCH_TIMEOUT:-150}
+SANITIZE_TIMEOUT=${SANITIZE_TIMEOUT:-60}
+RESERVE=15
+start=$SECONDS
 mkdir -p "$OUT"
+logs=$(mktemp -d)
 summary="$OUT/summary.md"
 : > "$summary"
-step() { echo "== $* ($(date +%T))" | tee -a "$summary"; }
-want() { [[ ",$STAGES," == *",$1,"* ]]; }
 status=0
 
+step() { echo "== $* ($(date +%T), ${SECONDS}s)" | tee -a "$summary"; }
+want() { [[ ",$STAGES," == *",$1,"* ]]; }
+pack() { tar czf "$OUT/logs.tar.gz" -C "$logs" . 2>/dev/null; }
+# Seconds a stage may take: its own limit, or what is left before the deadline.
+budget() {
+  local left=$((DEADLINE - (SECONDS - start) - RESERVE))
+  ((left < $1)) && echo $((left > 5 ? left : 5)) || echo "$1"
+}
+# "failed", or "ran out of time" for timeout's exit code 124.
+why() { [ "$1" -eq 124 ] && echo "RAN OUT OF TIME" || echo "FAILED (exit $1)"; }
+trap 'pack; cat "$summary"' EXIT
+
 step "machine"
-{ nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv 2>&1; nvcc --version | tail -2; } | tee "$OUT/machine.txt" >> "$summary"
+{ nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv 2>&1; nvcc --version | tail -2; } | tee "$logs/machine.txt" >> "$summary"
 
-if want build || want test || want sanitize || want bench; then
-step "build (Release, CUDA arch 90)"
-gen=""; command -v ninja >/dev/null && gen="-G Ninja"
-if cmake -S . -B build/gpu $gen -DCMAKE_BUILD_TYPE=Release -DEBAC_ENABLE_CUDA=ON -DCMAKE_CUDA_ARCHITECTURES=90 \
-     -DEBAC_BUILD_TESTS=OFF -DEBAC_BUILD_TOOLS=ON -DEBAC_BUILD_HEADER_CHECKS=OFF -DEBAC_INSTALL=OFF > "$OUT/build.log" 2>&1 &&
-   cmake --build build/gpu -j 16 >> "$OUT/build.log" 2>&1; then
-  echo "build ok" >> "$summary"
-else
-  echo "BUILD FAILED (see build.log)" >> "$summary"; tail -40 "$OUT/build.log"; exit 1
-fi
+if want build; then
+  step "build (Release, CUDA arch 90)"
+  gen=""; keep_going="-k"
+  command -v ninja >/dev/null && { gen="-G Ninja"; keep_going="-k 0"; }
+  doctest_dir=""
+  [[ -f build/deps/doctest/doctest.h ]] && doctest_dir="-DEBAC_DOCTEST_INCLUDE_DIR=$PWD/build/deps"
+  # -k 0: a target that fails to build does not stop the others; each stage
+  # below runs if its binary exists.
+  if cmake -S . -B build/gpu $gen -DCMAKE_BUILD_TYPE=Release -DEBAC_ENABLE_CUDA=ON -DCMAKE_CUDA_ARCHITECTURES=90 \
+       -DEBAC_BUILD_TESTS=OFF -DEBAC_BUILD_TOOLS=OFF -DEBAC_BUILD_HEADER_CHECKS=OFF -DEBAC_INSTALL=OFF $doctest_dir \
+       > "$logs/build.log" 2>&1 &&
+     timeout -k 10 "$(budget 300)" cmake --build build/gpu -j 16 -- $keep_going >> "$logs/build.log" 2>&1; then
+    echo "build ok" >> "$summary"
+  else
+    echo "BUILD FAILED (see build.log in logs.tar.gz):" >> "$summary"
+    grep -E "error|Error" "$logs/build.log" | head -20 >> "$summary"
+    status=1
+  fi
+  pack
 fi
 
+tests=build/gpu/tests/cuda/ebac_gpu_tests
 if want test; then
-step "ctest -L gpu"
-(cd build/gpu && timeout "$TEST_TIMEOUT" ctest -L gpu --output-on-failure --timeout "$TEST_TIMEOUT") > "$OUT/ctest.log" 2>&1
-rc=$?
-if [ $rc -eq 0 ]; then
-  echo "gpu tests passed" >> "$summary"
-else
-  echo "GPU TESTS $(why $rc)" >> "$summary"; status=1
+  step "ctest -L gpu"
+  if [[ -x $tests ]]; then
+    t=$(budget "$TEST_TIMEOUT")
+    (cd build/gpu && timeout -k 10 "$t" ctest -L gpu --output-on-failure --timeout $((t - 10))) > "$logs/ctest.log" 2>&1
+    rc=$?
+    if [ $rc -eq 0 ]; then
+      echo "gpu tests passed" >> "$summary"
+    else
+      echo "GPU TESTS $(why $rc)" >> "$summary"; status=1
+      grep -E "TEST CASE|ERROR|FATAL|error:" "$logs/ctest.log" | head -40 >> "$summary"
+    fi
+    grep -E "test cases:|assertions:" "$logs/ctest.log" >> "$summary"
+  else
+    echo "GPU TESTS NOT BUILT" >> "$summary"; status=1
+  fi
+  pack
 fi
-tail -5 "$OUT/ctest.log" >> "$summary"
+
+bench=build/gpu/bench/cuda/ebac_gpu_throughput
+if want bench; then
+  step "GPU throughput (cudaEvent timing, D2D memcpy yardstick)"
+  if [[ -x $bench ]]; then
+    timeout -k 10 "$(budget "$BENCH_TIMEOUT")" "$bench" --corpus data/corpus/manifest.tsv --gib 1 --eb 1e-3 --reps 20 \
+      > "$OUT/throughput.md" 2> "$logs/bench.err"
+    rc=$?
+    cat "$OUT/throughput.md" >> "$summary"
+    if [ $rc -ne 0 ]; then
+      echo "BENCHMARK $(why $rc)" >> "$summary"; cat "$logs/bench.err" >> "$summary"; status=1
+    fi
+    grep -qE "DIFFER|VIOLATED|ERROR" "$OUT/throughput.md" && { echo "BENCHMARK ROWS FAILED THEIR CHECKS" >> "$summary"; status=1; }
+  else
+    echo "BENCHMARK NOT BUILT" >> "$summary"; status=1
+  fi
+  pack
 fi
 
 if want sanitize; then
-# The large-tensor case is skipped under the sanitizers (they are slow on 2^31 bytes).
-for tool in memcheck racecheck; do
-  step "compute-sanitizer --tool $tool"
-  timeout "$SANITIZE_TIMEOUT" compute-sanitizer --tool "$tool" --error-exitcode 9 build/gpu/tests/cuda/ebac_gpu_tests \
-       --test-case-exclude='*large tensor*' > "$OUT/sanitizer-$tool.log" 2>&1
-  rc=$?
-  if [ $rc -eq 0 ]; then
-    echo "$tool clean" >> "$summary"
-  elif [ $rc -eq 9 ]; then
-    echo "$tool REPORTED ERRORS (see sanitizer-$tool.log)" >> "$summary"; status=1
-  else
-    echo "$tool $(why $rc) (see sanitizer-$tool.log)" >> "$summary"; status=1
-  fi
-  tail -3 "$OUT/sanitizer-$tool.log" >> "$summary"
-done
-fi
-
-if want bench; then
-step "GPU throughput (cudaEvent timing, D2D memcpy yardstick)"
-timeout "$BENCH_TIMEOUT" build/gpu/bench/cuda/ebac_gpu_throughput --corpus data/corpus/manifest.tsv --gib 1 --eb 1e-3 --reps 20 \
-  > "$OUT/throughput.md" 2>&1
-rc=$?
-if [ $rc -eq 0 ]; then
-  cat "$OUT/throughput.md" >> "$summary"
-else
-  echo "BENCHMARK $(why $rc)" >> "$summary"; cat "$OUT/throughput.md" >> "$summary"; status=1
-fi
+  # A subset that still runs every kernel: the round trips (quick sizes),
+  # the rejections of corrupt streams, graph capture, statistics.
+  subset='device fast*,fused*,device Huffman*,device path handles*,a finite far outlier*,device decoder rejects*,device compress is capturable*,cuda statistics*'
+  for tool in memcheck racecheck initcheck; do
+    step "compute-sanitizer --tool $tool"
+    if [[ ! -x $tests ]]; then echo "GPU TESTS NOT BUILT" >> "$summary"; status=1; break; fi
+    t=$(budget "$SANITIZE_TIMEOUT")
+    if ((t <= 5)); then echo "SKIPPED: no time left" >> "$summary"; status=1; continue; fi
+    EBAC_GPU_TEST_QUICK=1 timeout -k 10 "$t" compute-sanitizer --tool "$tool" --error-exitcode 9 "$tests" \
+      --test-case="$subset" --test-case-exclude='*large tensor*' > "$logs/sanitizer-$tool.log" 2>&1
+    rc=$?
+    if [ $rc -eq 0 ]; then
+      echo "$tool clean" >> "$summary"
+    elif [ $rc -eq 9 ]; then
+      echo "$tool REPORTED ERRORS:" >> "$summary"; status=1
+      grep -E "=========" "$logs/sanitizer-$tool.log" | head -20 >> "$summary"
+    else
+      echo "$tool $(why $rc)" >> "$summary"; status=1
+    fi
+    grep -E "ERROR SUMMARY|test cases:" "$logs/sanitizer-$tool.log" >> "$summary"
+    pack
+  done
 fi
 
 if want torch; then
-step "ebac_torch CUDA backend: build + tests on the GPU"
-py=$(command -v python3)
-export TORCH_EXTENSIONS_DIR="$PWD/build/torch_extensions" EBAC_TORCH_CUDA=1
-if "$py" -c 'import sys; sys.path.insert(0, "integrations/pytorch"); import ebac_torch as e; C = e.load_extension(verbose=True); assert C.has_cuda(), "no CUDA backend"' \
-     > "$OUT/torch-build.log" 2>&1; then
-  echo "extension built with the CUDA backend" >> "$summary"
-  if "$py" -m unittest discover -s integrations/pytorch/tests -v > "$OUT/torch-tests.log" 2>&1; then
-    echo "ebac_torch tests passed" >> "$summary"
+  step "ebac_torch CUDA backend: build + tests on the GPU"
+  py=$(command -v python3)
+  export TORCH_EXTENSIONS_DIR="$PWD/build/torch_extensions" EBAC_TORCH_CUDA=1 PYTHONUNBUFFERED=1
+  if timeout -k 10 "$(budget 300)" "$py" -c 'import sys; sys.path.insert(0, "integrations/pytorch"); import ebac_torch as e; C = e.load_extension(verbose=True); assert C.has_cuda(), "no CUDA backend"' \
+       > "$logs/torch-build.log" 2>&1; then
+    echo "extension built with the CUDA backend" >> "$summary"
+    if timeout -k 10 "$(budget 200)" "$py" -m unittest discover -s integrations/pytorch/tests -v > "$logs/torch-tests.log" 2>&1; then
+      echo "ebac_torch tests passed" >> "$summary"
+    else
+      echo "EBAC_TORCH TESTS FAILED" >> "$summary"; status=1
+      grep -E "^(FAIL|ERROR):" "$logs/torch-tests.log" | head -20 >> "$summary"
+    fi
+    tail -4 "$logs/torch-tests.log" >> "$summary"
+    pack
+    step "GPU memory study (ResNet-18/50, 224x224)"
+    if timeout -k 10 "$(budget 420)" "$py" tools/gpu_memory_study.py --out "$logs/gpu-study" > "$logs/gpu-study.log" 2>&1; then
+      cat "$logs/gpu-study/report.md" >> "$summary"
+    else
+      echo "GPU MEMORY STUDY FAILED (see gpu-study.log)" >> "$summary"; tail -20 "$logs/gpu-study.log" >> "$summary"; status=1
+    fi
   else
-    echo "EBAC_TORCH TESTS FAILED" >> "$summary"; status=1
+    echo "EXTENSION BUILD FAILED:" >> "$summary"; tail -30 "$logs/torch-build.log" >> "$summary"; status=1
   fi
-  tail -4 "$OUT/torch-tests.log" >> "$summary"
-  step "GPU memory study (ResNet-18/50, 224x224)"
-  if timeout 420 "$py" tools/gpu_memory_study.py --out "$OUT/gpu-study" > "$OUT/gpu-study.log" 2>&1; then
-    cat "$OUT/gpu-study/report.md" >> "$summary"
-  else
-    echo "GPU MEMORY STUDY FAILED (see gpu-study.log)" >> "$summary"; tail -20 "$OUT/gpu-study.log" >> "$summary"; status=1
-  fi
-else
-  echo "EXTENSION BUILD FAILED (see torch-build.log)" >> "$summary"; tail -30 "$OUT/torch-build.log" >> "$summary"; status=1
+  pack
 fi
-fi
-cat "$summary"
+step "done"
 exit $status

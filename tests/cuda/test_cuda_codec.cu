@@ -4,10 +4,14 @@
 #include <ebac/cuda/codec.cuh>
 #include <ebac/ebac.hpp>
 
+#include "../host/test_support.hpp"
+
 #include <doctest/doctest.h>
 
 #include <cmath>
+#include <cstdlib>
 #include <cstring>
+#include <type_traits>
 #include <initializer_list>
 #include <random>
 #include <vector>
@@ -30,74 +34,196 @@ struct device_vector {
   }
 };
 
+/// Activation-like data: ReLU'd normals (even seeds) or signed normals (odd
+/// seeds), with a NaN, an Inf and a denormal the codec must keep exactly. No
+/// finite far outlier: under a relative bound one would set the range alone
+/// and leave nearly every code 0 or 1 (with_far_outlier() adds one on purpose).
 std::vector<float> activations(std::size_t n, std::uint32_t seed) {
   std::mt19937 rng(seed);
   std::normal_distribution<float> nd(0.0f, 1.0f);
   std::vector<float> x(n);
-  for (auto& v : x) v = std::max(0.0f, nd(rng));
-  if (n > 10) { x[3] = NAN; x[5] = INFINITY; x[7] = -1e30f; x[9] = 1e-42f; }
+  for (auto& v : x) v = seed % 2 ? nd(rng) : std::max(0.0f, nd(rng));
+  if (n > 10) { x[3] = NAN; x[5] = INFINITY; x[9] = 1e-42f; }
   return x;
 }
 
-/// Device compress + decompress; stream and reconstruction must equal the host's.
+std::vector<float> with_far_outlier(std::vector<float> x) {
+  if (x.size() > 7) x[7] = -1e30f;
+  return x;
+}
+
+/// EBAC_GPU_TEST_QUICK=1 (the sanitizer runs): tensors above 100,000
+/// elements are left out, so the instrumented suite ends in its time limit.
+bool quick() {
+  const char* q = std::getenv("EBAC_GPU_TEST_QUICK");
+  return q && *q && *q != '0';
+}
+
+/// Every allocation the host layer makes comes pre-filled with 0xA5 bytes,
+/// so a kernel that skips a byte of the stream or an element of the output
+/// cannot pass on what an earlier run left in reused pool memory.
+ebac::cuda::allocator poisoning_allocator() {
+  ebac::cuda::allocator a;
+  a.allocate = [](std::size_t bytes, cudaStream_t s, void*) -> void* {
+    void* p = nullptr;
+    if (cudaMallocAsync(&p, bytes ? bytes : 1, s) != cudaSuccess) return nullptr;
+    if (cudaMemsetAsync(p, 0xA5, bytes ? bytes : 1, s) != cudaSuccess) {
+      (void)cudaFreeAsync(p, s);
+      return nullptr;
+    }
+    return p;
+  };
+  a.deallocate = [](void* p, cudaStream_t s, void*) { (void)cudaFreeAsync(p, s); };
+  return a;
+}
+
+/// The bound, checked on the host's reconstruction (the device's equals it
+/// bit for bit): finite values within eb_abs (decided exactly), non-finite
+/// ones restored bit for bit, zero and sign kept by the sign-preserving
+/// quantizer.
+template <class T>
+void check_bound(const std::vector<T>& x, const std::vector<T>& y, double eb_abs, bool sign_kept) {
+  std::uint64_t bad = 0, first = 0;
+  for (std::size_t i = 0; i < x.size(); ++i) {
+    const float xf = ebac::to_float(x[i]), yf = ebac::to_float(y[i]);
+    bool ok;
+    if (!std::isfinite(xf)) ok = ebac::raw_bits(x[i]) == ebac::raw_bits(y[i]);
+    else ok = std::isfinite(yf) && ebac_test::exact_within(xf, yf, eb_abs) &&
+              (!sign_kept || ((xf == 0.0f) == (yf == 0.0f) && (xf < 0.0f) == (yf < 0.0f)));
+    if (!ok && bad++ == 0) first = i;
+  }
+  CHECK_MESSAGE(bad == 0, bad, " elements break the bound (eb_abs ", eb_abs, "); first at ", first, ": x=",
+                ebac::to_float(x[first]), " y=", ebac::to_float(y[first]));
+}
+
+/// Device compress + decompress on each path; the stream and the
+/// reconstruction must equal the host's (computed once), and the host's
+/// reconstruction must keep the bound.
 template <class Pipeline, class T>
 void check_matches_host(const std::vector<T>& x, const ebac::extents& e, const Pipeline& pipe, ebac::compress_options opt,
-                        ebac::cuda::kernel_path path = ebac::cuda::kernel_path::staged) {
+                        std::initializer_list<ebac::cuda::kernel_path> paths) {
   opt.checksum = false;  // device streams carry none
   const auto host_stream = ebac::host::compress(x.data(), e, pipe, opt);
   std::vector<T> host_back(x.size());
   ebac::host::decompress(host_stream.data(), host_stream.size(), host_back.data(), x.size());
+  check_bound(x, host_back, ebac::host::inspect(host_stream.data(), host_stream.size()).eb_abs,
+              std::is_same_v<typename Pipeline::quantizer_type, ebac::sign_preserving_quantizer>);
 
   device_vector<T> d_in(x);
-  auto s = ebac::cuda::compress(d_in.p, e, pipe, opt, nullptr, ebac::cuda::default_allocator(), true, path);
-  REQUIRE(s.bytes == host_stream.size());
-  std::vector<std::byte> dev_stream(s.bytes);
-  REQUIRE(cudaMemcpy(dev_stream.data(), s.data(), s.bytes, cudaMemcpyDeviceToHost) == cudaSuccess);
-  CHECK(dev_stream == host_stream);
+  const ebac::cuda::allocator poison = poisoning_allocator();
+  for (const auto path : paths) {
+    CAPTURE(static_cast<int>(path));
+    auto s = ebac::cuda::compress(d_in.p, e, pipe, opt, nullptr, poison, true, path);
+    REQUIRE(s.bytes == host_stream.size());
+    std::vector<std::byte> dev_stream(s.bytes);
+    REQUIRE(cudaMemcpy(dev_stream.data(), s.data(), s.bytes, cudaMemcpyDeviceToHost) == cudaSuccess);
+    CHECK(dev_stream == host_stream);
 
-  device_vector<T> d_out(x.size());
-  REQUIRE(cudaMemset(d_out.p, 0xff, x.size() * sizeof(T)) == cudaSuccess);  // decoder must write every element
-  ebac::cuda::decompress(s.data(), s.bytes, d_out.p, x.size(), nullptr, ebac::cuda::default_allocator(), path);
-  const auto dev_back = d_out.to_host(x.size());
-  CHECK(std::memcmp(dev_back.data(), host_back.data(), x.size() * sizeof(T)) == 0);
+    device_vector<T> d_out(x.size());
+    REQUIRE(cudaMemset(d_out.p, 0xff, x.size() * sizeof(T)) == cudaSuccess);  // decoder must write every element
+    ebac::cuda::decompress(s.data(), s.bytes, d_out.p, x.size(), nullptr, poison, path);
+    const auto dev_back = d_out.to_host(x.size());
+    CHECK(std::memcmp(dev_back.data(), host_back.data(), x.size() * sizeof(T)) == 0);
+  }
 }
 
-/// Captures one device-scope compress in a CUDA graph, replays it twice
-/// (the second replay over the first's output) and compares with the host.
+template <class Pipeline, class T>
+void check_matches_host(const std::vector<T>& x, const ebac::extents& e, const Pipeline& pipe, const ebac::compress_options& opt,
+                        ebac::cuda::kernel_path path = ebac::cuda::kernel_path::staged) {
+  check_matches_host(x, e, pipe, opt, {path});
+}
+
+/// Captures one device-scope compress and one decompress in CUDA graphs and
+/// replays each twice, with new input and poisoned outputs before every
+/// replay (so a replay must recompute everything: the range, for Huffman the
+/// codebook, the sizes). Temp storage is passed at an address that is not
+/// 256-byte aligned (a slice of a caller's workspace).
 template <class Pipeline>
 void check_graph_capture(const Pipeline& pipe, ebac::cuda::kernel_path path) {
+  using E = typename Pipeline::encoder_type;
   CAPTURE(static_cast<int>(path));
-  const auto x = activations(1 << 20, 3);
-  const ebac::extents e{1 << 20};
+  const std::size_t n = 1 << 20;
+  const ebac::extents e{n};
+  const std::vector<float> inputs[2] = {activations(n, 3), activations(n, 4)};
   ebac::compress_options opt;
   opt.bound = {1e-3, ebac::bound_mode::relative};
   opt.checksum = false;
-  device_vector<float> d_in(x);
+  device_vector<float> d_in(n);
   std::size_t temp = 0;
   REQUIRE(ebac::cuda::compress(nullptr, temp, d_in.p, e, pipe, opt, nullptr, 0, nullptr, nullptr, nullptr, path) == cudaSuccess);
   const std::size_t cap = ebac::cuda::max_compressed_bytes<Pipeline, float>(e, pipe);
-  device_vector<std::byte> d_temp(temp), d_out(cap);
+  device_vector<std::byte> d_temp(temp + 8), d_out(cap);
   device_vector<std::uint64_t> d_size(1);
   device_vector<int> d_status(1);
   cudaStream_t s;
-  REQUIRE(cudaStreamCreate(&s) == cudaSuccess);
-  cudaGraph_t graph;
-  REQUIRE(cudaStreamBeginCapture(s, cudaStreamCaptureModeGlobal) == cudaSuccess);
-  REQUIRE(ebac::cuda::compress(d_temp.p, temp, d_in.p, e, pipe, opt, d_out.p, cap, d_size.p, d_status.p, s, path) == cudaSuccess);
-  REQUIRE(cudaStreamEndCapture(s, &graph) == cudaSuccess);
-  cudaGraphExec_t exec;
-  REQUIRE(cudaGraphInstantiate(&exec, graph, 0) == cudaSuccess);
-  const auto host_stream = ebac::host::compress(x.data(), e, pipe, opt);
+  REQUIRE(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking) == cudaSuccess);
+  auto capture = [&](auto&& enqueue) {
+    cudaGraph_t graph;
+    REQUIRE(cudaStreamBeginCapture(s, cudaStreamCaptureModeGlobal) == cudaSuccess);
+    const cudaError_t queued = enqueue();
+    const cudaError_t ended = cudaStreamEndCapture(s, &graph);  // always end it, so a failure does not leak into later tests
+    REQUIRE(queued == cudaSuccess);
+    REQUIRE(ended == cudaSuccess);
+    cudaGraphExec_t exec;
+    REQUIRE(cudaGraphInstantiate(&exec, graph, 0) == cudaSuccess);
+    cudaGraphDestroy(graph);
+    return exec;
+  };
+  cudaGraphExec_t compress_exec = capture([&] {
+    return ebac::cuda::compress(d_temp.p + 8, temp, d_in.p, e, pipe, opt, d_out.p, cap, d_size.p, d_status.p, s, path);
+  });
+  std::vector<std::byte> last_stream;
   for (int replay = 0; replay < 2; ++replay) {
     CAPTURE(replay);
-    REQUIRE(cudaGraphLaunch(exec, s) == cudaSuccess);
+    const auto& x = inputs[replay];
+    const auto host_stream = ebac::host::compress(x.data(), e, pipe, opt);
+    REQUIRE(cudaMemcpy(d_in.p, x.data(), n * sizeof(float), cudaMemcpyHostToDevice) == cudaSuccess);
+    REQUIRE(cudaMemset(d_out.p, 0xff, cap) == cudaSuccess);
+    REQUIRE(cudaMemset(d_size.p, 0xff, sizeof(std::uint64_t)) == cudaSuccess);
+    REQUIRE(cudaMemset(d_status.p, 0xff, sizeof(int)) == cudaSuccess);
+    REQUIRE(cudaGraphLaunch(compress_exec, s) == cudaSuccess);
     REQUIRE(cudaStreamSynchronize(s) == cudaSuccess);
+    CHECK(d_status.to_host(1)[0] == 0);
     const auto size = d_size.to_host(1)[0];
     REQUIRE(size == host_stream.size());
     CHECK(d_out.to_host(size) == host_stream);
+    last_stream = host_stream;
   }
-  cudaGraphExecDestroy(exec);
-  cudaGraphDestroy(graph);
+  cudaGraphExecDestroy(compress_exec);
+
+  // Decompression of the last stream (still in d_out), captured too.
+  const auto h = ebac::host::inspect(last_stream.data(), last_stream.size());
+  std::vector<float> host_back(n);
+  ebac::host::decompress(last_stream.data(), last_stream.size(), host_back.data(), n);
+  ebac::cuda::detail::uploaded_codebook book;
+  const ebac::cuda::device_huffman_codebook* codebook = nullptr;
+  if constexpr (E::needs_codebook) {
+    ebac::huffman_codebook cb;
+    REQUIRE(ebac::huffman_codebook::deserialize(last_stream.data() + h.section_offset(ebac::section_codebook),
+                                                h.section_bytes[ebac::section_codebook], cb) == ebac::status::ok);
+    book = ebac::cuda::detail::upload_codebook(cb, s, ebac::cuda::default_allocator());
+    codebook = &book.view;
+  }
+  std::size_t dtemp = 0;
+  REQUIRE(ebac::cuda::decompress<float>(nullptr, dtemp, h, d_out.p, last_stream.size(), nullptr, n, nullptr, s, codebook, path) ==
+          cudaSuccess);
+  device_vector<std::byte> d_dtemp(dtemp + 8);
+  device_vector<float> d_back(n);
+  cudaGraphExec_t decompress_exec = capture([&] {
+    return ebac::cuda::decompress<float>(d_dtemp.p + 8, dtemp, h, d_out.p, last_stream.size(), d_back.p, n, d_status.p, s, codebook,
+                                         path);
+  });
+  for (int replay = 0; replay < 2; ++replay) {
+    CAPTURE(replay);
+    REQUIRE(cudaMemset(d_back.p, 0xff, n * sizeof(float)) == cudaSuccess);
+    REQUIRE(cudaMemset(d_status.p, 0xff, sizeof(int)) == cudaSuccess);
+    REQUIRE(cudaGraphLaunch(decompress_exec, s) == cudaSuccess);
+    REQUIRE(cudaStreamSynchronize(s) == cudaSuccess);
+    CHECK(d_status.to_host(1)[0] == 0);
+    const auto back = d_back.to_host(n);
+    CHECK(std::memcmp(back.data(), host_back.data(), n * sizeof(float)) == 0);
+  }
+  cudaGraphExecDestroy(decompress_exec);
   cudaStreamDestroy(s);
 }
 
@@ -130,7 +256,9 @@ void for_each_shape(std::initializer_list<ebac::extents> shapes, std::uint32_t& 
   for (const auto& e : shapes) {
     std::uint64_t n = 0;
     REQUIRE(e.count(n) == ebac::status::ok);
+    if (quick() && n > 100000) continue;
     CAPTURE(n);
+    CAPTURE(seed);
     f(activations(n, seed++), e);
   }
 }
@@ -166,7 +294,7 @@ TEST_CASE("fused and single-pass bit-packing kernels give the staged (and host) 
   for (const auto fused : {ebac::cuda::kernel_path::fused, ebac::cuda::kernel_path::single_pass}) {
   CAPTURE(static_cast<int>(fused));
   std::uint32_t seed = 101;
-  for (double rel : {1e-1, 1e-3, 1e-6}) {  // narrow .. wide codes (1e-6: outliers and 20+ bit widths)
+  for (double rel : {1e-1, 1e-3, 1e-6}) {  // narrow .. wide codes (1e-6: 20+ bit widths on the signed seeds)
     CAPTURE(rel);
     ebac::compress_options opt;
     opt.bound = {rel, ebac::bound_mode::relative};
@@ -287,23 +415,115 @@ TEST_CASE("device Huffman: one device-scope call builds the codebook on the devi
   // Payload damage: the device decoder flags it.
   CHECK(device_rejections(stream, h.section_offset(ebac::section_payload), h.section_bytes[ebac::section_payload], x.size(),
                           100, 6) > 0);
+  // The same on the fused path (the warp decoder, then the one-pass values kernel).
+  CHECK(device_rejections(stream, h.section_offset(ebac::section_payload), h.section_bytes[ebac::section_payload], x.size(),
+                          100, 7, ebac::cuda::kernel_path::fused) > 0);
 }
 
-TEST_CASE("device path handles f16 and bf16 and absolute bounds") {
-  const auto xf = activations(100000, 7);
-  std::vector<ebac::float16> h(xf.size());
-  std::vector<ebac::bfloat16> b(xf.size());
-  for (std::size_t i = 0; i < xf.size(); ++i) {
-    h[i] = ebac::from_float<ebac::float16>(xf[i]);
-    b[i] = ebac::from_float<ebac::bfloat16>(xf[i]);
+TEST_CASE("device path handles f16 and bf16, relative and absolute bounds, every pipeline and path") {
+  constexpr auto staged = ebac::cuda::kernel_path::staged, fused = ebac::cuda::kernel_path::fused,
+                 single_pass = ebac::cuda::kernel_path::single_pass;
+  using fast_t = ebac::pipeline<ebac::lorenzo, ebac::sign_preserving_quantizer, ebac::block_bitpack>;
+  using plain_t = ebac::pipeline<ebac::no_prediction, ebac::sign_preserving_quantizer, ebac::block_bitpack>;
+  using ratio_t = ebac::pipeline<ebac::lorenzo, ebac::sign_preserving_quantizer, ebac::huffman>;
+  using rle_t = ebac::pipeline<ebac::lorenzo, ebac::sign_preserving_quantizer, ebac::run_length>;
+  for (std::uint32_t seed : {7u, 8u}) {  // signed, then ReLU'd
+    CAPTURE(seed);
+    const auto xf = activations(100003, seed);  // not a multiple of 32
+    std::vector<ebac::float16> h(xf.size());
+    std::vector<ebac::bfloat16> b(xf.size());
+    for (std::size_t i = 0; i < xf.size(); ++i) {
+      h[i] = ebac::from_float<ebac::float16>(xf[i]);
+      b[i] = ebac::from_float<ebac::bfloat16>(xf[i]);
+    }
+    for (const ebac::error_bound bound : {ebac::error_bound{1e-2, ebac::bound_mode::absolute}, ebac::error_bound{1e-3, ebac::bound_mode::relative}}) {
+      CAPTURE(bound.value);
+      ebac::compress_options opt;
+      opt.bound = bound;
+      for (const ebac::extents e : {ebac::extents{100003}, ebac::extents{1, 7, 14287}}) {
+        check_matches_host(h, e, fast_t{}, opt, {staged, fused, single_pass});
+        check_matches_host(b, e, fast_t{}, opt, {staged, fused, single_pass});
+      }
+      check_matches_host(h, ebac::extents{100003}, plain_t{}, opt, {staged, fused, single_pass});
+      check_matches_host(b, ebac::extents{100003}, plain_t{}, opt, {staged, fused, single_pass});
+      check_matches_host(h, ebac::extents{100003}, ratio_t{}, opt, {staged, fused});
+      check_matches_host(b, ebac::extents{100003}, ratio_t{}, opt, {staged, fused});
+      check_matches_host(h, ebac::extents{100003}, rle_t{}, opt, {staged, fused});
+    }
   }
+}
+
+TEST_CASE("a finite far outlier and wide codes (absolute 1e-6) on every path") {
+  constexpr auto staged = ebac::cuda::kernel_path::staged, fused = ebac::cuda::kernel_path::fused,
+                 single_pass = ebac::cuda::kernel_path::single_pass;
+  using fast_t = ebac::pipeline<ebac::lorenzo, ebac::sign_preserving_quantizer, ebac::block_bitpack>;
+  using plain_t = ebac::pipeline<ebac::no_prediction, ebac::linear_quantizer, ebac::block_bitpack>;
+  using ratio_t = ebac::pipeline<ebac::lorenzo, ebac::sign_preserving_quantizer, ebac::huffman>;
+  const std::size_t n = quick() ? 40001 : 400001;
+  for (std::uint32_t seed : {21u, 22u}) {
+    CAPTURE(seed);
+    ebac::compress_options rel;
+    rel.bound = {1e-3, ebac::bound_mode::relative};
+    const auto far = with_far_outlier(activations(n, seed));  // the range is ~1e30: codes 0 and 1
+    check_matches_host(far, ebac::extents{n}, fast_t{}, rel, {staged, fused, single_pass});
+    check_matches_host(far, ebac::extents{n}, ratio_t{}, rel, {staged, fused});
+    ebac::compress_options wide;
+    wide.bound = {1e-6, ebac::bound_mode::absolute};  // codes of ~21 bits, escapes in Huffman
+    const auto x = activations(n, seed);
+    check_matches_host(x, ebac::extents{n}, fast_t{}, wide, {staged, fused, single_pass});
+    check_matches_host(x, ebac::extents{n}, plain_t{}, wide, {staged, fused, single_pass});
+    check_matches_host(x, ebac::extents{n}, ratio_t{}, wide, {staged, fused});
+  }
+}
+
+TEST_CASE("edge tensors: empty, one element, constant, all non-finite, on every path") {
+  constexpr auto staged = ebac::cuda::kernel_path::staged, fused = ebac::cuda::kernel_path::fused,
+                 single_pass = ebac::cuda::kernel_path::single_pass;
+  using fast_t = ebac::pipeline<ebac::lorenzo, ebac::sign_preserving_quantizer, ebac::block_bitpack>;
+  using ratio_t = ebac::pipeline<ebac::lorenzo, ebac::sign_preserving_quantizer, ebac::huffman>;
+  using rle_t = ebac::pipeline<ebac::lorenzo, ebac::sign_preserving_quantizer, ebac::run_length>;
+  const std::vector<float> empty, one{0.5f}, constant(5000, 3.25f), nonfinite(5000, NAN);
+  std::vector<float> mixed(5000);
+  for (std::size_t i = 0; i < mixed.size(); ++i) mixed[i] = i % 3 == 0 ? NAN : (i % 3 == 1 ? INFINITY : -INFINITY);
+  for (const ebac::error_bound bound : {ebac::error_bound{1e-3, ebac::bound_mode::relative}, ebac::error_bound{1e-3, ebac::bound_mode::absolute}}) {
+    CAPTURE(static_cast<int>(bound.mode));
+    ebac::compress_options opt;
+    opt.bound = bound;
+    for (const std::vector<float>* x : std::initializer_list<const std::vector<float>*>{&empty, &one, &constant, &nonfinite, &mixed}) {
+      CAPTURE(x->size());
+      const ebac::extents e{x->size()};
+      check_matches_host(*x, e, fast_t{}, opt, {staged, fused, single_pass});
+      check_matches_host(*x, e, ratio_t{}, opt, {staged, fused});
+      check_matches_host(*x, e, rle_t{}, opt, {staged});
+    }
+  }
+}
+
+TEST_CASE("device decoder verifies a host stream's checksum") {
+  const auto x = activations(20000, 31);
   ebac::compress_options opt;
-  opt.bound = {1e-2, ebac::bound_mode::absolute};
-  check_matches_host(h, ebac::extents{100000}, ebac::pipeline<ebac::lorenzo, ebac::sign_preserving_quantizer, ebac::block_bitpack>{}, opt);
-  check_matches_host(b, ebac::extents{100000}, ebac::pipeline<ebac::lorenzo, ebac::sign_preserving_quantizer, ebac::block_bitpack>{}, opt);
-  constexpr auto fused = ebac::cuda::kernel_path::fused;
-  check_matches_host(h, ebac::extents{100000}, ebac::pipeline<ebac::lorenzo, ebac::sign_preserving_quantizer, ebac::block_bitpack>{}, opt, fused);
-  check_matches_host(b, ebac::extents{100000}, ebac::pipeline<ebac::lorenzo, ebac::sign_preserving_quantizer, ebac::block_bitpack>{}, opt, fused);
+  opt.bound = {1e-3, ebac::bound_mode::relative};
+  opt.checksum = true;
+  const auto stream = ebac::host::compress(x.data(), ebac::extents{20000},
+                                           ebac::pipeline<ebac::lorenzo, ebac::sign_preserving_quantizer, ebac::block_bitpack>{}, opt);
+  std::vector<float> host_back(x.size());
+  ebac::host::decompress(stream.data(), stream.size(), host_back.data(), x.size());
+  device_vector<float> out(x.size());
+  {
+    device_vector<std::byte> d(stream);
+    ebac::cuda::decompress(d.p, stream.size(), out.p, x.size());
+    const auto back = out.to_host(x.size());
+    CHECK(std::memcmp(back.data(), host_back.data(), x.size() * sizeof(float)) == 0);
+  }
+  auto bad = stream;
+  bad[bad.size() / 2] ^= std::byte{0x10};
+  device_vector<std::byte> d(bad);
+  try {
+    ebac::cuda::decompress(d.p, bad.size(), out.p, x.size());
+    FAIL("a damaged checksummed stream was accepted");
+  } catch (const ebac::error& err) {
+    CHECK(err.code() == ebac::status::checksum_mismatch);
+  }
 }
 
 TEST_CASE("device compress is capturable in a CUDA graph (staged, fused and single-pass kernels, Huffman with its device codebook)") {
@@ -341,10 +561,7 @@ TEST_CASE("large tensor round trip on the device (> 2^31 bytes of input where me
   for (std::size_t i = 0; i < n; ++i) x[i] = static_cast<float>((i * 2654435761u) % 1000) * 1e-3f;
   ebac::compress_options opt;
   opt.bound = {1e-3, ebac::bound_mode::absolute};
-  check_matches_host(x, ebac::extents{n}, ebac::pipeline<ebac::lorenzo, ebac::sign_preserving_quantizer, ebac::block_bitpack>{}, opt);
   check_matches_host(x, ebac::extents{n}, ebac::pipeline<ebac::lorenzo, ebac::sign_preserving_quantizer, ebac::block_bitpack>{}, opt,
-                     ebac::cuda::kernel_path::fused);
-  check_matches_host(x, ebac::extents{n}, ebac::pipeline<ebac::lorenzo, ebac::sign_preserving_quantizer, ebac::block_bitpack>{}, opt,
-                     ebac::cuda::kernel_path::single_pass);
+                     {ebac::cuda::kernel_path::staged, ebac::cuda::kernel_path::fused, ebac::cuda::kernel_path::single_pass});
 }
 }
