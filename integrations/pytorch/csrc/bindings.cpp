@@ -136,11 +136,21 @@ bool parse_mode(const std::string& mode) {
   return true;  // unreachable
 }
 
-/// compress(t, error_bound, mode, pipeline, threads, checksum) -> (blob, strides)
+/// "staged", "fused" or "single_pass" (ebac::cuda::kernel_path); checked on
+/// every device so that a typo fails on a CPU run too.
+cuda_kernels parse_kernel_path(const std::string& name) {
+  if (name == "staged") return cuda_kernels::staged;
+  if (name == "fused") return cuda_kernels::fused;
+  if (name == "single_pass") return cuda_kernels::single_pass;
+  TORCH_CHECK(false, "ebac_torch: kernel_path must be 'staged', 'fused' or 'single_pass', got '", name, "'");
+  return cuda_kernels::staged;  // unreachable
+}
+
+/// compress(t, error_bound, mode, pipeline, threads, checksum, kernel_path) -> (blob, strides)
 /// `strides` are those the decompressed tensor must get (t's own when its
 /// layout is dense, else contiguous ones).
 py::tuple compress(at::Tensor t, double error_bound, const std::string& mode, const std::string& pipeline,
-                   int64_t threads, bool checksum) {
+                   int64_t threads, bool checksum, const std::string& kernel_path) {
   TORCH_CHECK(t.layout() == at::kStrided, "ebac_torch: only strided (dense) tensors can be compressed");
   TORCH_CHECK(t.numel() > 0, "ebac_torch: cannot compress an empty tensor");
   compress_request r;
@@ -150,6 +160,7 @@ py::tuple compress(at::Tensor t, double error_bound, const std::string& mode, co
   r.pipeline = pipeline;
   r.threads = static_cast<int>(threads);
   r.checksum = checksum;
+  r.kernels = parse_kernel_path(kernel_path);
 #if !defined(EBAC_TORCH_WITH_CUDA)
   TORCH_CHECK(!t.is_cuda(), "ebac_torch was built without the CUDA backend: cannot compress a CUDA tensor");
 #endif
@@ -170,8 +181,13 @@ py::tuple compress(at::Tensor t, double error_bound, const std::string& mode, co
   if (t.is_cuda()) {
     cuda_blob_target target{t.device(), at::Tensor()};
     const device_allocator a = torch_cuda_allocator();
-    cuda_compress(r, at::cuda::getCurrentCUDAStream(t.device().index()).stream(), a,
-                  blob_sink{&cuda_blob_target::output, &target});
+    {
+      // The backend waits for the device (size read-back): let other Python
+      // threads run meanwhile. Nothing below touches a Python object.
+      py::gil_scoped_release nogil;
+      cuda_compress(r, at::cuda::getCurrentCUDAStream(t.device().index()).stream(), a,
+                    blob_sink{&cuda_blob_target::output, &target});
+    }
     return py::make_tuple(target.blob, t.strides().vec());
   }
 #endif
@@ -183,9 +199,10 @@ py::tuple compress(at::Tensor t, double error_bound, const std::string& mode, co
   return py::make_tuple(wrap_bytes(std::move(bytes)), t.strides().vec());
 }
 
-/// decompress(blob, sizes, strides, elem_code, threads) -> tensor
+/// decompress(blob, sizes, strides, elem_code, threads, kernel_path) -> tensor
 at::Tensor decompress(const at::Tensor& blob, std::vector<int64_t> sizes, std::vector<int64_t> strides, int elem_code,
-                      int64_t threads) {
+                      int64_t threads, const std::string& kernel_path) {
+  [[maybe_unused]] const cuda_kernels kernels = parse_kernel_path(kernel_path);  // CUDA blobs only
   TORCH_CHECK(blob.scalar_type() == at::kByte && blob.dim() == 1 && blob.is_contiguous(),
               "ebac_torch: a compressed blob is a contiguous 1-D uint8 tensor");
   const at::ScalarType st = scalar_of(elem_code);
@@ -193,9 +210,12 @@ at::Tensor decompress(const at::Tensor& blob, std::vector<int64_t> sizes, std::v
 #if defined(EBAC_TORCH_WITH_CUDA)
     const c10::cuda::CUDAGuard guard(blob.device());
     at::Tensor out = at::empty_strided(sizes, strides, at::TensorOptions().dtype(st).device(blob.device()));
-    cuda_decompress(reinterpret_cast<const std::byte*>(blob.data_ptr<std::uint8_t>()), static_cast<std::size_t>(blob.numel()),
-                    out.data_ptr(), static_cast<elem>(elem_code), static_cast<std::uint64_t>(out.numel()),
-                    at::cuda::getCurrentCUDAStream(blob.device().index()).stream(), torch_cuda_allocator());
+    {
+      py::gil_scoped_release nogil;  // the backend waits for the device (header, status)
+      cuda_decompress(reinterpret_cast<const std::byte*>(blob.data_ptr<std::uint8_t>()), static_cast<std::size_t>(blob.numel()),
+                      out.data_ptr(), static_cast<elem>(elem_code), static_cast<std::uint64_t>(out.numel()),
+                      at::cuda::getCurrentCUDAStream(blob.device().index()).stream(), torch_cuda_allocator(), kernels);
+    }
     return out;
 #else
     TORCH_CHECK(false, "ebac_torch was built without the CUDA backend: cannot decompress a CUDA blob");
@@ -398,9 +418,10 @@ PYBIND11_MODULE(TORCH_EXTENSION_NAME, m) {
   m.doc() = "ebac error-bounded compression of torch tensors (host backend; CUDA backend when built with it)";
   m.def("compress", &compress, py::arg("tensor"), py::arg("error_bound"), py::arg("mode") = "rel",
         py::arg("pipeline") = "fast", py::arg("threads") = 0, py::arg("checksum") = false,
+        py::arg("kernel_path") = "staged",
         "Compress a float32/float16/bfloat16 tensor; returns (uint8 blob, strides to restore).");
   m.def("decompress", &decompress, py::arg("blob"), py::arg("sizes"), py::arg("strides"), py::arg("elem"),
-        py::arg("threads") = 0, "Decompress a blob into a new tensor with the given sizes and strides.");
+        py::arg("threads") = 0, py::arg("kernel_path") = "staged", "Decompress a blob into a new tensor with the given sizes and strides.");
   m.def("inspect", &inspect, py::arg("blob"), py::arg("stream_bytes") = 0,
         "The stream header of a blob as a dict; with stream_bytes, blob is a CPU copy of that stream's first bytes.");
   m.attr("max_header_bytes") = py::int_(max_header_bytes);

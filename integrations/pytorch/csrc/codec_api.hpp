@@ -17,6 +17,10 @@ namespace ebac_torch {
 
 enum class elem : int { f32 = 1, f16 = 2, bf16 = 3 };
 
+/// Which kernels the CUDA backend runs (ebac::cuda::kernel_path, same
+/// order); the host backend ignores it.
+enum class cuda_kernels : int { staged = 0, fused = 1, single_pass = 2 };
+
 /// One tensor to compress: `count` elements of `type` at `data`, laid out
 /// row-major with extents dims[0..rank) (outermost first; rank 1..8).
 struct compress_request {
@@ -29,6 +33,7 @@ struct compress_request {
   std::string pipeline = "fast";
   int threads = 0;            ///< 0: all OpenMP threads
   bool checksum = false;      ///< in-memory training buffers skip it by default
+  cuda_kernels kernels = cuda_kernels::staged;  ///< CUDA tensors only
 };
 
 /// What a stream says about itself (ebac::host::inspect).
@@ -76,7 +81,7 @@ struct blob_sink {
 };
 void cuda_compress(const compress_request& r, void* stream, const device_allocator& a, const blob_sink& sink);
 void cuda_decompress(const std::byte* data, std::size_t size, void* out, elem type, std::uint64_t count, void* stream,
-                     const device_allocator& a);
+                     const device_allocator& a, cuda_kernels kernels = cuda_kernels::staged);
 
 /// A Conv2d (or, with 1x1 everything, a Linear: rows = batch, features =
 /// in_channels) whose saved input is compressed; PyTorch conventions.

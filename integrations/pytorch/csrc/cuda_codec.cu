@@ -33,8 +33,29 @@ ebac::cuda::allocator adapt(const device_allocator& a) {
   return out;
 }
 
+ebac::cuda::kernel_path path_of(cuda_kernels k) {
+  switch (k) {
+    case cuda_kernels::fused: return ebac::cuda::kernel_path::fused;
+    case cuda_kernels::single_pass: return ebac::cuda::kernel_path::single_pass;
+    case cuda_kernels::staged: break;
+  }
+  return ebac::cuda::kernel_path::staged;
+}
+
 void check(cudaError_t e, const char* what) {
   if (e != cudaSuccess) throw ebac::error(ebac::status::invalid_argument, std::string(what) + ": " + cudaGetErrorString(e));
+}
+
+/// The host layer synchronizes (size, header and status read-backs), which
+/// would invalidate a CUDA graph being captured on `s`: say so instead.
+void refuse_capture(cudaStream_t s, const char* what) {
+  cudaStreamCaptureStatus st = cudaStreamCaptureStatusNone;
+  check(cudaStreamIsCapturing(s, &st), "querying the stream's capture status");
+  if (st != cudaStreamCaptureStatusNone)
+    throw ebac::error(ebac::status::invalid_argument,
+                      std::string("ebac_torch: ") + what +
+                          " cannot run while the current stream is capturing a CUDA graph (it reads sizes and status back); "
+                          "keep compressed_activations outside torch.cuda.graph / cudagraph-compiled regions");
 }
 
 }  // namespace
@@ -48,11 +69,13 @@ void cuda_compress(const compress_request& r, void* stream, const device_allocat
   opt.bound = {r.error_bound, r.relative ? ebac::bound_mode::relative : ebac::bound_mode::absolute};
   opt.checksum = false;  // device streams carry none
   const auto s = static_cast<cudaStream_t>(stream);
+  refuse_capture(s, "compression on the GPU");
   const ebac::cuda::allocator alloc = adapt(a);
   with_element(r.type, [&](auto tag) {
     using T = decltype(tag);
     ebac::with_pipeline(spec, shape, [&](auto p) {
-      const ebac::cuda::device_stream ds = ebac::cuda::compress(static_cast<const T*>(r.data), shape, p, opt, s, alloc, true);
+      const ebac::cuda::device_stream ds = ebac::cuda::compress(static_cast<const T*>(r.data), shape, p, opt, s, alloc, true,
+                                                                         path_of(r.kernels));
       void* dst = sink.output(ds.bytes, sink.context);
       check(cudaMemcpyAsync(dst, ds.data(), ds.bytes, cudaMemcpyDeviceToDevice, s), "copying the compressed stream");
       // ds's worst-case buffer goes back to the allocator, ordered after the copy.
@@ -61,11 +84,12 @@ void cuda_compress(const compress_request& r, void* stream, const device_allocat
 }
 
 void cuda_decompress(const std::byte* data, std::size_t size, void* out, elem type, std::uint64_t count, void* stream,
-                     const device_allocator& a) {
+                     const device_allocator& a, cuda_kernels kernels) {
+  refuse_capture(static_cast<cudaStream_t>(stream), "decompression on the GPU");
   const ebac::cuda::allocator alloc = adapt(a);
   with_element(type, [&](auto tag) {
     using T = decltype(tag);
-    ebac::cuda::decompress<T>(data, size, static_cast<T*>(out), count, static_cast<cudaStream_t>(stream), alloc);
+    ebac::cuda::decompress<T>(data, size, static_cast<T*>(out), count, static_cast<cudaStream_t>(stream), alloc, path_of(kernels));
   });
 }
 

@@ -13,12 +13,12 @@ import torch
 
 from . import _ext
 from .adaptive import LayerAwareCompression, plan_batch
-from .hooks import _FLOAT_CODES, compressed_activations, stats
+from .hooks import _FLOAT_CODES, KERNEL_PATHS, _check_kernel_path, compressed_activations, stats
 from .propagation import batchnorm_input_grad_error, propagated_weight_error
 
 __all__ = ["compressed_activations", "stats", "LayerAwareCompression", "plan_batch", "compress", "decompress",
            "inspect", "predict_weight_error", "propagated_weight_error", "batchnorm_input_grad_error",
-           "load_extension", "has_cuda", "ebac_version", "__version__"]
+           "load_extension", "has_cuda", "KERNEL_PATHS", "ebac_version", "__version__"]
 
 __version__ = "0.1.0"
 
@@ -44,21 +44,26 @@ class Compressed:
         return "Compressed(shape=%s, dtype=%s, bytes=%d)" % (self.shape, self.dtype, self.nbytes)
 
 
-def compress(t, error_bound=1e-2, mode="rel", pipeline="fast", threads=None, checksum=False):
-    """Compresses one float32/float16/bfloat16 CPU tensor; returns a Compressed."""
+def compress(t, error_bound=1e-2, mode="rel", pipeline="fast", threads=None, checksum=False, kernel_path="staged"):
+    """Compresses one float32/float16/bfloat16 tensor (CPU, or CUDA when the
+    extension has its CUDA backend); returns a Compressed. `kernel_path`
+    picks the CUDA kernels (KERNEL_PATHS; same stream from each)."""
     if t.dtype not in _FLOAT_CODES:
         raise TypeError("ebac_torch.compress: dtype %s is not float32, float16 or bfloat16" % t.dtype)
+    _check_kernel_path(kernel_path)
     C = _ext.load()
     th = torch.get_num_threads() if threads is None else threads
-    blob, strides = C.compress(t.detach(), float(error_bound), mode, pipeline, th, checksum)
+    blob, strides = C.compress(t.detach(), float(error_bound), mode, pipeline, th, checksum, kernel_path)
     return Compressed(blob, t.shape, strides, t.dtype)
 
 
-def decompress(c, threads=None):
-    """Rebuilds the tensor of a Compressed (same shape, strides and dtype)."""
+def decompress(c, threads=None, kernel_path="staged"):
+    """Rebuilds the tensor of a Compressed (same shape, strides, dtype and
+    device as the blob)."""
+    _check_kernel_path(kernel_path)
     C = _ext.load()
     th = torch.get_num_threads() if threads is None else threads
-    return C.decompress(c.blob, list(c.shape), list(c.strides), _FLOAT_CODES[c.dtype], th)
+    return C.decompress(c.blob, list(c.shape), list(c.strides), _FLOAT_CODES[c.dtype], th, kernel_path)
 
 
 def inspect(c):

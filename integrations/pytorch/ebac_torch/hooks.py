@@ -38,6 +38,16 @@ from . import _ext
 
 _FLOAT_CODES = {torch.float32: 1, torch.float16: 2, torch.bfloat16: 3}
 
+# The CUDA backend's kernels (ebac::cuda::kernel_path, docs/cuda.md): all give
+# the same stream; the host backend ignores the choice.
+KERNEL_PATHS = ("staged", "fused", "single_pass")
+
+
+def _check_kernel_path(kernel_path):
+    if kernel_path not in KERNEL_PATHS:
+        raise ValueError("ebac_torch: kernel_path must be one of %s, got %r" % (", ".join(KERNEL_PATHS), kernel_path))
+    return kernel_path
+
 _state = threading.local()
 _last_session = None
 
@@ -194,17 +204,21 @@ class compressed_activations:
         unsupported_device: "raw" (keep tensors on a device this build cannot
             compress, with a warning) or "error".
         keep_details: record one dict per saved tensor in stats()["details"].
+        kernel_path: the CUDA backend's kernels for CUDA tensors, "staged"
+            (default), "fused" or "single_pass" (docs/cuda.md); every path
+            writes the same stream and values. CPU tensors ignore it.
     """
 
     def __init__(self, error_bound=1e-2, mode="rel", pipeline="ratio", *, min_numel=4096, model=None,
                  bounds=None, policy=None, threads=None, checksum=False, measure_error=False,
-                 unsupported_device="raw", keep_details=True):
+                 unsupported_device="raw", keep_details=True, kernel_path="staged"):
         if mode not in ("rel", "abs", "relative", "absolute"):
             raise ValueError("ebac_torch: mode must be 'rel' or 'abs', got %r" % (mode,))
         if not (error_bound > 0):
             raise ValueError("ebac_torch: error_bound must be > 0, got %r" % (error_bound,))
         if unsupported_device not in ("raw", "error"):
             raise ValueError("ebac_torch: unsupported_device must be 'raw' or 'error'")
+        self.kernel_path = _check_kernel_path(kernel_path)
         self.C = _ext.load()
         for p in [pipeline] + [b[2] for b in (bounds or {}).values()
                                if isinstance(b, (tuple, list)) and len(b) == 3]:
@@ -383,7 +397,8 @@ class compressed_activations:
             else:
                 eb, mode, pipeline = spec
                 threads = self.threads if self.threads is not None else torch.get_num_threads()
-                blob, strides = self.C.compress(t.detach(), eb, mode, pipeline, threads, self.checksum)
+                blob, strides = self.C.compress(t.detach(), eb, mode, pipeline, threads, self.checksum,
+                                                self.kernel_path)
                 p = _Packed(self, blob.numel())
                 p.blob = blob
                 p.sizes = list(t.shape)
@@ -437,7 +452,8 @@ class compressed_activations:
             return p.module if p is not None and sref.same(t) else None
 
     def _measure(self, P, name, t, p, eb_abs, detail):
-        y = self.C.decompress(p.blob, p.sizes, p.strides, p.elem, 1 if self.threads is None else self.threads)
+        y = self.C.decompress(p.blob, p.sizes, p.strides, p.elem, 1 if self.threads is None else self.threads,
+                              self.kernel_path)
         x64 = t.detach().double()
         e = (y.double() - x64)
         fin = torch.isfinite(x64)
@@ -468,7 +484,7 @@ class compressed_activations:
             return out
         t0 = time.perf_counter()
         threads = self.threads if self.threads is not None else torch.get_num_threads()
-        out = self.C.decompress(p.blob, p.sizes, p.strides, p.elem, threads)
+        out = self.C.decompress(p.blob, p.sizes, p.strides, p.elem, threads, self.kernel_path)
         # A tensor saved by k nodes is decompressed once and handed to the
         # other k-1 unpacks (backward visits them close together).
         if p.unpacks < p.saves:

@@ -136,6 +136,26 @@ class RoundTrip(unittest.TestCase):
         with self.assertRaises(RuntimeError):  # wrong dtype
             C.decompress(blob, [4, 4], strides, 2, 1)
 
+    def test_kernel_path_is_checked_and_ignored_on_the_host(self):
+        x = activation((4, 8, 9, 9))
+        ref = ebac_torch.compress(x, 1e-2, "rel", "ratio", threads=1)
+        for k in ebac_torch.KERNEL_PATHS:
+            with self.subTest(kernel_path=k):
+                c = ebac_torch.compress(x, 1e-2, "rel", "ratio", threads=1, kernel_path=k)
+                self.assertTrue(torch.equal(c.blob, ref.blob))
+                self.assertTrue(torch.equal(ebac_torch.decompress(c, kernel_path=k), ebac_torch.decompress(ref)))
+        with self.assertRaisesRegex(ValueError, "kernel_path must be one of staged, fused, single_pass, got 'fast'"):
+            ebac_torch.compress(x, kernel_path="fast")
+        with self.assertRaisesRegex(ValueError, "kernel_path"):
+            ebac_torch.decompress(ref, kernel_path="Staged")
+        with self.assertRaisesRegex(ValueError, "kernel_path"):
+            ebac_torch.compressed_activations(kernel_path="single-pass")
+        # the extension checks it too (a typo fails on a CPU run)
+        with self.assertRaisesRegex(RuntimeError, "kernel_path must be 'staged', 'fused' or 'single_pass', got 'x'"):
+            C.compress(x, 1e-2, "rel", "fast", 1, False, "x")
+        with self.assertRaisesRegex(RuntimeError, "kernel_path"):
+            C.decompress(ref.blob, list(x.shape), list(ref.strides), 1, 1, "")
+
     def test_storage_ref(self):
         a = torch.randn(1000)
         r = C.StorageRef(a)

@@ -39,6 +39,41 @@ class CudaBackend(unittest.TestCase):
                     self.assertTrue(torch.equal(y.cpu(), yh))
                     self.assertLessEqual(max_err(x, y.cpu()), C.inspect(db)["eb_abs"])
 
+    def test_every_kernel_path_gives_the_staged_stream(self):
+        # bit-packing pipelines run the fused and single-pass kernels; the
+        # others fall back to staged: every path must give the same bytes
+        x = activation((4, 32, 28, 28))
+        xd = x.cuda()
+        for p in ("fast", "plain", "ratio-flat", "ratio"):
+            ref, rs = C.compress(xd, 1e-3, "rel", p, 0, False, "staged")
+            yref = C.decompress(ref, list(x.shape), list(rs), 1, 0, "staged")
+            for k in ebac_torch.KERNEL_PATHS:
+                with self.subTest(pipeline=p, kernel_path=k):
+                    b, s = C.compress(xd, 1e-3, "rel", p, 0, False, k)
+                    self.assertTrue(torch.equal(b, ref), "%s stream differs from staged" % k)
+                    y = C.decompress(ref, list(x.shape), list(rs), 1, 0, k)
+                    self.assertTrue(torch.equal(y, yref), "%s decode differs from staged" % k)
+
+    def test_graph_capture_is_refused_with_a_clear_error(self):
+        # the host layer reads sizes back, which would break a capture
+        x = activation((2, 8, 16, 16)).cuda()
+        b, s = C.compress(x, 1e-2, "rel", "fast", 0, False)
+        torch.cuda.synchronize()
+        errors = []
+        g = torch.cuda.CUDAGraph()
+        with torch.cuda.graph(g):
+            for call in (lambda: C.compress(x, 1e-2, "rel", "fast", 0, False),
+                         lambda: C.decompress(b, list(x.shape), list(s), 1, 0)):
+                try:
+                    call()
+                except RuntimeError as e:
+                    errors.append(str(e))
+        self.assertEqual(len(errors), 2)
+        for e in errors:
+            self.assertIn("capturing a CUDA graph", e)
+        y = C.decompress(b, list(x.shape), list(s), 1, 0)  # the stream still works afterwards
+        self.assertLessEqual(max_err(x.cpu(), y.cpu()), C.inspect(b)["eb_abs"])
+
     def test_channels_last_and_views(self):
         x = activation((2, 16, 9, 7)).cuda().to(memory_format=torch.channels_last)
         b, s = C.compress(x, 1e-3, "rel", "fast", 0, False)
@@ -60,7 +95,7 @@ class CudaBackend(unittest.TestCase):
         torch.nn.functional.cross_entropy(model(x), y).backward()
         ref = [p.grad.clone() for p in model.parameters()]
         model.zero_grad()
-        with ebac_torch.compressed_activations(1e-3, "rel", "fast", model=model):
+        with ebac_torch.compressed_activations(1e-3, "rel", "fast", model=model, kernel_path="single_pass"):
             loss = torch.nn.functional.cross_entropy(model(x), y)
         loss.backward()
         st = ebac_torch.stats()
