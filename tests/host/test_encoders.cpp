@@ -614,9 +614,9 @@ struct rank_exec {
 };
 }  // namespace
 
-TEST_CASE("huffman: the device's construction (ranks, one serial thread) picks the host's codebook and image") {
+TEST_CASE("huffman: the device's construction (two blocks, ranks, one serial thread) picks the host's codebook and image") {
   std::mt19937_64 rng(31);
-  auto w = std::make_unique<ebac::detail::huffman_length_workspace>();
+  auto w = std::make_unique<ebac::detail::huffman_length_workspace[]>(2);
   for (int t = 0; t < 60; ++t) {
     CAPTURE(t);
     std::vector<std::uint64_t> runs(A::size, 0), lits(A::size, 0);
@@ -635,7 +635,12 @@ TEST_CASE("huffman: the device's construction (ranks, one serial thread) picks t
     const auto host = ebac::huffman_codebook::choose(runs, lits);
     std::vector<std::uint8_t> lr(A::size), ll(A::size);
     rank_exec ex;
-    const bool use_runs = ebac::detail::huffman_choose_lengths(ex, *w, runs.data(), lits.data(), lr.data(), ll.data());
+    // As the two blocks of the length kernel: one workspace per histogram,
+    // each left with the garbage of device temp memory, then the choice.
+    std::memset(static_cast<void*>(w.get()), 0xab, 2 * sizeof(ebac::detail::huffman_length_workspace));
+    ebac::detail::huffman_histogram_lengths(ex, w[1], lits.data(), ll.data());  // either block may finish first
+    ebac::detail::huffman_histogram_lengths(ex, w[0], runs.data(), lr.data());
+    const bool use_runs = ebac::detail::huffman_prefer_runs(ex, runs.data(), lits.data(), lr.data(), ll.data());
     CHECK(use_runs == host.use_runs);
     CHECK((use_runs ? lr : ll) == host.length);
     // Device temp memory holds garbage: the image must not depend on what was there.

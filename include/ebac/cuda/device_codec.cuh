@@ -198,7 +198,7 @@ template <class Pipeline, element T>
   std::byte* image = nullptr;
   if constexpr (E::needs_codebook) {
     hist = t.take<unsigned long long>(2 * std::size_t{huffman_alphabet::size});
-    workspace = t.take<::ebac::detail::huffman_length_workspace>(1);
+    workspace = t.take<::ebac::detail::huffman_length_workspace>(2);  // one per histogram: built side by side
     lengths = t.take<std::uint8_t>(2 * std::size_t{huffman_alphabet::size});
     image = t.take<std::byte>(huffman_image_layout::bytes);
   }
@@ -247,7 +247,8 @@ template <class Pipeline, element T>
     if ((e = cudaMemsetAsync(hist, 0, hist_bytes, stream)) != cudaSuccess) return e;
     if (chunks > 0)
       kernels::huffman_histogram_kernel<0><<<huffman_grid, kernels::huffman_threads, 0, stream>>>(codes, n, C, chunks, hist);
-    kernels::huffman_codebook_kernel<0><<<1, kernels::codebook_threads, 0, stream>>>(hist, workspace, lengths, image,
+    kernels::huffman_lengths_kernel<0><<<2, kernels::codebook_threads, 0, stream>>>(hist, workspace, lengths);
+    kernels::huffman_codebook_kernel<0><<<1, kernels::codebook_threads, 0, stream>>>(hist, lengths, image,
                                                                                     d_out + h.section_offset(section_codebook));
   }
 

@@ -481,23 +481,41 @@ EBAC_HOST_DEVICE std::uint64_t huffman_cost_bits(const Count* hist, const std::u
   return bits;
 }
 
-/// The stream's choice: lengths for the token histogram with zero runs and
-/// for the one without; returns whether runs code the payload smaller.
+/// Code lengths for one token histogram (its counts copied into w.freq).
 EBAC_EXEC_CHECK_DISABLE
 template <class Exec, class Count>
-EBAC_HOST_DEVICE bool huffman_choose_lengths(Exec& ex, huffman_length_workspace& w, const Count* with_runs,
-                                             const Count* literals_only, std::uint8_t* len_runs, std::uint8_t* len_literals) {
+EBAC_HOST_DEVICE void huffman_histogram_lengths(Exec& ex, huffman_length_workspace& w, const Count* hist, std::uint8_t* len) {
   namespace A = huffman_alphabet;
-  ex.for_each(A::size, [&](std::uint32_t s) { w.freq[s] = static_cast<std::uint64_t>(with_runs[s]); });
-  huffman_lengths_into(ex, w, A::size, A::max_code_length, len_runs);
-  ex.for_each(A::size, [&](std::uint32_t s) { w.freq[s] = static_cast<std::uint64_t>(literals_only[s]); });
-  huffman_lengths_into(ex, w, A::size, A::max_code_length, len_literals);
+  ex.for_each(A::size, [&](std::uint32_t s) { w.freq[s] = static_cast<std::uint64_t>(hist[s]); });
+  huffman_lengths_into(ex, w, A::size, A::max_code_length, len);
+}
+
+/// Whether the alphabet with zero runs codes the payload in fewer bits than
+/// the literal-only one, under their code lengths (a tie keeps literals).
+EBAC_EXEC_CHECK_DISABLE
+template <class Exec, class Count>
+EBAC_HOST_DEVICE bool huffman_prefer_runs(Exec& ex, const Count* with_runs, const Count* literals_only, const std::uint8_t* len_runs,
+                                          const std::uint8_t* len_literals) {
+  namespace A = huffman_alphabet;
   const std::uint64_t runs_bits =
       ex.sum(A::size, [&](std::uint32_t s) { return huffman_symbol_cost_bits(s, static_cast<std::uint64_t>(with_runs[s]), len_runs[s]); });
   const std::uint64_t literal_bits = ex.sum(A::size, [&](std::uint32_t s) {
     return huffman_symbol_cost_bits(s, static_cast<std::uint64_t>(literals_only[s]), len_literals[s]);
   });
   return runs_bits < literal_bits;
+}
+
+/// The stream's choice: lengths for the token histogram with zero runs and
+/// for the one without; returns whether runs code the payload smaller. (The
+/// CUDA backend runs the two huffman_histogram_lengths calls in two blocks
+/// at once, each with its own workspace, then huffman_prefer_runs.)
+EBAC_EXEC_CHECK_DISABLE
+template <class Exec, class Count>
+EBAC_HOST_DEVICE bool huffman_choose_lengths(Exec& ex, huffman_length_workspace& w, const Count* with_runs,
+                                             const Count* literals_only, std::uint8_t* len_runs, std::uint8_t* len_literals) {
+  huffman_histogram_lengths(ex, w, with_runs, len_runs);
+  huffman_histogram_lengths(ex, w, literals_only, len_literals);
+  return huffman_prefer_runs(ex, with_runs, literals_only, len_runs, len_literals);
 }
 
 /// Canonical codes from length[0, size): code_lsb[size] (bit-reversed,

@@ -1,8 +1,9 @@
 // ebac/cuda/kernels/huffman_codebook.cuh - the Huffman codebook built on the device.
 //
-// The host builds a stream's codebook with huffman_codebook::choose; this
-// kernel runs the very same steps (encoder/huffman.hpp: huffman_choose_lengths,
-// then huffman_write_image) in one CUDA block, so a device compression needs
+// The host builds a stream's codebook with huffman_codebook::choose; these
+// kernels run the very same steps (encoder/huffman.hpp: the two
+// huffman_histogram_lengths of huffman_choose_lengths in two blocks at once,
+// then huffman_prefer_runs and huffman_write_image in one), so a device compression needs
 // no host round trip between counting tokens and encoding them, and picks
 // the host's codebook. Only the two places where the host and the device
 // differ live here: serial sections run in thread 0 between barriers,
@@ -11,8 +12,10 @@
 // order) by all threads at once.
 //
 // Not tuned: the two-queue construction, code assignment and serialization
-// are serial (about 3 x 4128 steps in one thread), so expect on the order
-// of a hundred microseconds a tensor, whatever its size (never measured).
+// are serial (about 3 x 4128 dependent steps in one thread, on a workspace in
+// global memory; the two histograms' run side by side), so expect 0.1 to a
+// few ms a tensor whatever its size (never measured). If the GPU check shows
+// it matters: the node arrays in shared memory.
 #pragma once
 
 #include <ebac/cuda/config.cuh>
@@ -94,21 +97,32 @@ struct block_exec {
   }
 };
 
-/// hist[0, size) (tokens with zero runs) and hist[size, 2 size) (without) ->
-/// the codebook image at `image` (huffman_image_layout) and its serialized
-/// form at `section` (the stream's codebook section). `lengths` holds 2 x
-/// size bytes of scratch.
+/// Step 1, two blocks at once: block b gives the code lengths of histogram
+/// b (0: tokens with zero runs, hist[0, size); 1: without, hist[size,
+/// 2 size)) into lengths + b x size, in its own workspace w[b].
 template <int = 0>
 EBAC_KERNEL void __launch_bounds__(codebook_threads)
-huffman_codebook_kernel(const unsigned long long* hist, ::ebac::detail::huffman_length_workspace* w, std::uint8_t* lengths,
-                        std::byte* image, std::byte* section) {
+huffman_lengths_kernel(const unsigned long long* hist, ::ebac::detail::huffman_length_workspace* w, std::uint8_t* lengths) {
   constexpr std::uint32_t S = huffman_alphabet::size;
   __shared__ std::uint64_t freq[S];
   __shared__ unsigned long long sum;
   block_exec ex{freq, &sum};
-  std::uint8_t* with_runs = lengths;
-  std::uint8_t* literals_only = lengths + S;
-  const bool use_runs = ::ebac::detail::huffman_choose_lengths(ex, *w, hist, hist + S, with_runs, literals_only);
+  const std::uint32_t b = blockIdx.x;
+  ::ebac::detail::huffman_histogram_lengths(ex, w[b], hist + b * S, lengths + b * S);
+}
+
+/// Step 2, one block: the alphabet that codes the payload smaller, its
+/// codebook image at `image` (huffman_image_layout) and its serialized form
+/// at `section` (the stream's codebook section).
+template <int = 0>
+EBAC_KERNEL void __launch_bounds__(codebook_threads)
+huffman_codebook_kernel(const unsigned long long* hist, const std::uint8_t* lengths, std::byte* image, std::byte* section) {
+  constexpr std::uint32_t S = huffman_alphabet::size;
+  __shared__ unsigned long long sum;
+  block_exec ex{nullptr, &sum};  // no sort_used in this step: no shared histogram copy
+  const std::uint8_t* with_runs = lengths;
+  const std::uint8_t* literals_only = lengths + S;
+  const bool use_runs = ::ebac::detail::huffman_prefer_runs(ex, hist, hist + S, with_runs, literals_only);
   const std::size_t serialized = huffman_write_image(ex, use_runs ? with_runs : literals_only, use_runs, image);
   for (std::size_t i = threadIdx.x; i < serialized; i += codebook_threads) section[i] = image[huffman_image_layout::serialized + i];
 }
