@@ -32,6 +32,7 @@ TEST_CASE("cuda statistics: per-channel moments match the host helper (f32, odd 
     REQUIRE(cudaMalloc(&d_x, total * sizeof(float)) == cudaSuccess);
     REQUIRE(cudaMalloc(&d_m, static_cast<std::size_t>(s.c) * sizeof(em::channel_moments)) == cudaSuccess);
     REQUIRE(cudaMemcpy(d_x, x.data(), total * sizeof(float), cudaMemcpyHostToDevice) == cudaSuccess);
+    REQUIRE(cudaMemset(d_m, 0xff, static_cast<std::size_t>(s.c) * sizeof(em::channel_moments)) == cudaSuccess);  // every field written
     REQUIRE(ebac::cuda::channel_moments(d_x, s.n, s.c, s.inner, d_m) == cudaSuccess);
     std::vector<em::channel_moments> dev(static_cast<std::size_t>(s.c));
     REQUIRE(cudaMemcpy(dev.data(), d_m, dev.size() * sizeof(em::channel_moments), cudaMemcpyDeviceToHost) == cudaSuccess);
