@@ -714,3 +714,45 @@ TEST_CASE("outlier index: segments read what the serial reader reads, and reject
   CHECK_FALSE(serial_outlier_indices(sec, n, 8, a));
   CHECK_FALSE(segmented_outlier_indices(sec, n, 8, 3, b));
 }
+
+TEST_CASE("outlier index: the tiled writer's offsets give the host codec's section byte for byte") {
+  // What the CUDA writer does (cuda/kernels/encode.cuh): each thread sizes
+  // its 4 varints with varint_size, a scan places threads and tiles, then
+  // each writes with put_varint; replayed here in reverse order over
+  // garbage. Compared with the section the host codec wrote.
+  std::mt19937 rng(5);
+  for (double density : {1.0, 0.6, 0.05, 1e-3}) {
+    CAPTURE(density);
+    const std::size_t n = 100003;
+    std::vector<float> x(n);
+    for (auto& v : x) v = std::uniform_real_distribution<float>(0.0f, 1.0f)(rng);
+    for (std::size_t i = 0; i < n; ++i)
+      if (std::uniform_real_distribution<double>(0, 1)(rng) < density) x[i] = i % 2 ? qnan : finf;
+    x[n - 1] = qnan;  // at low density, far gaps: multi-byte varints
+    std::vector<std::uint64_t> index;
+    ebac::compress_options opt;
+    opt.bound = {1e-3, ebac::bound_mode::absolute};
+    opt.checksum = false;
+    const auto s = ebac::host::compress(x.data(), ebac::extents{n}, ebac::pipeline<ebac::lorenzo, ebac::sign_preserving_quantizer, ebac::block_bitpack>{}, opt);
+    const auto h = ebac::host::inspect(s.data(), s.size());
+    // The codec's own outliers (the non-finite values, and any value its
+    // quantizer could not code): read back with the serial reader.
+    const std::byte* sec = s.data() + h.section_offset(ebac::section_outlier_index);
+    REQUIRE(serial_outlier_indices(std::vector<std::byte>(sec, sec + h.section_bytes[ebac::section_outlier_index]), n, h.outlier_count,
+                                   index));
+    const std::uint64_t k = index.size(), per = 4, tile = 1024;
+    std::vector<std::uint64_t> thread_bytes((k + per - 1) / per, 0);
+    for (std::uint64_t j = 0; j < k; ++j) thread_bytes[j / per] += ebac::detail::varint_size(ebac::outlier_gap(index.data(), j));
+    std::vector<std::uint64_t> at(thread_bytes.size() + 1, 0);  // tiles in order: the scan over threads is the scan over tiles
+    for (std::size_t t = 0; t < thread_bytes.size(); ++t) at[t + 1] = at[t] + thread_bytes[t];
+    CHECK(at.back() == h.section_bytes[ebac::section_outlier_index]);
+    std::vector<std::byte> section(at.back() + 16, std::byte{0xcd});
+    for (std::size_t t = thread_bytes.size(); t-- > 0;) {
+      std::byte* p = section.data() + at[t];
+      for (std::uint64_t j = t * per; j < k && j < (t + 1) * per; ++j) p += ebac::detail::put_varint(p, ebac::outlier_gap(index.data(), j));
+      CHECK(p == section.data() + at[t + 1]);
+    }
+    CHECK(std::memcmp(section.data(), s.data() + h.section_offset(ebac::section_outlier_index), at.back()) == 0);
+    CHECK(tile % per == 0);
+  }
+}

@@ -186,6 +186,8 @@ template <class Pipeline, element T>
   auto* layout = t.take<std::uint64_t>(4);
   auto* outlier_count = t.take<std::uint64_t>(1);
   auto* index_bytes = t.take<std::uint64_t>(1);
+  // The outlier index writer's tile counter and look-back words (zeroed together).
+  auto* outlier_words = t.take<unsigned long long>(kernels::outlier_write_tiles(n) + 1);
   // single_pass: one look-back word per chunk, then the chunk counter (zeroed together).
   unsigned long long* tile_words = single_pass ? t.take<unsigned long long>(chunks + 1) : nullptr;
   const std::size_t slot = E{}.max_chunk_bytes(C);
@@ -304,7 +306,12 @@ template <class Pipeline, element T>
   } else if ((e = cudaMemsetAsync(outlier_count, 0, sizeof(std::uint64_t), stream)) != cudaSuccess) {
     return e;
   }
-  kernels::outlier_write_kernel<T><<<1, 1024, 0, stream>>>(d_in, outlier_index, outlier_count, d_out, layout + 2, index_bytes);
+  if ((e = cudaMemsetAsync(outlier_words, 0, (kernels::outlier_write_tiles(n) + 1) * sizeof(unsigned long long), stream)) != cudaSuccess)
+    return e;
+  kernels::outlier_index_kernel<0><<<kernels::outlier_write_blocks(n), kernels::outlier_write_threads, 0, stream>>>(
+      outlier_index, outlier_count, d_out, layout + 2, index_bytes, outlier_words);
+  kernels::outlier_values_kernel<T><<<kernels::outlier_write_blocks(n), 256, 0, stream>>>(d_in, outlier_index, outlier_count, d_out,
+                                                                                           layout + 2, index_bytes);
   kernels::header_kernel<T><<<1, 1, 0, stream>>>(h, image, eb_abs, layout, outlier_count, index_bytes, d_out, d_out_bytes);
   return cudaGetLastError();
 }
@@ -334,6 +341,7 @@ template <element T>
   const outlier_index_reader outliers{d_in ? d_in + h.section_offset(section_outlier_index) : nullptr,
                                       h.section_bytes[section_outlier_index], n};
   const std::uint64_t outlier_tiles = kernels::outlier_tiles(outliers.bytes, outlier_count);
+  if (outlier_tiles > 0x7fffffffu) return cudaErrorInvalidValue;  // a grid's limit: an index section of 8 TiB
   auto* tile_sum = t.take<outlier_summary>(outlier_tiles + 1);
   auto* tile_before = t.take<outlier_summary>(outlier_tiles + 1);
   std::size_t scan_bytes = 0, outlier_scan_bytes = 0;

@@ -46,6 +46,16 @@ EBAC_HOST_DEVICE std::size_t put_varint(std::byte* p, std::uint64_t v) noexcept 
   return n;
 }
 
+/// Bytes put_varint writes for v (1..10).
+EBAC_HOST_DEVICE std::uint32_t varint_size(std::uint64_t v) noexcept {
+  std::uint32_t n = 1;
+  while (v >= 0x80) {
+    v >>= 7;
+    ++n;
+  }
+  return n;
+}
+
 /// Reads a varint from [p, end); false on truncation or more than 64 bits.
 EBAC_HOST_DEVICE bool get_varint(const std::byte*& p, const std::byte* end, std::uint64_t& v) noexcept {
   v = 0;

@@ -57,10 +57,15 @@ EBAC_HOST_DEVICE std::uint64_t lookback_exclusive(std::uint64_t tile, std::uint6
   for (;;) {
     // Load up to lookback_window predecessors, nearest first, then take them
     // in order until an inclusive prefix (done) or a tile that has not
-    // published yet (load again from there: it has started, it will publish).
+    // published yet (the next round waits on it: it has started, it will publish).
     std::uint64_t w[lookback_window];
     const int m = next < static_cast<std::uint64_t>(lookback_window) ? static_cast<int>(next) : lookback_window;
-    for (int i = 0; i < m; ++i) w[i] = load(next - 1 - static_cast<std::uint64_t>(i));
+    if (m == 0) break;  // unreachable: tile 0 publishes an inclusive word, which ends the walk
+    // Wait on the nearest word alone (it is needed whatever the others say),
+    // then load the rest of the window.
+    w[0] = load(next - 1);
+    while (W::status(w[0]) == W::invalid) w[0] = load(next - 1);
+    for (int i = 1; i < m; ++i) w[i] = load(next - 1 - static_cast<std::uint64_t>(i));
     for (int i = 0; i < m; ++i) {
       if (W::status(w[i]) == W::invalid) break;
       exclusive += W::value(w[i]);
@@ -70,7 +75,6 @@ EBAC_HOST_DEVICE std::uint64_t lookback_exclusive(std::uint64_t tile, std::uint6
         return exclusive;
       }
     }
-    if (m == 0) break;  // unreachable: tile 0 publishes an inclusive word, which ends the walk
   }
   store(tile, W::make(W::inclusive, exclusive + aggregate));
   return exclusive;

@@ -1,4 +1,4 @@
-// ebac/format/outlier_index.hpp - reading the outlier index section in parallel.
+// ebac/format/outlier_index.hpp - the outlier index section, written and read in parallel.
 //
 // The section holds k LEB128 varints: the first outlier's index, then each
 // index minus the previous one minus 1 (stream_header.hpp). The serial
@@ -23,6 +23,14 @@
 #include <cstdint>
 
 EBAC_NAMESPACE_BEGIN
+
+/// The writer's side: the varint outlier j contributes, from the increasing
+/// list of outlier indices (the first index itself, then index minus the
+/// previous one minus 1). The CUDA writer sizes each with varint_size, places
+/// them by a scan, and writes them with put_varint.
+[[nodiscard]] EBAC_HOST_DEVICE std::uint64_t outlier_gap(const std::uint64_t* index, std::uint64_t j) noexcept {
+  return j == 0 ? index[0] : index[j] - index[j - 1] - 1;
+}
 
 struct outlier_index_reader {
   const std::byte* section;  ///< the index section
@@ -82,10 +90,12 @@ struct outlier_index_reader {
 
   /// Places the varints that start in [begin, end), given the summary of
   /// everything before `begin`: put(j, index) for outlier j. False when one
-  /// of them is corrupt, lies past the k-th, or points at or past n.
+  /// of them or one before them is corrupt, lies past the k-th, or points at
+  /// or past n.
   template <class Put>
   [[nodiscard]] EBAC_HOST_DEVICE bool place(std::uint64_t begin, std::uint64_t end, summary before, std::uint64_t k,
                                             Put&& put) const noexcept {
+    if (before.corrupt) return false;  // indices after a corrupt varint are shifted: write none
     const combine add = op();
     for (std::uint64_t i = begin; i < end && i < bytes; ++i) {
       if (!starts_varint(i)) continue;

@@ -10,10 +10,14 @@
 #include <ebac/encoder/block_bitpack.hpp>
 #include <ebac/encoder/huffman.hpp>
 #include <ebac/encoder/huffman_image.hpp>
+#include <ebac/detail/lookback.hpp>
+#include <ebac/format/outlier_index.hpp>
 #include <ebac/format/stream_header.hpp>
 
 #include <cub/block/block_reduce.cuh>
 #include <cub/block/block_scan.cuh>
+
+#include <cuda/atomic>
 
 #include <cstdint>
 
@@ -199,31 +203,76 @@ EBAC_KERNEL void copy_chunks_kernel(const std::byte* scratch, std::size_t slot, 
   for (std::uint64_t i = threadIdx.x; i < chunk_bytes[c]; i += blockDim.x) dst[i] = src[i];
 }
 
-/// Outlier indices as varint gaps, then their raw values, by one block: each
-/// thread takes a contiguous share and a block scan places the shares.
-/// The index section starts at out + *index_offset; the value section
-/// follows it directly.
-template <class T>
-EBAC_KERNEL void __launch_bounds__(1024)
-outlier_write_kernel(const T* in, const std::uint64_t* index, const std::uint64_t* count, std::byte* out,
-                     const std::uint64_t* index_offset, std::uint64_t* index_bytes) {
-  using scan = cub::BlockScan<std::uint64_t, 1024>;
+/// Outlier index section writer: tiles of 1024 outliers (4 a thread).
+inline constexpr unsigned outlier_write_threads = 256;
+inline constexpr unsigned outlier_write_per_thread = 4;
+inline constexpr std::uint64_t outlier_write_tile = std::uint64_t{outlier_write_threads} * outlier_write_per_thread;
+
+/// Tiles for up to n outliers (the count is known only on the device), and
+/// the blocks that loop over them: at most 1024, so that a tensor without
+/// outliers costs a handful of blocks that exit at once.
+inline std::uint64_t outlier_write_tiles(std::uint64_t n) { return (n + outlier_write_tile - 1) / outlier_write_tile; }
+inline unsigned outlier_write_blocks(std::uint64_t n) {
+  const std::uint64_t t = outlier_write_tiles(n);
+  return static_cast<unsigned>(t < 1 ? 1 : (t > 1024 ? 1024 : t));
+}
+
+/// The outlier index section (format/outlier_index.hpp): varint gaps of the
+/// selected indices, written at out + *index_offset. Blocks take tiles in
+/// order from a counter (words[0]); within a tile a block scan of the
+/// varints' sizes places them, and a decoupled look-back over the tiles
+/// (detail/lookback.hpp, words[1 + t]) places the tile. All words are zero
+/// on entry. The last tile writes the section's size to *index_bytes.
+template <int = 0>
+EBAC_KERNEL void __launch_bounds__(outlier_write_threads)
+outlier_index_kernel(const std::uint64_t* index, const std::uint64_t* count, std::byte* out, const std::uint64_t* index_offset,
+                     std::uint64_t* index_bytes, unsigned long long* words) {
+  using scan = cub::BlockScan<std::uint64_t, outlier_write_threads>;
   __shared__ typename scan::TempStorage tmp;
+  __shared__ unsigned long long tile_shared, before_shared;
   const std::uint64_t k = *count;
-  const std::uint64_t per = (k + 1023) / 1024;
-  const std::uint64_t a = threadIdx.x * per < k ? threadIdx.x * per : k;
-  const std::uint64_t b = (a + per < k) ? a + per : k;
-  auto gap = [&](std::uint64_t j) { return j == 0 ? index[0] : index[j] - index[j - 1] - 1; };
-  std::uint64_t mine = 0;
-  std::byte scratch[10];
-  for (std::uint64_t j = a; j < b; ++j) mine += ::ebac::detail::put_varint(scratch, gap(j));
-  std::uint64_t at, total;
-  scan(tmp).ExclusiveSum(mine, at, total);
-  std::byte* p = out + *index_offset + at;
-  for (std::uint64_t j = a; j < b; ++j) p += ::ebac::detail::put_varint(p, gap(j));
-  std::byte* v = out + *index_offset + total;
-  for (std::uint64_t j = a; j < b; ++j) ::ebac::detail::store_le(v + j * sizeof(T), raw_bits(in[index[j]]));
-  if (threadIdx.x == 0) *index_bytes = total;
+  if (k == 0) {  // the common case; uniform across the grid
+    if (blockIdx.x == 0 && threadIdx.x == 0) *index_bytes = 0;
+    return;
+  }
+  const std::uint64_t tiles = (k + outlier_write_tile - 1) / outlier_write_tile;
+  std::byte* section = out + *index_offset;
+  unsigned long long* tile_words = words + 1;
+  for (;;) {
+    if (threadIdx.x == 0) tile_shared = atomicAdd(words, 1ull);
+    __syncthreads();
+    const std::uint64_t t = tile_shared;
+    if (t >= tiles) return;  // block-uniform
+    const std::uint64_t j0 = t * outlier_write_tile + std::uint64_t{threadIdx.x} * outlier_write_per_thread;
+    std::uint64_t mine = 0;
+    for (unsigned i = 0; i < outlier_write_per_thread; ++i)
+      if (j0 + i < k) mine += ::ebac::detail::varint_size(outlier_gap(index, j0 + i));
+    std::uint64_t at, total;
+    scan(tmp).ExclusiveSum(mine, at, total);
+    if (threadIdx.x == 0) {
+      using word_ref = ::cuda::atomic_ref<unsigned long long, ::cuda::thread_scope_device>;
+      auto load = [&](std::uint64_t i) -> std::uint64_t { return word_ref(tile_words[i]).load(::cuda::memory_order_relaxed); };
+      auto store = [&](std::uint64_t i, std::uint64_t w) { word_ref(tile_words[i]).store(w, ::cuda::memory_order_relaxed); };
+      before_shared = ::ebac::detail::lookback_exclusive(t, total, load, store);
+      if (t == tiles - 1) *index_bytes = before_shared + total;
+    }
+    __syncthreads();
+    std::byte* p = section + before_shared + at;
+    for (unsigned i = 0; i < outlier_write_per_thread; ++i)
+      if (j0 + i < k) p += ::ebac::detail::put_varint(p, outlier_gap(index, j0 + i));
+    __syncthreads();  // the shared words and the scan storage are reused by the next tile
+  }
+}
+
+/// The outlier value section, right after the index section: outlier j's
+/// raw bits (its index is index[j]).
+template <class T>
+EBAC_KERNEL void outlier_values_kernel(const T* in, const std::uint64_t* index, const std::uint64_t* count, std::byte* out,
+                                       const std::uint64_t* index_offset, const std::uint64_t* index_bytes) {
+  const std::uint64_t k = *count;
+  std::byte* v = out + *index_offset + *index_bytes;
+  for (std::uint64_t j = blockIdx.x * std::uint64_t{blockDim.x} + threadIdx.x; j < k; j += std::uint64_t{gridDim.x} * blockDim.x)
+    ::ebac::detail::store_le(v + j * sizeof(T), raw_bits(in[index[j]]));
 }
 
 /// Bytes of the codebook section: the serialized size the device wrote into
