@@ -12,7 +12,7 @@
 // tile that never runs.
 //
 // The protocol is written once, over caller-supplied atomic accessors: the
-// CUDA kernel (cuda/kernels/fused_bitpack.cuh) passes cuda::atomic_ref, the
+// CUDA kernels (through cuda/kernels/lookback.cuh) pass cuda::atomic_ref, the
 // host test passes std::atomic with threads racing over the tiles.
 #pragma once
 

@@ -6,18 +6,16 @@
 #pragma once
 
 #include <ebac/cuda/config.cuh>
+#include <ebac/cuda/kernels/lookback.cuh>
 #include <ebac/detail/bytes.hpp>
 #include <ebac/encoder/block_bitpack.hpp>
 #include <ebac/encoder/huffman.hpp>
 #include <ebac/encoder/huffman_image.hpp>
-#include <ebac/detail/lookback.hpp>
 #include <ebac/format/outlier_index.hpp>
 #include <ebac/format/stream_header.hpp>
 
 #include <cub/block/block_reduce.cuh>
 #include <cub/block/block_scan.cuh>
-
-#include <cuda/atomic>
 
 #include <cstdint>
 
@@ -250,10 +248,7 @@ outlier_index_kernel(const std::uint64_t* index, const std::uint64_t* count, std
     std::uint64_t at, total;
     scan(tmp).ExclusiveSum(mine, at, total);
     if (threadIdx.x == 0) {
-      using word_ref = ::cuda::atomic_ref<unsigned long long, ::cuda::thread_scope_device>;
-      auto load = [&](std::uint64_t i) -> std::uint64_t { return word_ref(tile_words[i]).load(::cuda::memory_order_relaxed); };
-      auto store = [&](std::uint64_t i, std::uint64_t w) { word_ref(tile_words[i]).store(w, ::cuda::memory_order_relaxed); };
-      before_shared = ::ebac::detail::lookback_exclusive(t, total, load, store);
+      before_shared = device_lookback_exclusive(tile_words, t, total);
       if (t == tiles - 1) *index_bytes = before_shared + total;
     }
     __syncthreads();

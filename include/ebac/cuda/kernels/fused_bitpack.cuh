@@ -22,15 +22,14 @@
 #pragma once
 
 #include <ebac/cuda/config.cuh>
+#include <ebac/cuda/kernels/lookback.cuh>
 #include <ebac/detail/bytes.hpp>
-#include <ebac/detail/lookback.hpp>
 #include <ebac/detail/element_code.hpp>
 #include <ebac/encoder/block_bitpack.hpp>
 #include <ebac/extents.hpp>
 
 #include <cub/block/block_reduce.cuh>
 #include <cub/block/block_scan.cuh>
-#include <cuda/atomic>
 
 #include <cstdint>
 
@@ -200,11 +199,8 @@ fused_bitpack_single_pass_kernel(P pred, extents shape, const T* in, std::uint64
   }
   // The chunk's place in the payload: decoupled look-back over the chunks before it.
   if (threadIdx.x == 0) {
-    using word_ref = ::cuda::atomic_ref<unsigned long long, ::cuda::thread_scope_device>;
-    auto load = [&](std::uint64_t i) -> std::uint64_t { return word_ref(tile_words[i]).load(::cuda::memory_order_relaxed); };
-    auto store = [&](std::uint64_t i, std::uint64_t w) { word_ref(tile_words[i]).store(w, ::cuda::memory_order_relaxed); };
     const std::uint64_t bytes = ck.nb + packed;
-    const std::uint64_t before = ::ebac::detail::lookback_exclusive(tile, bytes, load, store);
+    const std::uint64_t before = device_lookback_exclusive(tile_words, tile, bytes);
     chunk_bytes[tile] = bytes;
     chunk_offset[tile] = before;
     base_shared = payload_offset + before;
