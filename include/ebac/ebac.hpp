@@ -12,6 +12,7 @@
 #include <ebac/encoder/run_length.hpp>
 #include <ebac/error_bound.hpp>
 #include <ebac/extents.hpp>
+#include <ebac/format/max_compressed_bytes.hpp>
 #include <ebac/format/stream_header.hpp>
 #include <ebac/host/codec.hpp>
 #include <ebac/pipeline.hpp>

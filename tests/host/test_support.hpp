@@ -91,6 +91,12 @@ inline ebac::pipeline_spec spec_of(const std::string& name, std::uint32_t chunk 
   return s;
 }
 
+/// max_compressed_bytes for a pipeline given by name.
+template <class T>
+std::size_t max_bytes(const ebac::extents& e, const ebac::pipeline_spec& spec) {
+  return ebac::with_pipeline(spec, e, [&](auto p) { return ebac::max_compressed_bytes<decltype(p), T>(e, p); });
+}
+
 template <class T>
 std::vector<std::byte> compress(const T* x, const ebac::extents& e, const ebac::pipeline_spec& spec,
                                 const ebac::compress_options& o) {
@@ -154,7 +160,8 @@ struct roundtrip_stats {
 ///  - decompression with 1 and 2 threads gives identical bits;
 ///  - every finite x has a finite y with |x - y| <= eb_abs (exactly);
 ///  - NaN and +-Inf come back bit-exactly;
-///  - with the sign-preserving quantizer: x == 0 -> y == 0, sign(y) == sign(x).
+///  - with the sign-preserving quantizer: x == 0 -> y == 0, sign(y) == sign(x);
+///  - the stream fits max_compressed_bytes (the CUDA backend's output buffer).
 template <class T>
 roundtrip_stats check_roundtrip(const std::vector<T>& x, const ebac::extents& e, const std::string& pipe,
                                 ebac::error_bound eb, const std::string& label, std::uint32_t chunk = 0) {
@@ -190,6 +197,8 @@ roundtrip_stats check_roundtrip(const std::vector<T>& x, const ebac::extents& e,
   const ebac::stream_header hn = ebac::host::inspect(s_nock.data(), s_nock.size());
   CHECK(!hn.has_checksum());
   CHECK(s_nock.size() + 8 == s1.size());
+  const std::size_t cap = max_bytes<T>(e, spec);
+  CHECK_MESSAGE(s1.size() <= cap, "stream of ", s1.size(), " bytes exceeds max_compressed_bytes = ", cap);
 
   const auto y1 = ebac::host::decompress<T>(s1.data(), s1.size(), 1);
   // Into a caller buffer pre-filled with NaN bits: every element must be written.

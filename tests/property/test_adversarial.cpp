@@ -177,4 +177,60 @@ TEST_CASE("adversarial: relative bound over an extreme value range") {
       check_roundtrip(x, ebac::extents{50, 100}, p, {eb, ebac::bound_mode::relative}, "range 2*FLT_MAX");
 }
 
+TEST_CASE("adversarial: streams built to approach max_compressed_bytes stay within it") {
+  // The CUDA backend writes into a buffer of max_compressed_bytes and has no
+  // other guard. check_roundtrip checks every stream against it; these
+  // inputs push both terms at once: codes as wide as the quantizer allows
+  // (a +-checkerboard just inside the code limit, so Lorenzo residuals sum
+  // up to 8 of them) and dense outliers (NaN), on 1-element chunks tables of
+  // 32 and default chunks.
+  double worst = 0;
+  std::string worst_case;
+  auto run = [&](const auto& x, const ebac::extents& e, const std::string& p, double eb, std::uint32_t chunk,
+                 const std::string& label) {
+    using T = typename std::decay_t<decltype(x)>::value_type;
+    const auto st = check_roundtrip(x, e, p, {eb, ebac::bound_mode::absolute}, label, chunk);
+    const double frac = static_cast<double>(st.stream_bytes) / static_cast<double>(max_bytes<T>(e, spec_of(p, chunk)));
+    if (frac > worst) {
+      worst = frac;
+      worst_case = p + " " + type_name<T>() + " " + label + " chunk " + std::to_string(chunk);
+    }
+  };
+  const ebac::extents shapes[] = {ebac::extents{6, 10, 33}, ebac::extents{4001}};
+  std::mt19937_64 rng(106);
+  for (const auto& e : shapes)
+    for (double density : {0.0, 0.25, 0.5, 0.9}) {
+      const std::uint64_t n = count_of(e);
+      // (2q - 1) * eb with q just below the code limit, sign by checkerboard parity.
+      const double eb = 1.0;
+      const float a = static_cast<float>((2.0 * (ebac::quantizer_code_limit - 2) - 1) * eb);
+      std::vector<float> x(static_cast<std::size_t>(n));
+      std::bernoulli_distribution nan(density);
+      for (std::uint64_t i = 0; i < n; ++i) {
+        std::uint64_t parity = 0, rest = i;
+        for (int d = e.rank - 1; d >= 0; --d) {
+          parity += rest % e.dims[d];
+          rest /= e.dims[d];
+        }
+        x[i] = nan(rng) ? bits_to_float(0x7fc00000u | static_cast<std::uint32_t>(i & 0xffff)) : (parity % 2 ? -a : a);
+      }
+      const std::string label = "checkerboard at the code limit, NaN density " + fmt(density);
+      // f16/bf16 cannot hold 8.4e6: scale the bound so their largest values sit near the limit too.
+      auto scaled = [&](float s) {
+        std::vector<float> y = x;
+        for (auto& v : y) v *= s;
+        return y;
+      };
+      for (const auto& p : all_pipelines())
+        for (std::uint32_t chunk : {32u, 0u}) {
+          run(x, e, p, eb, chunk, label);
+          run(convert<ebac::float16>(scaled(6e4f / a)), e, p, eb * 6e4 / a, chunk, label);
+          run(convert<ebac::bfloat16>(x), e, p, eb, chunk, label);
+        }
+    }
+  MESSAGE("largest stream / max_compressed_bytes: ", fmt(worst), " (", worst_case, ")");
+  // The bound may not be loose beyond use either: it sizes device buffers.
+  CHECK(worst > 0.5);
+}
+
 }  // TEST_SUITE

@@ -41,6 +41,7 @@
 #include <ebac/cuda/kernels/quantize.cuh>
 #include <ebac/dtype.hpp>
 #include <ebac/encoder/huffman_image.hpp>
+#include <ebac/format/max_compressed_bytes.hpp>
 #include <ebac/format/outlier_index.hpp>
 #include <ebac/format/stream_header.hpp>
 #include <ebac/host/codec.hpp>
@@ -128,25 +129,10 @@ struct device_huffman_codebook {
   const std::byte* image = nullptr;
 };
 
-/// Bytes a stream of this shape and pipeline can take at most (0 when the
-/// shape or the chunk size is invalid: compress() refuses those too).
-/// Outliers: k indices as varint gaps that sum to at most n - k take at most
-/// n bytes (a gap g costs 1 + log2(g + 1) / 7 bytes at most, and
-/// k (1 + log2(n / k) / 7) <= n), plus their raw values.
-template <class Pipeline, element T>
-std::size_t max_compressed_bytes(const extents& shape, const Pipeline& pipe) noexcept {
-  using E = typename Pipeline::encoder_type;
-  std::uint64_t n = 0;
-  if (shape.count(n) != status::ok) return 0;
-  const std::uint64_t C = pipe.chunk_elements;
-  if (C < 32 || C % 32 != 0 || C > (1u << 24)) return 0;
-  const std::uint64_t chunks = (n + C - 1) / C;
-  const E enc{};
-  const std::uint64_t per_chunk = enc.max_chunk_bytes(static_cast<std::size_t>(C));
-  const std::uint64_t codebook = E::needs_codebook ? huffman_codebook::max_serialized_bytes : 0;
-  return static_cast<std::size_t>(stream_fixed_header_bytes + 8 * static_cast<std::uint64_t>(shape.rank) + codebook + 4 * chunks +
-                                  chunks * per_chunk + n * (1 + sizeof(T)) + 8);
-}
+/// Bytes a stream of this shape and pipeline can take at most (the format's
+/// bound, format/max_compressed_bytes.hpp; host-tested against every stream
+/// the property tests make). Size d_out with it.
+using ::ebac::max_compressed_bytes;
 
 /// Compresses d_in into d_out (capacity >= max_compressed_bytes()); the
 /// stream's size goes to *d_out_bytes, a bound that is not finite on this
@@ -166,7 +152,7 @@ template <class Pipeline, element T>
   if (shape.count(n) != status::ok || opt.bound.validate() != status::ok || pipe.predictor.validate(shape) != status::ok)
     return cudaErrorInvalidValue;
   const std::uint32_t C = pipe.chunk_elements;
-  if (C < 32 || C % 32 != 0 || C > (1u << 24)) return cudaErrorInvalidValue;
+  if (!valid_chunk_elements(C)) return cudaErrorInvalidValue;
   const std::uint64_t chunks = (n + C - 1) / C;
   const bool fused = bitpack && path != kernel_path::staged;
   const bool single_pass = fused && path == kernel_path::single_pass && C <= kernels::single_pass_max_chunk;

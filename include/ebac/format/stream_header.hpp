@@ -39,6 +39,12 @@ enum section : int { section_codebook = 0, section_chunk_table, section_payload,
 inline constexpr std::uint8_t stream_flag_checksum = 1;
 inline constexpr std::size_t stream_fixed_header_bytes = 104;
 
+/// Chunk sizes the format allows: a multiple of 32 (the bit-packing block) in
+/// [32, 2^24]. Both backends refuse others; the header reader rejects them.
+[[nodiscard]] EBAC_HOST_DEVICE constexpr bool valid_chunk_elements(std::uint64_t c) noexcept {
+  return c >= 32 && c % 32 == 0 && c <= (std::uint64_t{1} << 24);
+}
+
 struct stream_header {
   dtype type = dtype::f32;
   bound_mode mode = bound_mode::absolute;
@@ -174,7 +180,7 @@ inline std::uint64_t element_count(const stream_header& h) noexcept {
   if (!(h.eb_requested > 0) || !std::isfinite(h.eb_requested)) return bad(status::corrupt_stream, "invalid requested bound");
   if (!(h.eb_abs >= 0) || !std::isfinite(h.eb_abs)) return bad(status::corrupt_stream, "invalid absolute bound");
   h.chunk_elements = load_le<std::uint32_t>(p + 48);
-  if (h.chunk_elements < 32 || h.chunk_elements % 32 != 0 || h.chunk_elements > (1u << 24))
+  if (!valid_chunk_elements(h.chunk_elements))
     return bad(status::corrupt_stream, "invalid chunk size");
   h.outlier_count = load_le<std::uint64_t>(p + 56);
   if (h.outlier_count > n) return bad(status::corrupt_stream, "more outliers than elements");

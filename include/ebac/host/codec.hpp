@@ -203,7 +203,7 @@ std::vector<std::byte> compress(const T* in, const extents& shape, const Pipelin
   if (opt.bound.validate() != status::ok) fail(status::invalid_argument, "error bound must be finite and > 0 (a relative one at most 1e6)");
   if (pipe.predictor.validate(shape) != status::ok) fail(status::invalid_argument, "predictor axes/tiles do not fit the tensor's rank");
   const std::uint32_t C = pipe.chunk_elements;
-  if (C < 32 || C % 32 != 0 || C > (1u << 24)) fail(status::invalid_argument, "chunk_elements must be a multiple of 32 in [32, 2^24]");
+  if (!valid_chunk_elements(C)) fail(status::invalid_argument, "chunk_elements must be a multiple of 32 in [32, 2^24]");
   const int threads = opt.threads;
 
   value_range range;

@@ -1,0 +1,46 @@
+// ebac/format/max_compressed_bytes.hpp - the largest stream a tensor can give.
+//
+// Both backends need it: the CUDA backend writes into a caller buffer sized
+// before anything is known about the data (cuda::compress), and a host
+// caller may want to reserve an arena the same way. It is a bound on the
+// stream format, not on one backend's output, so it lives here and the host
+// property tests check it against every stream they make (the CUDA backend's
+// streams are the host's minus the checksum).
+#pragma once
+
+#include <ebac/config.hpp>
+#include <ebac/dtype.hpp>
+#include <ebac/encoder/huffman.hpp>
+#include <ebac/extents.hpp>
+#include <ebac/format/stream_header.hpp>
+#include <ebac/status.hpp>
+
+#include <cstddef>
+#include <cstdint>
+
+EBAC_NAMESPACE_BEGIN
+
+/// Bytes a stream of this shape, pipeline and element type can take at most,
+/// checksum included; 0 when the shape or the chunk size is invalid
+/// (compress refuses those). The terms, in stream order: header, Huffman
+/// codebook, chunk table (4 bytes a chunk), payload (each chunk at most its
+/// encoder's max_chunk_bytes of a full chunk), outliers, checksum. Outliers:
+/// k indices as varint gaps that sum to at most n - k take at most n bytes
+/// (a gap g costs 1 + floor(log2(g + 1) / 7) bytes, the sum is largest for
+/// equal gaps, and then it is <= n: tests/host/test_stream.cpp), plus k <= n
+/// raw values.
+template <class Pipeline, element T>
+[[nodiscard]] std::size_t max_compressed_bytes(const extents& shape, const Pipeline& pipe) noexcept {
+  using E = typename Pipeline::encoder_type;
+  std::uint64_t n = 0;
+  if (shape.count(n) != status::ok) return 0;
+  const std::uint64_t C = pipe.chunk_elements;
+  if (!valid_chunk_elements(C)) return 0;
+  const std::uint64_t chunks = (n + C - 1) / C;
+  const std::uint64_t per_chunk = E{}.max_chunk_bytes(static_cast<std::size_t>(C));
+  const std::uint64_t codebook = E::needs_codebook ? huffman_codebook::max_serialized_bytes : 0;
+  return static_cast<std::size_t>(stream_fixed_header_bytes + 8 * static_cast<std::uint64_t>(shape.rank) + codebook +
+                                  4 * chunks + chunks * per_chunk + n * (1 + sizeof(T)) + 8);
+}
+
+EBAC_NAMESPACE_END
