@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # One-call GPU check for the lent H200 (device tool), writing under $OUT:
 #   build:    configure + build the CUDA targets (sm_90 only: the machine's chip)
-#   test:     ctest -L gpu (the doctest suite; its failures go into the summary)
+#   test:     ctest -L "gpu|cuda_host" (the doctest suites; failures go into the summary)
 #   bench:    the GPU throughput benchmark (1 GiB tensor + corpus, memcpy yardstick)
 #   sanitize: compute-sanitizer memcheck, initcheck and racecheck on a
 #             subset of the GPU tests in quick mode (EBAC_GPU_TEST_QUICK=1:
@@ -73,13 +73,13 @@ fi
 
 tests=build/gpu/tests/cuda/ebac_gpu_tests
 if want test; then
-  step "ctest -L gpu"
+  step "ctest -L gpu|cuda_host"
   if [[ -x $tests ]]; then
     t=$(budget "$TEST_TIMEOUT")
     # -V streams the suite's own output (doctest's counts, skipped-case
     # messages) into the log even when the time limit stops it; the outer
     # timeout is the only limit.
-    (cd build/gpu && timeout -k 10 "$t" ctest -L gpu -V) > "$logs/ctest.log" 2>&1
+    (cd build/gpu && timeout -k 10 "$t" ctest -L "gpu|cuda_host" -V) > "$logs/ctest.log" 2>&1
     rc=$?
     if [ $rc -eq 0 ]; then
       echo "gpu tests passed" >> "$summary"

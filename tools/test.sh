@@ -4,7 +4,9 @@
 #   1. release preset: build + ctest -LE gpu (unit, property, header, consumer tests)
 #   2. asan preset:    ASan + UBSan build + ctest -LE 'gpu|consumer'
 #   3. fuzz preset:    clang + libFuzzer, seed replay + FUZZ_SECONDS of fuzzing
-#   4. cuda preset:    compile-only nvcc header checks (and GPU tests), when /usr/local/cuda/bin/nvcc exists
+#   4. cuda preset:    nvcc build of the header checks, GPU tests and benchmark (compile-only), and
+#                      ctest -L cuda_host (the CUDA layers' argument checks and no-device errors),
+#                      when /usr/local/cuda/bin/nvcc exists
 #   5. pytorch:        ebac_torch tests + smoke study, when /usr/bin/python3 has torch
 #   6. pytorch 2.11:   the extension's C++ sources compiled against torch 2.11's headers (PyPI wheel)
 #   7. libtorch:       examples/01_libtorch_autograd built and trained for 60 steps
@@ -117,6 +119,8 @@ cuda_compile() {
   if [[ -x "$NVCC" ]]; then
     cmake --preset cuda
     cmake --build --preset cuda -j "$JOBS"
+    # The CUDA layers' argument checks and no-device errors run without a GPU.
+    ctest --test-dir build/cuda -L cuda_host --output-on-failure
   else
     echo "SKIPPED: CUDA compile-only build: $NVCC not found, so the headers were not checked under nvcc."
     echo "         (install the CUDA toolkit there, or configure the 'cuda' preset with -DCMAKE_CUDA_COMPILER=...)"

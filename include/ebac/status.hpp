@@ -22,6 +22,7 @@ enum class status : int {
   buffer_too_small,      // the caller's output buffer cannot hold the result
   size_overflow,         // a size computation would overflow 64 bits
   out_of_memory,         // an allocation the request needs failed
+  device_error,          // a CUDA runtime call failed (no usable device, a failed launch, ...)
 };
 
 constexpr const char* to_string(status s) noexcept {
@@ -35,6 +36,7 @@ constexpr const char* to_string(status s) noexcept {
     case status::buffer_too_small: return "buffer too small";
     case status::size_overflow: return "size overflow";
     case status::out_of_memory: return "out of memory";
+    case status::device_error: return "device error";
   }
   return "unknown status";
 }

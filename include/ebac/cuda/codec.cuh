@@ -38,8 +38,23 @@ inline allocator default_allocator() {
 }
 
 namespace detail {
+/// Throws for a failed CUDA call: out_of_memory when the device ran out,
+/// device_error otherwise (no device, a failed launch, ...), with CUDA's own
+/// name and message for it. Arguments are checked before any CUDA call, so a
+/// CUDA failure here is never the caller's argument.
+/// When the root cause is a missing driver or device, CUB's queries report
+/// only "invalid device ordinal": the message then says what is missing.
+inline std::string describe(cudaError_t e) { return std::string(cudaGetErrorName(e)) + " (" + cudaGetErrorString(e) + ")"; }
 inline void check(cudaError_t e, const char* what) {
-  if (e != cudaSuccess) ::ebac::detail::fail(status::invalid_argument, std::string(what) + ": " + cudaGetErrorString(e));
+  if (e == cudaSuccess) return;
+  (void)cudaGetLastError();  // clear a non-sticky error so the next call does not report it again
+  std::string msg = std::string(what) + ": " + describe(e);
+  int devices = 0;
+  const cudaError_t d = cudaGetDeviceCount(&devices);  // on the error path only
+  (void)cudaGetLastError();
+  if (d != cudaSuccess && d != e) msg += "; no usable CUDA device: " + describe(d);
+  else if (d == cudaSuccess && devices == 0) msg += "; no CUDA device is visible";
+  ::ebac::detail::fail(e == cudaErrorMemoryAllocation ? status::out_of_memory : status::device_error, msg);
 }
 
 /// Owns one allocation from an allocator (move-only).
@@ -48,7 +63,16 @@ class device_allocation {
   device_allocation() = default;
   device_allocation(std::size_t bytes, cudaStream_t s, const allocator& a) : bytes_(bytes), stream_(s), alloc_(a) {
     ptr_ = a.allocate(bytes, s, a.context);
-    if (!ptr_) ::ebac::detail::fail(status::invalid_argument, "device allocation of " + std::to_string(bytes) + " bytes failed");
+    if (!ptr_) {
+      // The allocator returns only a pointer; a CUDA allocator leaves its
+      // error behind: say "no device" rather than "out of memory" when that
+      // is what happened.
+      const cudaError_t e = cudaGetLastError();
+      const std::string what = "device allocation of " + std::to_string(bytes) + " bytes failed";
+      if (e != cudaSuccess && e != cudaErrorMemoryAllocation)
+        ::ebac::detail::fail(status::device_error, what + ": " + describe(e));
+      ::ebac::detail::fail(status::out_of_memory, what);
+    }
   }
   device_allocation(device_allocation&& o) noexcept { *this = std::move(o); }
   device_allocation& operator=(device_allocation&& o) noexcept {
@@ -114,6 +138,10 @@ template <class Pipeline, element T>
 device_stream compress(const T* d_in, const extents& shape, const Pipeline& pipe, const compress_options& opt,
                        cudaStream_t stream = nullptr, const allocator& alloc = default_allocator(), bool read_size = true,
                        kernel_path path = kernel_path::staged) {
+  if (const char* why = ::ebac::detail::compress_argument_error(shape, pipe, opt)) ::ebac::detail::fail(status::invalid_argument, why);
+  std::uint64_t n = 0;
+  (void)shape.count(n);
+  if (n > 0 && d_in == nullptr) ::ebac::detail::fail(status::invalid_argument, "input pointer is null");
   std::size_t temp = 0;
   detail::check(::ebac::cuda::compress(nullptr, temp, d_in, shape, pipe, opt, nullptr, 0, nullptr, nullptr, stream, path),
                 "ebac::cuda::compress (temp query)");
@@ -161,9 +189,8 @@ void decompress(const std::byte* d_in, std::size_t in_bytes, T* d_out, std::uint
   const stream_header h = read_header(d_in, in_bytes, stream);
   // The host decoder's checks, before anything is allocated (a forged header
   // could claim any element count).
-  if (h.type != dtype_of<T>::value) ::ebac::detail::fail(status::invalid_argument, "output element type does not match the stream's dtype");
-  if (count != element_count(h)) ::ebac::detail::fail(status::invalid_argument, "output size does not match the stream's element count");
-  if (count > 0 && d_out == nullptr) ::ebac::detail::fail(status::invalid_argument, "output pointer is null");
+  if (const char* why = ::ebac::detail::decompress_argument_error(h, dtype_of<T>::value, count, d_out))
+    ::ebac::detail::fail(status::invalid_argument, why);
   // Huffman: the codebook section is read and validated on the host (the
   // host decoder's deserialize), then uploaded as tables.
   detail::uploaded_codebook book;

@@ -148,11 +148,10 @@ template <class Pipeline, element T>
   using Q = typename Pipeline::quantizer_type;
   using E = typename Pipeline::encoder_type;
   constexpr bool bitpack = std::is_same_v<E, block_bitpack>;
+  if (::ebac::detail::compress_argument_error(shape, pipe, opt)) return cudaErrorInvalidValue;  // the host's rules
   std::uint64_t n = 0;
-  if (shape.count(n) != status::ok || opt.bound.validate() != status::ok || pipe.predictor.validate(shape) != status::ok)
-    return cudaErrorInvalidValue;
+  (void)shape.count(n);
   const std::uint32_t C = pipe.chunk_elements;
-  if (!valid_chunk_elements(C)) return cudaErrorInvalidValue;
   const std::uint64_t chunks = (n + C - 1) / C;
   const bool fused = bitpack && path != kernel_path::staged;
   const bool single_pass = fused && path == kernel_path::single_pass && C <= kernels::single_pass_max_chunk;
@@ -343,8 +342,8 @@ template <element T>
     return cudaSuccess;
   }
   if (temp_bytes < t.required()) return cudaErrorInvalidValue;
-  if (h.type != dtype_of<T>::value || count != n || in_bytes != h.section_offset(section_count) + (h.has_checksum() ? 8 : 0) ||
-      !d_status || (n > 0 && (!d_out || !d_in)) ||
+  if (::ebac::detail::decompress_argument_error(h, dtype_of<T>::value, count, d_out) ||
+      in_bytes != h.section_offset(section_count) + (h.has_checksum() ? 8 : 0) || !d_status || (n > 0 && !d_in) ||
       (h.encoder == encoder_id::huffman && (codebook == nullptr || codebook->image == nullptr)))
     return cudaErrorInvalidValue;
 

@@ -39,6 +39,10 @@ enum section : int { section_codebook = 0, section_chunk_table, section_payload,
 inline constexpr std::uint8_t stream_flag_checksum = 1;
 inline constexpr std::size_t stream_fixed_header_bytes = 104;
 
+/// Elements a stream may hold (the header reader rejects more; both
+/// backends refuse to compress more).
+inline constexpr std::uint64_t max_stream_elements = std::uint64_t{1} << 48;
+
 /// Chunk sizes the format allows: a multiple of 32 (the bit-packing block) in
 /// [32, 2^24]. Both backends refuse others; the header reader rejects them.
 [[nodiscard]] EBAC_HOST_DEVICE constexpr bool valid_chunk_elements(std::uint64_t c) noexcept {
@@ -140,7 +144,7 @@ inline std::uint64_t element_count(const stream_header& h) noexcept {
   for (int i = 0; i < rank; ++i) h.shape.dims[i] = load_le<std::uint64_t>(p + stream_fixed_header_bytes + 8 * i);
   std::uint64_t n = 0;
   if (h.shape.count(n) != status::ok) return bad(status::corrupt_stream, "element count overflows");
-  if (n > (std::uint64_t{1} << 48)) return bad(status::corrupt_stream, "element count implausibly large");
+  if (n > max_stream_elements) return bad(status::corrupt_stream, "element count implausibly large");
 
   const auto pid = static_cast<std::uint8_t>(p[12]);
   const auto pdims = static_cast<std::uint8_t>(p[13]);

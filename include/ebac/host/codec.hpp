@@ -44,6 +44,36 @@ struct compress_options {
   int threads = 0;       ///< 0: all OpenMP threads, 1: serial
 };
 
+namespace detail {
+
+/// Why compress() refuses these arguments, or nullptr when it takes them.
+/// Every compress entry point asks this (host, CUDA device-scope and CUDA
+/// convenience), so a refusal reads the same on either backend. Pointers are
+/// the caller's to check: a device-scope size query takes none.
+template <class Pipeline>
+[[nodiscard]] const char* compress_argument_error(const extents& shape, const Pipeline& pipe, const compress_options& opt) noexcept {
+  std::uint64_t n = 0;
+  if (shape.count(n) != status::ok) return "extents: rank must be 1..8 and the element count must fit 64 bits";
+  if (n > max_stream_elements) return "extents: more than 2^48 elements";
+  if (opt.bound.validate() != status::ok) return "error bound must be finite and > 0 (a relative one at most 1e6)";
+  if (pipe.predictor.validate(shape) != status::ok) return "predictor axes/tiles do not fit the tensor's rank";
+  if (!valid_chunk_elements(pipe.chunk_elements)) return "chunk_elements must be a multiple of 32 in [32, 2^24]";
+  return nullptr;
+}
+
+/// Why decompress() refuses an output for a (validated) stream header, or
+/// nullptr. Shared by the host and the CUDA convenience decoder, which asks
+/// before it allocates anything (a forged header may claim any count).
+[[nodiscard]] inline const char* decompress_argument_error(const stream_header& h, dtype out_type, std::uint64_t count,
+                                                           const void* out) noexcept {
+  if (h.type != out_type) return "output element type does not match the stream's dtype";
+  if (count != element_count(h)) return "output size does not match the stream's element count";
+  if (count > 0 && out == nullptr) return "output pointer is null";
+  return nullptr;
+}
+
+}  // namespace detail
+
 namespace host {
 namespace detail {
 
@@ -196,14 +226,11 @@ std::vector<std::byte> compress(const T* in, const extents& shape, const Pipelin
   using E = typename Pipeline::encoder_type;
   using ::ebac::detail::fail;
 
+  if (const char* why = ::ebac::detail::compress_argument_error(shape, pipe, opt)) fail(status::invalid_argument, why);
   std::uint64_t n = 0;
-  if (shape.count(n) != status::ok) fail(status::invalid_argument, "extents: rank must be 1..8 and the element count must fit 64 bits");
-  if (n > (std::uint64_t{1} << 48)) fail(status::invalid_argument, "extents: more than 2^48 elements");
+  (void)shape.count(n);
   if (n > 0 && in == nullptr) fail(status::invalid_argument, "input pointer is null");
-  if (opt.bound.validate() != status::ok) fail(status::invalid_argument, "error bound must be finite and > 0 (a relative one at most 1e6)");
-  if (pipe.predictor.validate(shape) != status::ok) fail(status::invalid_argument, "predictor axes/tiles do not fit the tensor's rank");
   const std::uint32_t C = pipe.chunk_elements;
-  if (!valid_chunk_elements(C)) fail(status::invalid_argument, "chunk_elements must be a multiple of 32 in [32, 2^24]");
   const int threads = opt.threads;
 
   value_range range;
@@ -387,10 +414,8 @@ template <element T>
 void decompress(const std::byte* data, std::size_t size, T* out, std::uint64_t count, int threads = 0) {
   using ::ebac::detail::fail;
   const stream_header h = inspect(data, size);
-  if (h.type != dtype_of<T>::value) fail(status::invalid_argument, "output element type does not match the stream's dtype");
-  const std::uint64_t n = element_count(h);
-  if (count != n) fail(status::invalid_argument, "output size does not match the stream's element count");
-  if (n > 0 && out == nullptr) fail(status::invalid_argument, "output pointer is null");
+  if (const char* why = ::ebac::detail::decompress_argument_error(h, dtype_of<T>::value, count, out)) fail(status::invalid_argument, why);
+  const std::uint64_t n = count;
   const std::uint32_t C = h.chunk_elements;
   const std::uint64_t chunks = (n + C - 1) / C;
   auto chunk_len = [&](std::uint64_t c) { return static_cast<std::size_t>(std::min<std::uint64_t>(C, n - c * C)); };

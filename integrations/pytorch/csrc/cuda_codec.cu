@@ -42,9 +42,7 @@ ebac::cuda::kernel_path path_of(cuda_kernels k) {
   return ebac::cuda::kernel_path::staged;
 }
 
-void check(cudaError_t e, const char* what) {
-  if (e != cudaSuccess) throw ebac::error(ebac::status::invalid_argument, std::string(what) + ": " + cudaGetErrorString(e));
-}
+void check(cudaError_t e, const char* what) { ebac::cuda::detail::check(e, what); }
 
 /// The host layer synchronizes (size, header and status read-backs), which
 /// would invalidate a CUDA graph being captured on `s`: say so instead.

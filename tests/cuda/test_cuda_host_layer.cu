@@ -1,0 +1,158 @@
+// What the CUDA layers do before, or instead of, running on a device
+// (CTest label cuda_host). Runs on any machine: CI runs it on its GPU-less
+// runner, where every CUDA runtime call fails, and that is the point -
+//  - bad arguments are refused with the host backend's message before any
+//    CUDA call (a CUDA call would fail here and change the message);
+//  - without a usable device, compress and decompress throw ebac::error
+//    whose code is device_error and whose message names the CUDA failure;
+//    nothing crashes or aborts.
+// On a machine with a GPU the second part is reported as not exercised
+// (the gpu suite covers the device).
+#include <ebac/cuda/codec.cuh>
+#include <ebac/ebac.hpp>
+
+#include <doctest/doctest.h>
+
+#include <cmath>
+#include <cstdint>
+#include <limits>
+#include <string>
+#include <vector>
+
+namespace {
+
+struct outcome {
+  bool threw = false;
+  ebac::status code = ebac::status::ok;
+  std::string what;
+};
+
+template <class F>
+outcome run(F&& f) {
+  outcome o;
+  try {
+    f();
+  } catch (const ebac::error& e) {
+    o.threw = true;
+    o.code = e.code();
+    o.what = e.what();
+  }
+  return o;
+}
+
+bool device_usable() {
+  int count = 0;
+  const cudaError_t e = cudaGetDeviceCount(&count);
+  (void)cudaGetLastError();
+  return e == cudaSuccess && count > 0;
+}
+
+using fast_t = ebac::pipeline<ebac::lorenzo, ebac::sign_preserving_quantizer, ebac::block_bitpack>;
+using ratio_t = ebac::pipeline<ebac::lorenzo, ebac::sign_preserving_quantizer, ebac::huffman>;
+
+/// A non-null pointer that must never be dereferenced: every case below is
+/// refused before anything reads the input.
+const float* never_read() { return reinterpret_cast<const float*>(std::uintptr_t{0x1000}); }
+
+template <class Pipeline>
+void refused_alike(const char* label, const ebac::extents& shape, const Pipeline& pipe, const ebac::compress_options& opt,
+                   const float* host_in, const float* device_in) {
+  INFO("case: ", label);
+  const outcome host = run([&] { (void)ebac::host::compress(host_in, shape, pipe, opt); });
+  const outcome dev = run([&] { (void)ebac::cuda::compress(device_in, shape, pipe, opt); });
+  REQUIRE(host.threw);
+  CHECK(host.code == ebac::status::invalid_argument);
+  CHECK(dev.threw);
+  CHECK(dev.code == ebac::status::invalid_argument);
+  CHECK(dev.what == host.what);
+  // The device-scope call refuses too, in a size query as in a run, and
+  // without writing the size it was asked for.
+  if (device_in != nullptr) {
+    std::size_t temp = 12345;
+    CHECK(ebac::cuda::compress(nullptr, temp, device_in, shape, pipe, opt, nullptr, 0, nullptr, nullptr) == cudaErrorInvalidValue);
+    CHECK(temp == 12345);
+    int status = 0;
+    std::uint64_t size = 0;
+    std::byte out[1];
+    CHECK(ebac::cuda::compress(out, temp, device_in, shape, pipe, opt, out, 1, &size, &status) == cudaErrorInvalidValue);
+  }
+}
+
+}  // namespace
+
+TEST_CASE("cuda layers: bad arguments are refused with the host backend's message, before any CUDA call") {
+  const std::vector<float> x(64, 1.0f);
+  ebac::compress_options ok;
+  ok.bound = {1e-3, ebac::bound_mode::absolute};
+  const ebac::extents e64{64};
+
+  fast_t chunk33;
+  chunk33.chunk_elements = 33;
+  refused_alike("chunk of 33", e64, chunk33, ok, x.data(), never_read());
+  fast_t chunk0;
+  chunk0.chunk_elements = 0;
+  refused_alike("chunk of 0", e64, chunk0, ok, x.data(), never_read());
+  fast_t chunk_big;
+  chunk_big.chunk_elements = (1u << 24) + 32;
+  refused_alike("chunk above 2^24", e64, chunk_big, ok, x.data(), never_read());
+  ratio_t huff33;
+  huff33.chunk_elements = 40;
+  refused_alike("Huffman, chunk of 40", e64, huff33, ok, x.data(), never_read());
+
+  for (double b : {0.0, -1e-3, std::numeric_limits<double>::quiet_NaN(), std::numeric_limits<double>::infinity()}) {
+    ebac::compress_options bad = ok;
+    bad.bound.value = b;
+    refused_alike("bad absolute bound", e64, fast_t{}, bad, x.data(), never_read());
+  }
+  ebac::compress_options rel_big = ok;
+  rel_big.bound = {1e7, ebac::bound_mode::relative};
+  refused_alike("relative bound above 1e6", e64, fast_t{}, rel_big, x.data(), never_read());
+
+  refused_alike("rank 0", ebac::extents{}, fast_t{}, ok, x.data(), never_read());
+  refused_alike("more than 2^48 elements", ebac::extents{std::uint64_t{1} << 25, std::uint64_t{1} << 24}, fast_t{}, ok, x.data(),
+                never_read());
+  fast_t lorenzo3;
+  lorenzo3.predictor = ebac::lorenzo::along_last(3, 3, 16);
+  refused_alike("3-D Lorenzo on a 1-D tensor", e64, lorenzo3, ok, x.data(), never_read());
+  refused_alike("null input", e64, fast_t{}, ok, nullptr, nullptr);
+}
+
+TEST_CASE("cuda layers: without a usable device, compress and decompress throw ebac::error naming the CUDA failure") {
+  if (device_usable()) {
+    MESSAGE("a CUDA device is usable here: this case is not exercised (ctest -L gpu covers the device)");
+    return;
+  }
+  const ebac::extents e{4, 1000};
+  for (int path = 0; path < 3; ++path) {
+    CAPTURE(path);
+    ebac::compress_options opt;
+    opt.bound = {1e-2, ebac::bound_mode::relative};
+    const outcome c = run([&] {
+      (void)ebac::cuda::compress(never_read(), e, fast_t{}, opt, nullptr, ebac::cuda::default_allocator(), true,
+                                 static_cast<ebac::cuda::kernel_path>(path));
+    });
+    CHECK(c.threw);
+    CHECK(c.code == ebac::status::device_error);
+    CHECK(c.what.find("cuda") != std::string::npos);  // CUDA's own error name
+    CHECK(c.what.find("device error: ") == 0);
+    CHECK(c.what.find("no usable CUDA device") != std::string::npos);  // the root cause, not only CUB's symptom
+    MESSAGE("compress: ", c.what);
+  }
+  const outcome h = run([&] {
+    ebac::compress_options opt;
+    opt.bound = {1e-3, ebac::bound_mode::absolute};
+    (void)ebac::cuda::compress(never_read(), e, ratio_t{}, opt);
+  });
+  CHECK(h.threw);
+  CHECK(h.code == ebac::status::device_error);
+
+  std::vector<float> out(4000);
+  const outcome d = run([&] {
+    ebac::cuda::decompress(reinterpret_cast<const std::byte*>(never_read()), 4096, reinterpret_cast<float*>(std::uintptr_t{0x2000}),
+                           out.size());
+  });
+  CHECK(d.threw);
+  CHECK(d.code == ebac::status::device_error);
+  CHECK(d.what.find("reading the stream header") != std::string::npos);
+  MESSAGE("decompress: ", d.what);
+}
