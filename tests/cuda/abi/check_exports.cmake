@@ -1,0 +1,77 @@
+# What two builds of ebac in one process rely on, read from the dynamic
+# symbol tables of two probe libraries (tests/cuda/abi/probe.cu) built
+# against two ebac versions:
+#   1. no kernel is exported (EBAC_KERNEL's hidden visibility): an exported
+#      kernel stub could resolve to the other library's, whose module never
+#      registered that kernel;
+#   2. every ebac name a library exports is in its own versioned namespace;
+#   3. the two libraries export no ebac symbol in common, so the dynamic
+#      linker never binds one library's calls to the other's code.
+# cmake -DNM=... -DLIB_A=... -DLIB_B=... -DNS_A=v_0_1_0_abi -DNS_B=v_0_1_99_abi -P check_exports.cmake
+foreach(v NM LIB_A LIB_B NS_A NS_B)
+  if(NOT DEFINED ${v})
+    message(FATAL_ERROR "check_exports.cmake: ${v} is not set")
+  endif()
+endforeach()
+
+function(exported_ebac_symbols lib demangle out)
+  set(args -D --defined-only)
+  if(demangle)
+    list(APPEND args -C)
+  endif()
+  execute_process(COMMAND ${NM} ${args} ${lib} OUTPUT_VARIABLE text RESULT_VARIABLE rc ERROR_VARIABLE err)
+  if(NOT rc EQUAL 0)
+    message(FATAL_ERROR "${NM} ${lib} failed: ${err}")
+  endif()
+  string(REPLACE ";" "\\;" text "${text}")
+  string(REPLACE "\n" ";" lines "${text}")
+  set(result)
+  foreach(line IN LISTS lines)
+    if(line MATCHES "ebac")
+      # Drop the address and symbol type: "0000000000015f28 W name".
+      string(REGEX REPLACE "^[0-9a-fA-F]* *[A-Za-z] " "" name "${line}")
+      list(APPEND result "${name}")
+    endif()
+  endforeach()
+  set(${out} "${result}" PARENT_SCOPE)
+endfunction()
+
+set(failures 0)
+foreach(which A B)
+  set(lib ${LIB_${which}})
+  set(ns ${NS_${which}})
+  exported_ebac_symbols(${lib} ON names)
+  list(LENGTH names count)
+  message(STATUS "${lib}: ${count} exported symbols name ebac")
+  if(count LESS 5)
+    message(SEND_ERROR "${lib}: only ${count} exported ebac symbols; the probe instantiates too little for this check to mean anything")
+    math(EXPR failures "${failures} + 1")
+  endif()
+  foreach(name IN LISTS names)
+    if(name MATCHES "ebac::[A-Za-z0-9_]*::cuda::kernels::")
+      message(SEND_ERROR "${lib} exports a kernel: ${name}")
+      math(EXPR failures "${failures} + 1")
+    endif()
+    string(REPLACE "ebac::${ns}::" "" rest "${name}")
+    if(rest MATCHES "ebac::")
+      message(SEND_ERROR "${lib} exports an ebac name outside ebac::${ns}: ${name}")
+      math(EXPR failures "${failures} + 1")
+    endif()
+  endforeach()
+endforeach()
+
+exported_ebac_symbols(${LIB_A} OFF mangled_a)
+exported_ebac_symbols(${LIB_B} OFF mangled_b)
+set(common ${mangled_a})
+list(REMOVE_ITEM common ${mangled_b} "")
+list(LENGTH mangled_a na)
+list(LENGTH common nc)
+if(NOT nc EQUAL na)
+  math(EXPR shared "${na} - ${nc}")
+  message(SEND_ERROR "the two builds export ${shared} ebac symbols in common")
+  math(EXPR failures "${failures} + 1")
+endif()
+if(failures GREATER 0)
+  message(FATAL_ERROR "${failures} problem(s)")
+endif()
+message(STATUS "no kernel exported; every ebac symbol in its own versioned namespace; none shared between the two builds")
