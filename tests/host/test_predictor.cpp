@@ -152,6 +152,10 @@ TEST_CASE("lorenzo: host passes compute the D-dimensional residual and invert it
       {ebac::extents{3, 4, 5, 6}, ebac::lorenzo::along({0, 1, 3}, 2)},
       {ebac::extents{2, 1, 7, 1}, ebac::lorenzo::along_last(2, 4, 1)},
       {ebac::extents{1, 1, 1}, ebac::lorenzo::along_last(2, 3, 16)},
+      // Big enough that run_pass groups units into several tasks of
+      // pass_task_elements, the last one ragged, and runs them in parallel.
+      {ebac::extents{300, 37, 29}, ebac::lorenzo::along_last(2, 3, 16)},
+      {ebac::extents{40, 33, 31, 17}, ebac::lorenzo::along_last(3, 4, 16)},
   };
   for (const auto& k : cases) {
     CAPTURE(shape_str(k.e));
@@ -161,7 +165,7 @@ TEST_CASE("lorenzo: host passes compute the D-dimensional residual and invert it
     std::vector<std::uint32_t> f(n);
     for (auto& v : f) v = static_cast<std::uint32_t>(rng());
     const auto want = reference_residual(f, k.e, k.l);
-    for (int threads : {1, 2}) {
+    for (int threads : {1, 2, 3}) {
       auto g = f;
       for (int p = 0; p < k.l.passes(); ++p) ebac::host::detail::run_pass<true>(g.data(), k.l.pass(k.e, p), threads);
       CHECK(g == want);
