@@ -117,6 +117,28 @@ TEST_CASE("cuda layers: bad arguments are refused with the host backend's messag
   refused_alike("null input", e64, fast_t{}, ok, nullptr, nullptr);
 }
 
+TEST_CASE("cuda layers: a tensor of more chunks than a grid holds is refused, not truncated") {
+  // 2^31 chunks of 32 elements: the host takes it, the CUDA backend (one block
+  // per chunk, at most 2^31 - 1 blocks) must say so rather than launch a
+  // grid that a 32-bit block count would cut short.
+  const ebac::extents e{std::uint64_t{1} << 31, 32};
+  fast_t small_chunks;
+  small_chunks.chunk_elements = 32;
+  ebac::compress_options opt;
+  opt.bound = {1e-3, ebac::bound_mode::absolute};
+  CHECK(ebac::detail::compress_argument_error(e, small_chunks, opt) == nullptr);
+  const outcome c = run([&] { (void)ebac::cuda::compress(never_read(), e, small_chunks, opt); });
+  CHECK(c.threw);
+  CHECK(c.code == ebac::status::invalid_argument);
+  CHECK(c.what.find("2^31 - 1 chunks") != std::string::npos);
+  std::size_t temp = 1;
+  CHECK(ebac::cuda::compress(nullptr, temp, never_read(), e, small_chunks, opt, nullptr, 0, nullptr, nullptr) == cudaErrorInvalidValue);
+  // One chunk fewer is within the limit: refused by nothing but the device.
+  const ebac::extents fits{(std::uint64_t{1} << 31) - 1, 32};
+  const outcome f = run([&] { (void)ebac::cuda::compress(never_read(), fits, small_chunks, opt); });
+  CHECK(f.code != ebac::status::invalid_argument);
+}
+
 TEST_CASE("cuda layers: without a usable device, compress and decompress throw ebac::error naming the CUDA failure") {
   if (device_usable()) {
     MESSAGE("a CUDA device is usable here: this case is not exercised (ctest -L gpu covers the device)");

@@ -129,6 +129,11 @@ struct device_huffman_codebook {
   const std::byte* image = nullptr;
 };
 
+/// Chunks a tensor may have on the CUDA backend: the chunk kernels launch one
+/// block per chunk, and a grid has at most 2^31 - 1 blocks (with the default
+/// chunk of 16384 elements that is 2^45 elements; only tiny chunks reach it).
+inline constexpr std::uint64_t max_chunks = 0x7fffffffu;
+
 /// Bytes a stream of this shape and pipeline can take at most (the format's
 /// bound, format/max_compressed_bytes.hpp; host-tested against every stream
 /// the property tests make). Size d_out with it.
@@ -153,6 +158,7 @@ template <class Pipeline, element T>
   (void)shape.count(n);
   const std::uint32_t C = pipe.chunk_elements;
   const std::uint64_t chunks = (n + C - 1) / C;
+  if (chunks > max_chunks) return cudaErrorInvalidValue;
   const bool fused = bitpack && path != kernel_path::staged;
   const bool single_pass = fused && path == kernel_path::single_pass && C <= kernels::single_pass_max_chunk;
 
@@ -313,6 +319,7 @@ template <element T>
   const std::uint64_t n = element_count(h);
   const std::uint32_t C = h.chunk_elements;
   const std::uint64_t chunks = C ? (n + C - 1) / C : 0;
+  if (chunks > max_chunks) return cudaErrorInvalidValue;
   std::uint64_t tile_blocks = 0;
   const bool fused = path != kernel_path::staged && fused_decode_tile_blocks(h, tile_blocks);
   detail::temp_carver t(d_temp);
