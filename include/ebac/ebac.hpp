@@ -20,5 +20,6 @@
 #include <ebac/predictor/no_prediction.hpp>
 #include <ebac/predictor/residual.hpp>
 #include <ebac/quantizer/linear.hpp>
+#include <ebac/quantizer/quantizer_bound.hpp>
 #include <ebac/status.hpp>
 #include <ebac/version.hpp>

@@ -216,7 +216,7 @@ template <class Pipeline, element T>
   if ((e = cudaMemsetAsync(d_status, 0, sizeof(int), stream)) != cudaSuccess) return e;
   kernels::range_init_kernel<0><<<1, 1, 0, stream>>>(keys);
   if (opt.bound.mode == bound_mode::relative && n > 0) kernels::range_kernel<T><<<g, 256, 0, stream>>>(d_in, n, keys);
-  kernels::make_quantizer_kernel<Q><<<1, 1, 0, stream>>>(opt.bound, keys, quant, eb_abs, d_status);
+  kernels::make_quantizer_kernel<Q, T><<<1, 1, 0, stream>>>(opt.bound, keys, quant, eb_abs, d_status);
   if (n > 0 && !fused) {
     kernels::quantize_kernel<Q, T><<<g, 256, 0, stream>>>(d_in, n, quant, field, flags);
     kernels::residual_kernel<P><<<g, 256, 0, stream>>>(pipe.predictor, shape, field, codes, n);

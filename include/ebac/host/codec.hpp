@@ -23,6 +23,7 @@
 #include <ebac/format/stream_header.hpp>
 #include <ebac/host/parallel.hpp>
 #include <ebac/pipeline.hpp>
+#include <ebac/quantizer/quantizer_bound.hpp>
 #include <ebac/status.hpp>
 
 #include <algorithm>
@@ -249,7 +250,7 @@ std::vector<std::byte> compress(const T* in, const extents& shape, const Pipelin
 
   value_range range;
   if (opt.bound.mode == bound_mode::relative) range = detail::finite_range(in, n, C, threads);
-  const double eb_abs = absolute_bound(opt.bound, range);
+  const double eb_abs = quantizer_bound<Q, T>(opt.bound, range);
   if (!std::isfinite(eb_abs)) fail(status::invalid_argument, "relative bound times the value range is not finite");
   const Q q = Q::make(eb_abs);
 

@@ -5,6 +5,7 @@
 #include <ebac/dtype.hpp>
 #include <ebac/error_bound.hpp>
 #include <ebac/quantizer/linear.hpp>
+#include <ebac/quantizer/quantizer_bound.hpp>
 
 #include <cstdint>
 
@@ -45,9 +46,9 @@ EBAC_KERNEL void range_init_kernel(std::int32_t* keys) {
 
 /// Builds the quantizer from the bound (and the range, relative mode) on the
 /// device, so no value travels back to the host.
-template <class Q>
+template <class Q, class T>
 EBAC_KERNEL void make_quantizer_kernel(error_bound bound, const std::int32_t* keys, Q* q, double* eb_abs, int* status) {
-  const double eb = absolute_bound(bound, value_range::from_keys(keys[0], keys[1]));  // the host's rule
+  const double eb = quantizer_bound<Q, T>(bound, value_range::from_keys(keys[0], keys[1]));  // the host's rule
   if (!(eb >= 0) || !(eb - eb == 0)) detail::set_status(status, device_bad_bound);
   *eb_abs = eb;
   *q = Q::make(eb);
