@@ -586,6 +586,18 @@ TEST_CASE("host codec: a relative bound whose absolute value overflows is refuse
 
 }  // TEST_SUITE
 
+TEST_CASE("stream: max_compressed_bytes is 0 for what compress refuses, and never wraps") {
+  using fast_t = ebac::pipeline<ebac::lorenzo, ebac::sign_preserving_quantizer, ebac::block_bitpack>;
+  const std::uint64_t limit = ebac::max_stream_elements;
+  CHECK(ebac::max_compressed_bytes<fast_t, float>(ebac::extents{limit}, fast_t{}) > 4 * limit);
+  CHECK(ebac::max_compressed_bytes<fast_t, float>(ebac::extents{limit + 1}, fast_t{}) == 0);
+  CHECK(ebac::max_compressed_bytes<fast_t, float>(ebac::extents{std::uint64_t{1} << 62}, fast_t{}) == 0);
+  CHECK(ebac::max_compressed_bytes<fast_t, float>(ebac::extents{}, fast_t{}) == 0);
+  fast_t odd;
+  odd.chunk_elements = 48;
+  CHECK(ebac::max_compressed_bytes<fast_t, float>(ebac::extents{100}, odd) == 0);
+}
+
 TEST_CASE("stream: the outlier index section never exceeds one byte per element (the CUDA backend's output bound)") {
   // max_compressed_bytes (cuda/device_codec.cuh) reserves n bytes for the
   // varint gaps of k outliers among n elements. Worst case for a given k:

@@ -33,7 +33,7 @@ template <class Pipeline, element T>
 [[nodiscard]] std::size_t max_compressed_bytes(const extents& shape, const Pipeline& pipe) noexcept {
   using E = typename Pipeline::encoder_type;
   std::uint64_t n = 0;
-  if (shape.count(n) != status::ok) return 0;
+  if (shape.count(n) != status::ok || n > max_stream_elements) return 0;  // also keeps the sum below 2^64
   const std::uint64_t C = pipe.chunk_elements;
   if (!valid_chunk_elements(C)) return 0;
   const std::uint64_t chunks = (n + C - 1) / C;
