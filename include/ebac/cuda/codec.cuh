@@ -39,9 +39,10 @@ inline allocator default_allocator() {
 
 namespace detail {
 /// Throws for a failed CUDA call: out_of_memory when the device ran out,
-/// device_error otherwise (no device, a failed launch, ...), with CUDA's own
-/// name and message for it. Arguments are checked before any CUDA call, so a
-/// CUDA failure here is never the caller's argument.
+/// invalid_argument for cudaErrorInvalidValue (what the device-scope calls
+/// return for what they refuse; this layer checks the common cases itself
+/// first, with a message), device_error otherwise (no device, a failed
+/// launch, ...), with CUDA's own name and message.
 /// When the root cause is a missing driver or device, CUB's queries report
 /// only "invalid device ordinal": the message then says what is missing.
 inline std::string describe(cudaError_t e) { return std::string(cudaGetErrorName(e)) + " (" + cudaGetErrorString(e) + ")"; }
@@ -54,7 +55,10 @@ inline void check(cudaError_t e, const char* what) {
   (void)cudaGetLastError();
   if (d != cudaSuccess && d != e) msg += "; no usable CUDA device: " + describe(d);
   else if (d == cudaSuccess && devices == 0) msg += "; no CUDA device is visible";
-  ::ebac::detail::fail(e == cudaErrorMemoryAllocation ? status::out_of_memory : status::device_error, msg);
+  ::ebac::detail::fail(e == cudaErrorMemoryAllocation ? status::out_of_memory
+                       : e == cudaErrorInvalidValue    ? status::invalid_argument
+                                                       : status::device_error,
+                       msg);
 }
 
 /// Owns one allocation from an allocator (move-only).

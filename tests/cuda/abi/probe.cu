@@ -13,6 +13,20 @@
 #  error "define EBAC_PROBE_NAME (the exported function's name)"
 #endif
 
+// What an inline function with a static variable anywhere in ebac would be:
+// the static is one object per process (an STB_GNU_UNIQUE symbol) among all
+// libraries that export the same name. In ebac's versioned namespace each
+// build has its own; were the namespace not versioned, probe_b would read
+// probe_a's object and report probe_a's version.
+EBAC_NAMESPACE_BEGIN
+namespace abi_probe {
+inline int* build_version() {
+  static int version = EBAC_VERSION;
+  return &version;
+}
+}  // namespace abi_probe
+EBAC_NAMESPACE_END
+
 namespace {
 using fast_t = ebac::pipeline<ebac::lorenzo, ebac::sign_preserving_quantizer, ebac::block_bitpack>;
 using ratio_t = ebac::pipeline<ebac::lorenzo, ebac::sign_preserving_quantizer, ebac::huffman>;
@@ -23,7 +37,7 @@ using ratio_t = ebac::pipeline<ebac::lorenzo, ebac::sign_preserving_quantizer, e
 /// returns the ebac::status of the CUDA attempt (0 when it worked), and the
 /// library version it was built against in *version.
 extern "C" __attribute__((visibility("default"))) int EBAC_PROBE_NAME(std::uint64_t* host_bytes, int* version) {
-  *version = EBAC_VERSION;
+  *version = *ebac::abi_probe::build_version();  // through the exported static, not the macro
   std::vector<float> x(4096);
   for (std::size_t i = 0; i < x.size(); ++i) x[i] = static_cast<float>(i % 97) * 0.25f;
   ebac::compress_options opt;
