@@ -23,8 +23,10 @@ EBAC_NAMESPACE_BEGIN
 /// v, so every one comes back exactly and the promise |x - y| <= 0 holds,
 /// while the stream shrinks to its headers. The header's eb_abs is then the
 /// quantizer's bound, above the promised 0 (the reconstruction is exact);
-/// when the check fails (v too small for the step to be represented) it
-/// stays 0 and every element is stored losslessly, as before.
+/// when the check fails it stays 0 and every element is stored losslessly,
+/// as before. It fails only for the smallest subnormal v, where the
+/// quantizer's 1 / step overflows float (|v| below 0.5 / FLT_MAX for the
+/// sign-preserving quantizer, 1 / FLT_MAX for the linear one).
 template <class Quantizer, element T>
 EBAC_HOST_DEVICE double quantizer_bound(const error_bound& eb, const value_range& r) noexcept {
   const double promised = absolute_bound(eb, r);
