@@ -9,6 +9,7 @@
 
 #include <doctest/doctest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdint>
 #include <cstring>
@@ -219,6 +220,28 @@ roundtrip_stats check_roundtrip(const std::vector<T>& x, const ebac::extents& e,
   CHECK(s_nock.size() + 8 == s1.size());
   const std::size_t cap = max_bytes<T>(e, spec);
   CHECK_MESSAGE(s1.size() <= cap, "stream of ", s1.size(), " bytes exceeds max_compressed_bytes = ", cap);
+  {
+    // Into a caller's buffer of max_compressed_bytes: the same bytes. One
+    // byte too small: buffer_too_small, and the buffer is not touched.
+    ebac::compress_options oc = o;
+    oc.checksum = true;
+    std::vector<std::byte> buf(cap, std::byte{0x5a});
+    const std::size_t k = ebac::with_pipeline(spec, e, [&](auto p) { return ebac::host::compress(x.data(), e, p, oc, buf.data(), buf.size()); });
+    CHECK(k == s1.size());
+    CHECK_MESSAGE(std::equal(s1.begin(), s1.end(), buf.begin()), "compress into a buffer wrote other bytes");
+    if (x.size() <= 5000) {
+      std::vector<std::byte> small(s1.size() - 1, std::byte{0x5a});
+      ebac::status code = ebac::status::ok;
+      try {
+        (void)ebac::with_pipeline(spec, e, [&](auto p) { return ebac::host::compress(x.data(), e, p, oc, small.data(), small.size()); });
+      } catch (const ebac::error& err) {
+        code = err.code();
+      }
+      CHECK(code == ebac::status::buffer_too_small);
+      CHECK_MESSAGE(std::all_of(small.begin(), small.end(), [](std::byte b) { return b == std::byte{0x5a}; }),
+                    "a buffer too small was written to");
+    }
+  }
 
   const auto y1 = ebac::host::decompress<T>(s1.data(), s1.size(), 1);
   // Into a caller buffer pre-filled with NaN bits: every element must be written.

@@ -232,10 +232,14 @@ value_range finite_range(const T* in, std::uint64_t n, std::uint32_t chunk, int 
 
 }  // namespace detail
 
-/// Compresses n = count(shape) elements of `in` into a self-describing stream.
-/// Throws ebac::error naming the offending argument.
-template <class Pipeline, element T>
-std::vector<std::byte> compress(const T* in, const extents& shape, const Pipeline& pipe, const compress_options& opt) {
+namespace detail {
+
+/// The compressor. `destination(bytes)` is called once, when the stream's
+/// size is known and before anything is written, and returns where to write
+/// it (or throws); the two public compress() overloads differ only there.
+template <class Pipeline, element T, class Destination>
+std::size_t compress_to(const T* in, const extents& shape, const Pipeline& pipe, const compress_options& opt,
+                        Destination&& destination) {
   using P = typename Pipeline::predictor_type;
   using Q = typename Pipeline::quantizer_type;
   using E = typename Pipeline::encoder_type;
@@ -368,9 +372,10 @@ std::vector<std::byte> compress(const T* in, const extents& shape, const Pipelin
   h.section_bytes[section_outlier_index] = index_bytes.size();
   h.section_bytes[section_outlier_value] = outlier_count * sizeof(T);
 
-  std::vector<std::byte> out(static_cast<std::size_t>(h.section_offset(section_count) + (opt.checksum ? 8 : 0)));
-  h.write(out.data());
-  std::byte* p = out.data() + h.header_bytes();
+  const auto stream_bytes = static_cast<std::size_t>(h.section_offset(section_count) + (opt.checksum ? 8 : 0));
+  std::byte* const out = destination(stream_bytes);
+  h.write(out);
+  std::byte* p = out + h.header_bytes();
   if (!codebook_bytes.empty()) std::memcpy(p, codebook_bytes.data(), codebook_bytes.size());
   p += codebook_bytes.size();
   for (const auto& v : payload) {
@@ -392,10 +397,40 @@ std::vector<std::byte> compress(const T* in, const extents& shape, const Pipelin
       p += sizeof(T);
     }
   if (opt.checksum) {
-    const std::size_t body = out.size() - 8;
-    ::ebac::detail::store_le<std::uint64_t>(out.data() + body, ::ebac::detail::checksum64(out.data(), body));
+    const std::size_t body = stream_bytes - 8;
+    ::ebac::detail::store_le<std::uint64_t>(out + body, ::ebac::detail::checksum64(out, body));
   }
+  return stream_bytes;
+}
+
+}  // namespace detail
+
+/// Compresses n = count(shape) elements of `in` into a self-describing stream.
+/// Throws ebac::error naming the offending argument.
+template <class Pipeline, element T>
+std::vector<std::byte> compress(const T* in, const extents& shape, const Pipeline& pipe, const compress_options& opt) {
+  std::vector<std::byte> out;
+  detail::compress_to(in, shape, pipe, opt, [&](std::size_t bytes) {
+    out.resize(bytes);
+    return out.data();
+  });
   return out;
+}
+
+/// Compresses into a caller's buffer (an arena, pinned memory, ...) and
+/// returns the stream's size. A capacity of max_compressed_bytes(shape, pipe)
+/// always suffices; with less, a stream that does not fit throws
+/// status::buffer_too_small and `out` is left untouched.
+template <class Pipeline, element T>
+std::size_t compress(const T* in, const extents& shape, const Pipeline& pipe, const compress_options& opt, std::byte* out,
+                     std::size_t capacity) {
+  return detail::compress_to(in, shape, pipe, opt, [&](std::size_t bytes) {
+    if (bytes > capacity)
+      ::ebac::detail::fail(status::buffer_too_small, "the stream takes " + std::to_string(bytes) + " bytes, the buffer holds " +
+                                                         std::to_string(capacity) + " (max_compressed_bytes() always suffices)");
+    if (out == nullptr) ::ebac::detail::fail(status::invalid_argument, "output pointer is null");
+    return out;
+  });
 }
 
 /// Parses and validates a stream's header (checksum included); throws ebac::error.
