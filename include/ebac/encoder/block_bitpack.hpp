@@ -29,6 +29,10 @@ struct block_bitpack {
   [[nodiscard]] EBAC_HOST_DEVICE std::size_t max_chunk_bytes(std::size_t n) const noexcept {
     return blocks(n) * (1 + 4 * block);
   }
+  /// The same for codes known to fit in `bits` bits: no block is wider.
+  [[nodiscard]] EBAC_HOST_DEVICE std::size_t max_chunk_bytes(std::size_t n, unsigned bits) const noexcept {
+    return blocks(n) * (1 + 4 * std::size_t{bits < 32 ? bits : 32});
+  }
 
   /// Packs 32 codes at a compile-time width; fully unrolled by the compiler.
   template <int W>

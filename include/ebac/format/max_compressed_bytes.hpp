@@ -10,21 +10,36 @@
 
 #include <ebac/config.hpp>
 #include <ebac/dtype.hpp>
+#include <ebac/encoder/block_bitpack.hpp>
 #include <ebac/encoder/huffman.hpp>
 #include <ebac/extents.hpp>
 #include <ebac/format/stream_header.hpp>
+#include <ebac/predictor/lorenzo.hpp>
+#include <ebac/predictor/no_prediction.hpp>
+#include <ebac/quantizer/linear.hpp>
 #include <ebac/status.hpp>
 
 #include <cstddef>
 #include <cstdint>
+#include <type_traits>
 
 EBAC_NAMESPACE_BEGIN
+
+/// Bits a zigzagged residual code can need. Quantizer codes satisfy
+/// |q| < 2^22 (quantizer_code_limit); with no prediction the code is
+/// zigzag(q) < 2^23. A d-D Lorenzo residual is q minus 2^d - 1 neighbours
+/// with coefficients +-1, so |r| <= 2^d (2^22 - 1) and zigzag(r) < 2^(23 + d).
+/// Outliers have q = 0, inside the same range.
+[[nodiscard]] constexpr unsigned max_code_bits(const no_prediction&) noexcept { return 23; }
+[[nodiscard]] constexpr unsigned max_code_bits(const lorenzo& l) noexcept { return 23u + l.dims; }
+static_assert(quantizer_code_limit == (1 << 22), "max_code_bits assumes codes below 2^22 in magnitude");
 
 /// Bytes a stream of this shape, pipeline and element type can take at most,
 /// checksum included; 0 when the shape or the chunk size is invalid
 /// (compress refuses those). The terms, in stream order: header, Huffman
 /// codebook, chunk table (4 bytes a chunk), payload (each chunk at most its
-/// encoder's max_chunk_bytes of a full chunk), outliers, checksum. Outliers:
+/// encoder's max_chunk_bytes of a full chunk; for bit-packing, blocks no
+/// wider than max_code_bits), outliers, checksum. Outliers:
 /// k indices as varint gaps that sum to at most n - k take at most n bytes
 /// (a gap g costs 1 + floor(log2(g + 1) / 7) bytes, the sum is largest for
 /// equal gaps, and then it is <= n: tests/host/test_stream.cpp), plus k <= n
@@ -37,7 +52,11 @@ template <class Pipeline, element T>
   const std::uint64_t C = pipe.chunk_elements;
   if (!valid_chunk_elements(C)) return 0;
   const std::uint64_t chunks = (n + C - 1) / C;
-  const std::uint64_t per_chunk = E{}.max_chunk_bytes(static_cast<std::size_t>(C));
+  std::uint64_t per_chunk = 0;
+  if constexpr (std::is_same_v<E, block_bitpack>)
+    per_chunk = E{}.max_chunk_bytes(static_cast<std::size_t>(C), max_code_bits(pipe.predictor));
+  else
+    per_chunk = E{}.max_chunk_bytes(static_cast<std::size_t>(C));
   const std::uint64_t codebook = E::needs_codebook ? huffman_codebook::max_serialized_bytes : 0;
   return static_cast<std::size_t>(stream_fixed_header_bytes + 8 * static_cast<std::uint64_t>(shape.rank) + codebook +
                                   4 * chunks + chunks * per_chunk + n * (1 + sizeof(T)) + 8);
