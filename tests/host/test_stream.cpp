@@ -586,6 +586,25 @@ TEST_CASE("host codec: a relative bound whose absolute value overflows is refuse
 
 }  // TEST_SUITE
 
+TEST_CASE("host compress into a buffer: a null buffer is refused up front; the lorenzo factory never writes past its arrays") {
+  using fast_t = ebac::pipeline<ebac::lorenzo, ebac::sign_preserving_quantizer, ebac::block_bitpack>;
+  const std::vector<float> x(100, 1.25f);
+  ebac::compress_options o;
+  o.bound = {1e-3, ebac::bound_mode::absolute};
+  ebac::status code = ebac::status::ok;
+  try {
+    (void)ebac::host::compress(x.data(), ebac::extents{100}, fast_t{}, o, nullptr, 1 << 20);
+  } catch (const ebac::error& e) {
+    code = e.code();
+  }
+  CHECK(code == ebac::status::invalid_argument);
+  // along_last with more than 3 dimensions (pipeline_spec::lorenzo_auto_dims
+  // can ask for it on a rank >= 5 tensor): refused by validate, and, under
+  // UBSan, no out-of-bounds write on the way.
+  const ebac::lorenzo l = ebac::lorenzo::along_last(5, 6, 16);
+  CHECK(l.validate(ebac::extents{2, 2, 2, 2, 2, 2}) != ebac::status::ok);
+}
+
 TEST_CASE("stream: max_compressed_bytes is 0 for what compress refuses, and never wraps") {
   using fast_t = ebac::pipeline<ebac::lorenzo, ebac::sign_preserving_quantizer, ebac::block_bitpack>;
   const std::uint64_t limit = ebac::max_stream_elements;

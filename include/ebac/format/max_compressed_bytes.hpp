@@ -47,6 +47,11 @@ static_assert(quantizer_code_limit == (1 << 22), "max_code_bits assumes codes be
 template <class Pipeline, element T>
 [[nodiscard]] std::size_t max_compressed_bytes(const extents& shape, const Pipeline& pipe) noexcept {
   using E = typename Pipeline::encoder_type;
+  using Q = typename Pipeline::quantizer_type;
+  // max_code_bits rests on these quantizers' code limit; a user quantizer
+  // with wider codes would get a buffer too small.
+  static_assert(std::is_same_v<Q, linear_quantizer> || std::is_same_v<Q, sign_preserving_quantizer>,
+                "max_compressed_bytes knows the code range of ebac's quantizers only");
   std::uint64_t n = 0;
   if (shape.count(n) != status::ok || n > max_stream_elements) return 0;  // also keeps the sum below 2^64
   const std::uint64_t C = pipe.chunk_elements;

@@ -372,6 +372,10 @@ std::size_t compress_to(const T* in, const extents& shape, const Pipeline& pipe,
   h.section_bytes[section_outlier_index] = index_bytes.size();
   h.section_bytes[section_outlier_value] = outlier_count * sizeof(T);
 
+  // Everything that can throw happens before the destination is asked for:
+  // from there on only copies, so a caller's buffer is written in full or not at all.
+  std::vector<std::uint64_t> offsets(chunks + 1, 0);
+  for (std::uint64_t c = 0; c < chunks; ++c) offsets[c + 1] = offsets[c] + payload[c].size();
   const auto stream_bytes = static_cast<std::size_t>(h.section_offset(section_count) + (opt.checksum ? 8 : 0));
   std::byte* const out = destination(stream_bytes);
   h.write(out);
@@ -382,8 +386,6 @@ std::size_t compress_to(const T* in, const extents& shape, const Pipeline& pipe,
     ::ebac::detail::store_le<std::uint32_t>(p, static_cast<std::uint32_t>(v.size()));
     p += 4;
   }
-  std::vector<std::uint64_t> offsets(chunks + 1, 0);
-  for (std::uint64_t c = 0; c < chunks; ++c) offsets[c + 1] = offsets[c] + payload[c].size();
   parallel_for(static_cast<std::int64_t>(chunks), threads, [&](std::int64_t ci) {
     const auto c = static_cast<std::size_t>(ci);
     if (!payload[c].empty()) std::memcpy(p + offsets[c], payload[c].data(), payload[c].size());
@@ -420,15 +422,16 @@ std::vector<std::byte> compress(const T* in, const extents& shape, const Pipelin
 /// Compresses into a caller's buffer (an arena, pinned memory, ...) and
 /// returns the stream's size. A capacity of max_compressed_bytes(shape, pipe)
 /// always suffices; with less, a stream that does not fit throws
-/// status::buffer_too_small and `out` is left untouched.
+/// status::buffer_too_small. On any error `out` is left untouched. `out`
+/// must not overlap `in` (outlier values are read from `in` while writing).
 template <class Pipeline, element T>
 std::size_t compress(const T* in, const extents& shape, const Pipeline& pipe, const compress_options& opt, std::byte* out,
                      std::size_t capacity) {
+  if (out == nullptr) ::ebac::detail::fail(status::invalid_argument, "output pointer is null");
   return detail::compress_to(in, shape, pipe, opt, [&](std::size_t bytes) {
     if (bytes > capacity)
       ::ebac::detail::fail(status::buffer_too_small, "the stream takes " + std::to_string(bytes) + " bytes, the buffer holds " +
                                                          std::to_string(capacity) + " (max_compressed_bytes() always suffices)");
-    if (out == nullptr) ::ebac::detail::fail(status::invalid_argument, "output pointer is null");
     return out;
   });
 }

@@ -46,7 +46,8 @@ struct lorenzo {
   static constexpr lorenzo along_last(int d, int rank, std::uint32_t tile) noexcept {
     lorenzo p;
     p.dims = static_cast<std::uint8_t>(d);
-    for (int k = 0; k < d; ++k) {
+    // Only 3 axes fit; a larger d is kept in `dims` for validate() to refuse.
+    for (int k = 0; k < d && k < 3; ++k) {
       p.axis[k] = static_cast<std::uint8_t>(rank - d + k);
       p.tile[k] = tile;
     }
