@@ -26,6 +26,11 @@
 EBAC_NAMESPACE_BEGIN
 namespace cuda {
 
+/// Blocks a grid may have along x (2^31 - 1): kernels that launch a block
+/// per chunk, per outlier tile or per channel refuse more instead of
+/// launching a grid their block count cannot hold.
+inline constexpr std::uint64_t max_grid_blocks = 0x7fffffffu;
+
 /// Error codes written to the device status word (no exceptions on device).
 enum device_status : int {
   device_ok = 0,

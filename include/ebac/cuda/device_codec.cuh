@@ -130,9 +130,9 @@ struct device_huffman_codebook {
 };
 
 /// Chunks a tensor may have on the CUDA backend: the chunk kernels launch one
-/// block per chunk, and a grid has at most 2^31 - 1 blocks (with the default
-/// chunk of 16384 elements that is 2^45 elements; only tiny chunks reach it).
-inline constexpr std::uint64_t max_chunks = 0x7fffffffu;
+/// block per chunk (with the default chunk of 16384 elements the limit is
+/// 2^45 elements; only tiny chunks reach it).
+inline constexpr std::uint64_t max_chunks = max_grid_blocks;
 
 /// Bytes a stream of this shape and pipeline can take at most (the format's
 /// bound, format/max_compressed_bytes.hpp; host-tested against every stream
@@ -333,7 +333,7 @@ template <element T>
   const outlier_index_reader outliers{d_in ? d_in + h.section_offset(section_outlier_index) : nullptr,
                                       h.section_bytes[section_outlier_index], n};
   const std::uint64_t outlier_tiles = kernels::outlier_tiles(outliers.bytes, outlier_count);
-  if (outlier_tiles > 0x7fffffffu) return cudaErrorInvalidValue;  // a grid's limit: an index section of 8 TiB
+  if (outlier_tiles > max_grid_blocks) return cudaErrorInvalidValue;  // an index section of 8 TiB
   auto* tile_sum = t.take<outlier_summary>(outlier_tiles + 1);
   auto* tile_before = t.take<outlier_summary>(outlier_tiles + 1);
   std::size_t scan_bytes = 0, outlier_scan_bytes = 0;

@@ -51,7 +51,7 @@ EBAC_KERNEL void __launch_bounds__(Threads) channel_moments_kernel(const T* x, s
 template <class T>
 [[nodiscard]] cudaError_t channel_moments(const T* d_x, std::int64_t batch, std::int64_t channels, std::int64_t inner,
                                           error_model::channel_moments* d_out, cudaStream_t stream = nullptr) {
-  if (batch < 0 || channels < 0 || inner < 0 || channels > 0x7fffffff) return cudaErrorInvalidValue;
+  if (batch < 0 || channels < 0 || inner < 0 || static_cast<std::uint64_t>(channels) > max_grid_blocks) return cudaErrorInvalidValue;
   if (channels == 0) return cudaSuccess;
   if (d_out == nullptr || (d_x == nullptr && batch > 0 && inner > 0)) return cudaErrorInvalidValue;
   constexpr int threads = 256;
