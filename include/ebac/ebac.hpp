@@ -4,6 +4,7 @@
 // included from here, so this header compiles with any C++20 compiler.
 #pragma once
 
+#include <ebac/compress_options.hpp>
 #include <ebac/concepts.hpp>
 #include <ebac/config.hpp>
 #include <ebac/dtype.hpp>
@@ -19,7 +20,13 @@
 #include <ebac/predictor/lorenzo.hpp>
 #include <ebac/predictor/no_prediction.hpp>
 #include <ebac/predictor/residual.hpp>
+#include <ebac/quantizer/element_ops.hpp>
+#include <ebac/quantizer/exact.hpp>
+#include <ebac/quantizer/levels.hpp>
 #include <ebac/quantizer/linear.hpp>
+#include <ebac/quantizer/pool_window.hpp>
 #include <ebac/quantizer/quantizer_bound.hpp>
+#include <ebac/quantizer/quantizer_id.hpp>
+#include <ebac/quantizer/stage_choice.hpp>
 #include <ebac/status.hpp>
 #include <ebac/version.hpp>

@@ -8,4 +8,4 @@
 
 // The stream format version is independent of the library version: it only
 // changes when the bytes on the wire change meaning.
-#define EBAC_FORMAT_VERSION 1
+#define EBAC_FORMAT_VERSION 2

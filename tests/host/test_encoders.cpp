@@ -236,11 +236,19 @@ TEST_CASE("run_length: byte layout") {
     for (std::size_t i = 0; i < k; ++i) r.push_back(static_cast<int>(buf[i]));
     return r;
   };
+  // token = run << 4 | (code - 1); 15 in either nibble: a varint of the rest follows
   CHECK(enc({}) == std::vector<int>{});
-  CHECK(enc({0, 0, 0, 5}) == std::vector<int>{3, 4});
-  CHECK(enc({7}) == std::vector<int>{0, 6});
-  CHECK(enc({0, 0}) == std::vector<int>{2});
-  CHECK(enc({1, 0, 200}) == std::vector<int>{0, 0, 1, 0xc7, 0x01});
+  CHECK(enc({0, 0, 0, 5}) == std::vector<int>{0x34});
+  CHECK(enc({7}) == std::vector<int>{0x06});
+  CHECK(enc({0, 0}) == std::vector<int>{0x20});                      // a final run: code nibble 0, no code
+  CHECK(enc({1, 0, 200}) == std::vector<int>{0x00, 0x1f, 0xb8, 0x01});  // 200 = 16 + 184
+  CHECK(enc({16}) == std::vector<int>{0x0f, 0x00});
+  std::vector<std::uint32_t> long_run(20, 0);
+  long_run.push_back(3);
+  CHECK(enc(long_run) == std::vector<int>{0xf2, 5});                 // 15 + 5 zeros, then 3
+  CHECK(enc(std::vector<std::uint32_t>(16, 0)) == std::vector<int>{0xf0, 1});
+  CHECK(enc(std::vector<std::uint32_t>(15, 0)) == std::vector<int>{0xf0, 0});
+  CHECK(enc({2, 1, 3, 1}) == std::vector<int>{0x01, 0x00, 0x02, 0x00});  // level indices: a byte each
   CHECK(e.max_chunk_bytes(10) >= 10 * 6);
 }
 
@@ -257,13 +265,20 @@ TEST_CASE("run_length: runs past the chunk, trailing bytes and overlong varints 
     for (std::size_t i = 0; i < b.size(); ++i) t[i] = static_cast<std::byte>(b[i]);
     return e.decode_chunk(t.get(), b.size(), out.data(), n);
   };
-  CHECK(dec({8}, 8) == ebac::status::ok);
-  CHECK(dec({9}, 8) != ebac::status::ok);           // run longer than the chunk
-  CHECK(dec({8, 0}, 8) != ebac::status::ok);        // trailing byte
-  CHECK(dec({0, 0xff, 0xff, 0xff, 0xff, 0x0f}, 1) != ebac::status::ok);  // code - 1 = 2^32 - 1: code overflows
-  CHECK(dec({0, 0xfe, 0xff, 0xff, 0xff, 0x0f}, 1) == ebac::status::ok);
+  CHECK(dec({0x80}, 8) == ebac::status::ok);
+  CHECK(dec({0x90}, 8) != ebac::status::ok);        // run longer than the chunk
+  CHECK(dec({0x80, 0}, 8) != ebac::status::ok);     // trailing byte
+  CHECK(dec({0x81}, 8) != ebac::status::ok);        // a final run with a code nibble
+  CHECK(dec({0xf0, 0}, 8) != ebac::status::ok);     // an escaped run (>= 15) in an 8-element chunk
+  CHECK(dec({0x70}, 8) == ebac::status::ok);        // 7 zeros, then code 1
+  CHECK(dec({0x70, 0x00}, 8) != ebac::status::ok);  // ... and a token too many
+  CHECK(out[6] == 0);
+  CHECK(out[7] == 1);
+  CHECK(dec({0x0f, 0xf0, 0xff, 0xff, 0xff, 0x0f}, 1) != ebac::status::ok);  // code - 1 = 15 + 0xfffffff0: overflows
+  CHECK(dec({0x0f, 0xef, 0xff, 0xff, 0xff, 0x0f}, 1) == ebac::status::ok);
   CHECK(out[0] == 0xffffffffu);
-  CHECK(dec({0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x01}, 8) != ebac::status::ok);  // > 64 bits
+  CHECK(dec({0x0f, 0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x01}, 1) != ebac::status::ok);  // > 64 bits
+  CHECK(dec({0x0f}, 1) != ebac::status::ok);        // escaped code without its varint
   CHECK(dec({}, 1) != ebac::status::ok);
   CHECK(dec({}, 0) == ebac::status::ok);
 }

@@ -48,6 +48,11 @@ bool element_ok(const Q& q, T x, bool& outlier) {
   return true;
 }
 
+/// The bound whose quantizer has half step (sign-preserving) or step / 2
+/// (linear) exactly h: bins are narrowed by quantizer_bin_margin, so the
+/// bound is h / (1 - margin), nudged up so float_at_most lands on h.
+double bound_for_half_step(double h) { return h / (1.0 - ebac::quantizer_bin_margin) * (1.0 + 0x1p-40); }
+
 }  // namespace
 
 TEST_SUITE("host") {
@@ -115,9 +120,12 @@ TEST_CASE("within_bound agrees with exact long double arithmetic on random near-
   CHECK(failures == 0);
 }
 
-TEST_CASE("sign-preserving quantizer: zero, sign and bins from 2eb(q-1) excluded to 2eb q included") {
-  const auto q = ebac::sign_preserving_quantizer::make(0.125);  // exact: half_step 1/8, 1/(2 half_step) = 4
-  CHECK(q.eb == 0.125);
+TEST_CASE("sign-preserving quantizer: zero, sign and bins from 2h(q-1) excluded to 2h q included, h = eb (1 - 2^-10)") {
+  const double eb = bound_for_half_step(0.125);
+  const auto q = ebac::sign_preserving_quantizer::make(eb);  // exact: half_step 1/8, 1/(2 half_step) = 4
+  CHECK(q.eb == eb);
+  REQUIRE(q.half_step == 0.125f);
+  CHECK(ebac::sign_preserving_quantizer::make(0.125).half_step == ebac::detail::float_at_most(0.125 * (1 - 0x1p-10)));
   std::int32_t c = 99;
   REQUIRE(q.try_quantize(0.0f, c));
   CHECK(c == 0);
@@ -133,7 +141,7 @@ TEST_CASE("sign-preserving quantizer: zero, sign and bins from 2eb(q-1) excluded
   CHECK(c == -1);
   for (std::int32_t k = 1; k <= 4000; ++k) {
     CAPTURE(k);
-    const float edge = 0.25f * static_cast<float>(k);  // 2 eb k: upper end of bin k
+    const float edge = 0.25f * static_cast<float>(k);  // 2 h k: upper end of bin k
     const float prev = 0.25f * static_cast<float>(k - 1);
     REQUIRE(q.try_quantize(edge, c));
     CHECK(c == k);
@@ -145,7 +153,7 @@ TEST_CASE("sign-preserving quantizer: zero, sign and bins from 2eb(q-1) excluded
     CHECK(c == -k);
     REQUIRE(q.try_quantize(-up(prev), c));
     CHECK(c == -k);
-    CHECK(q.reconstruct(k) == 0.125f * static_cast<float>(2 * k - 1));  // bin centre (2k-1) eb
+    CHECK(q.reconstruct(k) == 0.125f * static_cast<float>(2 * k - 1));  // bin centre (2k-1) h
     CHECK(q.reconstruct(-k) == -0.125f * static_cast<float>(2 * k - 1));
     for (float x : {edge, up(prev), -edge, -up(prev), 0.25f * (static_cast<float>(k) - 0.5f)}) {
       bool outlier = true;
@@ -156,7 +164,8 @@ TEST_CASE("sign-preserving quantizer: zero, sign and bins from 2eb(q-1) excluded
 }
 
 TEST_CASE("sign-preserving quantizer: code range, non-finite values and degenerate bounds") {
-  const auto q = ebac::sign_preserving_quantizer::make(0.125);
+  const auto q = ebac::sign_preserving_quantizer::make(bound_for_half_step(0.125));
+  REQUIRE(q.half_step == 0.125f);
   std::int32_t c = 0;
   const float lim = 0.25f * static_cast<float>(ebac::quantizer_code_limit);
   CHECK_FALSE(q.try_quantize(lim, c));
@@ -192,8 +201,9 @@ TEST_CASE("sign-preserving quantizer: code range, non-finite values and degenera
 }
 
 TEST_CASE("linear quantizer: round to nearest bin, ties away from zero, codes and range") {
-  const auto q = ebac::linear_quantizer::make(0.125);  // step 1/4
-  CHECK(q.step == 0.25f);
+  const auto q = ebac::linear_quantizer::make(bound_for_half_step(0.125));  // step 1/4
+  REQUIRE(q.step == 0.25f);
+  CHECK(ebac::linear_quantizer::make(0.125).step == ebac::detail::float_at_most(0.25 * (1 - 0x1p-10)));
   std::int32_t c = 0;
   for (std::int32_t k = -3000; k <= 3000; ++k) {
     CAPTURE(k);
@@ -226,6 +236,36 @@ TEST_CASE("linear quantizer: round to nearest bin, ties away from zero, codes an
   }
   CHECK_FALSE(ebac::linear_quantizer::preserves_zero_and_sign);
   CHECK(ebac::sign_preserving_quantizer::preserves_zero_and_sign);
+}
+
+TEST_CASE("quantizers: float32 values on an edge of the un-narrowed grid are never outliers") {
+  // The end of a value range (a dropout mask's 1/(1-p), a saturated ReLU6's
+  // 6, a one-hot 1) under a relative bound, and integers under round
+  // absolute bounds, sit exactly on a multiple of 2 eb: without the bin
+  // margin float rounding pushed them past the bound (issue: every non-zero
+  // of a dropout mask stored raw). The margin keeps them inside a bin for
+  // codes below 2^13 (relative bounds down to 1e-4 have codes below 5001).
+  std::vector<float> levels = {1.0f, 6.0f, 3.0f, 0.5f, 3.14159274f, 255.0f};
+  for (int p = 1; p <= 9; ++p) levels.push_back(1.0f / (1.0f - 0.1f * static_cast<float>(p)));
+  int checked = 0;
+  for (float x : levels)
+    for (double rel : {1e-1, 3e-2, 1e-2, 3e-3, 1e-3, 3e-4, 1e-4}) {
+      // range [0, x] (post-ReLU, mask), [-x, x] (ternary, hardtanh), and absolute bounds
+      for (double eb : {rel * x, rel * 2.0 * x, rel}) {
+        if (x / (2 * eb) >= 8192) continue;  // beyond the codes the margin covers (255 at absolute 1e-4)
+        CAPTURE(x);
+        CAPTURE(eb);
+        for (float v : {x, -x}) {
+          bool o = true;
+          CHECK(element_ok(ebac::sign_preserving_quantizer::make(eb), v, o));
+          CHECK_FALSE(o);
+          CHECK(element_ok(ebac::linear_quantizer::make(eb), v, o));
+          CHECK_FALSE(o);
+          ++checked;
+        }
+      }
+    }
+  CHECK(checked > 15 * 7 * 2 * 2);
 }
 
 TEST_CASE("quantize_element: random floats under awkward bounds never break the bound") {

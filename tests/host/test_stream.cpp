@@ -125,8 +125,8 @@ std::vector<std::byte> zero_element_stream(bool checksum) {
   o.checksum = false;
   auto s = ebac::host::compress(static_cast<const float*>(nullptr), ebac::extents{1, 1, 0}, p, o);
   // The same stream claiming extents {2^40, 2^20, 0}: still 0 elements, still valid.
-  ebac::detail::store_le<std::uint64_t>(s.data() + 104, std::uint64_t{1} << 40);
-  ebac::detail::store_le<std::uint64_t>(s.data() + 112, std::uint64_t{1} << 20);
+  ebac::detail::store_le<std::uint64_t>(s.data() + 112, std::uint64_t{1} << 40);
+  ebac::detail::store_le<std::uint64_t>(s.data() + 120, std::uint64_t{1} << 20);
   if (checksum) {  // checksums are not signatures: anyone can recompute one
     s[10] = std::byte{1};
     s.resize(s.size() + 8);
@@ -205,10 +205,10 @@ TEST_SUITE("host") {
 TEST_CASE("stream: header layout") {
   const auto c = make_case<ebac::float16>("ratio", {2, 3, 7, 9}, true);
   const auto& s = c.bytes;
-  REQUIRE(s.size() > 136);
+  REQUIRE(s.size() > 144);
   CHECK(std::string(reinterpret_cast<const char*>(s.data()), 4) == "EBAC");
   CHECK(ebac::detail::load_le<std::uint16_t>(s.data() + 4) == EBAC_FORMAT_VERSION);
-  CHECK(ebac::detail::load_le<std::uint16_t>(s.data() + 6) == 104 + 8 * 4);
+  CHECK(ebac::detail::load_le<std::uint16_t>(s.data() + 6) == 112 + 8 * 4);
   CHECK(s[8] == std::byte{2});    // f16
   CHECK(s[9] == std::byte{1});    // absolute
   CHECK(s[10] == std::byte{1});   // checksum flag
@@ -222,7 +222,8 @@ TEST_CASE("stream: header layout") {
   CHECK(ebac::detail::bits_double(ebac::detail::load_le<std::uint64_t>(s.data() + 32)) == 1e-2);
   CHECK(ebac::detail::load_le<std::uint32_t>(s.data() + 48) == ebac::default_chunk_elements);
   CHECK(ebac::detail::load_le<std::uint64_t>(s.data() + 56) >= 4);  // NaN, sNaN, -Inf, 3e30 (inf in f16)
-  for (int i = 0; i < 4; ++i) CHECK(ebac::detail::load_le<std::uint64_t>(s.data() + 104 + 8 * i) == c.shape.dims[i]);
+  for (int i = 0; i < 4; ++i) CHECK(ebac::detail::load_le<std::uint64_t>(s.data() + 112 + 8 * i) == c.shape.dims[i]);
+  CHECK(ebac::detail::load_le<std::uint64_t>(s.data() + 64) == 0);  // no stage parameters for these stages
   const auto h = ebac::host::inspect(s.data(), s.size());
   std::uint64_t total = h.header_bytes() + 8;
   for (auto b : h.section_bytes) total += b;
@@ -367,10 +368,12 @@ TEST_CASE("stream: the header parser validates every field before using it") {
       {"magic", u8(0, 'X')},
       {"header bytes", [](std::vector<std::byte>& s) { store_le<std::uint16_t>(s.data() + 6, 100); }},
       {"dtype 0", u8(8, 0)},
-      {"dtype 4", u8(8, 4)},
+      {"dtype 4 (bool) with a bound mode", u8(8, 4)},
+      {"dtype 10", u8(8, 10)},
       {"mode 0", u8(9, 0)},
       {"mode 3", u8(9, 3)},
-      {"flag bits", u8(10, 2)},
+      {"flag bits", u8(10, 4)},
+      {"stored flag on a coded stream", u8(10, 2)},
       {"checksum flag without checksum", u8(10, 1)},
       {"rank 0", u8(11, 0)},
       {"rank 9", u8(11, 9)},
@@ -383,7 +386,10 @@ TEST_CASE("stream: the header parser validates every field before using it") {
       {"lorenzo axes not increasing", u8(16, 2)},
       {"lorenzo tile 0", u32(20, 0)},
       {"quantizer id 0", u8(14, 0)},
-      {"quantizer id 3", u8(14, 3)},
+      {"quantizer id 3 (exact: integers only)", u8(14, 3)},
+      {"quantizer id 5 (pool windows: integers only)", u8(14, 5)},
+      {"quantizer id 6", u8(14, 6)},
+      {"quantizer id 4 (levels) without a palette", u8(14, 4)},
       {"encoder id 0", u8(15, 0)},
       {"encoder id 4", u8(15, 4)},
       {"encoder bitpack with a codebook", u8(15, 1)},
@@ -400,27 +406,33 @@ TEST_CASE("stream: the header parser validates every field before using it") {
       {"chunk 2^24 + 32", u32(48, (1u << 24) + 32)},
       {"outliers > elements", u64(56, 481)},
       {"reserved byte 19", u8(19, 1)},
-      {"reserved word 52", u32(52, 1u << 31)},
-      {"codebook section huge", u64(64, ~std::uint64_t{0})},
-      {"chunk table section huge", u64(72, std::uint64_t{1} << 63)},
+      {"top level on a float32 stream", u32(52, 0x40c00000u)},
+      {"parameter section huge", u64(64, ~std::uint64_t{0})},
+      {"parameter section for stages without parameters", [](std::vector<std::byte>& s) {
+         // move one byte of the payload's size into the parameter section: sizes still add up
+         store_le<std::uint64_t>(s.data() + 64, 1);
+         store_le<std::uint64_t>(s.data() + 88, ebac::detail::load_le<std::uint64_t>(s.data() + 88) - 1);
+       }},
+      {"codebook section huge", u64(72, ~std::uint64_t{0})},
+      {"chunk table section huge", u64(80, std::uint64_t{1} << 63)},
       {"payload section + 1", [](std::vector<std::byte>& s) {
-         store_le<std::uint64_t>(s.data() + 80, ebac::detail::load_le<std::uint64_t>(s.data() + 80) + 1);
+         store_le<std::uint64_t>(s.data() + 88, ebac::detail::load_le<std::uint64_t>(s.data() + 88) + 1);
        }},
       {"payload section - 1", [](std::vector<std::byte>& s) {
-         store_le<std::uint64_t>(s.data() + 80, ebac::detail::load_le<std::uint64_t>(s.data() + 80) - 1);
+         store_le<std::uint64_t>(s.data() + 88, ebac::detail::load_le<std::uint64_t>(s.data() + 88) - 1);
        }},
       {"outlier value section + 4", [](std::vector<std::byte>& s) {
-         store_le<std::uint64_t>(s.data() + 96, ebac::detail::load_le<std::uint64_t>(s.data() + 96) + 4);
+         store_le<std::uint64_t>(s.data() + 104, ebac::detail::load_le<std::uint64_t>(s.data() + 104) + 4);
        }},
       {"dims overflow", [](std::vector<std::byte>& s) {
-         store_le<std::uint64_t>(s.data() + 104, std::uint64_t{1} << 40);
          store_le<std::uint64_t>(s.data() + 112, std::uint64_t{1} << 40);
+         store_le<std::uint64_t>(s.data() + 120, std::uint64_t{1} << 40);
        }},
       {"dims > 2^48 elements", [](std::vector<std::byte>& s) {
-         store_le<std::uint64_t>(s.data() + 104, std::uint64_t{1} << 30);
-         store_le<std::uint64_t>(s.data() + 112, std::uint64_t{1} << 20);
+         store_le<std::uint64_t>(s.data() + 112, std::uint64_t{1} << 30);
+         store_le<std::uint64_t>(s.data() + 120, std::uint64_t{1} << 20);
        }},
-      {"dims: more chunks than the table", u64(104, 4000)},
+      {"dims: more chunks than the table", u64(112, 4000)},
   };
   for (const auto& e : edits) {
     CAPTURE(e.name);
@@ -490,7 +502,7 @@ TEST_CASE("stream: a bit-packed stream cannot claim more elements than its paylo
   auto s = make_case<float>("fast", {300}, false).bytes;
   REQUIRE(header_status(s) == ebac::status::ok);
   ebac::detail::store_le<std::uint32_t>(s.data() + 48, 1u << 24);
-  ebac::detail::store_le<std::uint64_t>(s.data() + 104, std::uint64_t{1} << 24);
+  ebac::detail::store_le<std::uint64_t>(s.data() + 112, std::uint64_t{1} << 24);
   const char* what = nullptr;
   CHECK(header_status(s, &what) == ebac::status::corrupt_stream);
   REQUIRE(what != nullptr);

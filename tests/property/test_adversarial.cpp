@@ -65,7 +65,14 @@ TEST_CASE("adversarial: constant tensors (relative bound 0 -> exact)") {
     CAPTURE(c);
     const std::vector<float> x(1000, c);
     for (const auto& p : all_pipelines()) {
-      const auto st = check_roundtrip(x, ebac::extents{10, 100}, p, {1e-2, ebac::bound_mode::relative}, "constant");
+      // By default a constant tensor is one level: coded losslessly as one
+      // palette entry, far below its raw size.
+      const auto lv = check_roundtrip(x, ebac::extents{10, 100}, p, {1e-2, ebac::bound_mode::relative}, "constant");
+      CHECK(lv.eb_abs == 0.0);
+      CHECK(lv.outliers == 0);
+      CHECK(lv.stream_bytes < x.size() * sizeof(float) / 4);
+      // Without level coding the quantizer codes it (quantizer_bound).
+      const auto st = check_roundtrip(x, ebac::extents{10, 100}, p, {1e-2, ebac::bound_mode::relative}, "constant", 0, 0);
       if (c == 0.0f || c == 1e-40f) {
         // Zeros are codes 0. For 1e-40 the quantizer's 1 / step overflows
         // float (below 0.5 / FLT_MAX): no exact step, stored losslessly.
@@ -98,10 +105,11 @@ TEST_CASE("adversarial: a constant tensor under a relative bound compresses like
     CAPTURE(p);
     const bool predicted = p != "plain" && p.rfind("none:", 0) != 0;
     const ebac::extents e{10, 100, 100};
-    const auto zero = check_roundtrip(std::vector<float>(n, 0.0f), e, p, {1e-3, ebac::bound_mode::relative}, "all zero");
+    // Level coding off: this is the quantizer's answer (quantizer_bound).
+    const auto zero = check_roundtrip(std::vector<float>(n, 0.0f), e, p, {1e-3, ebac::bound_mode::relative}, "all zero", 0, 0);
     for (float c : {0.75f, -1234.5f, 3e38f}) {
       CAPTURE(c);
-      const auto st = check_roundtrip(std::vector<float>(n, c), e, p, {1e-3, ebac::bound_mode::relative}, "constant");
+      const auto st = check_roundtrip(std::vector<float>(n, c), e, p, {1e-3, ebac::bound_mode::relative}, "constant", 0, 0);
       CHECK(st.outliers == 0);
       // A few codes differ from the all-zero tensor's (the first of each
       // Lorenzo tile); before quantizer_bound this was 5 bytes per element.
@@ -112,8 +120,10 @@ TEST_CASE("adversarial: a constant tensor under a relative bound compresses like
     // With NaN and Inf mixed in, the range of the finite values is still 0.
     std::vector<float> x(n, 0.75f);
     for (std::size_t i = 0; i < n; i += 997) x[i] = i % 2 ? NAN : -INFINITY;
-    const auto mixed = check_roundtrip(x, e, p, {1e-3, ebac::bound_mode::relative}, "constant + non-finite");
+    const auto mixed = check_roundtrip(x, e, p, {1e-3, ebac::bound_mode::relative}, "constant + non-finite", 0, 0);
     CHECK(mixed.outliers == (n + 996) / 997);
+    // Three levels (0.75, NaN, -Inf) by default: no outliers at all.
+    CHECK(check_roundtrip(x, e, p, {1e-3, ebac::bound_mode::relative}, "constant + non-finite").outliers == 0);
   }
 }
 
@@ -165,7 +175,9 @@ TEST_CASE("adversarial: tiny bounds against huge values") {
   for (const auto& p : all_pipelines()) {
     for (double eb : {1e-6, 1e-30, 1e-45}) {
       const auto st = check_roundtrip(x, ebac::extents{64, 64}, p, {eb, ebac::bound_mode::absolute}, "huge values");
-      CHECK(st.outliers >= x.size() - 1);  // nothing but the zero can be quantized
+      // Nothing but the zero can be quantized: as outliers the values would
+      // take more than their raw bytes, so the stream stores them raw.
+      CHECK(st.stream_bytes == 112 + 8 * 2 + x.size() * sizeof(float) + 8);
     }
     check_roundtrip(x, ebac::extents{64, 64}, p, {1e-12, ebac::bound_mode::relative}, "huge values rel");
     check_roundtrip(convert<ebac::float16>(x), ebac::extents{4096}, p, {1e-6, ebac::bound_mode::absolute}, "huge values f16");
@@ -227,8 +239,22 @@ TEST_CASE("adversarial: streams built to approach max_compressed_bytes stay with
   auto run = [&](const auto& x, const ebac::extents& e, const std::string& p, double eb, std::uint32_t chunk,
                  const std::string& label) {
     using T = typename std::decay_t<decltype(x)>::value_type;
-    const auto st = check_roundtrip(x, e, p, {eb, ebac::bound_mode::absolute}, label, chunk);
-    const double frac = static_cast<double>(st.stream_bytes) / static_cast<double>(max_bytes<T>(e, spec_of(p, chunk)));
+    check_roundtrip(x, e, p, {eb, ebac::bound_mode::absolute}, label, chunk, 0);
+    // The coded stream itself (no palette, never stored: these inputs would
+    // be stored raw otherwise), against max_coded_bytes: what a writer that
+    // assembles the coded stream before choosing (the CUDA backend) needs.
+    ebac::compress_options o;
+    o.bound = {eb, ebac::bound_mode::absolute};
+    o.max_levels = 0;
+    o.store_when_larger = false;
+    const auto stream = compress(x.data(), e, spec_of(p, chunk), o);
+    const auto h = ebac::host::inspect(stream.data(), stream.size());
+    REQUIRE_FALSE(h.is_stored());
+    const std::size_t coded_cap = ebac::with_pipeline(spec_of(p, chunk), e, [&](auto pp) { return ebac::max_coded_bytes<decltype(pp), T>(e, pp); });
+    CHECK(stream.size() <= coded_cap);
+    const auto y = ebac::host::decompress<T>(stream.data(), stream.size());
+    CHECK(y.size() == x.size());
+    const double frac = static_cast<double>(stream.size()) / static_cast<double>(coded_cap);
     if (frac > worst) {
       worst = frac;
       worst_case = p + " " + type_name<T>() + " " + label + " chunk " + std::to_string(chunk);
@@ -236,10 +262,6 @@ TEST_CASE("adversarial: streams built to approach max_compressed_bytes stay with
     // Each term on its own, so that slack in one cannot hide a wrong other:
     // the payload against chunks x the encoder's bound (bit-packing: blocks
     // of at most max_code_bits), the outlier sections against n (1 + sizeof T).
-    ebac::compress_options o;
-    o.bound = {eb, ebac::bound_mode::absolute};
-    const auto stream = compress(x.data(), e, spec_of(p, chunk), o);
-    const auto h = ebac::host::inspect(stream.data(), stream.size());
     const std::uint64_t n = count_of(e), chunks = (n + h.chunk_elements - 1) / h.chunk_elements;
     const std::uint64_t per_chunk = ebac::with_pipeline(spec_of(p, chunk), e, [&](auto pipe) -> std::uint64_t {
       using E = typename decltype(pipe)::encoder_type;
@@ -284,7 +306,7 @@ TEST_CASE("adversarial: streams built to approach max_compressed_bytes stay with
           run(convert<ebac::bfloat16>(x), e, p, eb, chunk, label);
         }
     }
-  MESSAGE("largest stream / max_compressed_bytes: ", fmt(worst), " (", worst_case, "); largest bit-packed payload / its term: ",
+  MESSAGE("largest coded stream / max_coded_bytes: ", fmt(worst), " (", worst_case, "); largest bit-packed payload / its term: ",
           fmt(worst_payload));
   // The bound may not be loose beyond use either: it sizes device buffers.
   CHECK(worst > 0.5);

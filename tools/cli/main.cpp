@@ -133,7 +133,7 @@ ebac::extents parse_dims(const std::string& s) {
 
 ebac::dtype parse_dtype_arg(const std::string& s) {
   ebac::dtype t;
-  if (!ebac::parse_dtype(s, t)) throw usage_error("unknown --dtype '" + s + "' (expected f32, f16 or bf16)");
+  if (!ebac::parse_dtype(s, t) || !ebac::is_floating(t)) throw usage_error("unknown --dtype '" + s + "' (expected f32, f16 or bf16)");
   return t;
 }
 
@@ -212,9 +212,10 @@ decltype(auto) with_element(ebac::dtype t, F&& f) {
   switch (t) {
     case ebac::dtype::f16: return f(ebac::float16{});
     case ebac::dtype::bf16: return f(ebac::bfloat16{});
-    case ebac::dtype::f32: break;
+    case ebac::dtype::f32: return f(float{});
+    default: break;
   }
-  return f(float{});
+  throw input_error("integer and bool streams (dtype " + std::string(ebac::to_string(t)) + ") are not handled by this tool yet");
 }
 
 void check_input_size(const std::string& path, std::size_t bytes, const ebac::extents& e, ebac::dtype t) {

@@ -4,8 +4,8 @@
 // before anything is known about the data (cuda::compress), and a host
 // caller may want to reserve an arena the same way. It is a bound on the
 // stream format, not on one backend's output, so it lives here and the host
-// property tests check it against every stream they make (the CUDA backend's
-// streams are the host's minus the checksum).
+// property tests check both bounds against every stream they make (the CUDA
+// backend's streams are the host's minus the checksum).
 #pragma once
 
 #include <ebac/config.hpp>
@@ -34,37 +34,51 @@ EBAC_NAMESPACE_BEGIN
 [[nodiscard]] constexpr unsigned max_code_bits(const lorenzo& l) noexcept { return 23u + l.dims; }
 static_assert(quantizer_code_limit == (1 << 22), "max_code_bits assumes codes below 2^22 in magnitude");
 
-/// Bytes a stream of this shape, pipeline and element type can take at most,
-/// checksum included; 0 when the shape or the chunk size is invalid
-/// (compress refuses those). The terms, in stream order: header, Huffman
-/// codebook, chunk table (4 bytes a chunk), payload (each chunk at most its
-/// encoder's max_chunk_bytes of a full chunk; for bit-packing, blocks no
-/// wider than max_code_bits), outliers, checksum. Outliers:
-/// k indices as varint gaps that sum to at most n - k take at most n bytes
-/// (a gap g costs 1 + floor(log2(g + 1) / 7) bytes, the sum is largest for
-/// equal gaps, and then it is <= n: tests/host/test_stream.cpp), plus k <= n
-/// raw values.
+/// Bytes a coded (not stored) stream of this shape, pipeline and element
+/// type can take at most, checksum included; 0 when the shape or the chunk
+/// size is invalid (compress refuses those). A writer that assembles the
+/// coded stream in place before it knows whether the stored form is smaller
+/// (the CUDA backend) needs this much room. The terms, in stream order:
+/// header, stage parameters, Huffman codebook, chunk table (4 bytes a
+/// chunk), payload (each chunk at most its encoder's max_chunk_bytes of a
+/// full chunk; for bit-packing, blocks no wider than max_code_bits), outliers,
+/// checksum. Outliers: k indices as varint gaps that sum to at most n - k
+/// take at most n bytes (a gap g costs 1 + floor(log2(g + 1) / 7) bytes, the
+/// sum is largest for equal gaps, and then it is <= n:
+/// tests/host/test_stream.cpp), plus k <= n raw values. Every quantizer's
+/// codes stay below quantizer_code_limit in magnitude (the lossless ones
+/// by construction: exact.hpp, levels.hpp, pool_window.hpp).
 template <class Pipeline, element T>
-[[nodiscard]] std::size_t max_compressed_bytes(const extents& shape, const Pipeline& pipe) noexcept {
+[[nodiscard]] std::size_t max_coded_bytes(const extents& shape, const Pipeline& pipe) noexcept {
   using E = typename Pipeline::encoder_type;
-  using Q = typename Pipeline::quantizer_type;
-  // max_code_bits rests on these quantizers' code limit; a user quantizer
-  // with wider codes would get a buffer too small.
-  static_assert(std::is_same_v<Q, linear_quantizer> || std::is_same_v<Q, sign_preserving_quantizer>,
-                "max_compressed_bytes knows the code range of ebac's quantizers only");
   std::uint64_t n = 0;
   if (shape.count(n) != status::ok || n > max_stream_elements) return 0;  // also keeps the sum below 2^64
   const std::uint64_t C = pipe.chunk_elements;
   if (!valid_chunk_elements(C)) return 0;
   const std::uint64_t chunks = (n + C - 1) / C;
+  // Level and pooling codes run without prediction, which narrows codes; the
+  // pipeline's predictor is the widest case.
   std::uint64_t per_chunk = 0;
   if constexpr (std::is_same_v<E, block_bitpack>)
     per_chunk = E{}.max_chunk_bytes(static_cast<std::size_t>(C), max_code_bits(pipe.predictor));
   else
     per_chunk = E{}.max_chunk_bytes(static_cast<std::size_t>(C));
   const std::uint64_t codebook = E::needs_codebook ? huffman_codebook::max_serialized_bytes : 0;
-  return static_cast<std::size_t>(stream_fixed_header_bytes + 8 * static_cast<std::uint64_t>(shape.rank) + codebook +
-                                  4 * chunks + chunks * per_chunk + n * (1 + sizeof(T)) + 8);
+  return static_cast<std::size_t>(stream_fixed_header_bytes + 8 * static_cast<std::uint64_t>(shape.rank) + max_parameter_bytes +
+                                  codebook + 4 * chunks + chunks * per_chunk + n * (1 + sizeof(T)) + 8);
+}
+
+/// Bytes a stream of this shape and element type can take at most, checksum
+/// included, whatever the pipeline and the data: a writer stores the raw
+/// elements (docs/format.md, "stored streams") whenever coding would give
+/// more, so no stream exceeds its header plus the raw tensor plus the
+/// checksum. 0 when the shape or the pipeline's chunk size is invalid
+/// (compress refuses those). Size a host arena with it.
+template <class Pipeline, element T>
+[[nodiscard]] std::size_t max_compressed_bytes(const extents& shape, const Pipeline& pipe) noexcept {
+  std::uint64_t n = 0;
+  if (shape.count(n) != status::ok || n > max_stream_elements || !valid_chunk_elements(pipe.chunk_elements)) return 0;
+  return static_cast<std::size_t>(stream_fixed_header_bytes + 8 * static_cast<std::uint64_t>(shape.rank) + n * sizeof(T) + 8);
 }
 
 EBAC_NAMESPACE_END

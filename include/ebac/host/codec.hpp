@@ -5,14 +5,20 @@
 // fixed chunks of the stream (never into per-thread pieces), so the serial
 // and the OpenMP paths write identical bytes.
 //
-// Flow: [value range] -> quantize every element (outliers recorded, their
-// code set to 0) -> predictor passes on the integer field -> zigzag ->
-// [histogram -> codebook] -> encode each chunk -> assemble the stream.
+// Flow: [level palette] -> [value range] -> quantize every element
+// (outliers recorded, their code set to 0) -> predictor passes on the
+// integer field -> zigzag -> [histogram -> codebook] -> encode each chunk ->
+// assemble the stream, or store the raw elements when that is smaller.
+// Which quantizer codes a tensor is decided per tensor (choose_stages):
+// a tensor of at most max_levels distinct values becomes palette indices,
+// an integer tensor its own values (or, with a pooling geometry, offsets in
+// its pooling windows), a floating-point tensor the pipeline's quantizer.
 // When the predictor never looks outside a chunk (no prediction, flat 1-D
 // Lorenzo whose tile divides the chunk) the steps run fused per chunk on a
 // cache-resident scratch buffer; otherwise on a whole-tensor integer field.
 #pragma once
 
+#include <ebac/compress_options.hpp>
 #include <ebac/concepts.hpp>
 #include <ebac/config.hpp>
 #include <ebac/detail/bytes.hpp>
@@ -23,10 +29,16 @@
 #include <ebac/format/stream_header.hpp>
 #include <ebac/host/parallel.hpp>
 #include <ebac/pipeline.hpp>
+#include <ebac/quantizer/exact.hpp>
+#include <ebac/quantizer/levels.hpp>
+#include <ebac/quantizer/pool_window.hpp>
 #include <ebac/quantizer/quantizer_bound.hpp>
+#include <ebac/quantizer/element_ops.hpp>
+#include <ebac/quantizer/stage_choice.hpp>
 #include <ebac/status.hpp>
 
 #include <algorithm>
+#include <atomic>
 #include <cmath>
 #include <cstddef>
 #include <cstdint>
@@ -38,42 +50,6 @@
 #include <vector>
 
 EBAC_NAMESPACE_BEGIN
-
-struct compress_options {
-  error_bound bound{};
-  bool checksum = true;  ///< files always carry one; an in-memory buffer may skip it
-  int threads = 0;       ///< 0: all OpenMP threads, 1: serial
-};
-
-namespace detail {
-
-/// Why compress() refuses these arguments, or nullptr when it takes them.
-/// Every compress entry point asks this (host, CUDA device-scope and CUDA
-/// convenience), so a refusal reads the same on either backend. Pointers are
-/// the caller's to check: a device-scope size query takes none.
-template <class Pipeline>
-[[nodiscard]] const char* compress_argument_error(const extents& shape, const Pipeline& pipe, const compress_options& opt) noexcept {
-  std::uint64_t n = 0;
-  if (shape.count(n) != status::ok) return "extents: rank must be 1..8 and the element count must fit 64 bits";
-  if (n > max_stream_elements) return "extents: more than 2^48 elements";
-  if (opt.bound.validate() != status::ok) return "error bound must be finite and > 0 (a relative one at most 1e6)";
-  if (pipe.predictor.validate(shape) != status::ok) return "predictor axes/tiles do not fit the tensor's rank";
-  if (!valid_chunk_elements(pipe.chunk_elements)) return "chunk_elements must be a multiple of 32 in [32, 2^24]";
-  return nullptr;
-}
-
-/// Why decompress() refuses an output for a (validated) stream header, or
-/// nullptr. Shared by the host and the CUDA convenience decoder, which asks
-/// before it allocates anything (a forged header may claim any count).
-[[nodiscard]] inline const char* decompress_argument_error(const stream_header& h, dtype out_type, std::uint64_t count,
-                                                           const void* out) noexcept {
-  if (h.type != out_type) return "output element type does not match the stream's dtype";
-  if (count != element_count(h)) return "output size does not match the stream's element count";
-  if (count > 0 && out == nullptr) return "output pointer is null";
-  return nullptr;
-}
-
-}  // namespace detail
 
 namespace host {
 namespace detail {
@@ -151,30 +127,62 @@ inline void flat_residuals(const std::uint32_t* q, std::uint32_t* codes, std::si
   }
 }
 
-template <class Q, class T>
-inline void quantize_chunk(const Q& q, const T* in, std::size_t m, std::uint64_t first, std::uint32_t* codes,
+template <class Q>
+constexpr bool is_float_quantizer = std::is_same_v<Q, linear_quantizer> || std::is_same_v<Q, sign_preserving_quantizer>;
+
+/// Quantizes one chunk (elements first .. first + m - 1 of the tensor) into
+/// codes, recording outliers (their code is 0).
+template <class Q, class S>
+inline void quantize_chunk(const Q& q, const S* in, std::size_t m, std::uint64_t first, std::uint32_t* codes,
                            std::vector<std::uint64_t>& outliers) {
-  // Two loops: a branch-free first pass the compiler vectorizes, then the
-  // exact decision for the few elements it could not settle.
-  std::uint8_t unsettled[4096];
-  for (std::size_t b = 0; b < m; b += sizeof unsettled) {
-    const std::size_t e = std::min(m, b + sizeof unsettled);
-    for (std::size_t i = b; i < e; ++i) {
-      const quantized r = quantize_element_fast(q, in[i]);
-      codes[i] = static_cast<std::uint32_t>(r.code);
-      unsettled[i - b] = r.outlier;
-    }
-    for (std::size_t i = b; i < e; ++i) {
-      if ((i - b) % 8 == 0 && i + 8 <= e) {  // skip 8 settled elements at once
-        std::uint64_t any;
-        std::memcpy(&any, unsettled + (i - b), 8);
-        if (!any) { i += 7; continue; }
-      }
-      if (!unsettled[i - b]) continue;
-      const quantized r = quantize_element(q, in[i]);
+  if constexpr (!is_float_quantizer<Q>) {
+    for (std::size_t i = 0; i < m; ++i) {
+      const quantized r = quantize_at(q, in[i], first + i);
       codes[i] = static_cast<std::uint32_t>(r.code);
       if (r.outlier) outliers.push_back(first + i);
     }
+  } else {
+    // Two loops: a branch-free first pass the compiler vectorizes, then the
+    // exact decision for the few elements it could not settle.
+    std::uint8_t unsettled[4096];
+    for (std::size_t b = 0; b < m; b += sizeof unsettled) {
+      const std::size_t e = std::min(m, b + sizeof unsettled);
+      for (std::size_t i = b; i < e; ++i) {
+        const quantized r = quantize_element_fast(q, in[i]);
+        codes[i] = static_cast<std::uint32_t>(r.code);
+        unsettled[i - b] = r.outlier;
+      }
+      for (std::size_t i = b; i < e; ++i) {
+        if ((i - b) % 8 == 0 && i + 8 <= e) {  // skip 8 settled elements at once
+          std::uint64_t any;
+          std::memcpy(&any, unsettled + (i - b), 8);
+          if (!any) { i += 7; continue; }
+        }
+        if (!unsettled[i - b]) continue;
+        const quantized r = quantize_element(q, in[i]);
+        codes[i] = static_cast<std::uint32_t>(r.code);
+        if (r.outlier) outliers.push_back(first + i);
+      }
+    }
+  }
+}
+
+/// Turns one chunk's decoded codes (elements first .. first + m - 1) into
+/// elements; false when a lossless quantizer meets a code it cannot have
+/// written (a corrupt stream).
+template <class S, class Q>
+inline bool reconstruct_chunk(const Q& q, const std::uint32_t* codes, std::size_t m, std::uint64_t first, S* out) {
+  if constexpr (is_lossless_quantizer<Q>) {
+    bool ok = true;
+    for (std::size_t i = 0; i < m; ++i) {
+      const auto c = static_cast<std::int32_t>(codes[i]);
+      ok &= code_valid<S>(q, c);
+      out[i] = reconstruct_at<S>(q, c, first + i);
+    }
+    return ok;
+  } else {
+    for (std::size_t i = 0; i < m; ++i) out[i] = reconstruct_element<S>(q, static_cast<std::int32_t>(codes[i]));
+    return true;
   }
 }
 
@@ -230,34 +238,85 @@ value_range finite_range(const T* in, std::uint64_t n, std::uint32_t chunk, int 
   return all;
 }
 
+/// The palette of a tensor with at most `capacity` distinct values (bit
+/// patterns), or an empty one. Per-chunk sets merged in chunk order
+/// (levels.hpp); once any chunk has seen more values than the capacity the
+/// others stop early: the answer (no palette) no longer depends on them.
+template <class S>
+level_palette find_levels(const S* in, std::uint64_t n, std::uint32_t chunk, std::uint32_t capacity, int threads) {
+  if (capacity == 0 || n == 0) return {};
+  const std::uint64_t chunks = (n + chunk - 1) / chunk;
+  std::vector<level_set> sets(chunks);
+  std::atomic<bool> too_many{false};
+  parallel_for(static_cast<std::int64_t>(chunks), threads, [&](std::int64_t ci) {
+    const auto c = static_cast<std::uint64_t>(ci);
+    level_set& s = sets[c];
+    s.capacity = capacity;
+    if (too_many.load(std::memory_order_relaxed)) {
+      s.overflow = true;
+      return;
+    }
+    const std::uint64_t b = c * chunk, e = std::min<std::uint64_t>(n, b + chunk);
+    // Runs of one value are the common case in a mask: count a run at once.
+    std::uint64_t i = b;
+    while (i < e && !s.overflow) {
+      const auto v = raw_bits(in[i]);
+      std::uint64_t j = i + 1;
+      while (j < e && raw_bits(in[j]) == v) ++j;
+      s.add(static_cast<std::uint64_t>(v), j - i);
+      i = j;
+    }
+    if (s.overflow) too_many.store(true, std::memory_order_relaxed);
+  });
+  level_set all;
+  all.capacity = capacity;
+  for (const level_set& s : sets) all.merge(s);
+  return palette_of(all);
+}
+
 }  // namespace detail
 
 namespace detail {
 
-/// The compressor. `destination(bytes)` is called once, when the stream's
-/// size is known and before anything is written, and returns where to write
-/// it (or throws); the two public compress() overloads differ only there.
-template <class Pipeline, element T, class Destination>
-std::size_t compress_to(const T* in, const extents& shape, const Pipeline& pipe, const compress_options& opt,
-                        Destination&& destination) {
-  using P = typename Pipeline::predictor_type;
-  using Q = typename Pipeline::quantizer_type;
-  using E = typename Pipeline::encoder_type;
-  using ::ebac::detail::fail;
+/// Writes the stored form of a tensor (docs/format.md): the header `h` with
+/// the stored flag and no stages, then the n elements' raw bytes.
+template <class S, class Destination>
+std::size_t write_stored(stream_header h, const S* in, std::uint64_t n, bool checksum, int threads, Destination&& destination) {
+  h.flags = static_cast<std::uint8_t>(stream_flag_stored | (checksum ? stream_flag_checksum : 0));
+  h.predictor = predictor_id::none;
+  h.lorenzo_params = lorenzo{};
+  h.eb_abs = 0;  // every element comes back exactly
+  h.top = 0;
+  h.outlier_count = 0;
+  for (auto& b : h.section_bytes) b = 0;
+  h.section_bytes[section_payload] = n * sizeof(S);
+  const auto stream_bytes = static_cast<std::size_t>(h.section_offset(section_count) + (checksum ? 8 : 0));
+  std::byte* const out = destination(stream_bytes);
+  h.write(out);
+  std::byte* p = out + h.header_bytes();
+  constexpr std::uint64_t block = std::uint64_t{1} << 16;
+  parallel_for(static_cast<std::int64_t>((n + block - 1) / block), threads, [&](std::int64_t bi) {
+    const std::uint64_t b = static_cast<std::uint64_t>(bi) * block, e = std::min(n, b + block);
+    for (std::uint64_t i = b; i < e; ++i) ::ebac::detail::store_le(p + i * sizeof(S), raw_bits(in[i]));
+  });
+  if (checksum) {
+    const std::size_t body = stream_bytes - 8;
+    ::ebac::detail::store_le<std::uint64_t>(out + body, ::ebac::detail::checksum64(out, body));
+  }
+  return stream_bytes;
+}
 
-  if (const char* why = ::ebac::detail::compress_argument_error(shape, pipe, opt)) fail(status::invalid_argument, why);
-  std::uint64_t n = 0;
-  (void)shape.count(n);
-  if (n > 0 && in == nullptr) fail(status::invalid_argument, "input pointer is null");
-  const std::uint32_t C = pipe.chunk_elements;
+/// Codes n elements with predictor `pred`, quantizer `q` and encoder E and
+/// writes the stream, or the stored form when that is smaller. `h` arrives
+/// with everything but the stage ids and the section sizes filled.
+/// `destination(bytes)` is called once, when the stream's size is known and
+/// before anything is written, and returns where to write it (or throws).
+template <class E, class P, class Q, class S, class Destination>
+std::size_t encode_stream(const S* in, std::uint64_t n, const extents& shape, const P& pred, const Q& q, stream_header h,
+                          const compress_options& opt, Destination&& destination) {
+  const bool checksum = opt.checksum;
   const int threads = opt.threads;
-
-  value_range range;
-  if (opt.bound.mode == bound_mode::relative) range = detail::finite_range(in, n, C, threads);
-  const double eb_abs = quantizer_bound<Q, T>(opt.bound, range);
-  if (!std::isfinite(eb_abs)) fail(status::invalid_argument, "relative bound times the value range is not finite");
-  const Q q = Q::make(eb_abs);
-
+  const std::uint32_t C = h.chunk_elements;
   const std::uint64_t chunks = (n + C - 1) / C;
   std::vector<std::vector<std::uint64_t>> outliers(chunks);
   std::vector<std::vector<std::byte>> payload(chunks);
@@ -275,7 +334,7 @@ std::size_t compress_to(const T* in, const extents& shape, const Pipeline& pipe,
 
   bool fused = false;
   if constexpr (!E::needs_codebook) {
-    if (detail::chunk_local(pipe.predictor, C)) {
+    if (detail::chunk_local(pred, C)) {
       fused = true;
       // Fused path: quantize, predict, zigzag and encode one chunk in cache.
       const E enc{};
@@ -287,7 +346,7 @@ std::size_t compress_to(const T* in, const extents& shape, const Pipeline& pipe,
         std::uint32_t* quant = scratch.data();
         std::uint32_t* codes = scratch.data() + m;
         detail::quantize_chunk(q, in + c * C, m, c * C, quant, outliers[c]);
-        if constexpr (detail::is_lorenzo<P>) detail::flat_residuals(quant, codes, m, pipe.predictor.tile[0]);
+        if constexpr (detail::is_lorenzo<P>) detail::flat_residuals(quant, codes, m, pred.tile[0]);
         else for (std::size_t i = 0; i < m; ++i) codes[i] = ::ebac::detail::zigzag(static_cast<std::int32_t>(quant[i]));
         detail::encode_into(enc, codes, m, payload[c]);
       });
@@ -304,8 +363,8 @@ std::size_t compress_to(const T* in, const extents& shape, const Pipeline& pipe,
       detail::quantize_chunk(q, in + c * C, chunk_len(c), c * C, field + c * C, outliers[c]);
     });
     // An empty tensor may still have huge extents: no pass has work then.
-    const int passes = n > 0 ? pipe.predictor.passes() : 0;
-    for (int k = 0; k < passes; ++k) detail::run_pass<true>(field, pipe.predictor.pass(shape, k), threads);
+    const int passes = n > 0 ? pred.passes() : 0;
+    for (int k = 0; k < passes; ++k) detail::run_pass<true>(field, pred.pass(shape, k), threads);
     parallel_for(static_cast<std::int64_t>(chunks), threads, [&](std::int64_t ci) {
       const auto c = static_cast<std::uint64_t>(ci);
       detail::zigzag_in_place(field + c * C, chunk_len(c));
@@ -352,34 +411,34 @@ std::size_t compress_to(const T* in, const extents& shape, const Pipeline& pipe,
         ++outlier_count;
       }
   }
-  stream_header h;
-  h.type = dtype_of<T>::value;
-  h.mode = opt.bound.mode;
-  h.flags = opt.checksum ? stream_flag_checksum : 0;
-  h.shape = shape;
-  detail::fill_predictor(h, pipe.predictor);
+  detail::fill_predictor(h, pred);
   h.quantizer = Q::id;
   h.encoder = E::id;
-  h.eb_requested = opt.bound.value;
-  h.eb_abs = eb_abs;
-  h.chunk_elements = C;
   h.outlier_count = outlier_count;
   std::uint64_t payload_total = 0;
   for (const auto& v : payload) payload_total += v.size();
+  h.section_bytes[section_params] = h.params_bytes();
   h.section_bytes[section_codebook] = codebook_bytes.size();
   h.section_bytes[section_chunk_table] = 4 * chunks;
   h.section_bytes[section_payload] = payload_total;
   h.section_bytes[section_outlier_index] = index_bytes.size();
-  h.section_bytes[section_outlier_value] = outlier_count * sizeof(T);
+  h.section_bytes[section_outlier_value] = outlier_count * sizeof(S);
+
+  // Never larger than the raw elements plus a header: store them instead.
+  const std::uint64_t coded_bytes = h.section_offset(section_count) + (checksum ? 8 : 0);
+  const std::uint64_t stored_bytes = h.header_bytes() + n * sizeof(S) + (checksum ? 8 : 0);
+  if (opt.store_when_larger && coded_bytes > stored_bytes) return write_stored(h, in, n, checksum, threads, destination);
 
   // Everything that can throw happens before the destination is asked for:
   // from there on only copies, so a caller's buffer is written in full or not at all.
   std::vector<std::uint64_t> offsets(chunks + 1, 0);
   for (std::uint64_t c = 0; c < chunks; ++c) offsets[c + 1] = offsets[c] + payload[c].size();
-  const auto stream_bytes = static_cast<std::size_t>(h.section_offset(section_count) + (opt.checksum ? 8 : 0));
+  const auto stream_bytes = static_cast<std::size_t>(coded_bytes);
   std::byte* const out = destination(stream_bytes);
   h.write(out);
   std::byte* p = out + h.header_bytes();
+  h.write_params(p);
+  p += h.section_bytes[section_params];
   if (!codebook_bytes.empty()) std::memcpy(p, codebook_bytes.data(), codebook_bytes.size());
   p += codebook_bytes.size();
   for (const auto& v : payload) {
@@ -396,19 +455,80 @@ std::size_t compress_to(const T* in, const extents& shape, const Pipeline& pipe,
   for (const auto& v : outliers)
     for (std::uint64_t i : v) {
       ::ebac::detail::store_le(p, raw_bits(in[i]));
-      p += sizeof(T);
+      p += sizeof(S);
     }
-  if (opt.checksum) {
+  if (checksum) {
     const std::size_t body = stream_bytes - 8;
     ::ebac::detail::store_le<std::uint64_t>(out + body, ::ebac::detail::checksum64(out, body));
   }
   return stream_bytes;
 }
 
+/// The compressor: picks the stages for this tensor (stage_choice.hpp) and
+/// codes it. The two public compress() overloads differ only in `destination`.
+template <class Pipeline, element T, class Destination>
+std::size_t compress_to(const T* input, const extents& shape, const Pipeline& pipe, const compress_options& opt,
+                        Destination&& destination) {
+  using E = typename Pipeline::encoder_type;
+  using S = storage_t<T>;
+  using ::ebac::detail::fail;
+
+  if (const char* why = ::ebac::detail::compress_argument_error<T>(shape, pipe, opt)) fail(status::invalid_argument, why);
+  std::uint64_t n = 0;
+  (void)shape.count(n);
+  if (n > 0 && input == nullptr) fail(status::invalid_argument, "input pointer is null");
+  const S* in = reinterpret_cast<const S*>(input);  // a bool is read as its byte (dtype.hpp)
+  const std::uint32_t C = pipe.chunk_elements;
+  const int threads = opt.threads;
+
+  stream_header h;
+  h.type = dtype_of<T>::value;
+  h.mode = opt.bound.mode;
+  h.flags = opt.checksum ? stream_flag_checksum : 0;
+  h.shape = shape;
+  h.eb_requested = floating_element<T> ? opt.bound.value : 0.0;
+  h.chunk_elements = C;
+  auto code = [&](const auto& pred, const auto& q) {
+    return detail::encode_stream<E>(in, n, shape, pred, q, h, opt, destination);
+  };
+
+  const level_palette palette = detail::find_levels(in, n, C, opt.max_levels, threads);
+  if constexpr (floating_element<T>) {
+    using Q = typename Pipeline::quantizer_type;
+    // The range: for a relative bound, and for 16-bit elements, whose
+    // largest magnitude becomes the quantizer's top level (linear.hpp).
+    constexpr bool wants_top = sizeof(T) == 2;
+    value_range range;
+    if (opt.bound.mode == bound_mode::relative || wants_top)
+      range = palette.count > 0 ? palette_range<T>(palette) : detail::finite_range(in, n, C, threads);
+    const double eb_abs = quantizer_bound<Q, T>(opt.bound, range);
+    if (!std::isfinite(eb_abs)) fail(status::invalid_argument, "relative bound times the value range is not finite");
+    const Q q = Q::make(eb_abs).with_top(wants_top ? top_level_of(range) : 0.0f);
+    if (palette.count > 0 && levels_pay<T>(palette, q)) {
+      h.palette = palette;  // lossless: eb_abs stays 0
+      return code(no_prediction{}, level_quantizer{palette});
+    }
+    h.eb_abs = eb_abs;
+    h.top = q.top.value;
+    return code(pipe.predictor, q);
+  } else {
+    if (palette.count > 0) {
+      h.palette = palette;
+      return code(no_prediction{}, level_quantizer{palette});
+    }
+    if (opt.pooling.dims != 0) {
+      h.pool = opt.pooling;
+      return code(no_prediction{}, pool_window_quantizer::make(opt.pooling, shape));
+    }
+    return code(pipe.predictor, exact_quantizer{});
+  }
+}
+
 }  // namespace detail
 
 /// Compresses n = count(shape) elements of `in` into a self-describing stream.
-/// Throws ebac::error naming the offending argument.
+/// Floating-point elements are compressed under opt.bound; integer and bool
+/// elements losslessly. Throws ebac::error naming the offending argument.
 template <class Pipeline, element T>
 std::vector<std::byte> compress(const T* in, const extents& shape, const Pipeline& pipe, const compress_options& opt) {
   std::vector<std::byte> out;
@@ -421,7 +541,7 @@ std::vector<std::byte> compress(const T* in, const extents& shape, const Pipelin
 
 /// Compresses into a caller's buffer (an arena, pinned memory, ...) and
 /// returns the stream's size. A capacity of max_compressed_bytes(shape, pipe)
-/// always suffices; with less, a stream that does not fit throws
+/// always suffices (max_coded_bytes with opt.store_when_larger off); with less, a stream that does not fit throws
 /// status::buffer_too_small. On any error `out` is left untouched. `out`
 /// must not overlap `in` (outlier values are read from `in` while writing).
 template <class Pipeline, element T>
@@ -447,16 +567,32 @@ inline stream_header inspect(const std::byte* data, std::size_t size) {
 
 namespace detail {
 
-/// Calls f(pipeline<P, Q, E>) for the stages a validated header names.
-template <class F>
-void with_stream_pipeline(const stream_header& h, F&& f) {
-  pipeline_spec s;
-  s.predictor = h.predictor;
-  s.lorenzo_params = h.lorenzo_params;
-  s.quantizer = h.quantizer;
-  s.encoder = h.encoder;
-  s.chunk_elements = h.chunk_elements;
-  with_pipeline(s, h.shape, std::forward<F>(f));
+/// Calls f(predictor, quantizer, std::type_identity<encoder>) for the stages
+/// a validated header of a (not stored) stream of T names.
+template <element T, class F>
+void with_stream_stages(const stream_header& h, F&& f) {
+  auto with_encoder = [&](const auto& pred, const auto& q) {
+    switch (h.encoder) {
+      case encoder_id::run_length: f(pred, q, std::type_identity<run_length>{}); return;
+      case encoder_id::huffman: f(pred, q, std::type_identity<huffman>{}); return;
+      case encoder_id::block_bitpack: f(pred, q, std::type_identity<block_bitpack>{}); return;
+    }
+    ::ebac::detail::fail(status::corrupt_stream, "unknown encoder id");
+  };
+  auto with_quantizer = [&](const auto& pred) {
+    if (h.quantizer == quantizer_id::levels) return with_encoder(pred, level_quantizer{h.palette});
+    if constexpr (floating_element<T>) {
+      if (h.quantizer == quantizer_id::linear) return with_encoder(pred, linear_quantizer::make(h.eb_abs).with_top(h.top));
+      if (h.quantizer == quantizer_id::sign_preserving)
+        return with_encoder(pred, sign_preserving_quantizer::make(h.eb_abs).with_top(h.top));
+    } else {
+      if (h.quantizer == quantizer_id::exact) return with_encoder(pred, exact_quantizer{});
+      if (h.quantizer == quantizer_id::pool_window) return with_encoder(pred, pool_window_quantizer::make(h.pool, h.shape));
+    }
+    ::ebac::detail::fail(status::corrupt_stream, "quantizer does not fit the dtype");
+  };
+  if (h.predictor == predictor_id::none) with_quantizer(no_prediction{});
+  else with_quantizer(h.lorenzo_params);
 }
 
 }  // namespace detail
@@ -464,14 +600,26 @@ void with_stream_pipeline(const stream_header& h, F&& f) {
 /// Decompresses a stream into out[0, count); T must match the stream's dtype
 /// and count its element count. Throws ebac::error on any inconsistency.
 template <element T>
-void decompress(const std::byte* data, std::size_t size, T* out, std::uint64_t count, int threads = 0) {
+void decompress(const std::byte* data, std::size_t size, T* output, std::uint64_t count, int threads = 0) {
   using ::ebac::detail::fail;
+  using S = storage_t<T>;
   const stream_header h = inspect(data, size);
-  if (const char* why = ::ebac::detail::decompress_argument_error(h, dtype_of<T>::value, count, out)) fail(status::invalid_argument, why);
+  if (const char* why = ::ebac::detail::decompress_argument_error(h, dtype_of<T>::value, count, output)) fail(status::invalid_argument, why);
+  S* const out = reinterpret_cast<S*>(output);  // a bool is written as its byte
   const std::uint64_t n = count;
   const std::uint32_t C = h.chunk_elements;
   const std::uint64_t chunks = (n + C - 1) / C;
   auto chunk_len = [&](std::uint64_t c) { return static_cast<std::size_t>(std::min<std::uint64_t>(C, n - c * C)); };
+
+  if (h.is_stored()) {
+    const std::byte* p = data + h.section_offset(section_payload);
+    parallel_for(static_cast<std::int64_t>(chunks), threads, [&](std::int64_t ci) {
+      const auto c = static_cast<std::uint64_t>(ci);
+      for (std::uint64_t i = c * C, e = c * C + chunk_len(c); i < e; ++i)
+        out[i] = from_raw_bits<S>(::ebac::detail::load_le<typename bits_of<S>::type>(p + i * sizeof(S)));
+    });
+    return;
+  }
 
   huffman_codebook cb;
   if (h.encoder == encoder_id::huffman) {
@@ -485,17 +633,21 @@ void decompress(const std::byte* data, std::size_t size, T* out, std::uint64_t c
   for (std::uint64_t c = 0; c < chunks; ++c) offsets[c + 1] = offsets[c] + ::ebac::detail::load_le<std::uint32_t>(table + 4 * c);
   if (offsets[chunks] != h.section_bytes[section_payload]) fail(status::corrupt_stream, "chunk sizes do not add up to the payload section");
 
-  detail::with_stream_pipeline(h, [&](auto pipe) {
-    using Pipe = decltype(pipe);
-    using P = typename Pipe::predictor_type;
-    using Q = typename Pipe::quantizer_type;
-    using E = typename Pipe::encoder_type;
+  detail::with_stream_stages<T>(h, [&](const auto& pred, const auto& q, auto enc_tag) {
+    using P = std::remove_cvref_t<decltype(pred)>;
+    using E = typename decltype(enc_tag)::type;
     E enc{};
     if constexpr (E::needs_codebook) enc = huffman::bind(cb);
-    const Q q = Q::make(h.eb_abs);
-    std::vector<status> errors(chunks, status::ok);
+    std::vector<status> errors(chunks, status::ok);   // a payload that does not decode
+    std::vector<std::uint8_t> bad_codes(chunks, 0);     // a code the quantizer cannot have written
+    auto report = [&] {
+      for (status s : errors)
+        if (s != status::ok) fail(s, "a chunk's payload does not decode to its element count");
+      for (std::uint8_t b : bad_codes)
+        if (b) fail(status::corrupt_stream, "a chunk holds a code its quantizer cannot have written");
+    };
 
-    if (detail::chunk_local(pipe.predictor, C)) {
+    if (detail::chunk_local(pred, C)) {
       parallel_for(static_cast<std::int64_t>(chunks), threads, [&](std::int64_t ci) {
         thread_local std::vector<std::uint32_t> scratch;
         const auto c = static_cast<std::uint64_t>(ci);
@@ -504,14 +656,13 @@ void decompress(const std::byte* data, std::size_t size, T* out, std::uint64_t c
         const status s = enc.decode_chunk(payload + offsets[c], static_cast<std::size_t>(offsets[c + 1] - offsets[c]), scratch.data(), m);
         if (s != status::ok) { errors[c] = s; return; }
         detail::unzigzag_in_place(scratch.data(), m);
-        if constexpr (detail::is_lorenzo<P>) detail::flat_pass_in_chunk<false>(scratch.data(), m, pipe.predictor.tile[0]);
-        T* o = out + c * C;
-        for (std::size_t i = 0; i < m; ++i) o[i] = reconstruct_element<T>(q, static_cast<std::int32_t>(scratch[i]));
+        if constexpr (detail::is_lorenzo<P>) detail::flat_pass_in_chunk<false>(scratch.data(), m, pred.tile[0]);
+        if (!detail::reconstruct_chunk<S>(q, scratch.data(), m, c * C, out + c * C)) bad_codes[c] = 1;
       });
     } else {
       // Uninitialized: every element is written before it is read.
-    std::unique_ptr<std::uint32_t[]> field_store(new std::uint32_t[static_cast<std::size_t>(n)]);
-    std::uint32_t* const field = field_store.get();
+      std::unique_ptr<std::uint32_t[]> field_store(new std::uint32_t[static_cast<std::size_t>(n)]);
+      std::uint32_t* const field = field_store.get();
       parallel_for(static_cast<std::int64_t>(chunks), threads, [&](std::int64_t ci) {
         const auto c = static_cast<std::uint64_t>(ci);
         const std::size_t m = chunk_len(c);
@@ -519,20 +670,15 @@ void decompress(const std::byte* data, std::size_t size, T* out, std::uint64_t c
         if (s != status::ok) { errors[c] = s; return; }
         detail::unzigzag_in_place(field + c * C, m);
       });
-      for (status s : errors)
-        if (s != status::ok) fail(s, "a chunk's payload does not decode to its element count");
-      for (int k = (n > 0 ? pipe.predictor.passes() : 0) - 1; k >= 0; --k)
-        detail::run_pass<false>(field, pipe.predictor.pass(h.shape, k), threads);
+      report();
+      for (int k = (n > 0 ? pred.passes() : 0) - 1; k >= 0; --k)
+        detail::run_pass<false>(field, pred.pass(h.shape, k), threads);
       parallel_for(static_cast<std::int64_t>(chunks), threads, [&](std::int64_t ci) {
         const auto c = static_cast<std::uint64_t>(ci);
-        const std::size_t m = chunk_len(c);
-        const std::uint32_t* f = field + c * C;
-        T* o = out + c * C;
-        for (std::size_t i = 0; i < m; ++i) o[i] = reconstruct_element<T>(q, static_cast<std::int32_t>(f[i]));
+        if (!detail::reconstruct_chunk<S>(q, field + c * C, chunk_len(c), c * C, out + c * C)) bad_codes[c] = 1;
       });
     }
-    for (status s : errors)
-      if (s != status::ok) fail(s, "a chunk's payload does not decode to its element count");
+    report();
   });
 
   // Outliers: strictly increasing indices below n, raw bits restored.
@@ -547,17 +693,20 @@ void decompress(const std::byte* data, std::size_t size, T* out, std::uint64_t c
     else if (gap >= n || idx + gap + 1 < idx) fail(status::corrupt_stream, "outlier index out of range");
     else idx = idx + gap + 1;
     if (idx >= n) fail(status::corrupt_stream, "outlier index out of range");
-    out[idx] = from_raw_bits<T>(::ebac::detail::load_le<typename bits_of<T>::type>(vp + k * sizeof(T)));
+    out[idx] = from_raw_bits<S>(::ebac::detail::load_le<typename bits_of<S>::type>(vp + k * sizeof(S)));
   }
   if (ip != iend) fail(status::corrupt_stream, "outlier index section has trailing bytes");
 }
 
+/// Decompresses a whole stream into a new vector. For bool streams the
+/// vector holds one byte per element (std::vector<bool> packs bits and has
+/// no data()), 0 or 1 for a tensor that held valid bools.
 template <element T>
-std::vector<T> decompress(const std::byte* data, std::size_t size, int threads = 0) {
+std::vector<storage_t<T>> decompress(const std::byte* data, std::size_t size, int threads = 0) {
   const stream_header h = inspect(data, size);
   if (h.type != dtype_of<T>::value) ::ebac::detail::fail(status::invalid_argument, "output element type does not match the stream's dtype");
   const std::uint64_t n = element_count(h);
-  std::vector<T> out;
+  std::vector<storage_t<T>> out;
   // A header can claim far more elements than memory holds (run-length and
   // Huffman streams of zeros are legitimately tiny): a clear error, not std::bad_alloc.
   try {
@@ -567,7 +716,7 @@ std::vector<T> decompress(const std::byte* data, std::size_t size, int threads =
     ::ebac::detail::fail(status::out_of_memory, "cannot allocate the " + std::to_string(n) + " elements of " +
                                                     std::to_string(sizeof(T)) + " bytes the stream decodes to");
   }
-  decompress(data, size, out.data(), out.size(), threads);
+  decompress(data, size, reinterpret_cast<T*>(out.data()), out.size(), threads);
   return out;
 }
 
