@@ -48,9 +48,16 @@ elem elem_of(at::ScalarType s) {
     case at::kFloat: return elem::f32;
     case at::kHalf: return elem::f16;
     case at::kBFloat16: return elem::bf16;
+    case at::kBool: return elem::b8;
+    case at::kByte: return elem::u8;
+    case at::kChar: return elem::i8;
+    case at::kShort: return elem::i16;
+    case at::kInt: return elem::i32;
+    case at::kLong: return elem::i64;
     default: break;
   }
-  TORCH_CHECK(false, "ebac_torch: cannot compress dtype ", s, " (float32, float16 and bfloat16 only)");
+  TORCH_CHECK(false, "ebac_torch: cannot compress dtype ", s,
+              " (float32, float16, bfloat16 under a bound; bool, uint8, int8, int16, int32, int64 losslessly)");
   return elem::f32;  // unreachable
 }
 
@@ -59,9 +66,30 @@ at::ScalarType scalar_of(int code) {
     case elem::f32: return at::kFloat;
     case elem::f16: return at::kHalf;
     case elem::bf16: return at::kBFloat16;
+    case elem::b8: return at::kBool;
+    case elem::u8: return at::kByte;
+    case elem::i8: return at::kChar;
+    case elem::i16: return at::kShort;
+    case elem::i32: return at::kInt;
+    case elem::i64: return at::kLong;
   }
   TORCH_CHECK(false, "ebac_torch: unknown element code ", code);
   return at::kFloat;  // unreachable
+}
+
+const char* dtype_name(elem e) {
+  switch (e) {
+    case elem::f32: return "float32";
+    case elem::f16: return "float16";
+    case elem::bf16: return "bfloat16";
+    case elem::b8: return "bool";
+    case elem::u8: return "uint8";
+    case elem::i8: return "int8";
+    case elem::i16: return "int16";
+    case elem::i32: return "int32";
+    case elem::i64: return "int64";
+  }
+  return "?";
 }
 
 /// Dimension order from the largest stride to the smallest, or an empty
@@ -146,11 +174,31 @@ cuda_kernels parse_kernel_path(const std::string& name) {
   return cuda_kernels::staged;  // unreachable
 }
 
-/// compress(t, error_bound, mode, pipeline, threads, checksum, kernel_path) -> (blob, strides)
+/// The pooling geometry of a max-pool index tensor, from Python's
+/// (input, kernel, stride, padding, dilation) sizes of its spatial dims.
+void fill_pooling(const std::vector<std::vector<int64_t>>& p, compress_request& r) {
+  TORCH_CHECK(p.size() == 5, "ebac_torch: pooling is (input, kernel, stride, padding, dilation)");
+  const size_t d = p[0].size();
+  TORCH_CHECK(d >= 1 && d <= 3, "ebac_torch: pooling over 1 to 3 spatial dimensions");
+  for (const auto& v : p) TORCH_CHECK(v.size() == d, "ebac_torch: pooling sizes must all have ", d, " entries");
+  r.pool_dims = static_cast<int>(d);
+  for (size_t j = 0; j < d; ++j) {
+    r.pool_input[j] = p[0][j];
+    r.pool_kernel[j] = p[1][j];
+    r.pool_stride[j] = p[2][j];
+    r.pool_padding[j] = p[3][j];
+    r.pool_dilation[j] = p[4][j];
+  }
+}
+
+/// compress(t, error_bound, mode, pipeline, threads, checksum, kernel_path, pooling) -> (blob, strides)
 /// `strides` are those the decompressed tensor must get (t's own when its
-/// layout is dense, else contiguous ones).
+/// layout is dense, else contiguous ones). Integer and bool tensors are coded
+/// losslessly (the bound is ignored); `pooling` marks a tensor of max-pool
+/// indices (its last dims are the pooling output's spatial dims).
 py::tuple compress(at::Tensor t, double error_bound, const std::string& mode, const std::string& pipeline,
-                   int64_t threads, bool checksum, const std::string& kernel_path) {
+                   int64_t threads, bool checksum, const std::string& kernel_path,
+                   const std::optional<std::vector<std::vector<int64_t>>>& pooling) {
   TORCH_CHECK(t.layout() == at::kStrided, "ebac_torch: only strided (dense) tensors can be compressed");
   TORCH_CHECK(t.numel() > 0, "ebac_torch: cannot compress an empty tensor");
   compress_request r;
@@ -169,13 +217,26 @@ py::tuple compress(at::Tensor t, double error_bound, const std::string& mode, co
   std::optional<c10::cuda::CUDAGuard> guard;  // a copy below must land on the tensor's device
   if (t.is_cuda()) guard.emplace(t.device());
 #endif
-  // The layout is the same question on either device.
-  std::vector<int64_t> perm = physical_order(t);
-  if (perm.empty()) {
+  if (pooling.has_value()) {
+    // The geometry names the last dims: keep them as they are (size 1
+    // included) in row-major order, and fold everything before them.
+    fill_pooling(*pooling, r);
+    TORCH_CHECK(t.dim() >= r.pool_dims, "ebac_torch: a pooling geometry of ", r.pool_dims, " dims on a tensor of rank ", t.dim());
     t = t.contiguous();
-    perm = physical_order(t);
+    std::uint64_t lead = 1;
+    for (int64_t k = 0; k < t.dim() - r.pool_dims; ++k) lead *= static_cast<std::uint64_t>(t.size(k));
+    r.rank = r.pool_dims + 1;
+    r.dims[0] = lead;
+    for (int j = 0; j < r.pool_dims; ++j) r.dims[1 + j] = static_cast<std::uint64_t>(t.size(t.dim() - r.pool_dims + j));
+  } else {
+    // The layout is the same question on either device.
+    std::vector<int64_t> perm = physical_order(t);
+    if (perm.empty()) {
+      t = t.contiguous();
+      perm = physical_order(t);
+    }
+    fill_extents(t, perm, r);
   }
-  fill_extents(t, perm, r);
   r.data = t.data_ptr();
 #if defined(EBAC_TORCH_WITH_CUDA)
   if (t.is_cuda()) {
@@ -256,9 +317,9 @@ py::dict inspect(const at::Tensor& blob, int64_t stream_bytes) {
                        static_cast<std::size_t>(blob.numel()));
   }
   py::dict d;
-  d["dtype"] = s.type == elem::f32 ? "float32" : s.type == elem::f16 ? "float16" : "bfloat16";
+  d["dtype"] = dtype_name(s.type);
   d["dims"] = s.dims;
-  d["mode"] = s.relative ? "rel" : "abs";
+  d["mode"] = s.lossless_dtype ? "none" : (s.relative ? "rel" : "abs");
   d["eb_requested"] = s.eb_requested;
   d["eb_abs"] = s.eb_abs;
   d["outliers"] = s.outliers;
@@ -267,6 +328,7 @@ py::dict inspect(const at::Tensor& blob, int64_t stream_bytes) {
   d["quantizer"] = s.quantizer;
   d["encoder"] = s.encoder;
   d["checksum"] = s.checksum;
+  d["stored"] = s.stored;
   return d;
 }
 
@@ -418,8 +480,9 @@ PYBIND11_MODULE(TORCH_EXTENSION_NAME, m) {
   m.doc() = "ebac error-bounded compression of torch tensors (host backend; CUDA backend when built with it)";
   m.def("compress", &compress, py::arg("tensor"), py::arg("error_bound"), py::arg("mode") = "rel",
         py::arg("pipeline") = "fast", py::arg("threads") = 0, py::arg("checksum") = false,
-        py::arg("kernel_path") = "staged",
-        "Compress a float32/float16/bfloat16 tensor; returns (uint8 blob, strides to restore).");
+        py::arg("kernel_path") = "staged", py::arg("pooling") = py::none(),
+        "Compress a tensor (float32/float16/bfloat16 under the bound; bool and integers losslessly; pooling = "
+        "(input, kernel, stride, padding, dilation) for max-pool indices); returns (uint8 blob, strides to restore).");
   m.def("decompress", &decompress, py::arg("blob"), py::arg("sizes"), py::arg("strides"), py::arg("elem"),
         py::arg("threads") = 0, py::arg("kernel_path") = "staged", "Decompress a blob into a new tensor with the given sizes and strides.");
   m.def("inspect", &inspect, py::arg("blob"), py::arg("stream_bytes") = 0,

@@ -15,7 +15,9 @@
 
 namespace ebac_torch {
 
-enum class elem : int { f32 = 1, f16 = 2, bf16 = 3 };
+/// Element types, numbered as ebac::dtype (the stream format's dtype ids):
+/// floats are compressed under the bound, the others losslessly.
+enum class elem : int { f32 = 1, f16 = 2, bf16 = 3, b8 = 4, u8 = 5, i8 = 6, i16 = 7, i32 = 8, i64 = 9 };
 
 /// Which kernels the CUDA backend runs (ebac::cuda::kernel_path, same
 /// order); the host backend ignores it.
@@ -34,6 +36,11 @@ struct compress_request {
   int threads = 0;            ///< 0: all OpenMP threads
   bool checksum = false;      ///< in-memory training buffers skip it by default
   cuda_kernels kernels = cuda_kernels::staged;  ///< CUDA tensors only
+  /// Max-pool indices: the pooling layer's geometry (ebac::pool_geometry;
+  /// pool_dims == 0: none). The tensor's last pool_dims extents are the
+  /// output's spatial sizes.
+  int pool_dims = 0;
+  std::int64_t pool_input[3]{}, pool_kernel[3]{}, pool_stride[3]{}, pool_padding[3]{}, pool_dilation[3]{};
 };
 
 /// What a stream says about itself (ebac::host::inspect).
@@ -47,6 +54,8 @@ struct stream_info {
   std::uint64_t bytes = 0;
   int predictor = 0, quantizer = 0, encoder = 0;
   bool checksum = false;
+  bool stored = false;          ///< the raw elements (coding would not have shrunk them)
+  bool lossless_dtype = false;  ///< an integer or bool stream (no bound)
 };
 
 /// True when `name` is a pipeline ebac::parse_pipeline accepts.
@@ -59,7 +68,9 @@ stream_info host_inspect(const std::byte* data, std::size_t size);
 
 /// What a stream's header says, from its first bytes only (a device blob's
 /// header copied to the host); `total_bytes` is the whole stream's size.
-inline constexpr std::size_t max_header_bytes = 104 + 8 * 8;
+/// ebac::max_stream_prefix_bytes: the header with 8 extents and the largest
+/// stage-parameter section (host_codec.cpp checks that the numbers agree).
+inline constexpr std::size_t max_header_bytes = 112 + 8 * 8 + 129;
 stream_info inspect_header(const std::byte* head, std::size_t head_bytes, std::size_t total_bytes);
 
 /// Stream-ordered device memory (the torch translation unit passes PyTorch's

@@ -7,22 +7,43 @@
 #include "codec_api.hpp"
 
 #include <ebac/dtype.hpp>
+#include <ebac/format/stream_header.hpp>
 #include <ebac/pipeline.hpp>
+#include <ebac/quantizer/pool_window.hpp>
 #include <ebac/status.hpp>
 
 #include <string>
+#include <utility>
+
+static_assert(ebac_torch::max_header_bytes == ebac::max_stream_prefix_bytes, "codec_api.hpp's max_header_bytes is stale");
 
 namespace ebac_torch {
 
-/// Calls f(T{}) with T = float, ebac::float16 or ebac::bfloat16.
+static_assert(static_cast<int>(elem::f32) == static_cast<int>(ebac::dtype::f32) &&
+              static_cast<int>(elem::bf16) == static_cast<int>(ebac::dtype::bf16) &&
+              static_cast<int>(elem::b8) == static_cast<int>(ebac::dtype::b8) &&
+              static_cast<int>(elem::i64) == static_cast<int>(ebac::dtype::i64),
+              "codec_api's element codes are ebac's dtype ids");
+
+/// Calls f(T{}) with the ebac element type of an element code (ebac::visit_dtype).
 template <class F>
 decltype(auto) with_element(elem t, F&& f) {
-  switch (t) {
-    case elem::f16: return f(ebac::float16{});
-    case elem::bf16: return f(ebac::bfloat16{});
-    case elem::f32: break;
+  return ebac::visit_dtype(static_cast<ebac::dtype>(t), std::forward<F>(f));
+}
+
+/// The pooling geometry of a request (dims 0 when it has none).
+inline ebac::pool_geometry pooling_of(const compress_request& r) {
+  ebac::pool_geometry g;
+  g.dims = static_cast<std::uint32_t>(r.pool_dims);
+  for (int j = 0; j < r.pool_dims && j < 3; ++j) {
+    auto u = [](std::int64_t v) { return v < 0 ? ~std::uint64_t{0} : static_cast<std::uint64_t>(v); };  // negative: refused by validate
+    g.input[j] = u(r.pool_input[j]);
+    g.kernel[j] = u(r.pool_kernel[j]);
+    g.stride[j] = u(r.pool_stride[j]);
+    g.padding[j] = u(r.pool_padding[j]);
+    g.dilation[j] = u(r.pool_dilation[j]);
   }
-  return f(float{});
+  return g;
 }
 
 /// The spec of a named pipeline or a triple; ebac::error naming the choices otherwise.

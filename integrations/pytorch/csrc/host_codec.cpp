@@ -24,6 +24,7 @@ std::vector<std::byte> host_compress(const compress_request& r) {
   opt.bound = {r.error_bound, r.relative ? ebac::bound_mode::relative : ebac::bound_mode::absolute};
   opt.checksum = r.checksum;
   opt.threads = r.threads;
+  opt.pooling = pooling_of(r);
   return with_element(r.type, [&](auto tag) {
     using T = decltype(tag);
     const T* in = static_cast<const T*>(r.data);
@@ -52,6 +53,8 @@ stream_info info_of(const ebac::stream_header& h, std::size_t size) {
   s.quantizer = static_cast<int>(h.quantizer);
   s.encoder = static_cast<int>(h.encoder);
   s.checksum = h.has_checksum();
+  s.stored = h.is_stored();
+  s.lossless_dtype = !ebac::is_floating(h.type);
   return s;
 }
 }  // namespace

@@ -13,7 +13,7 @@ import torch
 
 from . import _ext
 from .adaptive import LayerAwareCompression, plan_batch
-from .hooks import _FLOAT_CODES, KERNEL_PATHS, _check_kernel_path, compressed_activations, stats
+from .hooks import _ELEM_CODES, _FLOAT_CODES, KERNEL_PATHS, _check_kernel_path, compressed_activations, stats
 from .propagation import batchnorm_input_grad_error, propagated_weight_error
 
 __all__ = ["compressed_activations", "stats", "LayerAwareCompression", "plan_batch", "compress", "decompress",
@@ -44,16 +44,23 @@ class Compressed:
         return "Compressed(shape=%s, dtype=%s, bytes=%d)" % (self.shape, self.dtype, self.nbytes)
 
 
-def compress(t, error_bound=1e-2, mode="rel", pipeline="fast", threads=None, checksum=False, kernel_path="staged"):
-    """Compresses one float32/float16/bfloat16 tensor (CPU, or CUDA when the
-    extension has its CUDA backend); returns a Compressed. `kernel_path`
-    picks the CUDA kernels (KERNEL_PATHS; same stream from each)."""
-    if t.dtype not in _FLOAT_CODES:
-        raise TypeError("ebac_torch.compress: dtype %s is not float32, float16 or bfloat16" % t.dtype)
+def compress(t, error_bound=1e-2, mode="rel", pipeline="fast", threads=None, checksum=False, kernel_path="staged",
+             pooling=None):
+    """Compresses one tensor (CPU, or CUDA when the extension has its CUDA
+    backend); returns a Compressed. float32/float16/bfloat16 are compressed
+    under the bound; bool, uint8, int8, int16, int32 and int64 losslessly
+    (the bound is ignored). `pooling` = (input, kernel, stride, padding,
+    dilation), each a list over the spatial dims, marks a tensor of max-pool
+    indices whose last dims are the pooling output's (see
+    hooks.pooling_geometry). `kernel_path` picks the CUDA kernels
+    (KERNEL_PATHS; same stream from each)."""
+    if t.dtype not in _ELEM_CODES:
+        raise TypeError("ebac_torch.compress: dtype %s is not one ebac codes (float32, float16, bfloat16, bool, "
+                        "uint8, int8, int16, int32, int64)" % t.dtype)
     _check_kernel_path(kernel_path)
     C = _ext.load()
     th = torch.get_num_threads() if threads is None else threads
-    blob, strides = C.compress(t.detach(), float(error_bound), mode, pipeline, th, checksum, kernel_path)
+    blob, strides = C.compress(t.detach(), float(error_bound), mode, pipeline, th, checksum, kernel_path, pooling)
     return Compressed(blob, t.shape, strides, t.dtype)
 
 
@@ -63,7 +70,7 @@ def decompress(c, threads=None, kernel_path="staged"):
     _check_kernel_path(kernel_path)
     C = _ext.load()
     th = torch.get_num_threads() if threads is None else threads
-    return C.decompress(c.blob, list(c.shape), list(c.strides), _FLOAT_CODES[c.dtype], th, kernel_path)
+    return C.decompress(c.blob, list(c.shape), list(c.strides), _ELEM_CODES[c.dtype], th, kernel_path)
 
 
 def inspect(c):

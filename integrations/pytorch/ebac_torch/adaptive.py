@@ -373,7 +373,7 @@ def plan_batch(budget_bytes, batch, stats=None, static_bytes=0.0, safety_margin=
         raise ValueError("plan_batch: the statistics have no per-tensor details (run a pass with keep_details=True)")
     per, ratio, raw = [], [], 0.0
     for d in st["details"]:
-        if "eb" in d and d["stored_bytes"] > 0:
+        if "kept" not in d and d["stored_bytes"] > 0:  # compressed (under a bound or losslessly)
             per.append(d["raw_bytes"] / batch)
             ratio.append(d["raw_bytes"] / d["stored_bytes"])
         else:

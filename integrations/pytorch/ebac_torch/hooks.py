@@ -10,11 +10,15 @@ is counted:
   every parameter and buffer of the model) are handed back untouched and are
   not counted as activation memory: they exist anyway;
 * floating-point tensors (float32, float16, bfloat16) with at least
-  ``min_numel`` elements are compressed under the error bound;
-* everything else that autograd saves (integer and bool tensors such as
-  max-pool indices, float64, tiny tensors, tensors on a device without a
-  backend) is kept as is and counted with its raw size, so the reported
-  ratio covers every saved byte;
+  ``min_numel`` elements are compressed under the error bound (a tensor of
+  at most 16 distinct values, such as a dropout mask, losslessly);
+* integer and bool tensors (max-pool indices, bool dropout masks, labels)
+  with at least ``min_numel`` elements are compressed losslessly; the
+  indices a ``nn.MaxPool1d/2d/3d`` saves are coded as offsets inside their
+  pooling windows (the geometry comes from the module and its input);
+* everything else that autograd saves (float64, complex, tiny tensors,
+  tensors on a device without a backend) is kept as is and counted with its
+  raw size, so the reported ratio covers every saved byte;
 * a tensor saved twice (a ReLU output that the next conv saves too) is
   stored and counted once: same storage (checked through a weak reference,
   so a recycled address never matches), data pointer, shape, strides, dtype
@@ -37,6 +41,41 @@ import torch
 from . import _ext
 
 _FLOAT_CODES = {torch.float32: 1, torch.float16: 2, torch.bfloat16: 3}
+# Every dtype ebac codes, as its element code (ebac::dtype): floats under the
+# bound, the integer and bool ones losslessly.
+_ELEM_CODES = {**_FLOAT_CODES, torch.bool: 4, torch.uint8: 5, torch.int8: 6, torch.int16: 7, torch.int32: 8,
+               torch.int64: 9}
+_POOLS = (torch.nn.MaxPool1d, torch.nn.MaxPool2d, torch.nn.MaxPool3d)
+# A stream's fixed header and checksum (docs/format.md): a tensor of fewer
+# bytes than its stream's header cannot get smaller.
+_STREAM_OVERHEAD = 112 + 8
+
+
+def _tuple(v, d):
+    return tuple(v) if isinstance(v, (tuple, list)) else (v,) * d
+
+
+def pooling_geometry(module, input_shape, indices):
+    """(input, kernel, stride, padding, dilation) of a MaxPoolNd's saved
+    indices, or None when `indices` is not that pool's output (shape)."""
+    d = 1 if isinstance(module, torch.nn.MaxPool1d) else 2 if isinstance(module, torch.nn.MaxPool2d) else 3
+    if input_shape is None or len(input_shape) < d or indices.dim() < d:
+        return None
+    kernel = _tuple(module.kernel_size, d)
+    stride = _tuple(module.stride if module.stride is not None else module.kernel_size, d)
+    padding = _tuple(module.padding, d)
+    dilation = _tuple(module.dilation, d)
+    inp = tuple(int(v) for v in input_shape[-d:])
+    out = tuple(int(v) for v in indices.shape[-d:])
+    for j in range(d):  # the output size PyTorch computes, floor or ceil mode
+        span = inp[j] + 2 * padding[j] - dilation[j] * (kernel[j] - 1) - 1
+        lo = span // stride[j] + 1
+        hi = -(-span // stride[j]) + 1
+        if hi > lo and (hi - 1) * stride[j] >= inp[j] + padding[j]:
+            hi -= 1
+        if out[j] not in (lo, hi):
+            return None
+    return [list(inp), list(kernel), list(stride), list(padding), list(dilation)]
 
 # The CUDA backend's kernels (ebac::cuda::kernel_path, docs/cuda.md): all give
 # the same stream; the host backend ignores the choice.
@@ -244,6 +283,7 @@ class compressed_activations:
             self._param_ids |= {self.C.storage_id(b) for b in model.buffers()}
         self._anon = {}
         self._stack = []
+        self._pool_inputs = {}
         self._table = {}
         self._live = 0
         self._closed = True       # the latest pass has freed everything it held
@@ -275,6 +315,8 @@ class compressed_activations:
 
     def _pre(self, module, inputs):
         self._stack.append(module)
+        if isinstance(module, _POOLS) and inputs and isinstance(inputs[0], torch.Tensor):
+            self._pool_inputs[module] = tuple(inputs[0].shape)
 
     def _post(self, module, inputs, output):
         if self._stack and self._stack[-1] is module:
@@ -340,12 +382,10 @@ class compressed_activations:
     def _keep_reason(self, t):
         if t.layout != torch.strided:
             return "layout"
-        if not t.is_floating_point():
-            return "integer"
-        if t.dtype not in _FLOAT_CODES:
+        if t.dtype not in _ELEM_CODES:
             return "dtype"
-        if t.numel() < self.min_numel:
-            return "tiny"
+        if t.numel() < self.min_numel or _nbytes(t) <= _STREAM_OVERHEAD + 8 * t.dim():
+            return "tiny"  # (a stream is never smaller than its header)
         if t.device.type != "cpu" and not self.C.has_cuda():
             if self.unsupported_device == "error":
                 raise RuntimeError("ebac_torch: this build has no %s backend (saved tensor of shape %s)"
@@ -397,18 +437,28 @@ class compressed_activations:
             else:
                 eb, mode, pipeline = spec
                 threads = self.threads if self.threads is not None else torch.get_num_threads()
+                lossless = t.dtype not in _FLOAT_CODES
+                pooling = None
+                if lossless and self._stack and isinstance(self._stack[-1], _POOLS):
+                    pool = self._stack[-1]
+                    pooling = pooling_geometry(pool, self._pool_inputs.get(pool), t)
                 blob, strides = self.C.compress(t.detach(), eb, mode, pipeline, threads, self.checksum,
-                                                self.kernel_path)
+                                                self.kernel_path, pooling)
                 p = _Packed(self, blob.numel())
                 p.blob = blob
                 p.sizes = list(t.shape)
                 p.strides = list(strides)
-                p.elem = _FLOAT_CODES[t.dtype]
+                p.elem = _ELEM_CODES[t.dtype]
                 P.compressed_tensors += 1
                 detail = {"module": name, "shape": tuple(t.shape), "dtype": str(t.dtype).replace("torch.", ""),
-                          "raw_bytes": raw, "stored_bytes": blob.numel(), "eb": eb, "mode": mode,
-                          "pipeline": pipeline}
-                if self.measure_error:
+                          "raw_bytes": raw, "stored_bytes": blob.numel(), "pipeline": pipeline}
+                if lossless:
+                    detail["lossless"] = True
+                    if pooling is not None:
+                        detail["pooling"] = pooling
+                else:
+                    detail.update(eb=eb, mode=mode)
+                if self.measure_error and not lossless:
                     info = self.C.inspect(blob)
                     detail.update(eb_abs=info["eb_abs"], outliers=info["outliers"])
                     self._measure(P, name, t, p, info["eb_abs"], detail)

@@ -98,7 +98,8 @@ class Hooks(unittest.TestCase):
         self.assertEqual(st["tensors"], len(ref))
         self.assertEqual(st["raw_bytes"], raw)
         self.assertGreater(st["duplicates"], 0)          # ReLU outputs saved again by the next layer
-        self.assertIn("integer", st["kept"])            # max-pool indices, the loss target
+        self.assertNotIn("integer", st["kept"])         # max-pool indices are compressed (losslessly) too
+        self.assertTrue(any(d.get("lossless") and d["dtype"] == "int64" and "pooling" in d for d in st["details"]))
         self.assertIn("tiny", st["kept"])               # BN mean / invstd
         self.assertGreater(st["parameters"]["tensors"], 0)
         stored = sum(d["stored_bytes"] for d in st["details"])
