@@ -77,10 +77,10 @@ RATIO_TARGET = {"vgg-cnn": 12.0, "vgg16_bn": 12.0, "resnet50": 12.0,
                 "small-vit": 8.0, "gpt": 8.0, "vit_b_16": 8.0}
 COSINE_TARGET = 0.99
 COSINE_SMOKE = 0.9
-# A parameter whose plain gradient has ||g|| < NEGLIGIBLE * max ||g|| is not
-# judged. Exactly-zero true gradients (a bias whose output goes through a
-# linear layer into BatchNorm) come out at 1e-9 to 5e-7 of the largest norm
-# in float32.
+# A parameter is not judged when its plain gradient has ||g|| < NEGLIGIBLE *
+# max ||g||, or when it is a bias feeding BatchNorm (BiasIntoBatchNorm): true
+# gradients that are exactly zero come out as float32 rounding noise (1e-9 to
+# 2e-5 of the largest norm in these networks).
 NEGLIGIBLE = 1e-5
 RSS_AGREEMENT = (0.5, 1.5)  # measured / predicted RSS saving counted as "about" the prediction
 FIT_DEFAULT = ["vgg-cnn", "small-vit", "gpt", "resnet18"]
@@ -291,6 +291,42 @@ def _type_of_name(types, name):
     return "?"
 
 
+class BiasIntoBatchNorm:
+    """Finds the biases of Conv/Linear layers whose output goes straight into
+    a training-mode BatchNorm (torchvision's vgg16_bn has 13). BatchNorm
+    subtracts the batch mean, so their true gradient is exactly zero, and the
+    float32 gradient is rounding noise (in vgg16_bn up to 2e-5 of the largest
+    parameter gradient norm): not a fidelity measure."""
+
+    def __init__(self, torch, model):
+        nn = torch.nn
+        self.names = {m: n for n, m in model.named_modules()}
+        self.outputs = {}
+        self.found = set()
+        layers = (nn.Conv1d, nn.Conv2d, nn.Conv3d, nn.Linear)
+        norms = nn.modules.batchnorm._BatchNorm
+        self.handles = []
+        for m in model.modules():
+            if isinstance(m, layers) and getattr(m, "bias", None) is not None:
+                self.handles.append(m.register_forward_hook(self._post))
+            elif isinstance(m, norms):
+                self.handles.append(m.register_forward_pre_hook(self._pre))
+
+    def _post(self, m, inputs, out):
+        self.outputs[id(out)] = (m, out)  # holds `out`, so its id is not reused meanwhile
+
+    def _pre(self, m, inputs):
+        hit = self.outputs.get(id(inputs[0])) if inputs else None
+        if m.training and hit is not None and hit[1] is inputs[0]:
+            self.found.add(self.names[hit[0]] + ".bias")
+
+    def close(self):
+        for h in self.handles:
+            h.remove()
+        self.outputs = {}
+        return sorted(self.found)
+
+
 def compare_grads(torch, model, ref):
     """Per parameter: cosine and relative L2 error of this run's gradient
     against `ref` (plain's), and whether plain's is negligible."""
@@ -392,9 +428,12 @@ def worker(spec):
         if way == "checkpoint":
             segment_hook["fn"] = lambda t: counter.pack(t, ("<checkpoint input>", "<checkpoint>"))
     collect = {} if spec.get("grads") else None
+    zero = BiasIntoBatchNorm(torch, model) if collect is not None else None
     t0 = time.perf_counter()
     session = step(collect, counter)
     res["warmup_seconds"] = time.perf_counter() - t0
+    if zero is not None:
+        res["zero_gradient_params"] = zero.close()
     if counter is not None:
         res["count"] = counter.result()
         segment_hook["fn"] = None
@@ -697,9 +736,15 @@ def analyze(n, smoke):
         g = r.get("grads")
         if not g:
             continue
+        zero = set(r.get("zero_gradient_params") or plain.get("zero_gradient_params") or [])
         gmax = max((x["norm_plain"] for x in g if "norm_plain" in x), default=0.0)
         for x in g:
-            if "norm_plain" in x:
+            if "norm_plain" not in x:
+                continue
+            if x["name"] in zero:
+                x["negligible"] = True
+                x["reason"] = "bias feeding BatchNorm: true gradient 0 (||g_plain|| = %.3g)" % x["norm_plain"]
+            else:
                 x["negligible"] = x["norm_plain"] < NEGLIGIBLE * gmax
                 x["reason"] = ("||g_plain|| = %.3g < %.0e x max %.3g" % (x["norm_plain"], NEGLIGIBLE, gmax)
                                if x["negligible"] else "")
@@ -1112,7 +1157,8 @@ def write_report(results, meta, figs, out):
     add("")
     add("Per parameter, against the plain step's gradient (same weights, batch and dropout masks): cosine and "
         "relative L2 error ||g − g_plain|| / ||g_plain||. A parameter whose plain gradient is below %.0e × the "
-        "largest parameter gradient norm is not judged (listed below)." % NEGLIGIBLE)
+        "largest parameter gradient norm, or a bias that feeds BatchNorm directly (its true gradient is exactly "
+        "zero; the float32 one is rounding noise), is not judged (listed below)." % NEGLIGIBLE)
     add("")
     add("| network | way | judged | min cosine | median rel. L2 | max rel. L2 | worst parameters (cosine) |")
     add("|---|---|---|---|---|---|---|")
