@@ -474,11 +474,12 @@ def worker(spec):
     for _ in range(spec["steps"]):
         gc.collect()
         before = mem.before()
-        t0 = time.perf_counter()
+        c0, t0 = time.process_time(), time.perf_counter()
         session = step()
-        sec = time.perf_counter() - t0
+        sec, cpu = time.perf_counter() - t0, time.process_time() - c0
         peak = mem.peak()
-        steps.append({"seconds": sec, "rss_before": before, "peak": peak, "increase": peak - before})
+        steps.append({"seconds": sec, "cpu_seconds": cpu, "rss_before": before, "peak": peak,
+                      "increase": peak - before})
         if session is not None:
             st = session.stats()
             res["ebac"]["pack_seconds"].append(st.get("pack_seconds", 0.0))
@@ -582,7 +583,9 @@ def summarize_way(res):
     if not s:
         return {}
     t = [x["seconds"] for x in s]
+    cpu = [x["cpu_seconds"] for x in s if "cpu_seconds" in x]
     return {"time_median": statistics.median(t), "time_min": min(t), "time_max": max(t),
+            "cpu_median": statistics.median(cpu) if cpu else None,
             "peak": max(x["peak"] for x in s), "increase": max(x["increase"] for x in s),
             "rss_before": statistics.median(x["rss_before"] for x in s)}
 
@@ -1129,8 +1132,9 @@ def write_report(results, meta, figs, out):
     add("## Step time")
     add("")
     add("| network | plain s | ebac s (pack + unpack s) | checkpoint s | save_on_cpu s | ebac / plain | "
-        "checkpoint / plain | save_on_cpu / plain | ebac / checkpoint |")
-    add("|---|---|---|---|---|---|---|---|---|")
+        "checkpoint / plain | save_on_cpu / plain | ebac / checkpoint | CPU s: plain / ebac / checkpoint / "
+        "save_on_cpu |")
+    add("|---|---|---|---|---|---|---|---|---|---|")
     for n in results:
         s = n["analysis"].get("summary", {})
         e = (n["ways"].get("ebac") or {}).get("ebac") or {}
@@ -1145,12 +1149,15 @@ def write_report(results, meta, figs, out):
         pu = ""
         if e.get("pack_seconds") and len(e["pack_seconds"]) > 1:
             pu = " (%.2f + %.2f)" % (_median(e["pack_seconds"][1:]), _median(e["unpack_seconds"][1:]))
-        add("| %s | %s | %s%s | %s | %s | %s | %s | %s | %s |" % (
+        add("| %s | %s | %s%s | %s | %s | %s | %s | %s | %s | %s |" % (
             n["network"], t("plain"), t("ebac"), pu, t("checkpoint"), t("offload"), q("ebac", "plain"),
-            q("checkpoint", "plain"), q("offload", "plain"), q("ebac", "checkpoint")))
+            q("checkpoint", "plain"), q("offload", "plain"), q("ebac", "checkpoint"),
+            " / ".join("%.2f" % s[w]["cpu_median"] if s.get(w, {}).get("cpu_median") is not None else "n/a"
+                       for w in WAYS)))
     add("")
-    add("Medians of %d timed step(s) (range in brackets), after one warm-up step; the machine may have been "
-        "shared with other jobs." % meta["steps"])
+    add("Wall-clock medians of %d timed step(s) (range in brackets), after one warm-up step. The last column is "
+        "the process's CPU time per step (all threads, median), which other jobs on a shared machine disturb "
+        "less than the wall clock." % meta["steps"])
     add("")
 
     add("## Gradient fidelity")
