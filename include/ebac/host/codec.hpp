@@ -22,6 +22,7 @@
 #include <ebac/extents.hpp>
 #include <ebac/format/stream_header.hpp>
 #include <ebac/host/parallel.hpp>
+#include <ebac/host/scratch.hpp>
 #include <ebac/pipeline.hpp>
 #include <ebac/quantizer/quantizer_bound.hpp>
 #include <ebac/status.hpp>
@@ -185,19 +186,14 @@ inline void unzigzag_in_place(std::uint32_t* f, std::size_t m) {
   for (std::size_t i = 0; i < m; ++i) f[i] = static_cast<std::uint32_t>(::ebac::detail::unzigzag(f[i]));
 }
 
-/// Encodes one chunk through a reused per-thread buffer, so the chunk's own
+/// Encodes one chunk through the call's per-thread buffer, so the chunk's own
 /// vector is sized once to its real length (no zero-fill of the worst case).
 template <class E>
-void encode_into(const E& enc, const std::uint32_t* codes, std::size_t m, std::vector<std::byte>& out) {
-  thread_local std::unique_ptr<std::byte[]> buf;
-  thread_local std::size_t cap = 0;
-  const std::size_t need = enc.max_chunk_bytes(m);
-  if (need > cap) {
-    buf.reset(new std::byte[need]);
-    cap = need;
-  }
-  const std::size_t k = enc.encode_chunk(codes, m, buf.get());
-  out.assign(buf.get(), buf.get() + k);
+void encode_into(const E& enc, const std::uint32_t* codes, std::size_t m, std::vector<std::byte>& out,
+                 per_thread_scratch<std::byte>& scratch) {
+  std::byte* buf = scratch.get(enc.max_chunk_bytes(m));
+  const std::size_t k = enc.encode_chunk(codes, m, buf);
+  out.assign(buf, buf + k);
 }
 
 template <class P>
@@ -263,13 +259,14 @@ std::size_t compress_to(const T* in, const extents& shape, const Pipeline& pipe,
   std::vector<std::vector<std::byte>> payload(chunks);
   std::vector<std::byte> codebook_bytes;
   auto chunk_len = [&](std::uint64_t c) { return static_cast<std::size_t>(std::min<std::uint64_t>(C, n - c * C)); };
+  detail::per_thread_scratch<std::byte> encode_scratch(threads);  // freed when the call returns
 
   auto encode_all = [&](const auto& enc, auto&& codes_of_chunk) {
     parallel_for(static_cast<std::int64_t>(chunks), threads, [&](std::int64_t ci) {
       const auto c = static_cast<std::uint64_t>(ci);
       const std::size_t m = chunk_len(c);
       const std::uint32_t* codes = codes_of_chunk(c, m);
-      detail::encode_into(enc, codes, m, payload[c]);
+      detail::encode_into(enc, codes, m, payload[c], encode_scratch);
     });
   };
 
@@ -279,17 +276,16 @@ std::size_t compress_to(const T* in, const extents& shape, const Pipeline& pipe,
       fused = true;
       // Fused path: quantize, predict, zigzag and encode one chunk in cache.
       const E enc{};
+      detail::per_thread_scratch<std::uint32_t> scratch(threads);
       parallel_for(static_cast<std::int64_t>(chunks), threads, [&](std::int64_t ci) {
-        thread_local std::vector<std::uint32_t> scratch;
         const auto c = static_cast<std::uint64_t>(ci);
         const std::size_t m = chunk_len(c);
-        scratch.resize(2 * m);
-        std::uint32_t* quant = scratch.data();
-        std::uint32_t* codes = scratch.data() + m;
+        std::uint32_t* quant = scratch.get(2 * m);
+        std::uint32_t* codes = quant + m;
         detail::quantize_chunk(q, in + c * C, m, c * C, quant, outliers[c]);
         if constexpr (detail::is_lorenzo<P>) detail::flat_residuals(quant, codes, m, pipe.predictor.tile[0]);
         else for (std::size_t i = 0; i < m; ++i) codes[i] = ::ebac::detail::zigzag(static_cast<std::int32_t>(quant[i]));
-        detail::encode_into(enc, codes, m, payload[c]);
+        detail::encode_into(enc, codes, m, payload[c], encode_scratch);
       });
     }
   }
@@ -496,17 +492,17 @@ void decompress(const std::byte* data, std::size_t size, T* out, std::uint64_t c
     std::vector<status> errors(chunks, status::ok);
 
     if (detail::chunk_local(pipe.predictor, C)) {
+      detail::per_thread_scratch<std::uint32_t> scratch(threads);  // freed when the call returns
       parallel_for(static_cast<std::int64_t>(chunks), threads, [&](std::int64_t ci) {
-        thread_local std::vector<std::uint32_t> scratch;
         const auto c = static_cast<std::uint64_t>(ci);
         const std::size_t m = chunk_len(c);
-        scratch.resize(m);
-        const status s = enc.decode_chunk(payload + offsets[c], static_cast<std::size_t>(offsets[c + 1] - offsets[c]), scratch.data(), m);
+        std::uint32_t* codes = scratch.get(m);
+        const status s = enc.decode_chunk(payload + offsets[c], static_cast<std::size_t>(offsets[c + 1] - offsets[c]), codes, m);
         if (s != status::ok) { errors[c] = s; return; }
-        detail::unzigzag_in_place(scratch.data(), m);
-        if constexpr (detail::is_lorenzo<P>) detail::flat_pass_in_chunk<false>(scratch.data(), m, pipe.predictor.tile[0]);
+        detail::unzigzag_in_place(codes, m);
+        if constexpr (detail::is_lorenzo<P>) detail::flat_pass_in_chunk<false>(codes, m, pipe.predictor.tile[0]);
         T* o = out + c * C;
-        for (std::size_t i = 0; i < m; ++i) o[i] = reconstruct_element<T>(q, static_cast<std::int32_t>(scratch[i]));
+        for (std::size_t i = 0; i < m; ++i) o[i] = reconstruct_element<T>(q, static_cast<std::int32_t>(codes[i]));
       });
     } else {
       // Uninitialized: every element is written before it is read.
