@@ -188,4 +188,27 @@ TEST_CASE("compress and decompress keep no scratch once they return") {
     CHECK(after - before == 0);
   }
 }
+
+TEST_CASE("decompress refuses an output above max_output_bytes before allocating it") {
+  const std::size_t n = 100000;
+  const auto x = signal(n);
+  const ebac::extents e{n};
+  ebac::compress_options opt;
+  opt.bound = {1e-3, ebac::bound_mode::absolute};
+  const auto stream = ebac::host::compress(x.data(), e, fast_t{}, opt);
+  const std::int64_t before = live_bytes.load();
+  std::int64_t during = 0;
+  try {
+    (void)ebac::host::decompress<float>(stream.data(), stream.size(), 1, 4 * n - 1);
+    FAIL("no exception");
+  } catch (const ebac::error& err) {
+    during = live_bytes.load();
+    CHECK(err.code() == ebac::status::buffer_too_small);
+  }
+  CHECK(during - before < 4096);  // the message, not the 400 kB output
+  std::vector<float> y(n);
+  CHECK_THROWS_AS(ebac::host::decompress(stream.data(), stream.size(), y.data(), n, 1, 4 * n - 1), ebac::error);
+  CHECK_NOTHROW(ebac::host::decompress(stream.data(), stream.size(), y.data(), n, 1, 4 * n));
+  CHECK(ebac::host::decompress<float>(stream.data(), stream.size(), 1, 4 * n).size() == n);
+}
 }

@@ -32,6 +32,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <cstring>
+#include <limits>
 #include <memory>
 #include <stdexcept>
 #include <string>
@@ -45,6 +46,9 @@ struct compress_options {
   bool checksum = true;  ///< files always carry one; an in-memory buffer may skip it
   int threads = 0;       ///< 0: all OpenMP threads, 1: serial
 };
+
+/// decompress()'s default max_output_bytes: no limit.
+inline constexpr std::uint64_t unlimited_output = std::numeric_limits<std::uint64_t>::max();
 
 namespace detail {
 
@@ -72,6 +76,17 @@ template <class Pipeline>
   if (count != element_count(h)) return "output size does not match the stream's element count";
   if (count > 0 && out == nullptr) return "output pointer is null";
   return nullptr;
+}
+
+/// Throws status::buffer_too_small when a (validated) stream decodes to more
+/// than max_output_bytes bytes (element count x element size): checked
+/// before anything is allocated, since a tiny stream may claim 2^48 elements.
+inline void check_output_limit(const stream_header& h, std::uint64_t max_output_bytes) {
+  const std::uint64_t n = element_count(h);  // <= 2^48: the product cannot overflow
+  const std::uint64_t bytes = n * size_of(h.type);
+  if (bytes > max_output_bytes)
+    fail(status::buffer_too_small, "the stream decodes to " + std::to_string(bytes) + " bytes (" + std::to_string(n) + " elements), more than the " +
+                                       std::to_string(max_output_bytes) + " bytes allowed (max_output_bytes)");
 }
 
 }  // namespace detail
@@ -458,11 +473,15 @@ void with_stream_pipeline(const stream_header& h, F&& f) {
 }  // namespace detail
 
 /// Decompresses a stream into out[0, count); T must match the stream's dtype
-/// and count its element count. Throws ebac::error on any inconsistency.
+/// and count its element count. Throws ebac::error on any inconsistency, and
+/// status::buffer_too_small when the stream decodes to more than
+/// max_output_bytes bytes (count x sizeof(T)), before decoding anything.
 template <element T>
-void decompress(const std::byte* data, std::size_t size, T* out, std::uint64_t count, int threads = 0) {
+void decompress(const std::byte* data, std::size_t size, T* out, std::uint64_t count, int threads = 0,
+                std::uint64_t max_output_bytes = unlimited_output) {
   using ::ebac::detail::fail;
   const stream_header h = inspect(data, size);
+  ::ebac::detail::check_output_limit(h, max_output_bytes);
   if (const char* why = ::ebac::detail::decompress_argument_error(h, dtype_of<T>::value, count, out)) fail(status::invalid_argument, why);
   const std::uint64_t n = count;
   const std::uint32_t C = h.chunk_elements;
@@ -548,10 +567,15 @@ void decompress(const std::byte* data, std::size_t size, T* out, std::uint64_t c
   if (ip != iend) fail(status::corrupt_stream, "outlier index section has trailing bytes");
 }
 
+/// The allocating form. max_output_bytes bounds what a stream may make it
+/// allocate (element count x sizeof(T), checked against the header before
+/// allocating; status::buffer_too_small when exceeded): pass one when the
+/// stream is not trusted.
 template <element T>
-std::vector<T> decompress(const std::byte* data, std::size_t size, int threads = 0) {
+std::vector<T> decompress(const std::byte* data, std::size_t size, int threads = 0, std::uint64_t max_output_bytes = unlimited_output) {
   const stream_header h = inspect(data, size);
   if (h.type != dtype_of<T>::value) ::ebac::detail::fail(status::invalid_argument, "output element type does not match the stream's dtype");
+  ::ebac::detail::check_output_limit(h, max_output_bytes);
   const std::uint64_t n = element_count(h);
   std::vector<T> out;
   // A header can claim far more elements than memory holds (run-length and
@@ -563,7 +587,7 @@ std::vector<T> decompress(const std::byte* data, std::size_t size, int threads =
     ::ebac::detail::fail(status::out_of_memory, "cannot allocate the " + std::to_string(n) + " elements of " +
                                                     std::to_string(sizeof(T)) + " bytes the stream decodes to");
   }
-  decompress(data, size, out.data(), out.size(), threads);
+  decompress(data, size, out.data(), out.size(), threads, max_output_bytes);
   return out;
 }
 
