@@ -28,6 +28,7 @@ NVCC=/usr/local/cuda/bin/nvcc
 packages=(
   cmake ninja-build g++     # build
   doctest-dev               # unit and property tests
+  libcli11-dev nlohmann-json3-dev  # the ebac CLI: argument parsing, JSON output (header-only)
   python3 python3-numpy     # tests/cli drives the CLI from Python and checks results in numpy
   clang libclang-rt-14-dev  # libFuzzer + sanitizer runtimes for the fuzz preset
   llvm-14                   # llvm-symbolizer: sanitizer reports with file:line
