@@ -1,10 +1,15 @@
-// Writes a seed corpus for fuzz_decompress: valid streams from every named
-// pipeline plus explicit predictor:quantizer:encoder triples, for each dtype,
-// several shapes, data kinds (smooth, post-ReLU, noisy, with NaN/Inf
-// outliers, constant, empty), bound modes and chunk sizes, so that both the
-// fused per-chunk and the whole-tensor decode paths are reached.
+// Writes a seed corpus for fuzz_decompress (and fuzz_inspect): valid streams
+// from every named pipeline plus explicit predictor:quantizer:encoder
+// triples, for each dtype, several shapes, data kinds (smooth, post-ReLU,
+// noisy, with NaN/Inf outliers, constant, empty), bound modes and chunk
+// sizes, so that both the fused per-chunk and the whole-tensor decode paths
+// are reached. With a second directory, also inputs for fuzz_compress
+// (compress_input.hpp): every dtype, predictor, quantizer and encoder, both
+// bound modes, the same data kinds plus signed zeros and subnormals.
 //
-//   ebac_fuzz_make_seeds <output directory>
+//   ebac_fuzz_make_seeds <stream directory> [<compress input directory>]
+#include "compress_input.hpp"
+
 #include <ebac/ebac.hpp>
 
 #include <cmath>
@@ -56,9 +61,49 @@ std::vector<std::byte> compress_as(const std::vector<float>& x, const ebac::exte
 
 }  // namespace
 
+/// fuzz_compress inputs: a 9-byte header (compress_input.hpp) and elements.
+int write_compress_inputs(const std::filesystem::path& dir) {
+  std::filesystem::create_directories(dir);
+  int written = 0;
+  for (int k = 0; k < 60; ++k) {
+    const int dt = k % 3, kind = (k / 3) % 6;
+    const std::size_t n = static_cast<std::size_t>(37 + 53 * (k % 11));
+    std::vector<float> x = make_data(kind % 5, n);
+    if (kind == 5)  // signed zeros, subnormals, float16 edges
+      for (std::size_t i = 0; i < n; ++i) {
+        const float v[] = {0.0f, -0.0f, 1e-40f, -1e-45f, 65504.0f, -6.1e-5f, 3.0f, -2.0f};
+        x[i] = v[i % 8];
+      }
+    std::vector<std::uint8_t> in(ebac_fuzz::compress_header_bytes);
+    in[0] = static_cast<std::uint8_t>(dt);
+    in[1] = static_cast<std::uint8_t>(k % 4);                   // rank 1..4
+    in[2] = static_cast<std::uint8_t>(k);
+    in[3] = static_cast<std::uint8_t>(k / 2);
+    in[4] = static_cast<std::uint8_t>(k / 3);
+    in[5] = static_cast<std::uint8_t>((k % 2) | ((k % 2 ? 30 : 30 + k % 20) << 1));  // rel ~2^-10, abs 2^-10..2^9
+    in[6] = static_cast<std::uint8_t>(17 * k);
+    in[7] = static_cast<std::uint8_t>(k % 30);                  // every predictor x quantizer x encoder
+    in[8] = static_cast<std::uint8_t>(k % 25);                  // every chunk x tile
+    for (float f : x) {
+      if (dt == 0) {
+        const std::uint32_t b = ebac::raw_bits(f);
+        for (int j = 0; j < 4; ++j) in.push_back(static_cast<std::uint8_t>(b >> (8 * j)));
+      } else {
+        const std::uint16_t b = dt == 1 ? ebac::raw_bits(ebac::from_float<ebac::float16>(f)) : ebac::raw_bits(ebac::from_float<ebac::bfloat16>(f));
+        in.push_back(static_cast<std::uint8_t>(b));
+        in.push_back(static_cast<std::uint8_t>(b >> 8));
+      }
+    }
+    std::ofstream(dir / ("compress_" + std::to_string(k) + ".bin"), std::ios::binary)
+        .write(reinterpret_cast<const char*>(in.data()), static_cast<std::streamsize>(in.size()));
+    ++written;
+  }
+  return written;
+}
+
 int main(int argc, char** argv) {
-  if (argc != 2) {
-    std::fprintf(stderr, "usage: %s OUTPUT_DIR\n", argv[0]);
+  if (argc != 2 && argc != 3) {
+    std::fprintf(stderr, "usage: %s STREAM_DIR [COMPRESS_INPUT_DIR]\n", argv[0]);
     return 2;
   }
   const std::filesystem::path dir = argv[1];
@@ -111,5 +156,9 @@ int main(int argc, char** argv) {
     }
   }
   std::printf("make_seeds: wrote %d streams to %s\n", written, dir.string().c_str());
+  if (argc == 3) {
+    const int k = write_compress_inputs(argv[2]);
+    std::printf("make_seeds: wrote %d compress inputs to %s\n", k, argv[2]);
+  }
   return 0;
 }
