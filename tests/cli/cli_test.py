@@ -819,6 +819,10 @@ def group_arguments():
     for bad in ("nan", "inf", "-1", "0", "abc", " 1"):
         rc, so, se = run_bytes(c + ["--eb", bad])
         one_error_line(f"--eb {bad!r}", rc, se, "--eb")
+    # A tensor the format cannot hold is refused before reading (here: an endless input).
+    rc, so, se = run_bytes(["compress", "--input", "/dev/zero", "--output", path("huge.ebac"), "--dtype", "f32",
+                            "--dims", "1000000,1000000,1000", "--eb", "1e-3"], timeout=30)
+    one_error_line("more than 2^48 elements", rc, se, "2^48")
     rc, so, se = run_bytes(c + ["--eb", "1e-3", "--pipeline", "zstd-max"])
     one_error_line("unknown pipeline", rc, se, "zstd-max")
     check(se.count("see ebac --help") == 1, f"unknown pipeline: the hint is not printed once: {se!r}")

@@ -242,10 +242,11 @@ const std::string& input_arg(const args& a) {
   return a.opt.at("input");
 }
 
+/// Bytes of a tensor the format can hold (refused before any input is read).
 std::uint64_t byte_size(const ebac::extents& e, ebac::dtype t) {
   std::uint64_t n = 0;
   (void)e.count(n);
-  if (n > std::numeric_limits<std::uint64_t>::max() / ebac::size_of(t)) throw usage_error("--dims: byte size overflows");
+  if (n > ebac::max_stream_elements) throw usage_error("--dims: more than 2^48 elements, the stream format's limit");
   return n * ebac::size_of(t);
 }
 
