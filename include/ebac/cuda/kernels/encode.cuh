@@ -12,7 +12,9 @@
 #include <ebac/encoder/huffman.hpp>
 #include <ebac/encoder/huffman_image.hpp>
 #include <ebac/format/outlier_index.hpp>
+#include <ebac/format/stored_header.hpp>
 #include <ebac/format/stream_header.hpp>
+#include <ebac/quantizer/chosen_stages.hpp>
 
 #include <cub/block/block_reduce.cuh>
 #include <cub/block/block_scan.cuh>
@@ -260,14 +262,14 @@ outlier_index_kernel(const std::uint64_t* index, const std::uint64_t* count, std
 }
 
 /// The outlier value section, right after the index section: outlier j's
-/// raw bits (its index is index[j]).
-template <class T>
-EBAC_KERNEL void outlier_values_kernel(const T* in, const std::uint64_t* index, const std::uint64_t* count, std::byte* out,
+/// raw bits (its index is index[j]). S is the element's storage type.
+template <class S>
+EBAC_KERNEL void outlier_values_kernel(const S* in, const std::uint64_t* index, const std::uint64_t* count, std::byte* out,
                                        const std::uint64_t* index_offset, const std::uint64_t* index_bytes) {
   const std::uint64_t k = *count;
   std::byte* v = out + *index_offset + *index_bytes;
   for (std::uint64_t j = blockIdx.x * std::uint64_t{blockDim.x} + threadIdx.x; j < k; j += std::uint64_t{gridDim.x} * blockDim.x)
-    ::ebac::detail::store_le(v + j * sizeof(T), raw_bits(in[index[j]]));
+    ::ebac::detail::store_le(v + j * sizeof(S), raw_bits(in[index[j]]));
 }
 
 /// Bytes of the codebook section: the serialized size the device wrote into
@@ -277,16 +279,19 @@ __device__ __forceinline__ std::uint64_t codebook_section_bytes(const std::byte*
 }
 
 /// After the chunk scan: where the sections go. layout[0] = payload offset,
-/// [1] = payload bytes, [2] = outlier index offset, [3] = chunk table offset.
-/// `h` is the host's header with an empty codebook section; the codebook's
-/// size, known only on the device, comes from its image. Offsets come as
-/// arguments, not host-to-device copies of host variables, so a captured
-/// graph replays them correctly.
+/// [1] = payload bytes, [2] = outlier index offset, [3] = chunk table offset;
+/// [4] = the stage-parameter section's bytes and [5] = the codebook
+/// section's offset were written by choose_stages_kernel. `h` is the host's
+/// header with empty parameter and codebook sections; their sizes, known
+/// only on the device, come from layout[4] and the codebook image. Offsets
+/// come as arguments, not host-to-device copies of host variables, so a
+/// captured graph replays them correctly.
 // A template (never instantiated twice differently) so that two TUs including
 // this header do not define the same kernel twice (CUB does the same).
 template <int = 0>
 EBAC_KERNEL void payload_layout_kernel(stream_header h, const std::byte* codebook_image, const std::uint64_t* chunk_bytes,
                                        const std::uint64_t* chunk_offset, std::uint64_t chunks, std::uint64_t* layout) {
+  h.section_bytes[section_params] = layout[4];
   h.section_bytes[section_codebook] = codebook_section_bytes(codebook_image);
   layout[0] = h.section_offset(section_payload);
   layout[1] = chunks ? chunk_offset[chunks - 1] + chunk_bytes[chunks - 1] : 0;
@@ -304,19 +309,45 @@ EBAC_KERNEL void chunk_table_kernel(const std::uint64_t* chunk_bytes, std::uint6
     ::ebac::detail::store_le<std::uint32_t>(table + 4 * c, static_cast<std::uint32_t>(chunk_bytes[c]));
 }
 
-/// Fills in the device-side sizes and writes the header; reports the size.
-template <class T>
-EBAC_KERNEL void header_kernel(stream_header h, const std::byte* codebook_image, const double* eb_abs, const std::uint64_t* layout,
-                               const std::uint64_t* outlier_count, const std::uint64_t* index_bytes, std::byte* out,
-                               std::uint64_t* out_bytes) {
+/// Fills in the device-side sizes, writes the header of the chosen stages
+/// and their parameter section, and reports the stream's size. When the
+/// coded stream is larger than the raw elements plus a header and
+/// store_when_larger holds, writes the stored form's header instead and
+/// sets *stored, so that stored_payload_kernel writes the raw elements
+/// over the coded sections (the host's write_stored; device streams carry
+/// no checksum). S is the element's storage type.
+template <class S, class MainQ>
+EBAC_KERNEL void header_kernel(stream_header h, const chosen_stages<MainQ>* stages, const std::byte* codebook_image,
+                               const std::uint64_t* layout, const std::uint64_t* outlier_count, const std::uint64_t* index_bytes,
+                               std::uint64_t n, bool store_when_larger, std::byte* out, std::uint64_t* out_bytes,
+                               std::uint32_t* stored) {
+  apply_stages(h, *stages);
   h.section_bytes[section_codebook] = codebook_section_bytes(codebook_image);
-  h.eb_abs = *eb_abs;
   h.outlier_count = *outlier_count;
   h.section_bytes[section_payload] = layout[1];
   h.section_bytes[section_outlier_index] = *index_bytes;
-  h.section_bytes[section_outlier_value] = *outlier_count * sizeof(T);
-  h.write(out);
-  *out_bytes = h.section_offset(section_count);  // device streams carry no checksum
+  h.section_bytes[section_outlier_value] = *outlier_count * sizeof(S);
+  const std::uint64_t coded = h.section_offset(section_count);
+  const std::uint64_t raw = h.header_bytes() + n * sizeof(S);
+  const bool store = store_when_larger && coded > raw;
+  *stored = store ? 1u : 0u;
+  if (store) {
+    stored_header(h, n, false).write(out);
+    *out_bytes = raw;
+  } else {
+    h.write(out);
+    h.write_params(out + h.header_bytes());
+    *out_bytes = coded;
+  }
+}
+
+/// The stored form's payload: element i's raw bytes at payload + i x
+/// sizeof(S), when header_kernel chose the stored form (else returns at once).
+template <class S>
+EBAC_KERNEL void stored_payload_kernel(const S* in, std::uint64_t n, std::byte* payload, const std::uint32_t* stored) {
+  if (*stored == 0) return;
+  for (std::uint64_t i = blockIdx.x * std::uint64_t{blockDim.x} + threadIdx.x; i < n; i += std::uint64_t{gridDim.x} * blockDim.x)
+    ::ebac::detail::store_le(payload + i * sizeof(S), raw_bits(in[i]));
 }
 
 }  // namespace kernels
