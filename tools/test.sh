@@ -7,7 +7,7 @@
 #   4. cuda preset:    nvcc build of the header checks, GPU tests and benchmark (compile-only), and
 #                      ctest -L cuda_host (the CUDA layers' argument checks and no-device errors),
 #                      when /usr/local/cuda/bin/nvcc exists
-#   5. pytorch:        ebac_torch tests + smoke study, when /usr/bin/python3 has torch
+#   5. pytorch:        ebac_torch tests + smoke study + smoke memory report, when /usr/bin/python3 has torch
 #   6. pytorch 2.11:   the extension's C++ sources compiled against torch 2.11's headers (PyPI wheel)
 #   7. libtorch:       examples/01_libtorch_autograd built and trained for 60 steps
 # and exits non-zero when any stage failed (all stages run; EBAC_FAIL_FAST=1 stops at the first).
@@ -32,6 +32,7 @@ packages=(
   clang libclang-rt-14-dev  # libFuzzer + sanitizer runtimes for the fuzz preset
   llvm-14                   # llvm-symbolizer: sanitizer reports with file:line
   python3-torch python3-matplotlib python3-pip pybind11-dev python3-dev  # ebac_torch tests + smoke study, torch 2.x header check
+  python3-torchvision       # tools/memory_report.py's torchvision networks (the smoke uses only its own)
   dataset-fashion-mnist     # the smoke study trains on it
   libtorch-dev zlib1g-dev   # examples/01_libtorch_autograd (a C++ trainer including ebac's headers)
 )
@@ -135,6 +136,8 @@ pytorch() {
     # user's install path is checked too, not only the in-tree build.
     EBAC_TORCH_TEST_INSTALL=1 /usr/bin/python3 -m unittest discover -s integrations/pytorch/tests -v
     /usr/bin/python3 tools/accuracy_study.py --smoke --out build/study-smoke
+    # Whole-network memory report, small: 3 networks x 4 ways, each in its own process (~2 min).
+    /usr/bin/python3 tools/memory_report.py --smoke --out build/memory-report-smoke
   else
     echo "SKIPPED: /usr/bin/python3 lacks torch/numpy/matplotlib (Debian: python3-torch python3-numpy python3-matplotlib)."
   fi

@@ -13,6 +13,7 @@
 #include <ebac/encoder/block_bitpack.hpp>
 #include <ebac/encoder/huffman.hpp>
 #include <ebac/extents.hpp>
+#include <ebac/format/chunking.hpp>
 #include <ebac/format/stream_header.hpp>
 #include <ebac/predictor/lorenzo.hpp>
 #include <ebac/predictor/no_prediction.hpp>
@@ -53,19 +54,24 @@ template <class Pipeline, element T>
   using E = typename Pipeline::encoder_type;
   std::uint64_t n = 0;
   if (shape.count(n) != status::ok || n > max_stream_elements) return 0;  // also keeps the sum below 2^64
-  const std::uint64_t C = pipe.chunk_elements;
-  if (!valid_chunk_elements(C)) return 0;
-  const std::uint64_t chunks = (n + C - 1) / C;
-  // Level and pooling codes run without prediction, which narrows codes; the
-  // pipeline's predictor is the widest case.
-  std::uint64_t per_chunk = 0;
-  if constexpr (std::is_same_v<E, block_bitpack>)
-    per_chunk = E{}.max_chunk_bytes(static_cast<std::size_t>(C), max_code_bits(pipe.predictor));
-  else
-    per_chunk = E{}.max_chunk_bytes(static_cast<std::size_t>(C));
-  const std::uint64_t codebook = E::needs_codebook ? huffman_codebook::max_serialized_bytes : 0;
-  return static_cast<std::size_t>(stream_fixed_header_bytes + 8 * static_cast<std::uint64_t>(shape.rank) + max_parameter_bytes +
-                                  codebook + 4 * chunks + chunks * per_chunk + n * (1 + sizeof(T)) + 8);
+  if (!valid_chunk_elements(pipe.chunk_elements)) return 0;
+  // The writer cuts at the pipeline's chunk size (level and pooling codes,
+  // no prediction) or rounds it to whole predictor blocks
+  // (format/chunking.hpp): bound both cuts. The pipeline's predictor gives
+  // the widest codes.
+  auto bound = [&](std::uint64_t C) {
+    const std::uint64_t chunks = (n + C - 1) / C;
+    std::uint64_t per_chunk = 0;
+    if constexpr (std::is_same_v<E, block_bitpack>)
+      per_chunk = E{}.max_chunk_bytes(static_cast<std::size_t>(C), max_code_bits(pipe.predictor));
+    else
+      per_chunk = E{}.max_chunk_bytes(static_cast<std::size_t>(C));
+    const std::uint64_t codebook = E::needs_codebook ? huffman_codebook::max_serialized_bytes : 0;
+    return stream_fixed_header_bytes + 8 * static_cast<std::uint64_t>(shape.rank) + max_parameter_bytes + codebook +
+           4 * chunks + chunks * per_chunk + n * (1 + sizeof(T)) + 8;
+  };
+  const std::uint64_t a = bound(pipe.chunk_elements), b = bound(stream_chunk_elements(pipe.predictor, shape, pipe.chunk_elements));
+  return static_cast<std::size_t>(a > b ? a : b);
 }
 
 /// Bytes a stream of this shape and element type can take at most, checksum

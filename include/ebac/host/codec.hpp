@@ -26,6 +26,7 @@
 #include <ebac/dtype.hpp>
 #include <ebac/error_bound.hpp>
 #include <ebac/extents.hpp>
+#include <ebac/format/chunking.hpp>
 #include <ebac/format/stream_header.hpp>
 #include <ebac/host/parallel.hpp>
 #include <ebac/pipeline.hpp>
@@ -56,13 +57,6 @@ namespace detail {
 
 template <class P>
 constexpr bool is_lorenzo = std::is_same_v<P, lorenzo>;
-
-/// True when every residual of a chunk depends only on that chunk's codes.
-template <class P>
-bool chunk_local(const P& p, std::uint32_t chunk) noexcept {
-  if constexpr (std::is_same_v<P, no_prediction>) return true;
-  else return p.dims == 1 && p.axis[0] == lorenzo_flat_axis && chunk % p.tile[0] == 0;
-}
 
 /// Elements a parallel task of run_pass should cover at least: a pass over
 /// one tile of a 7x7 or 28x28 map is a microsecond of work, less than handing
@@ -124,6 +118,36 @@ inline void flat_residuals(const std::uint32_t* q, std::uint32_t* codes, std::si
     codes[t0] = ::ebac::detail::zigzag(static_cast<std::int32_t>(q[t0]));
     for (std::size_t i = t0 + 1; i < t1; ++i)
       codes[i] = ::ebac::detail::zigzag(static_cast<std::int32_t>(lorenzo::forward(q[i], q[i - 1])));
+  }
+}
+
+/// Zigzagged residuals of one chunk's quantized codes q (m elements, whole
+/// predictor blocks: format/chunking.hpp) into `codes`; q is overwritten.
+template <class P>
+inline void predict_chunk(const P& pred, const extents& shape, std::uint32_t* q, std::uint32_t* codes, std::size_t m) {
+  if constexpr (is_lorenzo<P>) {
+    if (pred.axis[0] == lorenzo_flat_axis) {
+      flat_residuals(q, codes, m, pred.tile[0]);
+      return;
+    }
+    extents sub;
+    const lorenzo local = pred.on_blocks(shape, m, sub);
+    for (int k = 0; k < local.passes(); ++k) run_pass<true>(q, local.pass(sub, k), 1);
+  }
+  for (std::size_t i = 0; i < m; ++i) codes[i] = ::ebac::detail::zigzag(static_cast<std::int32_t>(q[i]));
+}
+
+/// The inverse of predict_chunk on decoded, unzigzagged codes, in place.
+template <class P>
+inline void unpredict_chunk(const P& pred, const extents& shape, std::uint32_t* f, std::size_t m) {
+  if constexpr (is_lorenzo<P>) {
+    if (pred.axis[0] == lorenzo_flat_axis) {
+      flat_pass_in_chunk<false>(f, m, pred.tile[0]);
+      return;
+    }
+    extents sub;
+    const lorenzo local = pred.on_blocks(shape, m, sub);
+    for (int k = local.passes() - 1; k >= 0; --k) run_pass<false>(f, local.pass(sub, k), 1);
   }
 }
 
@@ -323,41 +347,17 @@ std::size_t encode_stream(const S* in, std::uint64_t n, const extents& shape, co
   std::vector<std::byte> codebook_bytes;
   auto chunk_len = [&](std::uint64_t c) { return static_cast<std::size_t>(std::min<std::uint64_t>(C, n - c * C)); };
 
-  auto encode_all = [&](const auto& enc, auto&& codes_of_chunk) {
-    parallel_for(static_cast<std::int64_t>(chunks), threads, [&](std::int64_t ci) {
-      const auto c = static_cast<std::uint64_t>(ci);
-      const std::size_t m = chunk_len(c);
-      const std::uint32_t* codes = codes_of_chunk(c, m);
-      detail::encode_into(enc, codes, m, payload[c]);
-    });
-  };
-
-  bool fused = false;
-  if constexpr (!E::needs_codebook) {
-    if (detail::chunk_local(pred, C)) {
-      fused = true;
-      // Fused path: quantize, predict, zigzag and encode one chunk in cache.
-      const E enc{};
-      parallel_for(static_cast<std::int64_t>(chunks), threads, [&](std::int64_t ci) {
-        thread_local std::vector<std::uint32_t> scratch;
-        const auto c = static_cast<std::uint64_t>(ci);
-        const std::size_t m = chunk_len(c);
-        scratch.resize(2 * m);
-        std::uint32_t* quant = scratch.data();
-        std::uint32_t* codes = scratch.data() + m;
-        detail::quantize_chunk(q, in + c * C, m, c * C, quant, outliers[c]);
-        if constexpr (detail::is_lorenzo<P>) detail::flat_residuals(quant, codes, m, pred.tile[0]);
-        else for (std::size_t i = 0; i < m; ++i) codes[i] = ::ebac::detail::zigzag(static_cast<std::int32_t>(quant[i]));
-        detail::encode_into(enc, codes, m, payload[c]);
-      });
-    }
-  }
-  if (!fused) {
-    // Whole-tensor path: the integer field is built first so that residuals
-    // may use codes from other chunks and a codebook can see every symbol.
+  // Chunks of whole predictor blocks (format/chunking.hpp) are coded on their
+  // own: quantize, predict and zigzag one chunk in cache, then encode it.
+  // Otherwise the integer field of the whole tensor is built first so that
+  // residuals may use codes from other chunks.
+  const bool local = chunks_independent(pred, shape, C);
+  std::unique_ptr<std::uint32_t[]> field_store;
+  std::uint32_t* field = nullptr;
+  if (!local) {
     // Uninitialized: every element is written before it is read.
-    std::unique_ptr<std::uint32_t[]> field_store(new std::uint32_t[static_cast<std::size_t>(n)]);
-    std::uint32_t* const field = field_store.get();
+    field_store.reset(new std::uint32_t[static_cast<std::size_t>(n)]);
+    field = field_store.get();
     parallel_for(static_cast<std::int64_t>(chunks), threads, [&](std::int64_t ci) {
       const auto c = static_cast<std::uint64_t>(ci);
       detail::quantize_chunk(q, in + c * C, chunk_len(c), c * C, field + c * C, outliers[c]);
@@ -369,32 +369,57 @@ std::size_t encode_stream(const S* in, std::uint64_t n, const extents& shape, co
       const auto c = static_cast<std::uint64_t>(ci);
       detail::zigzag_in_place(field + c * C, chunk_len(c));
     });
-    auto codes_of = [&](std::uint64_t c, std::size_t) -> const std::uint32_t* { return field + c * C; };
-    if constexpr (E::needs_codebook) {
-      // Histograms with and without zero runs; keep whichever codes smaller.
-      namespace A = huffman_alphabet;
-      std::vector<std::vector<std::uint64_t>> hr(chunks), hl(chunks);
-      parallel_for(static_cast<std::int64_t>(chunks), threads, [&](std::int64_t ci) {
-        const auto c = static_cast<std::uint64_t>(ci);
-        auto& a = hr[c];
-        auto& b = hl[c];
-        a.assign(A::size, 0);
-        b.assign(A::size, 0);
-        ::ebac::detail::huffman_tokenize(codes_of(c, 0), chunk_len(c), true, [&](std::uint32_t s, std::uint32_t, int) { ++a[s]; });
-        ::ebac::detail::huffman_tokenize(codes_of(c, 0), chunk_len(c), false, [&](std::uint32_t s, std::uint32_t, int) { ++b[s]; });
-      });
-      std::vector<std::uint64_t> runs(A::size, 0), lits(A::size, 0);
-      for (std::uint64_t c = 0; c < chunks; ++c)
-        for (std::uint32_t s = 0; s < A::size; ++s) { runs[s] += hr[c][s]; lits[s] += hl[c][s]; }
-      hr.clear();
-      hl.clear();
-      const huffman_codebook cb = huffman_codebook::choose(runs, lits);
-      cb.serialize(codebook_bytes);
-      encode_all(huffman::bind(cb), codes_of);
-    } else {
-      encode_all(E{}, codes_of);
-    }
   }
+  // The codes of chunk c: from the field, or computed into `scratch`
+  // (recording the chunk's outliers only when `record`).
+  auto codes_of = [&](std::uint64_t c, std::vector<std::uint32_t>& scratch, bool record) -> const std::uint32_t* {
+    if (!local) return field + c * C;
+    const std::size_t m = chunk_len(c);
+    scratch.resize(2 * m);
+    std::vector<std::uint64_t> ignored;
+    detail::quantize_chunk(q, in + c * C, m, c * C, scratch.data(), record ? outliers[c] : ignored);
+    detail::predict_chunk(pred, shape, scratch.data(), scratch.data() + m, m);
+    return scratch.data() + m;
+  };
+  auto encode_all = [&](const auto& enc, bool record) {
+    parallel_for(static_cast<std::int64_t>(chunks), threads, [&](std::int64_t ci) {
+      thread_local std::vector<std::uint32_t> scratch;
+      const auto c = static_cast<std::uint64_t>(ci);
+      detail::encode_into(enc, codes_of(c, scratch, record), chunk_len(c), payload[c]);
+    });
+  };
+  if constexpr (E::needs_codebook) {
+    // Histograms with and without zero runs; keep whichever codes smaller.
+    // Chunks are counted in a few groups (sums do not depend on the grouping),
+    // not a histogram each: 66 KB a chunk would be as large as the input.
+    namespace A = huffman_alphabet;
+    const std::uint64_t groups = std::min<std::uint64_t>(chunks, 16);
+    std::vector<std::vector<std::uint64_t>> hr(groups), hl(groups);
+    parallel_for(static_cast<std::int64_t>(groups), threads, [&](std::int64_t gi) {
+      thread_local std::vector<std::uint32_t> scratch;
+      const auto g = static_cast<std::uint64_t>(gi);
+      auto& a = hr[g];
+      auto& b = hl[g];
+      a.assign(A::size, 0);
+      b.assign(A::size, 0);
+      for (std::uint64_t c = chunks * g / groups; c < chunks * (g + 1) / groups; ++c) {
+        const std::uint32_t* codes = codes_of(c, scratch, true);
+        ::ebac::detail::huffman_tokenize(codes, chunk_len(c), true, [&](std::uint32_t sym, std::uint32_t, int) { ++a[sym]; });
+        ::ebac::detail::huffman_tokenize(codes, chunk_len(c), false, [&](std::uint32_t sym, std::uint32_t, int) { ++b[sym]; });
+      }
+    });
+    std::vector<std::uint64_t> runs(A::size, 0), lits(A::size, 0);
+    for (std::uint64_t g = 0; g < groups; ++g)
+      for (std::uint32_t sym = 0; sym < A::size; ++sym) { runs[sym] += hr[g][sym]; lits[sym] += hl[g][sym]; }
+    hr.clear();
+    hl.clear();
+    const huffman_codebook cb = huffman_codebook::choose(runs, lits);
+    cb.serialize(codebook_bytes);
+    encode_all(huffman::bind(cb), false);  // the histogram pass recorded the outliers
+  } else {
+    encode_all(E{}, true);
+  }
+  field_store.reset();
   // Outlier indices as varint gaps, values as raw bits, both in index order.
   std::vector<std::byte> index_bytes;
   std::uint64_t outlier_count = 0;
@@ -489,6 +514,7 @@ std::size_t compress_to(const T* input, const extents& shape, const Pipeline& pi
   h.eb_requested = floating_element<T> ? opt.bound.value : 0.0;
   h.chunk_elements = C;
   auto code = [&](const auto& pred, const auto& q) {
+    h.chunk_elements = stream_chunk_elements(pred, shape, C);
     return detail::encode_stream<E>(in, n, shape, pred, q, h, opt, destination);
   };
 
@@ -634,7 +660,6 @@ void decompress(const std::byte* data, std::size_t size, T* output, std::uint64_
   if (offsets[chunks] != h.section_bytes[section_payload]) fail(status::corrupt_stream, "chunk sizes do not add up to the payload section");
 
   detail::with_stream_stages<T>(h, [&](const auto& pred, const auto& q, auto enc_tag) {
-    using P = std::remove_cvref_t<decltype(pred)>;
     using E = typename decltype(enc_tag)::type;
     E enc{};
     if constexpr (E::needs_codebook) enc = huffman::bind(cb);
@@ -647,7 +672,7 @@ void decompress(const std::byte* data, std::size_t size, T* output, std::uint64_
         if (b) fail(status::corrupt_stream, "a chunk holds a code its quantizer cannot have written");
     };
 
-    if (detail::chunk_local(pred, C)) {
+    if (chunks_independent(pred, h.shape, C)) {
       parallel_for(static_cast<std::int64_t>(chunks), threads, [&](std::int64_t ci) {
         thread_local std::vector<std::uint32_t> scratch;
         const auto c = static_cast<std::uint64_t>(ci);
@@ -656,7 +681,7 @@ void decompress(const std::byte* data, std::size_t size, T* output, std::uint64_
         const status s = enc.decode_chunk(payload + offsets[c], static_cast<std::size_t>(offsets[c + 1] - offsets[c]), scratch.data(), m);
         if (s != status::ok) { errors[c] = s; return; }
         detail::unzigzag_in_place(scratch.data(), m);
-        if constexpr (detail::is_lorenzo<P>) detail::flat_pass_in_chunk<false>(scratch.data(), m, pred.tile[0]);
+        detail::unpredict_chunk(pred, h.shape, scratch.data(), m);
         if (!detail::reconstruct_chunk<S>(q, scratch.data(), m, c * C, out + c * C)) bad_codes[c] = 1;
       });
     } else {

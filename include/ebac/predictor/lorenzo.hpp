@@ -97,6 +97,37 @@ struct lorenzo {
     return p;
   }
 
+  /// Elements of the smallest consecutive blocks that every residual stays
+  /// inside (validated e): a flat tile, or, along axes, one index of
+  /// everything before the outermost predicted axis (the product of the
+  /// extents from that axis on). A chunk of whole blocks is coded on its own.
+  [[nodiscard]] EBAC_HOST_DEVICE std::uint64_t independent_elements(const extents& e) const noexcept {
+    if (axis[0] == lorenzo_flat_axis) return tile[0];
+    std::uint64_t b = 1;
+    for (int i = axis[0]; i < e.rank; ++i) b *= e.dims[i];
+    return b;
+  }
+
+  /// This predictor on one block (independent_elements) or a run of whole
+  /// blocks of `count` elements: the axes before the outermost predicted one
+  /// fold into a leading extent. `sub` receives the block run's extents.
+  [[nodiscard]] EBAC_HOST_DEVICE lorenzo on_blocks(const extents& e, std::uint64_t count, extents& sub) const noexcept {
+    lorenzo p = *this;
+    sub = extents{};
+    if (axis[0] == lorenzo_flat_axis) {
+      sub.rank = 1;
+      sub.dims[0] = count;
+      return p;
+    }
+    const int a0 = axis[0];
+    sub.rank = e.rank - a0 + 1;
+    const std::uint64_t block = independent_elements(e);
+    sub.dims[0] = block ? count / block : 0;
+    for (int i = a0; i < e.rank; ++i) sub.dims[i - a0 + 1] = e.dims[i];
+    for (int k = 0; k < dims && k < 3; ++k) p.axis[k] = static_cast<std::uint8_t>(axis[k] - a0 + 1);
+    return p;
+  }
+
   /// Residual of one step along an axis; `prev` is 0 at a tile start.
   EBAC_HOST_DEVICE static std::uint32_t forward(std::uint32_t cur, std::uint32_t prev) noexcept { return cur - prev; }
   /// Inverse of forward, given the already reconstructed predecessor.

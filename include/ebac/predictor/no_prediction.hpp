@@ -16,6 +16,12 @@ struct no_prediction {
   [[nodiscard]] constexpr int passes() const noexcept { return 0; }
   [[nodiscard]] status validate(const extents&) const noexcept { return status::ok; }
   [[nodiscard]] EBAC_HOST_DEVICE axis_pass pass(const extents&, int) const noexcept { return {}; }
+  /// Every element is its own block (lorenzo::independent_elements).
+  [[nodiscard]] EBAC_HOST_DEVICE std::uint64_t independent_elements(const extents&) const noexcept { return 1; }
+  [[nodiscard]] EBAC_HOST_DEVICE no_prediction on_blocks(const extents&, std::uint64_t count, extents& sub) const noexcept {
+    sub = extents{count};
+    return *this;
+  }
 };
 
 EBAC_NAMESPACE_END

@@ -19,6 +19,12 @@ is counted:
 * everything else that autograd saves (float64, complex, tiny tensors,
   tensors on a device without a backend) is kept as is and counted with its
   raw size, so the reported ratio covers every saved byte;
+* the float32 input an ``nn.LayerNorm`` saves is compressed row by row in
+  LayerNorm's own units (``layernorm_rows``): each row divided by its
+  standard deviation, under the bound scaled so that no element's error
+  exceeds the one asked for. A row with a small spread (a ViT's class token
+  at initialisation) otherwise comes back with an error of several times its
+  own scale, which LayerNorm's backward multiplies by 1/std;
 * a tensor saved twice (a ReLU output that the next conv saves too) is
   stored and counted once: same storage (checked through a weak reference,
   so a recycled address never matches), data pointer, shape, strides, dtype
@@ -95,11 +101,46 @@ def _nbytes(t):
     return t.numel() * t.element_size()
 
 
+def _row_normalized(t, ln, eb, mode):
+    """The rows of a LayerNorm's float32 input divided by their standard
+    deviation, with the absolute bound that keeps every element of the input
+    within the one asked for: (rows, sigma, bound), or None when the tensor
+    does not qualify (not LayerNorm's input shape, non-finite values, a
+    degenerate range).
+
+    LayerNorm's backward sees (x - mean) / sigma per row. A bound relative to
+    the whole tensor's range can exceed a row's sigma many times over (a
+    ViT's class token row at initialisation: sigma 0.02 against a range of
+    6), and that row's gradients are then noise. Here the error of row r is
+    at most bound * sigma_r with bound = eb_x / max(sigma): every row gets
+    the same error in LayerNorm's units, and no element's error exceeds eb_x
+    (sigma_r <= max sigma). The float32 division and multiplication round by
+    at most 2^-24 |x| each; the bound leaves 4 x 2^-24 max|x| of room for that.
+    """
+    ns = tuple(ln.normalized_shape)
+    if t.dtype != torch.float32 or t.dim() < len(ns) or tuple(t.shape[t.dim() - len(ns):]) != ns:
+        return None
+    d = 1
+    for v in ns:
+        d *= int(v)
+    x = t.detach().reshape(-1, d)
+    if x.shape[0] < 2 or not bool(torch.isfinite(x).all()):
+        return None
+    sigma = (x.var(dim=1, unbiased=False) + ln.eps).sqrt()
+    smax = float(sigma.max())
+    lo, hi = float(x.min()), float(x.max())
+    eb_x = eb * (hi - lo) if mode == "rel" else eb
+    room = eb_x * (1 - 2.0 ** -20) - 4 * 2.0 ** -24 * max(abs(lo), abs(hi))
+    if not (smax > 0 and room > 0):
+        return None
+    return x / sigma[:, None], sigma, room / smax
+
+
 class _Packed:
     """What pack() returns for a non-parameter tensor: a blob or the tensor itself."""
 
     __slots__ = ("session", "blob", "tensor", "sizes", "strides", "elem", "stored", "saves",
-                 "unpacks", "cache", "module", "__weakref__")
+                 "unpacks", "cache", "module", "row_scale", "shape", "__weakref__")
 
     def __init__(self, session, stored):
         self.session = session
@@ -113,6 +154,8 @@ class _Packed:
         self.unpacks = 0
         self.cache = None   # decompressed tensor while more unpacks are expected
         self.module = None  # the module that saved it first
+        self.row_scale = None  # LayerNorm rows: the blob holds rows / row_scale (see _row_normalized)
+        self.shape = None      # ... and the tensor's shape to restore
 
     def __del__(self):
         s = self.session
@@ -246,11 +289,15 @@ class compressed_activations:
         kernel_path: the CUDA backend's kernels for CUDA tensors, "staged"
             (default), "fused" or "single_pass" (docs/cuda.md); every path
             writes the same stream and values. CPU tensors ignore it.
+        layernorm_rows: compress the float32 input of an nn.LayerNorm row by
+            row in LayerNorm's units (see _row_normalized): every element
+            still within the bound asked for, every row's error the same
+            fraction of its own standard deviation. False: like any tensor.
     """
 
     def __init__(self, error_bound=1e-2, mode="rel", pipeline="ratio", *, min_numel=4096, model=None,
                  bounds=None, policy=None, threads=None, checksum=False, measure_error=False,
-                 unsupported_device="raw", keep_details=True, kernel_path="staged"):
+                 unsupported_device="raw", keep_details=True, kernel_path="staged", layernorm_rows=True):
         if mode not in ("rel", "abs", "relative", "absolute"):
             raise ValueError("ebac_torch: mode must be 'rel' or 'abs', got %r" % (mode,))
         if not (error_bound > 0):
@@ -258,6 +305,7 @@ class compressed_activations:
         if unsupported_device not in ("raw", "error"):
             raise ValueError("ebac_torch: unsupported_device must be 'raw' or 'error'")
         self.kernel_path = _check_kernel_path(kernel_path)
+        self.layernorm_rows = bool(layernorm_rows)
         self.C = _ext.load()
         for p in [pipeline] + [b[2] for b in (bounds or {}).values()
                                if isinstance(b, (tuple, list)) and len(b) == 3]:
@@ -284,6 +332,7 @@ class compressed_activations:
         self._anon = {}
         self._stack = []
         self._pool_inputs = {}
+        self._norm_inputs = {}
         self._table = {}
         self._live = 0
         self._closed = True       # the latest pass has freed everything it held
@@ -317,6 +366,9 @@ class compressed_activations:
         self._stack.append(module)
         if isinstance(module, _POOLS) and inputs and isinstance(inputs[0], torch.Tensor):
             self._pool_inputs[module] = tuple(inputs[0].shape)
+        if isinstance(module, torch.nn.LayerNorm) and inputs and isinstance(inputs[0], torch.Tensor):
+            x = inputs[0]
+            self._norm_inputs[module] = (x.data_ptr(), tuple(x.shape), x.dtype)
 
     def _post(self, module, inputs, output):
         if self._stack and self._stack[-1] is module:
@@ -442,16 +494,32 @@ class compressed_activations:
                 if lossless and self._stack and isinstance(self._stack[-1], _POOLS):
                     pool = self._stack[-1]
                     pooling = pooling_geometry(pool, self._pool_inputs.get(pool), t)
-                blob, strides = self.C.compress(t.detach(), eb, mode, pipeline, threads, self.checksum,
-                                                self.kernel_path, pooling)
-                p = _Packed(self, blob.numel())
+                rows = None
+                if (not lossless and self.layernorm_rows and self._stack
+                        and isinstance(self._stack[-1], torch.nn.LayerNorm)
+                        and self._norm_inputs.get(self._stack[-1]) == (t.data_ptr(), tuple(t.shape), t.dtype)):
+                    rows = _row_normalized(t, self._stack[-1], eb, mode)
+                if rows is not None:
+                    x_rows, sigma, row_eb = rows
+                    blob, strides = self.C.compress(x_rows, row_eb, "abs", pipeline, threads, self.checksum,
+                                                    self.kernel_path, None)
+                    p = _Packed(self, blob.numel() + _nbytes(sigma))
+                    p.row_scale = sigma
+                    p.shape = tuple(t.shape)
+                    p.sizes = list(x_rows.shape)
+                else:
+                    blob, strides = self.C.compress(t.detach(), eb, mode, pipeline, threads, self.checksum,
+                                                    self.kernel_path, pooling)
+                    p = _Packed(self, blob.numel())
+                    p.sizes = list(t.shape)
                 p.blob = blob
-                p.sizes = list(t.shape)
                 p.strides = list(strides)
                 p.elem = _ELEM_CODES[t.dtype]
                 P.compressed_tensors += 1
                 detail = {"module": name, "shape": tuple(t.shape), "dtype": str(t.dtype).replace("torch.", ""),
-                          "raw_bytes": raw, "stored_bytes": blob.numel(), "pipeline": pipeline}
+                          "raw_bytes": raw, "stored_bytes": p.stored, "pipeline": pipeline}
+                if rows is not None:
+                    detail["layernorm_rows"] = {"rows": int(sigma.numel()), "bound": row_eb}
                 if lossless:
                     detail["lossless"] = True
                     if pooling is not None:
@@ -461,7 +529,9 @@ class compressed_activations:
                 if self.measure_error and not lossless:
                     info = self.C.inspect(blob)
                     detail.update(eb_abs=info["eb_abs"], outliers=info["outliers"])
-                    self._measure(P, name, t, p, info["eb_abs"], detail)
+                    # the bound on the tensor's own elements (row_eb scales up to it by at most max sigma)
+                    eb_x = info["eb_abs"] if rows is None else row_eb * float(sigma.max())
+                    self._measure(P, name, t, p, eb_x, detail)
                 elif self.keep_details:
                     # The header's eb_abs and outlier count are read when
                     # stats() asks: a device blob's header is copied out
@@ -501,9 +571,15 @@ class compressed_activations:
             p = wref()
             return p.module if p is not None and sref.same(t) else None
 
+    def _restore(self, p, threads):
+        """The tensor a blob stands for (LayerNorm rows scaled back)."""
+        y = self.C.decompress(p.blob, p.sizes, p.strides, p.elem, threads, self.kernel_path)
+        if p.row_scale is not None:
+            y = (y * p.row_scale[:, None]).reshape(p.shape)
+        return y
+
     def _measure(self, P, name, t, p, eb_abs, detail):
-        y = self.C.decompress(p.blob, p.sizes, p.strides, p.elem, 1 if self.threads is None else self.threads,
-                              self.kernel_path)
+        y = self._restore(p, 1 if self.threads is None else self.threads)
         x64 = t.detach().double()
         e = (y.double() - x64)
         fin = torch.isfinite(x64)
@@ -534,7 +610,7 @@ class compressed_activations:
             return out
         t0 = time.perf_counter()
         threads = self.threads if self.threads is not None else torch.get_num_threads()
-        out = self.C.decompress(p.blob, p.sizes, p.strides, p.elem, threads, self.kernel_path)
+        out = self._restore(p, threads)
         # A tensor saved by k nodes is decompressed once and handed to the
         # other k-1 unpacks (backward visits them close together).
         if p.unpacks < p.saves:

@@ -1,0 +1,80 @@
+"""LayerNorm inputs compressed in LayerNorm's units (layernorm_rows).
+
+A relative bound is relative to the whole tensor's range; LayerNorm's
+backward divides each row by that row's standard deviation, so a row with a
+small spread (a ViT's class token at initialisation) came back as noise."""
+
+import unittest
+
+import torch.nn as nn
+
+from _common import ebac_torch, torch
+from ebac_torch.hooks import _row_normalized
+
+
+def tokens(seed=0):
+    g = torch.Generator().manual_seed(seed)
+    x = torch.randn((32, 50, 96), generator=g)
+    x[:, 0, :] = 0.02 * torch.randn((32, 96), generator=g)  # class-token rows: spread 0.02 against ~1
+    return x
+
+
+def cosine(a, b):
+    a, b = a.double().flatten(), b.double().flatten()
+    return float((a @ b) / (a.norm() * b.norm()))
+
+
+class LayerNormRows(unittest.TestCase):
+    def test_every_element_within_the_bound_asked_for(self):
+        x = tokens(1)
+        ln = nn.LayerNorm(96)
+        for eb, mode in ((1e-2, "rel"), (1e-3, "rel"), (0.05, "abs")):
+            rows, sigma, row_eb = _row_normalized(x, ln, eb, mode)
+            c = ebac_torch.compress(rows, row_eb, "abs", "ratio")
+            y = (ebac_torch.decompress(c) * sigma[:, None]).reshape(x.shape)
+            promised = eb * float(x.max() - x.min()) if mode == "rel" else eb
+            err = (y.double() - x.double()).abs()
+            self.assertLessEqual(float(err.max()), promised)
+            # the class-token rows' error is a small fraction of their own spread
+            self.assertLess(float(err[:, 0, :].max()) / 0.02, 0.1)
+
+    def test_gradients_of_a_layernorm_with_a_narrow_row(self):
+        torch.manual_seed(2)
+        x = tokens(2).requires_grad_(True)
+        net = nn.Sequential(nn.LayerNorm(96), nn.Linear(96, 96))
+        w = torch.randn(32, 50, 96)
+
+        def grads(**kw):
+            net.zero_grad()
+            x.grad = None
+            # x * 1: a non-leaf input (a leaf that requires grad is treated as a parameter)
+            if kw:
+                with ebac_torch.compressed_activations(model=net, **kw):
+                    out = net(x * 1.0)
+            else:
+                out = net(x * 1.0)
+            (out * w).sum().backward()
+            # the class-token rows' input gradient is what a ViT's class token parameter gets
+            return [p.grad.clone() for p in net.parameters()] + [x.grad.clone(), x.grad[:, 0, :].clone()]
+
+        plain = grads()
+        rows = grads(error_bound=1e-2, mode="rel")
+        whole = grads(error_bound=1e-2, mode="rel", layernorm_rows=False)
+        st = ebac_torch.stats()
+        for a, b in zip(plain, rows):
+            self.assertGreaterEqual(cosine(a, b), 0.99)
+        # without it the class-token rows' gradient is noise (the issue)
+        self.assertLess(cosine(plain[-1], whole[-1]), 0.9)
+        self.assertGreater(st["ratio"], 1.0)
+
+    def test_only_layernorm_inputs_qualify(self):
+        ln = nn.LayerNorm(96)
+        self.assertIsNone(_row_normalized(torch.randn(4, 95), ln, 1e-2, "rel"))           # not its shape
+        self.assertIsNone(_row_normalized(torch.randn(4, 96).half(), ln, 1e-2, "rel"))    # float32 only
+        x = torch.randn(4, 96)
+        x[1, 3] = float("nan")
+        self.assertIsNone(_row_normalized(x, ln, 1e-2, "rel"))                           # non-finite
+
+
+if __name__ == "__main__":
+    unittest.main()
