@@ -342,10 +342,29 @@ void for_each_pipeline(F&& f) {
   f(fast_t{}, std::initializer_list<ebac::cuda::kernel_path>{staged, fused, single_pass});
   f(plain_t{}, std::initializer_list<ebac::cuda::kernel_path>{staged, fused, single_pass});
   fast_t small_chunks;
-  small_chunks.chunk_elements = 64;  // many chunks: many level sets to merge
+  small_chunks.chunk_elements = 64;  // many chunks: many level sets to merge (the main stages' are tiles of 4096)
   f(small_chunks, std::initializer_list<ebac::cuda::kernel_path>{staged, single_pass});
   f(ratio_t{}, std::initializer_list<ebac::cuda::kernel_path>{staged, fused});
   f(rle_t{}, std::initializer_list<ebac::cuda::kernel_path>{staged, fused});
+}
+
+/// for_each_pipeline, and on a tensor of rank >= 2 Lorenzo along its last
+/// axes too: the main stages then cut chunks of whole rows or planes
+/// (format/chunking.hpp), while a palette's chunks keep the pipeline's size,
+/// so the device launches two cuts and must write the chosen one's.
+template <class F>
+void for_each_pipeline(const ebac::extents& e, F&& f) {
+  for_each_pipeline(f);
+  if (e.rank < 2) return;
+  fast_t rows;
+  rows.predictor = ebac::lorenzo::along_last(1, e.rank, 64);
+  f(rows, std::initializer_list<ebac::cuda::kernel_path>{staged, fused, single_pass});
+  fast_t planes;
+  planes.predictor = ebac::lorenzo::along_last(2, e.rank, 64);
+  f(planes, std::initializer_list<ebac::cuda::kernel_path>{staged, fused, single_pass});
+  ratio_t ratio_planes;
+  ratio_planes.predictor = ebac::lorenzo::along_last(2, e.rank, 64);
+  f(ratio_planes, std::initializer_list<ebac::cuda::kernel_path>{staged, fused});
 }
 
 /// Which stages a host stream reached, counted over a test's cases (each
@@ -387,13 +406,13 @@ std::vector<std::pair<const char*, std::vector<I>>> integer_cases(std::size_t n,
 template <class I>
 void check_integer_dtype(std::uint32_t& seed) {
   stage_tally tally;
-  for (const ebac::extents e : {ebac::extents{1}, ebac::extents{31}, ebac::extents{16385}, ebac::extents{3, 5, 7, 11}}) {
+  for (const ebac::extents e : {ebac::extents{1}, ebac::extents{31}, ebac::extents{16385}, ebac::extents{3, 5, 7, 11}, ebac::extents{8, 3000}}) {
     std::uint64_t n = 0;
     REQUIRE(e.count(n) == ebac::status::ok);
     for (const auto& [name, x] : integer_cases<I>(n, seed++)) {
       CAPTURE(name);
       CAPTURE(n);
-      for_each_pipeline([&](const auto& pipe, std::initializer_list<ebac::cuda::kernel_path> paths) {
+      for_each_pipeline(e, [&](const auto& pipe, std::initializer_list<ebac::cuda::kernel_path> paths) {
         tally.add(check_matches_host(x, e, pipe, ebac::compress_options{}, paths));
       });
       ebac::compress_options no_levels;
@@ -543,6 +562,7 @@ TEST_CASE("fused and single-pass bit-packing kernels give the staged (and host) 
       check_matches_host(x, e, ebac::pipeline<ebac::lorenzo, ebac::sign_preserving_quantizer, ebac::block_bitpack>{}, opt, path);
       check_matches_host(x, e, ebac::pipeline<ebac::no_prediction, ebac::linear_quantizer, ebac::block_bitpack>{}, opt, path);
       ebac::pipeline<ebac::lorenzo, ebac::sign_preserving_quantizer, ebac::block_bitpack> small_chunks;
+      small_chunks.predictor = ebac::lorenzo::flat(32);  // a tile that divides the chunk (format/chunking.hpp keeps it)
       small_chunks.chunk_elements = 64;  // many chunks, a partial last block in each odd size
       check_matches_host(x, e, small_chunks, opt, path);
       check_lorenzo_along_last(x, e, opt, path);
@@ -580,7 +600,15 @@ TEST_CASE("fused decoders: chunk-local streams (any encoder) decode to the host'
           check_matches_host(x, e, p, opt, fused);
         }
       }
-      fast_t not_local;  // tile 4096 > chunk 1024: prefix sums cross chunks (staged fallback)
+      // A writer rounds chunks to whole tiles (format/chunking.hpp): tile 4096
+      // over chunks of 1024 gives chunks of 4096, decoded fused.
+      fast_t rounded;
+      rounded.chunk_elements = 1024;
+      check_matches_host(x, e, rounded, opt, fused);
+      // Unless lcm(32, tile) passes 2^24: an odd tile of 2^24 - 1 keeps the
+      // chunks of 1024 and prefix sums cross them (staged fallback).
+      fast_t not_local;
+      not_local.predictor = ebac::lorenzo::flat((1u << 24) - 1);
       not_local.chunk_elements = 1024;
       check_matches_host(x, e, not_local, opt, fused);
       linear_plain_t plain;
@@ -803,7 +831,7 @@ TEST_CASE("format 2: integer and bool tensors equal the host byte for byte (ever
     std::vector<std::uint8_t> mask(n);
     for (auto& b : mask) b = rng() % 4 == 0 ? 0 : 1;
     const bool* x = reinterpret_cast<const bool*>(mask.data());
-    for_each_pipeline([&](const auto& pipe, std::initializer_list<ebac::cuda::kernel_path> paths) {
+    for_each_pipeline(e, [&](const auto& pipe, std::initializer_list<ebac::cuda::kernel_path> paths) {
       const auto h = check_matches_host_ptr(x, n, e, pipe, ebac::compress_options{}, paths);
       CHECK(h.quantizer == ebac::quantizer_id::levels);
     });
@@ -827,7 +855,7 @@ TEST_CASE("format 2: level tensors (dropout masks, one-hot rows, ternary) in f32
         CAPTURE(bound.value);
         ebac::compress_options opt;
         opt.bound = bound;
-        for_each_pipeline([&](const auto& pipe, std::initializer_list<ebac::cuda::kernel_path> paths) {
+        for_each_pipeline(e, [&](const auto& pipe, std::initializer_list<ebac::cuda::kernel_path> paths) {
           const auto h = check_matches_host(xf, e, pipe, opt, paths);
           if (bound.value < 0.5) CHECK(h.quantizer == ebac::quantizer_id::levels);
           check_matches_host(ebac_test::convert<ebac::float16>(xf), e, pipe, opt, paths);
@@ -860,7 +888,7 @@ TEST_CASE("format 2: max-pool indices with their geometry (window offsets), and 
     std::vector<std::int32_t> idx32(idx.begin(), idx.end());
     ebac::compress_options opt;
     opt.pooling = g;
-    for_each_pipeline([&](const auto& pipe, std::initializer_list<ebac::cuda::kernel_path> paths) {
+    for_each_pipeline(e, [&](const auto& pipe, std::initializer_list<ebac::cuda::kernel_path> paths) {
       const auto h = check_matches_host(idx, e, pipe, opt, paths);
       CHECK(h.quantizer == ebac::quantizer_id::pool_window);
       CHECK(h.outlier_count == 0);
@@ -891,14 +919,14 @@ TEST_CASE("format 2: stored streams (random 16-bit floats at a tiny bound, NaN p
   ebac::compress_options tiny;
   tiny.bound = {1e-7, ebac::bound_mode::absolute};
   for (const ebac::extents e : {ebac::extents{n}, ebac::extents{1, 7, n / 7}}) {
-    for_each_pipeline([&](const auto& pipe, std::initializer_list<ebac::cuda::kernel_path> paths) {
+    for_each_pipeline(e, [&](const auto& pipe, std::initializer_list<ebac::cuda::kernel_path> paths) {
       CHECK(check_matches_host(h16, e, pipe, tiny, paths).is_stored());
       CHECK(check_matches_host(b16, e, pipe, tiny, paths).is_stored());
       CHECK(check_matches_host(nans, e, pipe, tiny, paths).is_stored());
     });
     ebac::compress_options coded = tiny;
     coded.store_when_larger = false;  // the coded stream, larger than raw: d_out has room for it (max_output_bytes)
-    for_each_pipeline([&](const auto& pipe, std::initializer_list<ebac::cuda::kernel_path> paths) {
+    for_each_pipeline(e, [&](const auto& pipe, std::initializer_list<ebac::cuda::kernel_path> paths) {
       const auto h = check_matches_host(h16, e, pipe, coded, paths);
       CHECK_FALSE(h.is_stored());
       CHECK(h.section_offset(ebac::section_count) > h.header_bytes() + n * 2);

@@ -239,6 +239,9 @@ void check_same_stages(const ebac::stream_header& dev, const std::vector<std::by
   CHECK(ebac::detail::double_bits(dev.eb_abs) == ebac::detail::double_bits(hh.eb_abs));
   CHECK(ebac::detail::float_bits(dev.top) == ebac::detail::float_bits(hh.top));
   CHECK(dev.section_bytes[ebac::section_params] == hh.section_bytes[ebac::section_params]);
+  // The chunk size of the chosen predictor (format/chunking.hpp), and the chunk table with it.
+  CHECK(dev.chunk_elements == hh.chunk_elements);
+  CHECK(dev.section_bytes[ebac::section_chunk_table] == hh.section_bytes[ebac::section_chunk_table]);
   CHECK(same_palette(dev.palette, hh.palette));
   // The parameter section the device writes (header_kernel: write_params) is the host's.
   std::vector<std::byte> params(dev.params_bytes());
@@ -248,14 +251,17 @@ void check_same_stages(const ebac::stream_header& dev, const std::vector<std::by
 
 /// A float tensor's stages on the device's path: palette from the device
 /// search, range as range_kernel's keys give it, choose_float_stages.
+/// `shape` (default: 1-D) and `pred` (default: flat) as the pipeline's.
 template <class T, class Q>
-void check_float_choice(const std::vector<T>& x, const ebac::compress_options& base) {
+void check_float_choice(const std::vector<T>& x, const ebac::compress_options& base, ebac::extents shape = {},
+                        const ebac::lorenzo& pred = ebac::lorenzo{}) {
   using pipe_t = ebac::pipeline<ebac::lorenzo, Q, ebac::block_bitpack>;
-  const ebac::extents e{x.size()};
+  const ebac::extents e = shape.rank ? shape : ebac::extents{x.size()};
   ebac::compress_options opt = base;
   opt.checksum = false;
   opt.store_when_larger = false;  // the coded stream's header, whatever its size
-  const pipe_t pipe{};
+  pipe_t pipe{};
+  pipe.predictor = pred;
   const auto host_stream = ebac::host::compress(x.data(), e, pipe, opt);
   const ebac::level_palette palette =
       device_palette(x.data(), x.size(), pipe.chunk_elements, opt.max_levels, 64, in_order((x.size() + pipe.chunk_elements - 1) / pipe.chunk_elements));
@@ -299,6 +305,27 @@ TEST_CASE("device stage choice: float tensors get the host's quantizer, bound, t
     check_float_choice<ebac::float16, ebac::sign_preserving_quantizer>(from_floats<ebac::float16>(relu6), opt);
     check_float_choice<ebac::bfloat16, ebac::sign_preserving_quantizer>(from_floats<ebac::bfloat16>(relu6), opt);
     check_float_choice<ebac::bfloat16, ebac::linear_quantizer>(from_floats<ebac::bfloat16>(relu6), opt);
+  }
+  // The main stages' chunk is rounded to whole predictor blocks
+  // (format/chunking.hpp: 16000 for rows of 1000, 60000 for one 300 x 100
+  // plane, 20000 for 100 x 100 planes, 16320 for flat tiles of 96); a
+  // palette's stays the pipeline's 16384 (no prediction).
+  std::vector<float> mask30k(30000);
+  for (float& v : mask30k) v = rng() % 10 == 0 ? 0.0f : 1.0f / 0.9f;
+  ebac::compress_options abs2;
+  abs2.bound = {1e-2, ebac::bound_mode::absolute};
+  const struct {
+    ebac::extents e;
+    ebac::lorenzo pred;
+  } along[] = {{{30, 1000}, ebac::lorenzo::along_last(1, 2, 64)},
+               {{300, 100}, ebac::lorenzo::along_last(2, 2, 64)},
+               {{3, 100, 100}, ebac::lorenzo::along_last(2, 3, 16)},
+               {{30000}, ebac::lorenzo::flat(96)}};
+  for (const auto& a : along) {
+    CAPTURE(a.e.rank);
+    check_float_choice<float, ebac::sign_preserving_quantizer>(relu6, abs2, a.e, a.pred);
+    check_float_choice<float, ebac::sign_preserving_quantizer>(mask30k, abs2, a.e, a.pred);
+    check_float_choice<ebac::float16, ebac::linear_quantizer>(from_floats<ebac::float16>(relu6), abs2, a.e, a.pred);
   }
 }
 

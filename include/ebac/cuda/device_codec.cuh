@@ -55,6 +55,7 @@
 #include <ebac/compress_options.hpp>
 #include <ebac/dtype.hpp>
 #include <ebac/encoder/huffman_image.hpp>
+#include <ebac/format/chunking.hpp>
 #include <ebac/format/max_compressed_bytes.hpp>
 #include <ebac/format/outlier_index.hpp>
 #include <ebac/format/stream_header.hpp>
@@ -123,18 +124,19 @@ struct temp_carver {
 /// GPU check has compared them.
 enum class kernel_path : std::uint8_t { staged, fused, single_pass };
 
-/// Whether the fused decoders take a (validated) stream: chunks that decode
-/// on their own as the host backend defines it (host::detail::chunk_local:
-/// no prediction, or flat 1-D Lorenzo whose tile divides the chunk), and for
-/// Lorenzo a tile of whole 32-code blocks. tile_blocks = tile / 32, or 0
-/// without prediction.
+/// Whether the fused decoders take a (validated) stream: no prediction, or
+/// flat 1-D Lorenzo with a tile of whole 32-code blocks whose chunks decode
+/// on their own (format/chunking.hpp's chunks_independent, as the host
+/// decoder asks: the tile divides the chunk, or there is one chunk).
+/// tile_blocks = tile / 32, or 0 without prediction. Lorenzo along axes
+/// decodes staged.
 inline bool fused_decode_tile_blocks(const stream_header& h, std::uint64_t& tile_blocks) noexcept {
   tile_blocks = 0;
   if (h.chunk_elements == 0) return false;
-  if (h.predictor == predictor_id::none) return ::ebac::host::detail::chunk_local(no_prediction{}, h.chunk_elements);
+  if (h.predictor == predictor_id::none) return true;
   const lorenzo& l = h.lorenzo_params;
-  if (h.predictor != predictor_id::lorenzo || l.validate(h.shape) != status::ok ||
-      !::ebac::host::detail::chunk_local(l, h.chunk_elements) || l.tile[0] % 32 != 0)
+  if (h.predictor != predictor_id::lorenzo || l.validate(h.shape) != status::ok || l.dims != 1 || l.axis[0] != lorenzo_flat_axis ||
+      !chunks_independent(l, h.shape, h.chunk_elements) || l.tile[0] % 32 != 0)
     return false;
   tile_blocks = l.tile[0] / 32;
   return true;
@@ -173,6 +175,24 @@ M* device_member(U* base, std::size_t offset) {
   return base ? reinterpret_cast<M*>(reinterpret_cast<std::byte*>(base) + offset) : nullptr;
 }
 
+/// How one stage set cuts the tensor: chunks of its predictor's size
+/// (format/chunking.hpp, the size apply_stages writes to the header), and
+/// for encoders that code a chunk into a worst-case slot first, the slot.
+struct stage_cut {
+  std::uint32_t chunk = 0;     ///< elements a chunk
+  std::uint64_t chunks = 0;    ///< chunks of the tensor
+  std::size_t slot = 0;        ///< worst-case bytes of one coded chunk
+};
+
+template <class E, class P>
+stage_cut cut_of(const P& pred, const extents& shape, std::uint32_t requested, std::uint64_t n) {
+  stage_cut k;
+  k.chunk = stream_chunk_elements(pred, shape, requested);
+  k.chunks = (n + k.chunk - 1) / k.chunk;
+  k.slot = E{}.max_chunk_bytes(k.chunk);
+  return k;
+}
+
 /// compress() once the main stage set is known on the host: MainP/MainQ are
 /// the pipeline's predictor and quantizer for float tensors; for integer
 /// tensors exact_quantizer under the pipeline's predictor, or
@@ -190,11 +210,25 @@ cudaError_t compress_stages(void* d_temp, std::size_t& temp_bytes, const T* d_in
   constexpr bool bitpack = std::is_same_v<E, block_bitpack>;
   std::uint64_t n = 0;
   (void)shape.count(n);
+  // The level search cuts at the pipeline's size (as find_levels does: the
+  // palette does not depend on the cut); the stage sets cut at their
+  // predictor's (the host's compress_to: stream_chunk_elements).
   const std::uint32_t C = pipe.chunk_elements;
-  const std::uint64_t chunks = (n + C - 1) / C;
-  const bool fused = bitpack && path != kernel_path::staged;
-  const bool single_pass = fused && path == kernel_path::single_pass && C <= kernels::single_pass_max_chunk;
+  const std::uint64_t search_chunks = (n + C - 1) / C;
   const bool find_levels = opt.max_levels > 0 && n > 0;
+  const stage_cut level_cut = cut_of<E>(no_prediction{}, shape, C, n);
+  const stage_cut main_cut = cut_of<E>(main_pred, shape, C, n);
+  // Chunk arrays hold either set's chunks.
+  const std::uint64_t chunks = find_levels && level_cut.chunks > main_cut.chunks ? level_cut.chunks : main_cut.chunks;
+  if (chunks > max_chunks) return cudaErrorInvalidValue;
+  const bool fused = bitpack && path != kernel_path::staged;
+  auto single_pass = [&](const stage_cut& k) {
+    return fused && path == kernel_path::single_pass && k.chunk <= kernels::single_pass_max_chunk;
+  };
+  // Whether a set that may be chosen sizes its chunks in one launch and
+  // places them with a scan (every set but a single-pass one).
+  const bool any_scan = !single_pass(main_cut) || (find_levels && !single_pass(level_cut));
+  const bool any_single_pass = single_pass(main_cut) || (find_levels && single_pass(level_cut));
   const bool scan_range = floating_element<T> && n > 0 && (opt.bound.mode == bound_mode::relative || sizeof(T) == 2);
   const S* in = reinterpret_cast<const S*>(d_in);  // a bool is read as its byte (dtype.hpp)
 
@@ -205,7 +239,7 @@ cudaError_t compress_stages(void* d_temp, std::size_t& temp_bytes, const T* d_in
   // the indices only.
   temp_carver t(d_temp);
   const std::size_t field_bytes = (2 * n + 2) * sizeof(std::uint32_t);
-  const std::size_t sets_bytes = find_levels ? chunks * sizeof(level_set) : 0;
+  const std::size_t sets_bytes = find_levels ? search_chunks * sizeof(level_set) : 0;
   std::byte* region = t.take<std::byte>(field_bytes > sets_bytes ? field_bytes : sets_bytes);
   auto* field = reinterpret_cast<std::uint32_t*>(region);
   std::uint32_t* codes = field ? field + n : nullptr;
@@ -219,17 +253,19 @@ cudaError_t compress_stages(void* d_temp, std::size_t& temp_bytes, const T* d_in
   constexpr std::size_t stages_slot = sizeof(stages_t) > sizeof(chosen_stages<pool_window_quantizer>)
                                           ? sizeof(stages_t) : sizeof(chosen_stages<pool_window_quantizer>);
   auto* stages = reinterpret_cast<stages_t*>(t.take<std::byte>(stages_slot));
-  auto* layout = t.take<std::uint64_t>(6);
+  auto* layout = t.take<std::uint64_t>(kernels::layout_words);
   auto* outlier_count = t.take<std::uint64_t>(1);
   auto* index_bytes = t.take<std::uint64_t>(1);
   auto* words = t.take<std::uint32_t>(2);  // [0]: a chunk has too many levels; [1]: the stored form was chosen
   // The outlier index writer's tile counter and look-back words (zeroed together).
   auto* outlier_words = t.take<unsigned long long>(kernels::outlier_write_tiles(n) + 1);
   // single_pass: one look-back word per chunk, then the chunk counter (zeroed together).
-  unsigned long long* tile_words = single_pass ? t.take<unsigned long long>(chunks + 1) : nullptr;
-  const std::size_t slot = E{}.max_chunk_bytes(C);
+  unsigned long long* tile_words = any_single_pass ? t.take<unsigned long long>(chunks + 1) : nullptr;
   std::byte* scratch = nullptr;
-  if constexpr (!bitpack) scratch = t.take<std::byte>(chunks * slot);
+  if constexpr (!bitpack) {
+    const std::size_t a = find_levels ? level_cut.chunks * level_cut.slot : 0, b = main_cut.chunks * main_cut.slot;
+    scratch = t.take<std::byte>(a > b ? a : b);
+  }
   // Huffman: histograms, the construction's workspace and the codebook image.
   unsigned long long* hist = nullptr;
   ::ebac::detail::huffman_length_workspace* workspace = nullptr;
@@ -257,8 +293,9 @@ cudaError_t compress_stages(void* d_temp, std::size_t& temp_bytes, const T* d_in
   if (temp_bytes < t.required() || !d_status || (n > 0 && !d_in)) return cudaErrorInvalidValue;
   if (out_capacity < max_output_bytes<Pipeline, T>(shape, pipe) || !d_out || !d_out_bytes) return cudaErrorInvalidValue;
 
-  // The main stage set's header; choose_stages_kernel and header_kernel turn
-  // it into the chosen set's (apply_stages).
+  // The main stage set's header with the pipeline's chunk size;
+  // choose_stages_kernel and header_kernel turn it into the chosen set's
+  // (apply_stages: stages, parameters, chunk size and chunk table).
   stream_header h;
   h.type = dtype_of<T>::value;
   h.mode = opt.bound.mode;
@@ -271,25 +308,34 @@ cudaError_t compress_stages(void* d_temp, std::size_t& temp_bytes, const T* d_in
   h.eb_requested = floating_element<T> ? opt.bound.value : 0.0;
   h.chunk_elements = C;
   if constexpr (std::is_same_v<MainQ, pool_window_quantizer>) h.pool = opt.pooling;
-  h.section_bytes[section_chunk_table] = 4 * chunks;
 
   // Every launch that depends on the stages runs once per stage set the
-  // tensor can get, gated by the device's choice (kernels/levels.cuh).
+  // tensor can get, gated by the device's choice (kernels/levels.cuh), with
+  // that set's cut.
   const auto* chosen_levels = device_member<const std::uint32_t>(stages, offsetof(stages_t, levels));
   const auto* level_q = device_member<const level_quantizer>(stages, offsetof(stages_t, lq));
   const auto* main_qp = device_member<const MainQ>(stages, offsetof(stages_t, q));
   auto for_each_stage_set = [&](auto&& launch) {
-    if (find_levels) launch(no_prediction{}, level_q, kernels::stage_gate{chosen_levels, 1u});
-    launch(main_pred, main_qp, kernels::stage_gate{find_levels ? chosen_levels : nullptr, 0u});
+    if (find_levels) launch(no_prediction{}, level_q, kernels::stage_gate{chosen_levels, 1u}, level_cut);
+    launch(main_pred, main_qp, kernels::stage_gate{find_levels ? chosen_levels : nullptr, 0u}, main_cut);
+  };
+  // The same for launches that do not depend on the quantizer (they read the codes).
+  auto for_each_cut = [&](auto&& launch) {
+    for_each_stage_set([&](const auto&, const auto*, kernels::stage_gate gate, const stage_cut& k) {
+      if (k.chunks > 0) launch(gate, k);
+    });
   };
 
   const unsigned g = grid_for(n);
-  const unsigned huffman_grid = kernels::huffman_blocks(chunks);
   if ((e = cudaMemsetAsync(d_status, 0, sizeof(int), stream)) != cudaSuccess) return e;
   if ((e = cudaMemsetAsync(words, 0, 2 * sizeof(std::uint32_t), stream)) != cudaSuccess) return e;
+  // Entries past the chosen set's chunks stay 0: the scan over all of them
+  // gives the chosen set's offsets first.
+  if ((e = cudaMemsetAsync(chunk_bytes, 0, (chunks + 1) * sizeof(std::uint64_t), stream)) != cudaSuccess) return e;
   if (find_levels) {
-    kernels::level_sets_kernel<S><<<static_cast<unsigned>(chunks), kernels::level_threads, 0, stream>>>(in, n, C, opt.max_levels, sets, words);
-    kernels::level_merge_kernel<0><<<1, kernels::level_merge_threads, 0, stream>>>(sets, chunks, words);
+    kernels::level_sets_kernel<S><<<static_cast<unsigned>(search_chunks), kernels::level_threads, 0, stream>>>(in, n, C, opt.max_levels,
+                                                                                                              sets, words);
+    kernels::level_merge_kernel<0><<<1, kernels::level_merge_threads, 0, stream>>>(sets, search_chunks, words);
   }
   kernels::range_init_kernel<0><<<1, 1, 0, stream>>>(keys);
   if constexpr (floating_element<T>) {
@@ -298,7 +344,7 @@ cudaError_t compress_stages(void* d_temp, std::size_t& temp_bytes, const T* d_in
   kernels::choose_stages_kernel<T, MainQ><<<1, 1, 0, stream>>>(opt.bound, keys, find_levels ? sets : nullptr, main_q, h, stages,
                                                                layout, d_status);
   if (n > 0 && !fused) {
-    for_each_stage_set([&](const auto& pred, const auto* qp, kernels::stage_gate gate) {
+    for_each_stage_set([&](const auto& pred, const auto* qp, kernels::stage_gate gate, const stage_cut&) {
       using Pv = std::remove_cvref_t<decltype(pred)>;
       using Qv = std::remove_cvref_t<decltype(*qp)>;
       kernels::quantize_kernel<Qv, S><<<g, 256, 0, stream>>>(gate, in, n, qp, field, flags);
@@ -309,66 +355,78 @@ cudaError_t compress_stages(void* d_temp, std::size_t& temp_bytes, const T* d_in
   if constexpr (E::needs_codebook) {  // histograms -> codebook image + the stream's codebook section
     constexpr std::size_t hist_bytes = 2 * std::size_t{huffman_alphabet::size} * sizeof(unsigned long long);
     if ((e = cudaMemsetAsync(hist, 0, hist_bytes, stream)) != cudaSuccess) return e;
-    if (chunks > 0)
-      kernels::huffman_histogram_kernel<0><<<huffman_grid, kernels::huffman_threads, 0, stream>>>(codes, n, C, chunks, hist);
+    for_each_cut([&](kernels::stage_gate gate, const stage_cut& k) {
+      kernels::huffman_histogram_kernel<0><<<kernels::huffman_blocks(k.chunks), kernels::huffman_threads, 0, stream>>>(
+          gate, codes, n, k.chunk, k.chunks, hist);
+    });
     kernels::huffman_lengths_kernel<0><<<2, kernels::codebook_threads, 0, stream>>>(hist, workspace, lengths);
     kernels::huffman_codebook_kernel<0><<<1, kernels::codebook_threads, 0, stream>>>(hist, lengths, image, d_out, layout + 5);
   }
 
   if (chunks > 0) {
     if constexpr (bitpack) {
-      if (single_pass) {  // size and write in one launch; chunk_bytes / chunk_offset come out of the look-back
-        if ((e = cudaMemsetAsync(tile_words, 0, (chunks + 1) * sizeof(unsigned long long), stream)) != cudaSuccess) return e;
-        for_each_stage_set([&](const auto& pred, const auto* qp, kernels::stage_gate gate) {
-          using Pv = std::remove_cvref_t<decltype(pred)>;
-          using Qv = std::remove_cvref_t<decltype(*qp)>;
-          kernels::fused_bitpack_single_pass_kernel<Pv, Qv, S><<<static_cast<unsigned>(chunks), kernels::fused_threads, 0, stream>>>(
-              gate, pred, shape, in, n, C, qp, flags, tile_words + chunks, tile_words, chunk_bytes, chunk_offset, d_out, layout + 5,
-              4 * chunks);
-        });
-      } else if (fused) {
-        for_each_stage_set([&](const auto& pred, const auto* qp, kernels::stage_gate gate) {
-          using Pv = std::remove_cvref_t<decltype(pred)>;
-          using Qv = std::remove_cvref_t<decltype(*qp)>;
-          kernels::fused_bitpack_size_kernel<Pv, Qv, S><<<static_cast<unsigned>(chunks), kernels::fused_threads, 0, stream>>>(
-              gate, pred, shape, in, n, C, qp, flags, chunk_bytes);
-        });
-      } else {
-        kernels::bitpack_size_kernel<0><<<static_cast<unsigned>(chunks), kernels::bitpack_threads, 0, stream>>>(codes, n, C, chunk_bytes);
-      }
+      if (any_single_pass && (e = cudaMemsetAsync(tile_words, 0, (chunks + 1) * sizeof(unsigned long long), stream)) != cudaSuccess)
+        return e;
+      for_each_stage_set([&](const auto& pred, const auto* qp, kernels::stage_gate gate, const stage_cut& k) {
+        using Pv = std::remove_cvref_t<decltype(pred)>;
+        using Qv = std::remove_cvref_t<decltype(*qp)>;
+        if (k.chunks == 0) return;
+        const auto blocks = static_cast<unsigned>(k.chunks);
+        if (single_pass(k)) {  // size and write in one launch; chunk_bytes / chunk_offset come out of the look-back
+          kernels::fused_bitpack_single_pass_kernel<Pv, Qv, S><<<blocks, kernels::fused_threads, 0, stream>>>(
+              gate, pred, shape, in, n, k.chunk, qp, flags, tile_words + chunks, tile_words, chunk_bytes, chunk_offset, d_out,
+              layout + 5, 4 * k.chunks);
+        } else if (fused) {
+          kernels::fused_bitpack_size_kernel<Pv, Qv, S><<<blocks, kernels::fused_threads, 0, stream>>>(gate, pred, shape, in, n,
+                                                                                                       k.chunk, qp, flags, chunk_bytes);
+        } else {
+          kernels::bitpack_size_kernel<0><<<blocks, kernels::bitpack_threads, 0, stream>>>(gate, codes, n, k.chunk, chunk_bytes);
+        }
+      });
     } else if constexpr (E::needs_codebook) {
-      kernels::huffman_encode_kernel<0><<<huffman_grid, kernels::huffman_threads, 0, stream>>>(image, codes, n, C, chunks, scratch,
-                                                                                                  slot, chunk_bytes);
+      for_each_cut([&](kernels::stage_gate gate, const stage_cut& k) {
+        kernels::huffman_encode_kernel<0><<<kernels::huffman_blocks(k.chunks), kernels::huffman_threads, 0, stream>>>(
+            gate, image, codes, n, k.chunk, k.chunks, scratch, k.slot, chunk_bytes);
+      });
     } else {
-      kernels::serial_encode_kernel<E><<<grid_for(chunks, 64), 64, 0, stream>>>(E{}, codes, n, C, chunks, scratch, slot, chunk_bytes);
+      for_each_cut([&](kernels::stage_gate gate, const stage_cut& k) {
+        kernels::serial_encode_kernel<E><<<grid_for(k.chunks, 64), 64, 0, stream>>>(gate, E{}, codes, n, k.chunk, k.chunks, scratch,
+                                                                                     k.slot, chunk_bytes);
+      });
     }
+    // A single-pass set wrote its offsets; the scan gives the same ones, so
+    // it runs whenever the set that may be chosen needs it.
     std::size_t cb = cub_bytes;
-    if (!single_pass &&
+    if (any_scan &&
         (e = cub::DeviceScan::ExclusiveSum(cub_temp, cb, chunk_bytes, chunk_offset, static_cast<std::int64_t>(chunks), stream)) != cudaSuccess)
       return e;
   }
-  kernels::payload_layout_kernel<0><<<1, 1, 0, stream>>>(h, image, chunk_bytes, chunk_offset, chunks, layout);
+  kernels::payload_layout_kernel<0><<<1, 1, 0, stream>>>(h, image, chunk_bytes, chunk_offset, layout);
   // The writers below take their offsets from `layout`: if any launch so far
   // failed, stop before they would read it uninitialized.
   if ((e = cudaPeekAtLastError()) != cudaSuccess) return e;
   if (chunks > 0) {
     if constexpr (bitpack) {
-      if (single_pass) {
-        // already written
-      } else if (fused) {
-        for_each_stage_set([&](const auto& pred, const auto* qp, kernels::stage_gate gate) {
-          using Pv = std::remove_cvref_t<decltype(pred)>;
-          using Qv = std::remove_cvref_t<decltype(*qp)>;
-          kernels::fused_bitpack_write_kernel<Pv, Qv, S><<<static_cast<unsigned>(chunks), kernels::fused_threads, 0, stream>>>(
-              gate, pred, shape, in, n, C, qp, chunk_offset, d_out, layout);
-        });
-      } else {
-        kernels::bitpack_write_kernel<0><<<static_cast<unsigned>(chunks), kernels::bitpack_threads, 0, stream>>>(codes, n, C, chunk_offset, d_out, layout);
-      }
+      for_each_stage_set([&](const auto& pred, const auto* qp, kernels::stage_gate gate, const stage_cut& k) {
+        using Pv = std::remove_cvref_t<decltype(pred)>;
+        using Qv = std::remove_cvref_t<decltype(*qp)>;
+        if (k.chunks == 0 || single_pass(k)) return;  // a single-pass set is written already
+        const auto blocks = static_cast<unsigned>(k.chunks);
+        if (fused) {
+          kernels::fused_bitpack_write_kernel<Pv, Qv, S><<<blocks, kernels::fused_threads, 0, stream>>>(gate, pred, shape, in, n, k.chunk,
+                                                                                                        qp, chunk_offset, d_out, layout);
+        } else {
+          kernels::bitpack_write_kernel<0><<<blocks, kernels::bitpack_threads, 0, stream>>>(gate, codes, n, k.chunk, chunk_offset, d_out,
+                                                                                            layout);
+        }
+      });
     } else {
-      kernels::copy_chunks_kernel<0><<<static_cast<unsigned>(chunks), 256, 0, stream>>>(scratch, slot, chunk_bytes, chunk_offset, d_out, layout);
+      for_each_cut([&](kernels::stage_gate gate, const stage_cut& k) {
+        kernels::copy_chunks_kernel<0><<<static_cast<unsigned>(k.chunks), 256, 0, stream>>>(gate, scratch, k.slot, chunk_bytes,
+                                                                                            chunk_offset, d_out, layout);
+      });
     }
-    kernels::chunk_table_kernel<0><<<grid_for(chunks), 256, 0, stream>>>(chunk_bytes, chunks, d_out, layout);
+    kernels::chunk_table_kernel<0><<<grid_for(chunks), 256, 0, stream>>>(chunk_bytes, d_out, layout);
   }
   // Codes are encoded: their memory now holds the outlier indices.
   if (n > 0) {

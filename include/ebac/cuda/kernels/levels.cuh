@@ -44,6 +44,10 @@ struct stage_gate {
   [[nodiscard]] __device__ bool closed() const { return levels != nullptr && *levels != mine; }
 };
 
+/// Words of the stream layout the kernels share (encode.cuh,
+/// payload_layout_kernel): [4..7] come from choose_stages_kernel.
+inline constexpr std::size_t layout_words = 8;
+
 /// Threads of a level-set block: one level_set each in shared memory
 /// (272 bytes: 17 KB a block).
 inline constexpr int level_threads = 64;
@@ -102,8 +106,10 @@ level_merge_kernel(level_set* sets, std::uint64_t chunks, const unsigned* too_ma
 /// tensors, its range keys (range_kernel's; unused unless the bound is
 /// relative or the dtype 16-bit). For integer tensors `main` is the main
 /// quantizer (exact, or pool_window made from the pooling geometry). `h`
-/// is the header of the main stages; layout[4] gets the stage-parameter
-/// section's size and layout[5] where the codebook section starts.
+/// is the header of the main stages with the pipeline's chunk size;
+/// layout[4] gets the stage-parameter section's size, layout[5] where the
+/// codebook section starts, layout[6] and [7] the chosen set's chunks and
+/// chunk size (apply_stages: the chosen predictor's, format/chunking.hpp).
 template <class T, class MainQ>
 EBAC_KERNEL void choose_stages_kernel(error_bound bound, const std::int32_t* keys, const level_set* merged, MainQ main,
                                       stream_header h, chosen_stages<MainQ>* out, std::uint64_t* layout, int* status) {
@@ -122,6 +128,8 @@ EBAC_KERNEL void choose_stages_kernel(error_bound bound, const std::int32_t* key
   apply_stages(h, s);
   layout[4] = h.section_bytes[section_params];
   layout[5] = h.section_offset(section_codebook);
+  layout[6] = h.section_bytes[section_chunk_table] / 4;
+  layout[7] = h.chunk_elements;
 }
 
 }  // namespace kernels
