@@ -32,17 +32,26 @@
 
 EBAC_NAMESPACE_BEGIN
 namespace cuda {
-namespace kernels {
+namespace detail {
 
 /// Which stage set a launch belongs to (chosen_stages::levels: 1 the
 /// palette's, 0 the main one). `levels` points at the device's choice;
-/// nullptr when only one set can be chosen (level coding off).
+/// nullptr when only one set can be chosen (level coding off). Declared
+/// outside `kernels` (and used there as kernels::stage_gate): the host
+/// lambdas that launch per stage set take it, and no host symbol may name
+/// cuda::kernels (tests/cuda/abi/check_exports.cmake).
 struct stage_gate {
   const std::uint32_t* levels = nullptr;
   std::uint32_t mine = 0;
   /// True when the other set was chosen: the kernel returns at once.
   [[nodiscard]] __device__ bool closed() const { return levels != nullptr && *levels != mine; }
 };
+
+}  // namespace detail
+
+namespace kernels {
+
+using detail::stage_gate;
 
 /// Words of the stream layout the kernels share (encode.cuh,
 /// payload_layout_kernel): [4..7] come from choose_stages_kernel.
