@@ -8,7 +8,8 @@
 #             smaller tensors, no large-tensor case; initcheck also without
 #             the tests' poisoned allocations, EBAC_GPU_TEST_NO_POISON=1)
 #   torch:    ebac_torch with its CUDA backend (in-tree build), its tests on the
-#             GPU, and tools/gpu_memory_study.py (opt-in: STAGES=torch)
+#             GPU, tools/gpu_memory_study.py and tools/memory_report.py on four
+#             networks (opt-in: STAGES=torch)
 # Prepare HERE first: `bash tools/gpu-prepare.sh` (the machine has no
 # doctest), then call the device tool with carry ["build/deps"] and
 #   OUT=$OUT bash tools/gpu-check.sh
@@ -160,6 +161,16 @@ if want torch; then
       cat "$logs/gpu-study/report.md" >> "$summary"
     else
       echo "GPU MEMORY STUDY FAILED (see gpu-study.log)" >> "$summary"; tail -20 "$logs/gpu-study.log" >> "$summary"; status=1
+    fi
+    pack
+    # The whole-network memory report (tools/memory_report.py) on the GPU:
+    # max_memory_allocated instead of RSS, save_on_cpu a real offload.
+    step "whole-network memory report on the GPU (VGG-style CNN, small ViT, GPT, resnet18)"
+    if timeout -k 10 "$(budget 300)" "$py" tools/memory_report.py --networks vgg-cnn,small-vit,gpt,resnet18 \
+         --out "$logs/memory-report" > "$logs/memory-report.log" 2>&1; then
+      cat "$logs/memory-report/report.md" >> "$summary"
+    else
+      echo "MEMORY REPORT FAILED (see memory-report.log)" >> "$summary"; tail -20 "$logs/memory-report.log" >> "$summary"; status=1
     fi
   else
     echo "EXTENSION BUILD FAILED:" >> "$summary"; tail -30 "$logs/torch-build.log" >> "$summary"; status=1

@@ -31,6 +31,7 @@ SWEEP_BOUNDS=1e-1,3e-2,1e-2,3e-3,1e-3,3e-4,1e-4,3e-5,1e-5
 
 packages=(
   cmake make g++                       # build
+  libcli11-dev nlohmann-json3-dev      # the ebac CLI (argument parsing, JSON output; header-only)
   python3 python3-numpy python3-pip    # compare.py (Debian's numpy) and pip for pysz
   python3-matplotlib                   # plot_rd.py
   libzfp-dev zfp                       # ZFP for tools/peers/zfp_runner

@@ -3,7 +3,8 @@
 # as root, it installs what the tests need, then:
 #   1. release preset: build + ctest -LE gpu (unit, property, header, consumer tests)
 #   2. asan preset:    ASan + UBSan build + ctest -LE 'gpu|consumer'
-#   3. fuzz preset:    clang + libFuzzer, seed replay + FUZZ_SECONDS of fuzzing
+#   3. fuzz preset:    clang + libFuzzer, seed replay + FUZZ_SECONDS of fuzzing per target
+#                      (decompress, inspect, compress)
 #   4. cuda preset:    nvcc build of the header checks, GPU tests and benchmark (compile-only), and
 #                      ctest -L cuda_host (the CUDA layers' argument checks and no-device errors),
 #                      when /usr/local/cuda/bin/nvcc exists
@@ -12,13 +13,13 @@
 #   7. libtorch:       examples/01_libtorch_autograd built and trained for 60 steps
 # and exits non-zero when any stage failed (all stages run; EBAC_FAIL_FAST=1 stops at the first).
 #
-#   FUZZ_SECONDS=60   fuzzing time (0: build and replay the seeds only)
+#   FUZZ_SECONDS=20   fuzzing time per target, 3 targets (0: build and replay the seeds only)
 #   JOBS=N            build and ctest parallelism (default: nproc)
 #   EBAC_SKIP_APT=1   never touch apt (report missing packages instead)
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 
-export FUZZ_SECONDS=${FUZZ_SECONDS:-60}
+export FUZZ_SECONDS=${FUZZ_SECONDS:-20}
 JOBS=${JOBS:-$(nproc)}
 export ASAN_OPTIONS=${ASAN_OPTIONS:-detect_leaks=1:abort_on_error=0:strict_string_checks=1}
 export UBSAN_OPTIONS=${UBSAN_OPTIONS:-print_stacktrace=1:halt_on_error=1}
@@ -28,6 +29,7 @@ NVCC=/usr/local/cuda/bin/nvcc
 packages=(
   cmake ninja-build g++     # build
   doctest-dev               # unit and property tests
+  libcli11-dev nlohmann-json3-dev  # the ebac CLI: argument parsing, JSON output (header-only)
   python3 python3-numpy     # tests/cli drives the CLI from Python and checks results in numpy
   clang libclang-rt-14-dev  # libFuzzer + sanitizer runtimes for the fuzz preset
   llvm-14                   # llvm-symbolizer: sanitizer reports with file:line

@@ -15,8 +15,13 @@
 #include <ebac/status.hpp>
 
 #include <cstdint>
+#include <limits>
+#include <string>
 
 EBAC_NAMESPACE_BEGIN
+
+/// decompress()'s default max_output_bytes: no limit.
+inline constexpr std::uint64_t unlimited_output = std::numeric_limits<std::uint64_t>::max();
 
 struct compress_options {
   /// The error bound of floating-point tensors. Integer and bool tensors are
@@ -74,6 +79,18 @@ template <element T, class Pipeline>
   if (count != element_count(h)) return "output size does not match the stream's element count";
   if (count > 0 && out == nullptr) return "output pointer is null";
   return nullptr;
+}
+
+/// Throws status::buffer_too_small when a (validated) stream decodes to more
+/// than max_output_bytes bytes (element count x element size): checked
+/// before anything is allocated, since a tiny stream may claim 2^48 elements.
+inline void check_output_limit(const stream_header& h, std::uint64_t max_output_bytes) {
+  const std::uint64_t n = element_count(h);  // <= 2^48: the product cannot overflow
+  const std::uint64_t bytes = n * size_of(h.type);
+  if (bytes > max_output_bytes)
+    fail(status::buffer_too_small, "the stream decodes to " + std::to_string(bytes) + " bytes (" + std::to_string(n) +
+                                       " elements), more than the " + std::to_string(max_output_bytes) +
+                                       " bytes allowed (max_output_bytes)");
 }
 
 }  // namespace detail

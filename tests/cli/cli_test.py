@@ -7,7 +7,8 @@ raw bits, and failures by exit status, stderr and the files left behind.
 
     cli_test.py --ebac build/bin/ebac --corpus data/corpus --workdir DIR --group NAME
 
-Groups: info, roundtrip, eval_json, errors, no_overwrite, adversarial, golden (or all).
+Groups: info, roundtrip, eval_json, errors, no_overwrite, adversarial, golden,
+streams, outputs, limits, arguments (or all).
 """
 
 import argparse
@@ -426,6 +427,470 @@ def group_info():
                   f"info ({pipeline}): expected '{key} {val}' in {so.strip()!r}")
 
 
+
+# --- reliability: streams, outputs, limits, arguments (issue 18) -------------
+
+SANITIZED = False  # --sanitized: ASan reserves terabytes of address space, so no RLIMIT_AS runs
+
+
+def run_bytes(args, stdin=None, input=None, timeout=60, preexec_fn=None, pass_fds=(), stdout=subprocess.PIPE):
+    """Runs ebac with bytes I/O; returns (rc, stdout bytes, stderr text)."""
+    p = subprocess.run([EBAC] + [str(a) for a in args], stdin=stdin, input=input, stdout=stdout,
+                       stderr=subprocess.PIPE, timeout=timeout, preexec_fn=preexec_fn, pass_fds=pass_fds)
+    return p.returncode, p.stdout, p.stderr.decode(errors="replace")
+
+
+def one_error_line(label, rc, se, *needles):
+    """A failure: non-zero status, not a signal, exactly one 'ebac: ...' line naming every needle."""
+    ok = check(rc is not None and rc > 0, f"{label}: exit status {rc}, expected a failure (not a signal)")
+    lines = se.strip("\n").splitlines()
+    ok &= check(len(lines) == 1 and lines[0].startswith("ebac: "), f"{label}: expected one 'ebac:' line on stderr, got {se!r}")
+    for n in needles:
+        ok &= check(n.lower() in se.lower(), f"{label}: stderr does not mention {n!r}: {se.strip()!r}")
+    return ok
+
+
+def temporaries(directory=None):
+    d = directory or WORK
+    return [n for n in os.listdir(d) if n.startswith(".ebac-tmp")]
+
+
+def small_input(name="io.f32", n=4000):
+    x = np.linspace(-3, 3, n, dtype=np.float32)
+    x[::17] = 0
+    p = path(name)
+    x.tofile(p)
+    return p, x
+
+
+def compress_args(src, out, n=4000, extra=()):
+    return ["compress", "--input", src, "--output", out, "--dtype", "f32", "--dims", str(n), "--eb", "1e-3"] + list(extra)
+
+
+def reference_stream(src, n=4000):
+    ref = path("reference.ebac")
+    rc, so, se = run(*compress_args(src, ref, n))
+    check(rc == 0, f"reference compress failed: {se}")
+    return open(ref, "rb").read()
+
+
+def writer_thread(fifo, data, delay=0.0):
+    import threading
+    import time
+
+    def go():
+        time.sleep(delay)
+        try:
+            with open(fifo, "wb") as f:
+                f.write(data)
+        except BrokenPipeError:
+            pass  # the reader gave up; its own check reports it
+    t = threading.Thread(target=go, daemon=True)
+    t.start()
+    return t
+
+
+def reader_thread(fifo, sink):
+    import threading
+
+    def go():
+        with open(fifo, "rb") as f:
+            sink.append(f.read())
+    t = threading.Thread(target=go, daemon=True)
+    t.start()
+    return t
+
+
+def group_streams():
+    """Inputs of unknown size (pipes, FIFOs, /dev/stdin, /proc files,
+    process substitution) are read to their end; `-` is standard input and
+    standard output; endless inputs are refused; a FIFO without a writer
+    waits and SIGINT ends the wait."""
+    import signal
+    import time
+    src, x = small_input()
+    data = open(src, "rb").read()
+    want_stream = reference_stream(src)
+    want_raw = read_bits(src, "f32")
+
+    # A shell-style pipeline: ... | ebac compress - ... | ebac decompress - -o -
+    with open(src, "rb") as fin:
+        p1 = subprocess.Popen([EBAC, "compress", "-", "--dtype", "f32", "--dims", "4000", "--eb", "1e-3"], stdin=fin,
+                              stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+        p2 = subprocess.Popen([EBAC, "decompress", "-", "-o", "-"], stdin=p1.stdout, stdout=subprocess.PIPE,
+                              stderr=subprocess.PIPE)
+        p1.stdout.close()
+        out2, err2 = p2.communicate(timeout=60)
+        p1.wait(timeout=60)
+        err1 = p1.stderr.read()
+    check(p1.returncode == 0 and p2.returncode == 0, f"pipeline: exit {p1.returncode}/{p2.returncode}: {err1!r} {err2!r}")
+    y = np.frombuffer(out2, dtype=np.uint32)
+    verify(want_raw, y, "f32", 1e-3, True, "pipeline compress - | decompress - -o -")
+    # Standard input through `-`, --input -, and /dev/stdin give the file's stream, byte for byte.
+    for label, args in (("-", ["compress", "-", "-o", "-"]), ("--input -", ["compress", "--input", "-", "--output", "-"])):
+        rc, so, se = run_bytes(args + ["--dtype", "f32", "--dims", "4000", "--eb", "1e-3"], input=data)
+        check(rc == 0 and so == want_stream, f"stdin as {label}: rc {rc}, {len(so)} bytes, {se!r}")
+
+    def via_file(label, args, **kw):
+        """Runs a compress whose --output is a file; returns the file's bytes (None on failure)."""
+        out = path("via-file.ebac")
+        if os.path.exists(out):
+            os.remove(out)
+        rc, so, se = run_bytes(args + ["--output", out], **kw)
+        if not check(rc == 0, f"{label}: rc {rc}: {se.strip()!r}"):
+            return None
+        return open(out, "rb").read()
+    got = via_file("/dev/stdin (a pipe)", ["compress", "--input", "/dev/stdin", "--dtype", "f32", "--dims", "4000", "--eb",
+                                           "1e-3"], input=data)
+    check(got in (None, want_stream), "/dev/stdin: not the file's stream")
+    # The output defaults to standard output.
+    rc, so, se = run_bytes(["compress", src, "--dtype", "f32", "--dims", "4000", "--eb", "1e-3"])
+    check(rc == 0 and so == want_stream, f"compress without -o: rc {rc}, {len(so)} bytes, {se!r}")
+    rc, so, se = run_bytes(["decompress", path("reference.ebac")])
+    check(rc == 0 and np.array_equal(np.frombuffer(so, dtype=np.uint32), y), f"decompress without -o: rc {rc}, {se!r}")
+    # A FIFO with a writer, for compress and for decompress and info.
+    fifo = path("in.fifo")
+    os.mkfifo(fifo)
+    writer_thread(fifo, data, delay=0.2)
+    rc, so, se = run_bytes(["compress", "--input", fifo, "--output", path("fifo.ebac"), "--dtype", "f32", "--dims", "4000",
+                            "--eb", "1e-3"], timeout=60)
+    check(rc == 0 and open(path("fifo.ebac"), "rb").read() == want_stream, f"FIFO input: rc {rc}, {se!r}") if rc == 0 else \
+        check(False, f"FIFO input: rc {rc}, {se!r}")
+    writer_thread(fifo, want_stream)
+    rc, so, se = run_bytes(["decompress", "--input", fifo, "--output", path("fifo.out")], timeout=60)
+    check(rc == 0 and np.array_equal(np.fromfile(path("fifo.out"), dtype=np.uint32), y), f"FIFO stream input: rc {rc}, {se!r}") \
+        if rc == 0 else check(False, f"FIFO stream input: rc {rc}, {se!r}")
+    writer_thread(fifo, want_stream)
+    rc, so, se = run_bytes(["info", "--input", fifo], timeout=60)
+    check(rc == 0 and b"dims 4000" in so, f"info on a FIFO: rc {rc}, {so!r}, {se!r}")
+    # Process substitution: /dev/fd/N of a pipe.
+    r, w = os.pipe()
+    import threading
+
+    def feed():
+        with os.fdopen(w, "wb") as f:
+            f.write(data)
+    t = threading.Thread(target=feed, daemon=True)
+    t.start()
+    got = via_file("/dev/fd/N pipe input", ["compress", "--input", f"/dev/fd/{r}", "--dtype", "f32", "--dims", "4000",
+                                            "--eb", "1e-3"], pass_fds=(r,), timeout=60)
+    os.close(r)
+    check(got in (None, want_stream), "/dev/fd/N pipe input: not the file's stream")
+    # A /proc file: its size is reported as 0, its content is not empty.
+    proc = "/proc/sys/kernel/ostype"
+    content = open(proc, "rb").read() if os.path.exists(proc) else b""
+    if len(content) >= 2 and len(content) % 2 == 0:
+        got = via_file("/proc file input", ["compress", "--input", proc, "--dtype", "f16", "--dims", str(len(content) // 2),
+                                            "--eb", "1e-3", "--mode", "rel"])
+        if got is not None:
+            rc, _, se = run_bytes(["decompress", "--input", path("via-file.ebac"), "--output", path("proc.out")])
+            back = open(path("proc.out"), "rb").read() if rc == 0 else b""
+            verify(np.frombuffer(content, dtype=np.uint16), np.frombuffer(back, dtype=np.uint16), "f16",
+                   promised_bound(values(np.frombuffer(content, dtype=np.uint16), "f16"), 1e-3, "rel"), True, "/proc file")
+    else:
+        print(f"note: {proc} unusable here ({len(content)} bytes); /proc input not checked", flush=True)
+    # Endless inputs: refused as too long (compress), or by the magic (decompress, info).
+    rc, so, se = run_bytes(compress_args("/dev/zero", path("zero.ebac")), timeout=30)
+    one_error_line("compress /dev/zero", rc, se, "/dev/zero", "more than 16000 bytes")
+    check(not os.path.exists(path("zero.ebac")), "compress /dev/zero created its output")
+    rc, so, se = run_bytes(["decompress", "--input", "/dev/zero", "--output", path("zero.out")], timeout=30)
+    one_error_line("decompress /dev/zero", rc, se, "not an ebac stream")
+    rc, so, se = run_bytes(["info", "--input", "/dev/zero"], timeout=30)
+    one_error_line("info /dev/zero", rc, se, "not an ebac stream")
+    rc, so, se = run_bytes(compress_args("-", "-", n=5000), input=data)
+    one_error_line("short standard input", rc, se, "standard input", "16000", "20000")
+    # Binary data is not written to a terminal.
+    import pty
+    master, slave = pty.openpty()
+    try:
+        rc, so, se = run_bytes(["compress", src, "--dtype", "f32", "--dims", "4000", "--eb", "1e-3"], stdout=slave)
+        one_error_line("stdout is a terminal", rc, se, "terminal")
+    finally:
+        os.close(master)
+        os.close(slave)
+    # A FIFO without a writer waits, like cat; SIGINT (Ctrl-C) and SIGTERM end it, leaving nothing behind.
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        out = path("waiting.ebac")
+        p = subprocess.Popen([EBAC] + compress_args(fifo, out), stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                             start_new_session=True)
+        time.sleep(0.5)
+        check(p.poll() is None, f"FIFO without a writer: ebac did not wait (exit {p.poll()})")
+        pending = temporaries()
+        p.send_signal(sig)
+        try:
+            p.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            p.kill()
+            p.wait()
+            check(False, f"{signal.Signals(sig).name} did not end the wait for a FIFO writer")
+        check(p.returncode == -sig, f"after {signal.Signals(sig).name}: exit status {p.returncode}, expected {-sig}")
+        check(len(pending) == 1, f"while waiting for input the output's temporary file should exist: {pending}")
+        check(not temporaries(), f"{signal.Signals(sig).name}: temporary files left behind: {temporaries()}")
+        check(not os.path.exists(out), f"{signal.Signals(sig).name}: the output was created")
+
+
+def group_outputs():
+    """Regular outputs are replaced atomically through an unpredictable
+    temporary file (mode kept, links followed, hard links documented);
+    anything else is written directly; the output is checked first."""
+    import stat
+    import time
+    src, x = small_input()
+    want = reference_stream(src)
+
+    # A FIFO output receives the stream and stays a FIFO.
+    fifo = path("out.fifo")
+    os.mkfifo(fifo)
+    got = []
+    t = reader_thread(fifo, got)
+    rc, so, se = run_bytes(compress_args(src, fifo), timeout=60)
+    t.join(timeout=20)
+    check(rc == 0, f"FIFO output: rc {rc}: {se!r}")
+    check(got == [want], f"FIFO output: the reader got {[len(g) for g in got]} bytes, expected {len(want)}")
+    check(stat.S_ISFIFO(os.lstat(fifo).st_mode), "FIFO output: the FIFO was replaced by a regular file")
+    # Private device nodes (root only): a null device stays one, a full one gives ENOSPC.
+    nodes = {"null": (1, 3), "full": (1, 7)}
+    made = {}
+    for name, (ma, mi) in nodes.items():
+        try:
+            os.mknod(path(name), 0o666 | stat.S_IFCHR, os.makedev(ma, mi))
+            made[name] = path(name)
+        except (PermissionError, OSError) as e:
+            print(f"note: cannot create a {name} device node here ({e}); device outputs not checked", flush=True)
+    if "null" in made:
+        rc, so, se = run_bytes(compress_args(src, made["null"]))
+        check(rc == 0 and se == "", f"null device output: rc {rc}: {se!r}")
+        check(stat.S_ISCHR(os.lstat(made["null"]).st_mode), "null device output: the device was replaced by a regular file")
+    if "full" in made:
+        rc, so, se = run_bytes(compress_args(src, made["full"]))
+        one_error_line("full device output", rc, se, "no space left")
+        check(stat.S_ISCHR(os.lstat(made["full"]).st_mode), "full device output: the device was replaced")
+    # A link to standard output (what /dev/stdout is) writes to standard output; the link stays.
+    link = path("stdout-link")
+    os.symlink("/proc/self/fd/1", link)
+    rc, so, se = run_bytes(compress_args(src, link))
+    check(rc == 0 and so == want, f"output through a link to /proc/self/fd/1: rc {rc}, {len(so)} bytes on stdout, {se!r}")
+    check(os.path.islink(link), "output through a link to /proc/self/fd/1: the link was replaced")
+    # A link to a regular file: the target is replaced, the link stays.
+    target, link = path("target.bin"), path("target-link")
+    open(target, "wb").write(b"old")
+    os.symlink("target.bin", link)
+    rc, so, se = run_bytes(compress_args(src, link))
+    check(rc == 0, f"output link: rc {rc}: {se!r}")
+    check(os.path.islink(link) and os.readlink(link) == "target.bin", "output link: the link itself was replaced")
+    check(open(target, "rb").read() == want, "output link: its target did not receive the stream")
+    # A link to nothing is refused, and creates nothing.
+    dangling = path("dangling-link")
+    os.symlink("no-such-target.bin", dangling)
+    rc, so, se = run_bytes(compress_args(src, dangling))
+    one_error_line("dangling output link", rc, se, "symbolic link")
+    check(not os.path.exists(path("no-such-target.bin")), "dangling output link: its target was created")
+    # The replaced file keeps its mode; a new file gets 0666 minus the umask.
+    for mode in (0o600, 0o640, 0o755):
+        out = path(f"mode-{mode:o}.ebac")
+        open(out, "wb").write(b"old")
+        os.chmod(out, mode)
+        rc, so, se = run_bytes(compress_args(src, out))
+        got_mode = stat.S_IMODE(os.stat(out).st_mode)
+        check(rc == 0 and got_mode == mode, f"replacing a {mode:o} file: rc {rc}, mode now {got_mode:o}")
+    out = path("new-file.ebac")
+    rc, so, se = run_bytes(compress_args(src, out), preexec_fn=lambda: os.umask(0o027))
+    check(rc == 0 and stat.S_IMODE(os.stat(out).st_mode) == 0o640,
+          f"new file under umask 027: mode {stat.S_IMODE(os.stat(out).st_mode):o}, expected 640")
+    # Hard links (documented): the named link gets the new file, the others keep the old content.
+    a, b = path("hard-a.ebac"), path("hard-b.ebac")
+    open(a, "wb").write(b"old content")
+    os.link(a, b)
+    rc, so, se = run_bytes(compress_args(src, a))
+    check(rc == 0 and open(a, "rb").read() == want, "hard link: the named output was not replaced")
+    check(open(b, "rb").read() == b"old content", "hard link: the other link changed (documented: it keeps the old file)")
+    # The temporary file's name cannot be predicted: a symlink planted where
+    # the old name (.ebac-tmp-<pid>-<name>) would be is never written through.
+    victim, out = path("victim.txt"), path("hijack.ebac")
+    open(victim, "wb").write(b"must not change")
+    pid = os.fork()
+    if pid == 0:
+        try:
+            os.symlink(victim, os.path.join(WORK, f".ebac-tmp-{os.getpid()}-hijack.ebac"))
+            devnull = os.open(os.devnull, os.O_WRONLY)
+            os.dup2(devnull, 2)
+            os.execv(EBAC, [EBAC] + compress_args(src, out))
+        finally:
+            os._exit(127)
+    _, status = os.waitpid(pid, 0)
+    check(os.WIFEXITED(status) and os.WEXITSTATUS(status) == 0, f"planted temporary symlink: exit status {status}")
+    check(open(victim, "rb").read() == b"must not change", "planted temporary symlink: ebac wrote through it into another file")
+    check(not os.path.islink(out) and open(out, "rb").read() == want, "planted temporary symlink: the output is not the stream")
+    for n in temporaries():
+        os.remove(path(n))  # the planted link
+    # The output is checked before the input is read: with a missing
+    # directory and a FIFO input nobody writes, the error comes at once.
+    fifo_in = path("never-written.fifo")
+    os.mkfifo(fifo_in)
+    start = time.time()
+    try:
+        rc, so, se = run_bytes(compress_args(fifo_in, path("no-dir/out.ebac")), timeout=15)
+        one_error_line("missing output directory, input not read", rc, se, "no-dir", "does not exist")
+    except subprocess.TimeoutExpired:
+        check(False, "missing output directory: ebac read (waited for) its input before checking the output")
+    check(time.time() - start < 15, "missing output directory: not reported at once")
+    for label, out, needle in (("output names a directory", WORK + "/", "directory"),
+                               ("output under a file", os.path.join(src, "x.ebac"), "not a directory")):
+        rc, so, se = run_bytes(compress_args(src, out))
+        one_error_line(label, rc, se, needle)
+    check(not temporaries(), f"temporary files left behind: {temporaries()}")
+
+
+def group_limits():
+    """--max-output refuses bombs before decoding; --threads is capped and
+    thread creation failures are one-line errors; running out of memory,
+    inside parallel regions included, is a one-line error, never an abort."""
+    import resource
+    src, x = small_input()
+    stream = path("limits.ebac")
+    rc, so, se = run(*compress_args(src, stream))
+    check(rc == 0, f"setup: {se}")
+    out = path("limits.out")
+    for limit, ok in (("15999", False), ("16000", True), ("15K", False), ("16K", True), ("1M", True), ("4G", True)):
+        rc, so, se = run_bytes(["decompress", "--input", stream, "--output", out, "--max-output", limit])
+        if ok:
+            check(rc == 0 and os.path.getsize(out) == 16000, f"--max-output {limit}: rc {rc} {se!r}")
+        else:
+            one_error_line(f"--max-output {limit}", rc, se, "--max-output", "16000 bytes")
+    for bad in ("-1", "12Q", "", "1e9", "99999999999999999999"):
+        rc, so, se = run_bytes(["decompress", "--input", stream, "--output", out, "--max-output", bad])
+        one_error_line(f"--max-output {bad!r}", rc, se, "--max-output")
+    rc, so, se = run_bytes(compress_args(src, path("t.ebac"), extra=["--threads", "4096"]))
+    one_error_line("--threads 4096", rc, se, "--threads", "1024")
+    rc, so, se = run_bytes(compress_args(src, path("t.ebac"), extra=["--threads", "1024"]))
+    check(rc == 0, f"--threads 1024: rc {rc}: {se!r}")
+    if SANITIZED:
+        print("note: sanitized build, the RLIMIT_AS checks are not run", flush=True)
+        return
+
+    def limited(mb):
+        return lambda: resource.setrlimit(resource.RLIMIT_AS, (mb << 20, mb << 20))
+    # 1024 threads cannot start in 400 MB of address space (8 MiB stacks): one line, not libgomp's message.
+    rc, so, se = run_bytes(compress_args(src, path("t.ebac"), extra=["--threads", "1024"]), preexec_fn=limited(400))
+    one_error_line("--threads 1024 under a 400 MB limit", rc, se, "threads")
+    # Out of memory anywhere (parallel regions included): exit 1 with one
+    # line, never a signal. 16M elements, 2 threads, limits from far too
+    # little to enough.
+    n = 1 << 24
+    big = path("big.f32")
+    rng = np.random.default_rng(3)
+    rng.normal(0, 1, n).astype(np.float32).tofile(big)
+    streams = {}
+    for pipeline in ("fast", "ratio"):
+        streams[pipeline] = path(f"big-{pipeline}.ebac")
+        rc, so, se = run("compress", "--input", big, "--output", streams[pipeline], "--dtype", "f32", "--dims", f"16,1024,1024", "--eb", "1e-3",
+                         "--pipeline", pipeline)
+        check(rc == 0, f"setup big {pipeline}: {se}")
+    outcomes = {}
+    for mb in range(100, 420, 20):
+        for label, args in (("compress fast", compress_args(big, path("big.out"), n, ["--threads", "2"])),
+                            ("compress ratio", ["compress", "--input", big, "--output", path("big.out"), "--dtype", "f32", "--dims",
+                                                "16,1024,1024", "--eb", "1e-4", "--pipeline", "ratio", "--threads", "2"]),
+                            ("decompress fast", ["decompress", "--input", streams["fast"], "--output", path("big.out"), "--threads", "2"]),
+                            ("decompress ratio", ["decompress", "--input", streams["ratio"], "--output", path("big.out"), "--threads", "2"])):
+            rc, so, se = run_bytes(args, preexec_fn=limited(mb), timeout=120)
+            outcomes.setdefault(label, []).append(rc)
+            if rc == 0:
+                continue
+            lines = se.strip("\n").splitlines()
+            check(rc == 1 and len(lines) == 1 and lines[0].startswith("ebac: error:") and "memory" in se,
+                  f"{label} under {mb} MB: exit {rc}, stderr {se.strip()!r} (expected success or one 'out of memory' line)")
+    for label, rcs in outcomes.items():
+        check(0 in rcs and 1 in rcs, f"{label}: the limits tried did not cover both failure and success: {rcs}")
+    check(not temporaries(), f"temporary files left behind: {temporaries()}")
+
+
+def group_arguments():
+    """Argument checks from issue 18, and two documented behaviours
+    (negative zero, lorenzoK on low ranks)."""
+    src, x = small_input()
+    c = compress_args(src, path("a.ebac"))[:-2]  # without --eb
+    rc, so, se = run_bytes(c + ["--eb", "1e-320"])
+    small = se
+    one_error_line("--eb 1e-320", rc, se, "--eb", "too small")
+    rc, so, se = run_bytes(c + ["--eb", "1e400"])
+    one_error_line("--eb 1e400", rc, se, "--eb", "out of range")
+    check(small != se, "--eb 1e-320 and 1e400 give the same message")
+    for bad in ("nan", "inf", "-1", "0", "abc", " 1"):
+        rc, so, se = run_bytes(c + ["--eb", bad])
+        one_error_line(f"--eb {bad!r}", rc, se, "--eb")
+    # A tensor the format cannot hold is refused before reading (here: an endless input).
+    rc, so, se = run_bytes(["compress", "--input", "/dev/zero", "--output", path("huge.ebac"), "--dtype", "f32",
+                            "--dims", "1000000,1000000,1000", "--eb", "1e-3"], timeout=30)
+    one_error_line("more than 2^48 elements", rc, se, "2^48")
+    rc, so, se = run_bytes(c + ["--eb", "1e-3", "--pipeline", "zstd-max"])
+    one_error_line("unknown pipeline", rc, se, "zstd-max")
+    check(se.count("see ebac --help") == 1, f"unknown pipeline: the hint is not printed once: {se!r}")
+    # --json only where it means something.
+    stream = path("a.ebac")
+    run(*compress_args(src, stream))
+    for args in (compress_args(src, path("b.ebac")) + ["--json"], ["decompress", "--input", stream, "--output", path("b.out"), "--json"],
+                 ["info", "--input", stream, "--json"]):
+        rc, so, se = run_bytes(args)
+        one_error_line(f"{args[0]} --json", rc, se, "--json")
+    ev = ["eval", "--input", src, "--dtype", "f32", "--dims", "4000", "--eb", "1e-3", "--pipeline", "fast", "--json"]
+    for bad in ("-5", "nan", "inf", "x", "1e9"):
+        rc, so, se = run_bytes(ev + ["--min-time", bad])
+        one_error_line(f"--min-time {bad}", rc, se, "--min-time")
+    rc, so, se = run_bytes(ev + ["--min-time", "0"])
+    check(rc == 0 and json.loads(so)["pipeline"] == "fast", f"eval --min-time 0: rc {rc} {so!r} {se!r}")
+    # The input once: positional or --input, not both; options once.
+    rc, so, se = run_bytes(["info", stream, "--input", stream])
+    one_error_line("input given twice", rc, se, "--input")
+    rc, so, se = run_bytes(c + ["--eb", "1e-3", "--eb", "1e-2"])
+    one_error_line("--eb given twice", rc, se, "--eb")
+    # eval --json escapes file names: every line is valid JSON naming its file.
+    names = ['quote"d.f32', 'back\\slash.f32', "tab\u00e9-\u03bb.f32", "bad-\udcff-utf8.f32"]
+    man = path("manifest.tsv")
+    with open(man, "w", encoding="utf-8", errors="surrogateescape") as f:
+        f.write("file\tdtype\tdims\tmodel\tmodule\tkind\trole\tpair\n")
+        for nm in names:
+            shutil.copyfile(src, os.path.join(WORK, os.fsencode(nm).decode("utf-8", "surrogateescape")))
+            f.write(f"{nm}\tf32\t4000\tm\tx\tother\tactivation\t-\n")
+    rc, so, se = run_bytes(["eval", "--manifest", man, "--eb", "1e-3", "--pipeline", "fast", "--json", "--min-time", "0"])
+    check(rc == 0, f"eval --manifest with odd names: rc {rc}: {se!r}")
+    lines = so.decode("utf-8", errors="replace").splitlines()
+    check(len(lines) == len(names), f"eval --manifest: {len(lines)} lines for {len(names)} files")
+    for nm, line in zip(names, lines):
+        try:
+            obj = json.loads(line)
+        except ValueError as e:
+            check(False, f"eval --json line is not JSON ({e}): {line!r}")
+            continue
+        if "\udcff" in nm:
+            check(obj.get("file") == nm.replace("\udcff", "\ufffd"), f"non-UTF-8 name: {obj.get('file')!r}")
+        else:
+            check(obj.get("file") == nm, f"file name {nm!r} came back as {obj.get('file')!r}")
+    # Documented: zeros of either sign decode as +0.0 ("signs are kept" is
+    # about negative and positive values; NaN and +-Inf keep every bit).
+    z = np.array([-0.0, 0.0, -1.0, 1.0, -0.0, 2.5, -1e-3, 0.0] * 50, dtype=np.float32)
+    for dtype in ("f32", "f16", "bf16"):
+        xb = to_bits(z, dtype)
+        for pipeline in ("fast", "none:linear:rle", "lorenzo2:sign:huffman"):
+            res = roundtrip(xb, dtype, [20, 20], 1e-2, "abs", pipeline, f"negzero-{dtype}")
+            if res:
+                ybits = res[1]
+                neg0 = xb == to_bits(np.array([-0.0], dtype=np.float32), dtype)[0]
+                pos0 = to_bits(np.array([0.0], dtype=np.float32), dtype)[0]
+                check(np.all(ybits[neg0] == pos0), f"-0.0 [{dtype}, {pipeline}]: not decoded as +0.0 (documented)")
+    # Documented: lorenzoK predicts along the last min(K, rank - 1) axes from
+    # rank 3 on, along the flattened tensor below; info shows what was used.
+    for pipeline, dims, want in (("lorenzo3:sign:bitpack", "2,5,20,20", "lorenzo_dims 3"),
+                                 ("lorenzo3:sign:bitpack", "10,20,20", "lorenzo_dims 2"),
+                                 ("lorenzo3:sign:bitpack", "200,20", "lorenzo_dims 1 axes flat"),
+                                 ("lorenzo2:sign:bitpack", "200,20", "lorenzo_dims 1 axes flat"),
+                                 ("lorenzo1:sign:bitpack", "200,20", "lorenzo_dims 1 axes 1 ")):
+        s = path("lk.ebac")
+        rc, so, se = run("compress", "--input", src, "--output", s, "--dtype", "f32", "--dims", dims, "--eb", "1e-3", "--pipeline", pipeline)
+        rc2, so2, se2 = run("info", "--input", s)
+        check(rc == 0 and rc2 == 0 and want in so2, f"{pipeline} on {dims}: expected '{want}' in info: {so2!r} {se!r}")
+
+
 GOLDEN = os.path.join(os.path.dirname(os.path.abspath(__file__)), "golden_streams.txt")
 GOLDEN_CONFIGS = [(p, mode, eb) for p in PIPELINES + ["lorenzo3:linear:huffman", "none:sign:rle"]
                   for mode, eb in (("rel", 1e-2), ("rel", 1e-4), ("abs", 1e-3))]
@@ -448,14 +913,13 @@ def group_golden():
         for pipeline, mode, eb in GOLDEN_CONFIGS:
             digests = []
             for threads in (1, 2):
-                out = path(f"golden-{threads}.ebac")
-                rc, _, se = run("compress", "--input", raw, "--output", out, "--dtype", r["dtype"], "--dims", dims,
-                                "--eb", eb, "--mode", mode, "--pipeline", pipeline, "--threads", threads)
+                # Through standard output: the same bytes as a file, without
+                # an fsync per stream (hundreds of them).
+                rc, so, se = run_bytes(["compress", "--input", raw, "--output", "-", "--dtype", r["dtype"], "--dims", dims,
+                                        "--eb", eb, "--mode", mode, "--pipeline", pipeline, "--threads", threads])
                 if not check(rc == 0, f"golden: {r['file']} {pipeline} {mode} {eb}: {se.strip()}"):
                     break
-                with open(out, "rb") as f:
-                    digests.append(hashlib.sha256(f.read()).hexdigest()[:16])
-                os.remove(out)
+                digests.append(hashlib.sha256(so).hexdigest()[:16])
             if len(digests) != 2:
                 continue
             check(digests[0] == digests[1], f"golden: {r['file']} {pipeline} {mode} {eb}: 1 and 2 threads differ")
@@ -471,9 +935,78 @@ def group_golden():
     for g, w in zip(got, want):
         check(g == w, f"golden: stream changed: {w!r} -> {g!r}")
 
+def group_integers():
+    """Integer and bool tensors: lossless round trips for every dtype (the
+    bytes compared here), max-pool indices with --pool (offsets inside their
+    windows: about 2 bits an index for 2x2 windows, measured against the raw
+    size here), eval's exact check, and clear refusals."""
+    rng = np.random.default_rng(7)
+    kinds = {"bool": np.uint8, "u8": np.uint8, "i8": np.int8, "i16": np.int16, "i32": np.int32, "i64": np.int64}
+    dims = [8, 3, 50]
+    for dt, npt in kinds.items():
+        info = np.iinfo(npt)
+        cases = {"mask": (rng.random(1200) > 0.1).astype(npt),
+                 "wide": rng.integers(0 if dt == "bool" else info.min, 2 if dt == "bool" else info.max, 1200, dtype=np.int64,
+                                      endpoint=True).astype(npt)}
+        for name, x in cases.items():
+            src, out, back = path(f"{dt}_{name}.raw"), path(f"{dt}_{name}.ebac"), path(f"{dt}_{name}.back")
+            x.tofile(src)
+            for pipe in ("fast", "ratio", "plain"):
+                rc, so, se = run("compress", src, "-o", out, "--dtype", dt, "--dims", dims_str(dims), "--pipeline", pipe)
+                if not check(rc == 0, f"integers: compress {dt} {name} {pipe}: rc {rc}: {se.strip()}"):
+                    continue
+                raw = x.nbytes
+                # Never more than the raw bytes, the header (112 + 8 a dimension) and a checksum.
+                check(os.path.getsize(out) <= raw + 112 + 8 * len(dims) + 8,
+                      f"integers: {dt} {name} {pipe}: {os.path.getsize(out)} bytes, more than raw + header + checksum")
+                rc, so, se = run("decompress", out, "-o", back)
+                check(rc == 0 and np.array_equal(np.fromfile(back, dtype=npt), x),
+                      f"integers: {dt} {name} {pipe}: not restored exactly (rc {rc}: {se.strip()})")
+            rc, so, se = run("info", out)
+            check(rc == 0 and f"dtype {dt} " in so and "mode lossless" in so, f"integers: info {dt}: {so.strip()!r}")
+    # Max-pool indices: 32 x 16 channels, 28x28 pooled 2x2/2 to 14x14.
+    N, C, H, W = 32, 16, 14, 14
+    r, c = np.arange(H)[:, None], np.arange(W)[None, :]
+    idx = ((2 * r + rng.integers(0, 2, (N, C, H, W))) * 28 + 2 * c + rng.integers(0, 2, (N, C, H, W))).astype(np.int64)
+    src, out, back = path("pool.i64"), path("pool.ebac"), path("pool.back")
+    idx.tofile(src)
+    rc, so, se = run("compress", src, "-o", out, "--dtype", "i64", "--dims", "32,16,14,14", "--pool", "28,28:2:2")
+    if check(rc == 0, f"integers: compress --pool: {se.strip()}"):
+        bits = 8 * os.path.getsize(out) / idx.size
+        # 2 bits an offset, plus the fast pipeline's per-block widths and the header.
+        check(bits < 2.5, f"integers: pool indices take {bits:.2f} bits each with --pool, expected about 2 (4 offsets a window)")
+        rc, so, se = run("decompress", out, "-o", back)
+        check(rc == 0 and np.array_equal(np.fromfile(back, dtype=np.int64), idx.ravel()), "integers: pool indices not restored exactly")
+        rc, so, se = run("info", out)
+        check("quantizer pool_window" in so, f"integers: info of a --pool stream: {so.strip()!r}")
+    # An index outside its window (a wrong geometry) must still come back exactly.
+    bad = idx.copy()
+    bad.flat[::97] = 783 - bad.flat[::97]
+    bad.tofile(src)
+    rc, so, se = run("compress", src, "-o", out, "--dtype", "i64", "--dims", "32,16,14,14", "--pool", "28,28:2:2")
+    rc2, so2, se2 = run("decompress", out, "-o", back)
+    check(rc == 0 and rc2 == 0 and np.array_equal(np.fromfile(back, dtype=np.int64), bad.ravel()),
+          f"integers: indices outside their windows not restored exactly ({se.strip()} {se2.strip()})")
+    # eval judges integers exactly and says so.
+    rc, so, se = run("eval", src, "--dtype", "i64", "--dims", "32,16,14,14", "--pool", "28,28:2:2", "--json", "--min-time", "0")
+    rows = [json.loads(l) for l in so.splitlines() if l.strip()] if rc == 0 else []
+    check(rc == 0 and rows and all(r["bound_held"] and r["max_abs_error"] == 0 for r in rows), f"integers: eval: rc {rc}: {se.strip()}")
+    # Refusals: one clear line each.
+    expect_failure("integers: --pool on floats", ["compress", src, "-o", out, "--dtype", "f32", "--dims", "32,16,14,28", "--eb", "1",
+                                                  "--pool", "28,28:2:2"], "--pool", "integer")
+    expect_failure("integers: --pool malformed", ["compress", src, "-o", out, "--dtype", "i64", "--dims", "32,16,14,14",
+                                                  "--pool", "28,28:2"], "--pool")
+    expect_failure("integers: --pool kernel list", ["compress", src, "-o", out, "--dtype", "i64", "--dims", "32,16,14,14",
+                                                    "--pool", "28,28:2,2,2:2"], "--pool", "kernel")
+    expect_failure("integers: --pool zero input", ["compress", src, "-o", out, "--dtype", "i64", "--dims", "32,16,14,14",
+                                                   "--pool", "0,28:2:2"], "--pool")
+    expect_failure("integers: floats need --eb", ["compress", src, "-o", out, "--dtype", "f32", "--dims", "32,16,14,28"], "--eb")
+    expect_failure("integers: unknown dtype", ["compress", src, "-o", out, "--dtype", "u16", "--dims", "4"], "--dtype", "i64")
 
-GROUPS = {"info": group_info, "golden": group_golden, "roundtrip": group_roundtrip, "eval_json": group_eval_json, "errors": group_errors,
-          "no_overwrite": group_no_overwrite, "adversarial": group_adversarial}
+
+GROUPS = {"integers": group_integers, "info": group_info, "golden": group_golden, "roundtrip": group_roundtrip, "eval_json": group_eval_json, "errors": group_errors,
+          "no_overwrite": group_no_overwrite, "adversarial": group_adversarial, "streams": group_streams,
+          "outputs": group_outputs, "limits": group_limits, "arguments": group_arguments}
 
 
 def main():
@@ -484,9 +1017,10 @@ def main():
     ap.add_argument("--workdir", required=True)
     ap.add_argument("--group", default="all", choices=sorted(GROUPS) + ["all"])
     ap.add_argument("--write-golden", metavar="FILE", help="golden group: record the digests in FILE instead of checking")
+    ap.add_argument("--sanitized", action="store_true", help="the binary runs under ASan: skip the address-space limit checks")
     a = ap.parse_args()
-    global WRITE_GOLDEN
-    EBAC, CORPUS, WRITE_GOLDEN = a.ebac, a.corpus, a.write_golden
+    global WRITE_GOLDEN, SANITIZED
+    EBAC, CORPUS, WRITE_GOLDEN, SANITIZED = a.ebac, a.corpus, a.write_golden, a.sanitized
     if not os.access(EBAC, os.X_OK):
         print(f"FAIL: ebac binary {EBAC} is not executable", flush=True)
         return 1

@@ -21,7 +21,7 @@ constexpr std::uint64_t max_elements = std::uint64_t{1} << 22;
 
 template <class T>
 void decode(const std::byte* data, std::size_t size) {
-  const std::vector<T> out = ebac::host::decompress<T>(data, size, /*threads=*/1);
+  const auto out = ebac::host::decompress<T>(data, size, /*threads=*/1);
   // Touch the result so a partially written output is seen by MSan-like tools.
   volatile std::size_t sink = out.size();
   (void)sink;
@@ -34,11 +34,7 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* bytes, std::size_t siz
   try {
     const ebac::stream_header h = ebac::host::inspect(data, size);
     if (ebac::element_count(h) > max_elements) return 0;
-    switch (h.type) {
-      case ebac::dtype::f32: decode<float>(data, size); break;
-      case ebac::dtype::f16: decode<ebac::float16>(data, size); break;
-      case ebac::dtype::bf16: decode<ebac::bfloat16>(data, size); break;
-    }
+    ebac::visit_dtype(h.type, [&](auto tag) { decode<decltype(tag)>(data, size); });  // every dtype, integers too
   } catch (const ebac::error&) {
     // The documented way to reject a stream.
   }

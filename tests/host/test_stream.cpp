@@ -86,11 +86,7 @@ std::vector<stream_case> small_streams(bool checksum) {
 /// Only ebac::error is acceptable; anything else fails the test.
 std::string try_decompress(const std::byte* p, std::size_t n, ebac::dtype t, int threads = 1) {
   try {
-    switch (t) {
-      case ebac::dtype::f32: (void)ebac::host::decompress<float>(p, n, threads); break;
-      case ebac::dtype::f16: (void)ebac::host::decompress<ebac::float16>(p, n, threads); break;
-      case ebac::dtype::bf16: (void)ebac::host::decompress<ebac::bfloat16>(p, n, threads); break;
-    }
+    ebac::visit_dtype(t, [&](auto tag) { (void)ebac::host::decompress<decltype(tag)>(p, n, threads); });
     return "";
   } catch (const ebac::error& e) {
     std::string w = e.what();

@@ -21,8 +21,8 @@
 // sigma of T x the gradient RMS (or --target-sigma S), and the output says how
 // close the measured error lands.
 //
-// Included by main.cpp after its helpers (args, parse_args, parse_dims,
-// read_file, with_element, compress_any, decompress_any, ...), inside its
+// Included by main.cpp after its helpers (args, parse_command, parse_dims,
+// read_array, with_element, compress_any, decompress_any, ...); its own
 // anonymous namespace.
 #pragma once
 
@@ -78,10 +78,8 @@ inline double ge_quadratic_mean(const std::vector<ge_trial>& t, double ge_trial:
 }
 
 inline std::vector<float> ge_read_f32(const std::string& path, std::uint64_t expect, const char* what) {
-  const auto raw = read_file(path);
-  if (raw.size() != expect * 4)
-    throw input_error(std::string(what) + " '" + path + "' has " + std::to_string(raw.size()) + " bytes, the shapes need " +
-                      std::to_string(expect * 4) + " (f32)");
+  ebac_cli::input_file in(path);
+  const auto raw = in.read_exactly(expect * 4, std::string("the shapes of ") + what + " (f32) need");
   std::vector<float> v(static_cast<std::size_t>(expect));
   std::memcpy(v.data(), raw.data(), raw.size());
   return v;
@@ -332,34 +330,54 @@ inline void ge_print(const ge_report& r, bool json) {
   // How far measured may fall from a correct prediction by chance (99.9%).
   const em::sigma_ratio_interval iv = em::sampling_interval(dof);
   if (json) {
-    std::printf("{\"layer\": \"%s\", \"pipeline\": \"%s\", \"mode\": \"%s\", \"eb\": %s, \"eb_abs\": %s, \"trials\": %zu, "
-                "\"predicted_sigma\": %s, \"measured_sigma\": %s, \"ratio\": %s, \"ratio_min\": %s, \"ratio_max\": %s, "
-                "\"grad_rms\": %s, \"relative_error\": %s, \"iid_sigma\": %s, \"coherent_share\": %s, \"structured_share\": %s, \"kappa\": %s, \"effective_dof\": %s, \"sampling_interval\": [%s, %s], \"flat_share\": %s, "
-                "\"compression_ratio\": %s, \"weights\": %lld, \"repeated_share\": %s, \"margin\": %s",
-                r.layer.c_str(), r.pipeline.c_str(), r.mode.c_str(), json_number(r.eb).c_str(), json_number(eb_abs).c_str(),
-                r.trials.size(), json_number(pred).c_str(), json_number(meas).c_str(), json_number(ratio).c_str(),
-                json_number(rmin).c_str(), json_number(rmax).c_str(), json_number(r.grad_rms).c_str(),
-                json_number(r.grad_rms > 0 ? meas / r.grad_rms : NAN).c_str(), json_number(iid).c_str(), json_number(coh).c_str(),
-                json_number(first).c_str(), json_number(kappa).c_str(), json_number(dof).c_str(), json_number(iv.low).c_str(),
-                json_number(iv.high).c_str(),
-                json_number(r.flat_share).c_str(), json_number(bytes).c_str(), static_cast<long long>(r.weights),
-                json_number(repeated).c_str(), json_number(margin).c_str());
-    if (bn)
-      std::printf(", \"input_grad_predicted_sigma\": %s, \"input_grad_measured_sigma\": %s, \"input_grad_ratio\": %s, \"input_grad_rms\": %s",
-                  json_number(ipred).c_str(), json_number(imeas).c_str(), json_number(imeas > 0 ? ipred / imeas : NAN).c_str(),
-                  json_number(r.input_grad_rms).c_str());
-    if (r.target_sigma > 0)
-      std::printf(", \"target_sigma\": %s, \"measured_over_target\": %s, \"solver_predicted_sigma\": %s, \"solver_evaluations\": %d",
-                  json_number(r.target_sigma).c_str(), json_number(meas / r.target_sigma).c_str(),
-                  json_number(r.solver_predicted).c_str(), r.solver_evaluations);
-    std::printf(", \"per_trial\": [");
-    for (std::size_t i = 0; i < r.trials.size(); ++i) {
-      const auto& t = r.trials[i];
-      std::printf("%s{\"eb\": %s, \"eb_abs\": %s, \"predicted_sigma\": %s, \"measured_sigma\": %s}", i ? ", " : "",
-                  json_number(t.eb_requested).c_str(), json_number(t.eb_abs).c_str(), json_number(t.predicted).c_str(),
-                  json_number(t.measured).c_str());
+    nlohmann::ordered_json j;
+    j["layer"] = r.layer;
+    j["pipeline"] = r.pipeline;
+    j["mode"] = r.mode;
+    j["eb"] = json_number(r.eb);
+    j["eb_abs"] = json_number(eb_abs);
+    j["trials"] = r.trials.size();
+    j["predicted_sigma"] = json_number(pred);
+    j["measured_sigma"] = json_number(meas);
+    j["ratio"] = json_number(ratio);
+    j["ratio_min"] = json_number(rmin);
+    j["ratio_max"] = json_number(rmax);
+    j["grad_rms"] = json_number(r.grad_rms);
+    j["relative_error"] = json_number(r.grad_rms > 0 ? meas / r.grad_rms : NAN);
+    j["iid_sigma"] = json_number(iid);
+    j["coherent_share"] = json_number(coh);
+    j["structured_share"] = json_number(first);
+    j["kappa"] = json_number(kappa);
+    j["effective_dof"] = json_number(dof);
+    j["sampling_interval"] = {json_number(iv.low), json_number(iv.high)};
+    j["flat_share"] = json_number(r.flat_share);
+    j["compression_ratio"] = json_number(bytes);
+    j["weights"] = static_cast<long long>(r.weights);
+    j["repeated_share"] = json_number(repeated);
+    j["margin"] = json_number(margin);
+    if (bn) {
+      j["input_grad_predicted_sigma"] = json_number(ipred);
+      j["input_grad_measured_sigma"] = json_number(imeas);
+      j["input_grad_ratio"] = json_number(imeas > 0 ? ipred / imeas : NAN);
+      j["input_grad_rms"] = json_number(r.input_grad_rms);
     }
-    std::printf("]}\n");
+    if (r.target_sigma > 0) {
+      j["target_sigma"] = json_number(r.target_sigma);
+      j["measured_over_target"] = json_number(meas / r.target_sigma);
+      j["solver_predicted_sigma"] = json_number(r.solver_predicted);
+      j["solver_evaluations"] = r.solver_evaluations;
+    }
+    nlohmann::ordered_json per_trial = nlohmann::ordered_json::array();
+    for (const auto& t : r.trials) {
+      nlohmann::ordered_json o;
+      o["eb"] = json_number(t.eb_requested);
+      o["eb_abs"] = json_number(t.eb_abs);
+      o["predicted_sigma"] = json_number(t.predicted);
+      o["measured_sigma"] = json_number(t.measured);
+      per_trial.push_back(std::move(o));
+    }
+    j["per_trial"] = std::move(per_trial);
+    print_json_line(j);
     return;
   }
   std::printf("layer %s  pipeline %s  eb %.6g (%s)  eb_abs %.6g  trials %zu  weights %lld\n", r.layer.c_str(), r.pipeline.c_str(), r.eb,
@@ -381,14 +399,33 @@ inline void ge_print(const ge_report& r, bool json) {
 }
 
 inline int cmd_grad_error(int argc, char** argv) {
-  const args a = parse_args(argc, argv, {"activation", "grad-output", "layer", "input-shape", "weight-shape", "stride", "padding",
-                                         "dilation", "groups", "eb", "mode", "pipeline", "trials", "dtype", "gamma", "eps",
-                                         "target-rel", "target-sigma", "threads"});
+  const args a = parse_command(argc, argv,
+                               {{"activation", "--activation", "the saved input (raw array)"},
+                                {"grad-output", "--grad-output", "the output gradient (raw f32)"},
+                                {"layer", "--layer", "linear, conv2d or batchnorm2d"},
+                                {"input-shape", "--input-shape", "N,C[,H,W]"},
+                                {"weight-shape", "--weight-shape", "O,C/G[,KH,KW]"},
+                                {"stride", "--stride", "S or S,S"},
+                                {"padding", "--padding", "P or P,P"},
+                                {"dilation", "--dilation", "D or D,D"},
+                                {"groups", "--groups", "G"},
+                                {"eb", "--eb", "error bound"},
+                                {"mode", "--mode", "abs (default) or rel"},
+                                {"pipeline", "--pipeline", "pipeline (default fast)"},
+                                {"trials", "--trials", "compressions at bounds around eb"},
+                                {"dtype", "--dtype", "element type of the activation"},
+                                {"gamma", "--gamma", "batchnorm2d: per-channel gamma (raw f32)"},
+                                {"eps", "--eps", "batchnorm2d epsilon"},
+                                {"target-rel", "--target-rel", "target sigma relative to the gradient RMS"},
+                                {"target-sigma", "--target-sigma", "target sigma"},
+                                threads_option},
+                               /*json_flag=*/true);
   const std::string layer = a.need("layer");
   if (layer != "linear" && layer != "conv2d" && layer != "batchnorm2d")
     throw usage_error("--layer must be linear, conv2d or batchnorm2d, got '" + layer + "'");
   const ebac::extents in_shape = parse_dims(a.need("input-shape"));
   const ebac::dtype t = a.has("dtype") ? parse_dtype_arg(a.opt.at("dtype")) : ebac::dtype::f32;
+  if (!ebac::is_floating(t)) throw usage_error("grad-error: --dtype must be f32, f16 or bf16 (activations under a bound)");
   em::conv2d_geometry g;
   std::uint64_t dy_count = 0;
   if (layer == "linear") {
@@ -437,10 +474,14 @@ inline int cmd_grad_error(int argc, char** argv) {
   if (g.validate() != ebac::status::ok)
     throw usage_error("the layer's shapes, stride, padding, dilation and groups do not describe a valid layer");
   dy_count = static_cast<std::uint64_t>(g.output_count());
-  const auto raw = read_file(a.need("activation"));
-  check_input_size(a.opt.at("activation"), raw.size(), in_shape, t);
+  ebac_cli::start_threads(threads_arg(a, 0));
+  const auto raw = read_array(a.need("activation"), in_shape, t);
   const std::vector<float> dy = ge_read_f32(a.need("grad-output"), dy_count, "--grad-output");
-  const ge_report r = with_element(t, [&](auto tag) { return ge_run<decltype(tag)>(a, raw, in_shape, g, dy, layer); });
+  const ge_report r = with_element(t, [&](auto tag) -> ge_report {
+    using T = decltype(tag);
+    if constexpr (ebac::floating_element<T>) return ge_run<T>(a, raw, in_shape, g, dy, layer);
+    else throw usage_error("grad-error: --dtype must be f32, f16 or bf16");
+  });
   ge_print(r, a.json);
   return 0;
 }

@@ -193,14 +193,19 @@ inline stream_header read_header(const std::byte* d_stream, std::size_t bytes, c
 }
 
 /// Decompresses a device stream into d_out (count elements) and checks the
-/// device status (synchronizes). Throws ebac::error on a corrupt stream.
-/// `path` picks the kernels of a bit-packed stream (device_codec.cuh).
+/// device status (synchronizes). Throws ebac::error on a corrupt stream, and
+/// status::buffer_too_small, before allocating anything, when the stream
+/// decodes to more than max_output_bytes bytes (element count x sizeof(T),
+/// as host::decompress). `path` picks the kernels of a bit-packed stream
+/// (device_codec.cuh).
 template <element T>
 void decompress(const std::byte* d_in, std::size_t in_bytes, T* d_out, std::uint64_t count, cudaStream_t stream = nullptr,
-                const allocator& alloc = default_allocator(), kernel_path path = kernel_path::staged) {
+                const allocator& alloc = default_allocator(), kernel_path path = kernel_path::staged,
+                std::uint64_t max_output_bytes = unlimited_output) {
   const stream_header h = read_header(d_in, in_bytes, stream);
   // The host decoder's checks, before anything is allocated (a forged header
   // could claim any element count).
+  ::ebac::detail::check_output_limit(h, max_output_bytes);
   if (const char* why = ::ebac::detail::decompress_argument_error(h, dtype_of<T>::value, count, d_out))
     ::ebac::detail::fail(status::invalid_argument, why);
   if ((count + h.chunk_elements - 1) / h.chunk_elements > max_chunks)

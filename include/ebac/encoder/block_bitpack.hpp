@@ -141,7 +141,7 @@ struct block_bitpack {
   }
   template <class F, int... W>
   EBAC_HOST_DEVICE static void dispatch_width_impl(int width, F& f, std::integer_sequence<int, W...>) noexcept {
-    ((W == width && W > 0 ? (f(std::integral_constant<int, W>{}), true) : false) || ...);
+    (void)((W == width && W > 0 ? (f(std::integral_constant<int, W>{}), true) : false) || ...);
   }
 
   EBAC_HOST_DEVICE std::size_t encode_chunk(const std::uint32_t* codes, std::size_t n,

@@ -29,6 +29,7 @@
 #include <ebac/format/chunking.hpp>
 #include <ebac/format/stream_header.hpp>
 #include <ebac/host/parallel.hpp>
+#include <ebac/host/scratch.hpp>
 #include <ebac/pipeline.hpp>
 #include <ebac/quantizer/exact.hpp>
 #include <ebac/quantizer/levels.hpp>
@@ -44,6 +45,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <cstring>
+#include <limits>
 #include <memory>
 #include <stdexcept>
 #include <string>
@@ -217,19 +219,14 @@ inline void unzigzag_in_place(std::uint32_t* f, std::size_t m) {
   for (std::size_t i = 0; i < m; ++i) f[i] = static_cast<std::uint32_t>(::ebac::detail::unzigzag(f[i]));
 }
 
-/// Encodes one chunk through a reused per-thread buffer, so the chunk's own
+/// Encodes one chunk through the call's per-thread buffer, so the chunk's own
 /// vector is sized once to its real length (no zero-fill of the worst case).
 template <class E>
-void encode_into(const E& enc, const std::uint32_t* codes, std::size_t m, std::vector<std::byte>& out) {
-  thread_local std::unique_ptr<std::byte[]> buf;
-  thread_local std::size_t cap = 0;
-  const std::size_t need = enc.max_chunk_bytes(m);
-  if (need > cap) {
-    buf.reset(new std::byte[need]);
-    cap = need;
-  }
-  const std::size_t k = enc.encode_chunk(codes, m, buf.get());
-  out.assign(buf.get(), buf.get() + k);
+void encode_into(const E& enc, const std::uint32_t* codes, std::size_t m, std::vector<std::byte>& out,
+                 per_thread_scratch<std::byte>& scratch) {
+  std::byte* buf = scratch.get(enc.max_chunk_bytes(m));
+  const std::size_t k = enc.encode_chunk(codes, m, buf);
+  out.assign(buf, buf + k);
 }
 
 template <class P>
@@ -346,6 +343,7 @@ std::size_t encode_stream(const S* in, std::uint64_t n, const extents& shape, co
   std::vector<std::vector<std::byte>> payload(chunks);
   std::vector<std::byte> codebook_bytes;
   auto chunk_len = [&](std::uint64_t c) { return static_cast<std::size_t>(std::min<std::uint64_t>(C, n - c * C)); };
+  detail::per_thread_scratch<std::byte> encode_scratch(threads);  // freed when the call returns
 
   // Chunks of whole predictor blocks (format/chunking.hpp) are coded on their
   // own: quantize, predict and zigzag one chunk in cache, then encode it.
@@ -372,20 +370,20 @@ std::size_t encode_stream(const S* in, std::uint64_t n, const extents& shape, co
   }
   // The codes of chunk c: from the field, or computed into `scratch`
   // (recording the chunk's outliers only when `record`).
-  auto codes_of = [&](std::uint64_t c, std::vector<std::uint32_t>& scratch, bool record) -> const std::uint32_t* {
+  detail::per_thread_scratch<std::uint32_t> code_scratch(threads);  // freed when the call returns
+  auto codes_of = [&](std::uint64_t c, bool record) -> const std::uint32_t* {
     if (!local) return field + c * C;
     const std::size_t m = chunk_len(c);
-    scratch.resize(2 * m);
+    std::uint32_t* const quant = code_scratch.get(2 * m);
     std::vector<std::uint64_t> ignored;
-    detail::quantize_chunk(q, in + c * C, m, c * C, scratch.data(), record ? outliers[c] : ignored);
-    detail::predict_chunk(pred, shape, scratch.data(), scratch.data() + m, m);
-    return scratch.data() + m;
+    detail::quantize_chunk(q, in + c * C, m, c * C, quant, record ? outliers[c] : ignored);
+    detail::predict_chunk(pred, shape, quant, quant + m, m);
+    return quant + m;
   };
   auto encode_all = [&](const auto& enc, bool record) {
     parallel_for(static_cast<std::int64_t>(chunks), threads, [&](std::int64_t ci) {
-      thread_local std::vector<std::uint32_t> scratch;
       const auto c = static_cast<std::uint64_t>(ci);
-      detail::encode_into(enc, codes_of(c, scratch, record), chunk_len(c), payload[c]);
+      detail::encode_into(enc, codes_of(c, record), chunk_len(c), payload[c], encode_scratch);
     });
   };
   if constexpr (E::needs_codebook) {
@@ -396,14 +394,13 @@ std::size_t encode_stream(const S* in, std::uint64_t n, const extents& shape, co
     const std::uint64_t groups = std::min<std::uint64_t>(chunks, 16);
     std::vector<std::vector<std::uint64_t>> hr(groups), hl(groups);
     parallel_for(static_cast<std::int64_t>(groups), threads, [&](std::int64_t gi) {
-      thread_local std::vector<std::uint32_t> scratch;
       const auto g = static_cast<std::uint64_t>(gi);
       auto& a = hr[g];
       auto& b = hl[g];
       a.assign(A::size, 0);
       b.assign(A::size, 0);
       for (std::uint64_t c = chunks * g / groups; c < chunks * (g + 1) / groups; ++c) {
-        const std::uint32_t* codes = codes_of(c, scratch, true);
+        const std::uint32_t* codes = codes_of(c, true);
         ::ebac::detail::huffman_tokenize(codes, chunk_len(c), true, [&](std::uint32_t sym, std::uint32_t, int) { ++a[sym]; });
         ::ebac::detail::huffman_tokenize(codes, chunk_len(c), false, [&](std::uint32_t sym, std::uint32_t, int) { ++b[sym]; });
       }
@@ -624,12 +621,16 @@ void with_stream_stages(const stream_header& h, F&& f) {
 }  // namespace detail
 
 /// Decompresses a stream into out[0, count); T must match the stream's dtype
-/// and count its element count. Throws ebac::error on any inconsistency.
+/// and count its element count. Throws ebac::error on any inconsistency, and
+/// status::buffer_too_small when the stream decodes to more than
+/// max_output_bytes bytes (count x sizeof(T)), before decoding anything.
 template <element T>
-void decompress(const std::byte* data, std::size_t size, T* output, std::uint64_t count, int threads = 0) {
+void decompress(const std::byte* data, std::size_t size, T* output, std::uint64_t count, int threads = 0,
+                std::uint64_t max_output_bytes = unlimited_output) {
   using ::ebac::detail::fail;
   using S = storage_t<T>;
   const stream_header h = inspect(data, size);
+  ::ebac::detail::check_output_limit(h, max_output_bytes);
   if (const char* why = ::ebac::detail::decompress_argument_error(h, dtype_of<T>::value, count, output)) fail(status::invalid_argument, why);
   S* const out = reinterpret_cast<S*>(output);  // a bool is written as its byte
   const std::uint64_t n = count;
@@ -673,16 +674,16 @@ void decompress(const std::byte* data, std::size_t size, T* output, std::uint64_
     };
 
     if (chunks_independent(pred, h.shape, C)) {
+      detail::per_thread_scratch<std::uint32_t> scratch(threads);  // freed when the call returns
       parallel_for(static_cast<std::int64_t>(chunks), threads, [&](std::int64_t ci) {
-        thread_local std::vector<std::uint32_t> scratch;
         const auto c = static_cast<std::uint64_t>(ci);
         const std::size_t m = chunk_len(c);
-        scratch.resize(m);
-        const status s = enc.decode_chunk(payload + offsets[c], static_cast<std::size_t>(offsets[c + 1] - offsets[c]), scratch.data(), m);
+        std::uint32_t* codes = scratch.get(m);
+        const status s = enc.decode_chunk(payload + offsets[c], static_cast<std::size_t>(offsets[c + 1] - offsets[c]), codes, m);
         if (s != status::ok) { errors[c] = s; return; }
-        detail::unzigzag_in_place(scratch.data(), m);
-        detail::unpredict_chunk(pred, h.shape, scratch.data(), m);
-        if (!detail::reconstruct_chunk<S>(q, scratch.data(), m, c * C, out + c * C)) bad_codes[c] = 1;
+        detail::unzigzag_in_place(codes, m);
+        detail::unpredict_chunk(pred, h.shape, codes, m);
+        if (!detail::reconstruct_chunk<S>(q, codes, m, c * C, out + c * C)) bad_codes[c] = 1;
       });
     } else {
       // Uninitialized: every element is written before it is read.
@@ -725,11 +726,15 @@ void decompress(const std::byte* data, std::size_t size, T* output, std::uint64_
 
 /// Decompresses a whole stream into a new vector. For bool streams the
 /// vector holds one byte per element (std::vector<bool> packs bits and has
-/// no data()), 0 or 1 for a tensor that held valid bools.
+/// no data()), 0 or 1 for a tensor that held valid bools. max_output_bytes
+/// bounds what a stream may make it allocate (element count x element size,
+/// checked against the header before allocating; status::buffer_too_small
+/// when exceeded): pass one when the stream is not trusted.
 template <element T>
-std::vector<storage_t<T>> decompress(const std::byte* data, std::size_t size, int threads = 0) {
+std::vector<storage_t<T>> decompress(const std::byte* data, std::size_t size, int threads = 0, std::uint64_t max_output_bytes = unlimited_output) {
   const stream_header h = inspect(data, size);
   if (h.type != dtype_of<T>::value) ::ebac::detail::fail(status::invalid_argument, "output element type does not match the stream's dtype");
+  ::ebac::detail::check_output_limit(h, max_output_bytes);
   const std::uint64_t n = element_count(h);
   std::vector<storage_t<T>> out;
   // A header can claim far more elements than memory holds (run-length and
@@ -741,7 +746,7 @@ std::vector<storage_t<T>> decompress(const std::byte* data, std::size_t size, in
     ::ebac::detail::fail(status::out_of_memory, "cannot allocate the " + std::to_string(n) + " elements of " +
                                                     std::to_string(sizeof(T)) + " bytes the stream decodes to");
   }
-  decompress(data, size, reinterpret_cast<T*>(out.data()), out.size(), threads);
+  decompress(data, size, reinterpret_cast<T*>(out.data()), out.size(), threads, max_output_bytes);
   return out;
 }
 

@@ -235,7 +235,8 @@ EBAC_HOST_DEVICE quantized quantize_element(const Quantizer& q, T x) noexcept {
   bool ok = q.try_quantize(xf, code);
   code = ok ? code : 0;
   const float yf = to_float(from_float<T>(q.reconstruct(code)));
-  ok = ok & detail::is_finite_float(yf) & detail::within_bound(xf, yf, q.eb);
+  const bool finite = detail::is_finite_float(yf), within = detail::within_bound(xf, yf, q.eb);
+  ok = ok & finite & within;
   if constexpr (Quantizer::preserves_zero_and_sign) {
     ok = ok & ((xf == 0.0f) == (yf == 0.0f)) & ((xf < 0.0f) == (yf < 0.0f));
   }
