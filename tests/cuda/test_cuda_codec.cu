@@ -198,7 +198,7 @@ void check_graph_capture(const Pipeline& pipe, ebac::cuda::kernel_path path) {
   device_vector<float> d_in(n);
   std::size_t temp = 0;
   REQUIRE(ebac::cuda::compress(nullptr, temp, d_in.p, e, pipe, opt, nullptr, 0, nullptr, nullptr, nullptr, path) == cudaSuccess);
-  const std::size_t cap = ebac::cuda::max_output_bytes<Pipeline, float>(e, pipe);
+  const std::size_t cap = ebac::cuda::output_capacity<Pipeline, float>(e, pipe);
   device_vector<std::byte> d_temp(temp + 8), d_out(cap);
   device_vector<std::uint64_t> d_size(1);
   device_vector<int> d_status(1);
@@ -654,7 +654,7 @@ TEST_CASE("device Huffman: one device-scope call builds the codebook on the devi
   device_vector<float> d_in(x);
   std::size_t temp = 0;
   REQUIRE(ebac::cuda::compress(nullptr, temp, d_in.p, e, pipe_t{}, opt, nullptr, 0, nullptr, nullptr) == cudaSuccess);
-  const std::size_t cap = ebac::cuda::max_output_bytes<pipe_t, float>(e, pipe_t{});
+  const std::size_t cap = ebac::cuda::output_capacity<pipe_t, float>(e, pipe_t{});
   device_vector<std::byte> d_temp(temp), d_out(cap);
   device_vector<std::uint64_t> d_size(1);
   device_vector<int> d_status(1);
@@ -925,21 +925,21 @@ TEST_CASE("format 2: stored streams (random 16-bit floats at a tiny bound, NaN p
       CHECK(check_matches_host(nans, e, pipe, tiny, paths).is_stored());
     });
     ebac::compress_options coded = tiny;
-    coded.store_when_larger = false;  // the coded stream, larger than raw: d_out has room for it (max_output_bytes)
+    coded.store_when_larger = false;  // the coded stream, larger than raw: d_out has room for it (output_capacity)
     for_each_pipeline(e, [&](const auto& pipe, std::initializer_list<ebac::cuda::kernel_path> paths) {
       const auto h = check_matches_host(h16, e, pipe, coded, paths);
       CHECK_FALSE(h.is_stored());
       CHECK(h.section_offset(ebac::section_count) > h.header_bytes() + n * 2);
     });
   }
-  // The device-scope call: d_out of max_output_bytes, the stream it leaves
+  // The device-scope call: d_out of output_capacity, the stream it leaves
   // within max_compressed_bytes (no checksum), and a smaller d_out refused.
   using pipe_t = fast_t;
   const ebac::extents e{n};
   device_vector<ebac::float16> d_in(h16);
   std::size_t temp = 0;
   REQUIRE(ebac::cuda::compress(nullptr, temp, d_in.p, e, pipe_t{}, tiny, nullptr, 0, nullptr, nullptr) == cudaSuccess);
-  const std::size_t cap = ebac::cuda::max_output_bytes<pipe_t, ebac::float16>(e, pipe_t{});
+  const std::size_t cap = ebac::cuda::output_capacity<pipe_t, ebac::float16>(e, pipe_t{});
   const std::size_t stream_cap = ebac::max_compressed_bytes<pipe_t, ebac::float16>(e, pipe_t{});
   REQUIRE(cap > stream_cap);
   device_vector<std::byte> d_temp(temp), d_out(cap);

@@ -168,20 +168,20 @@ TEST_CASE("cuda layers: every dtype's refusals (pooling geometries, max_levels) 
 }
 
 TEST_CASE("cuda layers: the device output bound holds the coded stream, which the stream bound does not") {
-  // cuda::max_output_bytes is the coded bound (the stream is assembled in
+  // cuda::output_capacity is the coded bound (the stream is assembled in
   // d_out before the stored form can replace it); the stream itself stays
   // within max_compressed_bytes. Both 0 for what compress refuses.
   const ebac::extents shapes[] = {{1}, {1000}, {64, 128, 56, 56}, {3, 5, 7}};
   for (const auto& e : shapes) {
-    CHECK(ebac::cuda::max_output_bytes<fast_t, float>(e, fast_t{}) == ebac::max_coded_bytes<fast_t, float>(e, fast_t{}));
-    CHECK(ebac::cuda::max_output_bytes<fast_t, float>(e, fast_t{}) > ebac::max_compressed_bytes<fast_t, float>(e, fast_t{}));
-    CHECK(ebac::cuda::max_output_bytes<ratio_t, std::int64_t>(e, ratio_t{}) > ebac::max_compressed_bytes<ratio_t, std::int64_t>(e, ratio_t{}));
-    CHECK(ebac::cuda::max_output_bytes<ratio_t, bool>(e, ratio_t{}) > ebac::max_compressed_bytes<ratio_t, bool>(e, ratio_t{}));
+    CHECK(ebac::cuda::output_capacity<fast_t, float>(e, fast_t{}) == ebac::max_coded_bytes<fast_t, float>(e, fast_t{}));
+    CHECK(ebac::cuda::output_capacity<fast_t, float>(e, fast_t{}) > ebac::max_compressed_bytes<fast_t, float>(e, fast_t{}));
+    CHECK(ebac::cuda::output_capacity<ratio_t, std::int64_t>(e, ratio_t{}) > ebac::max_compressed_bytes<ratio_t, std::int64_t>(e, ratio_t{}));
+    CHECK(ebac::cuda::output_capacity<ratio_t, bool>(e, ratio_t{}) > ebac::max_compressed_bytes<ratio_t, bool>(e, ratio_t{}));
   }
   fast_t odd;
   odd.chunk_elements = 33;
-  CHECK(ebac::cuda::max_output_bytes<fast_t, float>(ebac::extents{100}, odd) == 0);
-  CHECK(ebac::cuda::max_output_bytes<fast_t, float>(ebac::extents{}, fast_t{}) == 0);
+  CHECK(ebac::cuda::output_capacity<fast_t, float>(ebac::extents{100}, odd) == 0);
+  CHECK(ebac::cuda::output_capacity<fast_t, float>(ebac::extents{}, fast_t{}) == 0);
 }
 
 TEST_CASE("cuda layers: a tensor of more chunks than a grid holds is refused, not truncated") {

@@ -106,7 +106,7 @@ class device_allocation {
 /// allocator on the stream it was compressed on, ordered after the work
 /// queued there: keep that stream alive until the device_stream is gone.
 struct device_stream {
-  detail::device_allocation buffer;   // capacity = max_output_bytes (the stream is its first `bytes`)
+  detail::device_allocation buffer;   // capacity = output_capacity (the stream is its first `bytes`)
   detail::device_allocation size;     // one std::uint64_t: the stream's bytes
   std::uint64_t bytes = 0;            // valid when compress() read it back
   [[nodiscard]] const std::byte* data() const noexcept { return static_cast<const std::byte*>(buffer.get()); }
@@ -139,7 +139,7 @@ inline uploaded_codebook upload_codebook(const huffman_codebook& cb, cudaStream_
 /// host). With read_size, waits for the stream and fills `bytes`, and
 /// checks the device status; otherwise nothing syncs (Huffman pipelines
 /// included: their codebook is built on the device). The buffer has room
-/// for max_output_bytes; the stream is its first `bytes` bytes (at most
+/// for output_capacity; the stream is its first `bytes` bytes (at most
 /// max_compressed_bytes with opt.store_when_larger). `path` picks the
 /// kernels of a bit-packing pipeline (device_codec.cuh).
 template <class Pipeline, element T>
@@ -156,7 +156,7 @@ device_stream compress(const T* d_in, const extents& shape, const Pipeline& pipe
   detail::check(::ebac::cuda::compress(nullptr, temp, d_in, shape, pipe, opt, nullptr, 0, nullptr, nullptr, stream, path),
                 "ebac::cuda::compress (temp query)");
   device_stream out;
-  const std::size_t cap = max_output_bytes<Pipeline, T>(shape, pipe);
+  const std::size_t cap = output_capacity<Pipeline, T>(shape, pipe);
   out.buffer = detail::device_allocation(cap, stream, alloc);
   out.size = detail::device_allocation(sizeof(std::uint64_t) + sizeof(int), stream, alloc);
   detail::device_allocation tmp(temp, stream, alloc);

@@ -1,6 +1,6 @@
 // ebac/cuda/device_codec.cuh - device-scope compress/decompress (the CUB contract).
 //
-//   size_t temp = 0, cap = ebac::cuda::max_output_bytes<Pipeline, T>(shape, pipe);
+//   size_t temp = 0, cap = ebac::cuda::output_capacity<Pipeline, T>(shape, pipe);
 //   ebac::cuda::compress(nullptr, temp, d_in, shape, pipe, opt, nullptr, 0, nullptr, nullptr, stream);      // query
 //   ... allocate temp and cap bytes of output (e.g. from PyTorch's caching allocator) ...
 //   ebac::cuda::compress(d_temp, temp, d_in, shape, pipe, opt, d_out, cap, d_size, d_status, stream);    // run
@@ -8,7 +8,7 @@
 // No allocation, no synchronization, no host read of a device value: every
 // call only enqueues work on `stream`, so it can be captured in a CUDA graph.
 // The compressed size goes to device memory (*d_out_bytes); size `d_out` with
-// max_output_bytes() (the coded bound: the stream is assembled in d_out
+// output_capacity() (the coded bound: the stream is assembled in d_out
 // before the device knows whether the stored form is smaller). Device
 // streams carry no checksum (the header says so); the bytes are otherwise
 // identical to the host backend's stream for the same input and settings
@@ -163,7 +163,7 @@ inline constexpr std::uint64_t max_chunks = max_grid_blocks;
 /// default); a caller who keeps only the stream can copy it to a buffer of
 /// that size or of the exact size read back.
 template <class Pipeline, element T>
-[[nodiscard]] std::size_t max_output_bytes(const extents& shape, const Pipeline& pipe) noexcept {
+[[nodiscard]] std::size_t output_capacity(const extents& shape, const Pipeline& pipe) noexcept {
   return max_coded_bytes<Pipeline, T>(shape, pipe);
 }
 
@@ -291,7 +291,7 @@ cudaError_t compress_stages(void* d_temp, std::size_t& temp_bytes, const T* d_in
     return cudaSuccess;
   }
   if (temp_bytes < t.required() || !d_status || (n > 0 && !d_in)) return cudaErrorInvalidValue;
-  if (out_capacity < max_output_bytes<Pipeline, T>(shape, pipe) || !d_out || !d_out_bytes) return cudaErrorInvalidValue;
+  if (out_capacity < output_capacity<Pipeline, T>(shape, pipe) || !d_out || !d_out_bytes) return cudaErrorInvalidValue;
 
   // The main stage set's header with the pipeline's chunk size;
   // choose_stages_kernel and header_kernel turn it into the chosen set's
@@ -452,7 +452,7 @@ cudaError_t compress_stages(void* d_temp, std::size_t& temp_bytes, const T* d_in
 
 }  // namespace detail
 
-/// Compresses d_in into d_out (capacity >= max_output_bytes()); the
+/// Compresses d_in into d_out (capacity >= output_capacity()); the
 /// stream's size goes to *d_out_bytes, a bound that is not finite on this
 /// tensor to *d_status. Every dtype: floats under opt.bound, integers and
 /// bool losslessly; the stages are chosen on the device as the host

@@ -83,7 +83,7 @@ void cuda_compress(const compress_request& r, void* stream, const device_allocat
                                                                          path_of(r.kernels));
       void* dst = sink.output(ds.bytes, sink.context);
       check(cudaMemcpyAsync(dst, ds.data(), ds.bytes, cudaMemcpyDeviceToDevice, s), "copying the compressed stream");
-      // ds's worst-case buffer (max_output_bytes) goes back to the allocator, ordered after the copy.
+      // ds's worst-case buffer (cuda::output_capacity) goes back to the allocator, ordered after the copy.
     });
   });
 }
