@@ -99,7 +99,7 @@ void run(const char* name, const char* dtype, const std::vector<T>& x, const eba
   CHECK_CUDA(cudaMemcpy(d_in, x.data(), bytes, cudaMemcpyHostToDevice));
   std::size_t ctemp = 0, dtemp = 0;
   CHECK_CUDA(ebac::cuda::compress(nullptr, ctemp, d_in, e, pipe, opt, nullptr, 0, nullptr, nullptr, nullptr, path));
-  const std::size_t cap = ebac::cuda::max_compressed_bytes<Pipe, T>(e, pipe);
+  const std::size_t cap = ebac::cuda::output_capacity<Pipe, T>(e, pipe);
   device_memory ctemp_mem(ctemp), stream_mem(cap), size_mem(sizeof(std::uint64_t)), status_mem(sizeof(int));
   void* d_ctemp = ctemp_mem.p;
   std::byte* d_stream = stream_mem.as<std::byte>();

@@ -32,7 +32,7 @@ struct bfloat16 {
   std::uint16_t bits;
 };
 
-constexpr std::size_t size_of(dtype t) noexcept {
+EBAC_HOST_DEVICE constexpr std::size_t size_of(dtype t) noexcept {
   switch (t) {
     case dtype::f32: case dtype::i32: return 4;
     case dtype::f16: case dtype::bf16: case dtype::i16: return 2;
@@ -43,7 +43,7 @@ constexpr std::size_t size_of(dtype t) noexcept {
 }
 
 /// Floating-point dtypes are compressed under a bound; the others losslessly.
-constexpr bool is_floating(dtype t) noexcept { return t == dtype::f32 || t == dtype::f16 || t == dtype::bf16; }
+EBAC_HOST_DEVICE constexpr bool is_floating(dtype t) noexcept { return t == dtype::f32 || t == dtype::f16 || t == dtype::bf16; }
 
 constexpr std::string_view to_string(dtype t) noexcept {
   switch (t) {

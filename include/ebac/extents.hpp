@@ -30,11 +30,13 @@ struct extents {
   [[nodiscard]] constexpr std::uint64_t operator[](int i) const noexcept { return dims[i]; }
 
   /// Number of elements, or status::size_overflow / invalid_argument.
-  [[nodiscard]] constexpr status count(std::uint64_t& out) const noexcept {
+  /// Host and device: the writer's chunk size (format/chunking.hpp) is
+  /// computed on both.
+  [[nodiscard]] EBAC_HOST_DEVICE constexpr status count(std::uint64_t& out) const noexcept {
     if (rank < 1 || rank > max_rank) return status::invalid_argument;
     std::uint64_t n = 1;
     for (int i = 0; i < rank; ++i) {
-      if (dims[i] != 0 && n > std::numeric_limits<std::uint64_t>::max() / dims[i])
+      if (dims[i] != 0 && n > ~std::uint64_t{0} / dims[i])
         return status::size_overflow;
       n *= dims[i];
     }

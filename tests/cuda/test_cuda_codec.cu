@@ -15,6 +15,8 @@
 #include <type_traits>
 #include <initializer_list>
 #include <random>
+#include <string>
+#include <utility>
 #include <vector>
 
 namespace {
@@ -105,67 +107,98 @@ void check_bound(const std::vector<T>& x, const std::vector<T>& y, double eb_abs
 }
 
 /// Device compress + decompress on each path; the stream and the
-/// reconstruction must equal the host's (computed once), and the host's
-/// reconstruction must keep the bound.
-template <class Pipeline, class T>
-void check_matches_host(const std::vector<T>& x, const ebac::extents& e, const Pipeline& pipe, ebac::compress_options opt,
-                        std::initializer_list<ebac::cuda::kernel_path> paths) {
+/// reconstruction must equal the host's (computed once). Floats: the host's
+/// reconstruction must keep the bound; integers and bool: it must be exact.
+/// `x` holds `count` elements of T (a bool tensor is passed as its bytes).
+/// Returns the host stream's header, so a case can check which stages it
+/// reached.
+template <class T, class Pipeline>
+ebac::stream_header check_matches_host_ptr(const T* x, std::size_t count, const ebac::extents& e, const Pipeline& pipe,
+                                           ebac::compress_options opt, std::initializer_list<ebac::cuda::kernel_path> paths) {
+  using S = ebac::storage_t<T>;
   opt.checksum = false;  // device streams carry none
-  std::uint64_t count = 0;
-  REQUIRE(e.count(count) == ebac::status::ok);
-  REQUIRE(count == x.size());  // the shape must describe the data exactly
-  const auto host_stream = ebac::host::compress(x.data(), e, pipe, opt);
-  std::vector<T> host_back(x.size());
-  ebac::host::decompress(host_stream.data(), host_stream.size(), host_back.data(), x.size());
-  // The promise, not only the header's eb_abs: a constant tensor under a
-  // relative bound has a quantizer bound above its promised 0 (quantizer_bound).
-  check_bound(x, host_back,
-              std::min(ebac::host::inspect(host_stream.data(), host_stream.size()).eb_abs, ebac_test::promised_bound(x, opt.bound)),
-              std::is_same_v<typename Pipeline::quantizer_type, ebac::sign_preserving_quantizer>);
+  std::uint64_t n = 0;
+  REQUIRE(e.count(n) == ebac::status::ok);
+  REQUIRE(n == count);  // the shape must describe the data exactly
+  const auto host_stream = ebac::host::compress(x, e, pipe, opt);
+  const auto h = ebac::host::inspect(host_stream.data(), host_stream.size());
+  std::vector<S> host_back(count);
+  ebac::host::decompress(host_stream.data(), host_stream.size(), reinterpret_cast<T*>(host_back.data()), count);
+  const S* xs = reinterpret_cast<const S*>(x);
+  if constexpr (ebac::floating_element<T>) {
+    // The promise, not only the header's eb_abs: a constant tensor under a
+    // relative bound has a quantizer bound above its promised 0 (quantizer_bound);
+    // a lossless stream (levels, stored) has eb_abs 0 and must be exact.
+    const std::vector<T> xv(xs, xs + count);
+    check_bound(xv, host_back,
+                h.lossless() ? 0.0 : std::min(h.eb_abs, ebac_test::promised_bound(xv, opt.bound)),
+                !h.lossless() && std::is_same_v<typename Pipeline::quantizer_type, ebac::sign_preserving_quantizer>);
+  } else {
+    CHECK(std::memcmp(host_back.data(), xs, count * sizeof(S)) == 0);  // lossless
+  }
 
-  device_vector<T> d_in(x);
+  device_vector<S> d_in(std::vector<S>(xs, xs + count));
+  const T* d_x = reinterpret_cast<const T*>(d_in.p);
   const ebac::cuda::allocator poison = poisoning_allocator();
   for (const auto path : paths) {
     CAPTURE(static_cast<int>(path));
-    auto s = ebac::cuda::compress(d_in.p, e, pipe, opt, nullptr, poison, true, path);
+    auto s = ebac::cuda::compress(d_x, e, pipe, opt, nullptr, poison, true, path);
     REQUIRE(s.bytes == host_stream.size());
     std::vector<std::byte> dev_stream(s.bytes);
     REQUIRE(cudaMemcpy(dev_stream.data(), s.data(), s.bytes, cudaMemcpyDeviceToHost) == cudaSuccess);
     CHECK(dev_stream == host_stream);
 
-    device_vector<T> d_out(x.size());
-    REQUIRE(cudaMemset(d_out.p, 0xff, x.size() * sizeof(T)) == cudaSuccess);  // decoder must write every element
-    ebac::cuda::decompress(s.data(), s.bytes, d_out.p, x.size(), nullptr, poison, path);
-    const auto dev_back = d_out.to_host(x.size());
-    CHECK(std::memcmp(dev_back.data(), host_back.data(), x.size() * sizeof(T)) == 0);
+    device_vector<S> d_out(count);
+    REQUIRE(cudaMemset(d_out.p, 0xff, count * sizeof(S)) == cudaSuccess);  // decoder must write every element
+    ebac::cuda::decompress(s.data(), s.bytes, reinterpret_cast<T*>(d_out.p), count, nullptr, poison, path);
+    const auto dev_back = d_out.to_host(count);
+    CHECK(std::memcmp(dev_back.data(), host_back.data(), count * sizeof(S)) == 0);
   }
+  return h;
 }
 
 template <class Pipeline, class T>
-void check_matches_host(const std::vector<T>& x, const ebac::extents& e, const Pipeline& pipe, const ebac::compress_options& opt,
-                        ebac::cuda::kernel_path path = ebac::cuda::kernel_path::staged) {
-  check_matches_host(x, e, pipe, opt, {path});
+ebac::stream_header check_matches_host(const std::vector<T>& x, const ebac::extents& e, const Pipeline& pipe,
+                                       const ebac::compress_options& opt, std::initializer_list<ebac::cuda::kernel_path> paths) {
+  return check_matches_host_ptr(x.data(), x.size(), e, pipe, opt, paths);
+}
+
+template <class Pipeline, class T>
+ebac::stream_header check_matches_host(const std::vector<T>& x, const ebac::extents& e, const Pipeline& pipe,
+                                       const ebac::compress_options& opt, ebac::cuda::kernel_path path = ebac::cuda::kernel_path::staged) {
+  return check_matches_host(x, e, pipe, opt, {path});
 }
 
 /// Captures one device-scope compress and one decompress in CUDA graphs and
-/// replays each twice, with new input and poisoned outputs before every
-/// replay (so a replay must recompute everything: the range, for Huffman the
-/// codebook, the sizes). Temp storage is passed at an address that is not
-/// 256-byte aligned (a slice of a caller's workspace).
+/// replays them, with new input and poisoned outputs before every replay
+/// (so a replay must recompute everything: the range, the stages, for
+/// Huffman the codebook, the sizes). The compress graph's four inputs take
+/// all three ways through it, chosen on the device at each replay:
+/// activations (the pipeline's quantizer), a dropout mask (palette
+/// indices) and NaNs with random payloads (every element an outlier: the
+/// stored form). Temp storage is passed at an address that is not 256-byte
+/// aligned (a slice of a caller's workspace).
 template <class Pipeline>
 void check_graph_capture(const Pipeline& pipe, ebac::cuda::kernel_path path) {
   using E = typename Pipeline::encoder_type;
   CAPTURE(static_cast<int>(path));
   const std::size_t n = sized(std::size_t{1} << 20, std::size_t{1} << 16);
   const ebac::extents e{n};
-  const std::vector<float> inputs[2] = {activations(n, 3), activations(n, 4)};
+  std::vector<float> mask(n), nans(n);
+  std::mt19937 rng(12);
+  for (auto& v : mask) v = rng() % 10 == 0 ? 0.0f : 1.0f / 0.9f;
+  for (auto& v : nans) {
+    const std::uint32_t b = 0x7f800001u | (rng() & 0x807fffffu);  // a NaN with a random sign and payload
+    std::memcpy(&v, &b, sizeof v);
+  }
+  const std::vector<float> inputs[4] = {activations(n, 3), mask, nans, activations(n, 4)};
   ebac::compress_options opt;
   opt.bound = {1e-3, ebac::bound_mode::relative};
   opt.checksum = false;
   device_vector<float> d_in(n);
   std::size_t temp = 0;
   REQUIRE(ebac::cuda::compress(nullptr, temp, d_in.p, e, pipe, opt, nullptr, 0, nullptr, nullptr, nullptr, path) == cudaSuccess);
-  const std::size_t cap = ebac::cuda::max_compressed_bytes<Pipeline, float>(e, pipe);
+  const std::size_t cap = ebac::cuda::output_capacity<Pipeline, float>(e, pipe);
   device_vector<std::byte> d_temp(temp + 8), d_out(cap);
   device_vector<std::uint64_t> d_size(1);
   device_vector<int> d_status(1);
@@ -187,10 +220,13 @@ void check_graph_capture(const Pipeline& pipe, ebac::cuda::kernel_path path) {
     return ebac::cuda::compress(d_temp.p + 8, temp, d_in.p, e, pipe, opt, d_out.p, cap, d_size.p, d_status.p, s, path);
   });
   std::vector<std::byte> last_stream;
-  for (int replay = 0; replay < 2; ++replay) {
+  for (int replay = 0; replay < 4; ++replay) {
     CAPTURE(replay);
     const auto& x = inputs[replay];
     const auto host_stream = ebac::host::compress(x.data(), e, pipe, opt);
+    const auto hh = ebac::host::inspect(host_stream.data(), host_stream.size());
+    CHECK(hh.is_stored() == (replay == 2));
+    CHECK((!hh.is_stored() && hh.quantizer == ebac::quantizer_id::levels) == (replay == 1));
     REQUIRE(cudaMemcpy(d_in.p, x.data(), n * sizeof(float), cudaMemcpyHostToDevice) == cudaSuccess);
     REQUIRE(cudaMemset(d_out.p, 0xff, cap) == cudaSuccess);
     REQUIRE(cudaMemset(d_size.p, 0xff, sizeof(std::uint64_t)) == cudaSuccess);
@@ -299,6 +335,205 @@ using linear_plain_t = ebac::pipeline<ebac::no_prediction, ebac::linear_quantize
 using ratio_t = ebac::pipeline<ebac::lorenzo, ebac::sign_preserving_quantizer, ebac::huffman>;
 using rle_t = ebac::pipeline<ebac::lorenzo, ebac::sign_preserving_quantizer, ebac::run_length>;
 
+/// Calls f(pipeline, paths) for the named pipelines' stage combinations and
+/// every kernel path each one has (the fused decoders take every encoder).
+template <class F>
+void for_each_pipeline(F&& f) {
+  f(fast_t{}, std::initializer_list<ebac::cuda::kernel_path>{staged, fused, single_pass});
+  f(plain_t{}, std::initializer_list<ebac::cuda::kernel_path>{staged, fused, single_pass});
+  fast_t small_chunks;
+  small_chunks.chunk_elements = 64;  // many chunks: many level sets to merge (the main stages' are tiles of 4096)
+  f(small_chunks, std::initializer_list<ebac::cuda::kernel_path>{staged, single_pass});
+  f(ratio_t{}, std::initializer_list<ebac::cuda::kernel_path>{staged, fused});
+  f(rle_t{}, std::initializer_list<ebac::cuda::kernel_path>{staged, fused});
+}
+
+/// for_each_pipeline, and on a tensor of rank >= 2 Lorenzo along its last
+/// axes too: the main stages then cut chunks of whole rows or planes
+/// (format/chunking.hpp), while a palette's chunks keep the pipeline's size,
+/// so the device launches two cuts and must write the chosen one's.
+template <class F>
+void for_each_pipeline(const ebac::extents& e, F&& f) {
+  for_each_pipeline(f);
+  if (e.rank < 2) return;
+  fast_t rows;
+  rows.predictor = ebac::lorenzo::along_last(1, e.rank, 64);
+  f(rows, std::initializer_list<ebac::cuda::kernel_path>{staged, fused, single_pass});
+  fast_t planes;
+  planes.predictor = ebac::lorenzo::along_last(2, e.rank, 64);
+  f(planes, std::initializer_list<ebac::cuda::kernel_path>{staged, fused, single_pass});
+  ratio_t ratio_planes;
+  ratio_planes.predictor = ebac::lorenzo::along_last(2, e.rank, 64);
+  f(ratio_planes, std::initializer_list<ebac::cuda::kernel_path>{staged, fused});
+}
+
+/// Which stages a host stream reached, counted over a test's cases (each
+/// case must reach the stages it was built for).
+struct stage_tally {
+  int levels = 0, exact = 0, pool = 0, stored = 0, float_q = 0;
+  void add(const ebac::stream_header& h) {
+    if (h.is_stored()) ++stored;
+    else if (h.quantizer == ebac::quantizer_id::levels) ++levels;
+    else if (h.quantizer == ebac::quantizer_id::exact) ++exact;
+    else if (h.quantizer == ebac::quantizer_id::pool_window) ++pool;
+    else ++float_q;
+  }
+};
+
+/// Integer test data: a smooth ramp (exact, small Lorenzo residuals), random
+/// values over a wide range (exact, above 2^22 where the type allows:
+/// outliers), labels of 11 classes (a palette), random bits (stored).
+template <class I>
+std::vector<std::pair<const char*, std::vector<I>>> integer_cases(std::size_t n, std::uint32_t seed) {
+  std::mt19937_64 rng(seed);
+  std::vector<std::pair<const char*, std::vector<I>>> v;
+  std::vector<I> ramp(n), wide(n), labels(n), bits(n);
+  for (std::size_t i = 0; i < n; ++i) {
+    ramp[i] = static_cast<I>((i / 3) % 100);
+    const std::uint64_t r = rng();
+    if constexpr (sizeof(I) >= 4) wide[i] = static_cast<I>(static_cast<std::int64_t>(r % 20000000) - 10000000);  // |v| up to 10^7 > 2^22
+    else wide[i] = static_cast<I>(static_cast<std::int64_t>(r % 60) - (std::is_signed_v<I> ? 30 : 0));
+    labels[i] = static_cast<I>(rng() % 11);
+    bits[i] = static_cast<I>(rng());
+  }
+  v.emplace_back("ramp", std::move(ramp));
+  v.emplace_back("wide", std::move(wide));
+  v.emplace_back("labels", std::move(labels));
+  v.emplace_back("random bits", std::move(bits));
+  return v;
+}
+
+template <class I>
+void check_integer_dtype(std::uint32_t& seed) {
+  stage_tally tally;
+  for (const ebac::extents e : {ebac::extents{1}, ebac::extents{31}, ebac::extents{16385}, ebac::extents{3, 5, 7, 11}, ebac::extents{8, 3000}}) {
+    std::uint64_t n = 0;
+    REQUIRE(e.count(n) == ebac::status::ok);
+    for (const auto& [name, x] : integer_cases<I>(n, seed++)) {
+      CAPTURE(name);
+      CAPTURE(n);
+      for_each_pipeline(e, [&](const auto& pipe, std::initializer_list<ebac::cuda::kernel_path> paths) {
+        tally.add(check_matches_host(x, e, pipe, ebac::compress_options{}, paths));
+      });
+      ebac::compress_options no_levels;
+      no_levels.max_levels = 0;  // labels as exact integers too
+      tally.add(check_matches_host(x, e, fast_t{}, no_levels, {staged, fused, single_pass}));
+    }
+  }
+  CHECK(tally.levels > 0);
+  CHECK(tally.exact > 0);
+  CHECK(tally.stored > 0);
+}
+
+/// Few-level float tensors: dropout masks, one-hot rows, ternary values.
+std::vector<std::pair<const char*, std::vector<float>>> level_cases(std::size_t rows, std::size_t cols, std::uint32_t seed) {
+  std::mt19937 rng(seed);
+  const std::size_t n = rows * cols;
+  std::vector<float> mask(n), onehot(n, 0.0f), ternary(n);
+  for (auto& v : mask) v = rng() % 10 == 0 ? 0.0f : 1.0f / 0.9f;
+  for (std::size_t r = 0; r < rows; ++r) onehot[r * cols + rng() % cols] = 1.0f;
+  for (auto& v : ternary) {
+    const unsigned k = rng() % 10;
+    v = k < 3 ? -0.7f : (k < 7 ? 0.0f : 0.7f);
+  }
+  return {{"dropout mask", mask}, {"one-hot", onehot}, {"ternary", ternary}};
+}
+
+/// Max-pool indices of a PyTorch MaxPool (flat over each input plane) for
+/// an output of `planes` x out[0..d): each picks a random position of its
+/// window inside the input (never the padding).
+std::vector<std::int64_t> pool_indices(const ebac::pool_geometry& g, std::uint64_t planes, const std::uint64_t* out, std::uint32_t seed) {
+  std::mt19937 rng(seed);
+  const int d = static_cast<int>(g.dims);
+  std::uint64_t per_plane = 1;
+  for (int j = 0; j < d; ++j) per_plane *= out[j];
+  std::vector<std::int64_t> idx(planes * per_plane);
+  for (std::size_t i = 0; i < idx.size(); ++i) {
+    std::uint64_t rest = i % per_plane, flat = 0, stride = 1;
+    for (int j = d - 1; j >= 0; --j) {
+      const std::uint64_t o = rest % out[j];
+      rest /= out[j];
+      std::int64_t pos = -1;
+      while (pos < 0 || pos >= static_cast<std::int64_t>(g.input[j]))  // a tap inside the input
+        pos = static_cast<std::int64_t>(o * g.stride[j]) - static_cast<std::int64_t>(g.padding[j]) +
+              static_cast<std::int64_t>((rng() % g.kernel[j]) * g.dilation[j]);
+      flat += static_cast<std::uint64_t>(pos) * stride;
+      stride *= g.input[j];
+    }
+    idx[i] = static_cast<std::int64_t>(flat);
+  }
+  return idx;
+}
+
+ebac::pool_geometry pool_of(int d, std::uint64_t input, std::uint64_t kernel, std::uint64_t stride, std::uint64_t padding,
+                            std::uint64_t dilation) {
+  ebac::pool_geometry g;
+  g.dims = static_cast<std::uint32_t>(d);
+  for (int j = 0; j < d; ++j) {
+    g.input[j] = input;
+    g.kernel[j] = kernel;
+    g.stride[j] = stride;
+    g.padding[j] = padding;
+    g.dilation[j] = dilation;
+  }
+  return g;
+}
+
+/// PyTorch's output size of a pooled dimension (floor mode).
+std::uint64_t pooled_size(std::uint64_t input, std::uint64_t kernel, std::uint64_t stride, std::uint64_t padding, std::uint64_t dilation) {
+  return (input + 2 * padding - dilation * (kernel - 1) - 1) / stride + 1;
+}
+
+/// Overwrites with ones the packed words of the first block of chunk 0 of a
+/// bit-packed stream that is at least min_width bits wide (every code of
+/// the block becomes 2^w - 1); sizes stay as they were.
+std::vector<std::byte> ones_in_a_block(std::vector<std::byte> stream, unsigned min_width) {
+  const auto h = ebac::host::inspect(stream.data(), stream.size());
+  REQUIRE(h.encoder == ebac::encoder_id::block_bitpack);
+  const std::uint64_t n = ebac::element_count(h);
+  const std::uint64_t m = std::min<std::uint64_t>(n, h.chunk_elements);
+  const std::uint64_t nb = (m + 31) / 32;
+  std::byte* payload = stream.data() + h.section_offset(ebac::section_payload);
+  std::uint64_t at = nb;  // packed words start after the chunk's width bytes
+  for (std::uint64_t b = 0; b < nb; ++b) {
+    const auto w = static_cast<unsigned>(payload[b]);
+    if (w >= min_width && w > 0) {
+      for (unsigned k = 0; k < 4 * w; ++k) payload[at + k] = std::byte{0xff};
+      return stream;
+    }
+    at += 4 * w;
+  }
+  FAIL("no block of chunk 0 is ", min_width, " bits wide");
+  return stream;
+}
+
+/// A stream with a code its quantizer cannot have written: the host and the
+/// device decoders (every path) reject it as corrupt.
+template <class T>
+void check_code_rejected(const std::vector<std::byte>& bad, std::size_t n) {
+  using S = ebac::storage_t<T>;
+  std::vector<S> out(n);
+  try {
+    ebac::host::decompress(bad.data(), bad.size(), reinterpret_cast<T*>(out.data()), n);
+    FAIL("the host decoder accepted a code its quantizer cannot have written");
+  } catch (const ebac::error& err) {
+    CHECK(err.code() == ebac::status::corrupt_stream);
+  }
+  device_vector<std::byte> d(bad);
+  device_vector<S> d_out(n);
+  for (const auto path : {staged, fused, single_pass}) {
+    CAPTURE(static_cast<int>(path));
+    try {
+      ebac::cuda::decompress(d.p, bad.size(), reinterpret_cast<T*>(d_out.p), n, nullptr, ebac::cuda::default_allocator(), path);
+      FAIL("the device decoder accepted a code its quantizer cannot have written");
+    } catch (const ebac::error& err) {
+      CHECK(err.code() == ebac::status::corrupt_stream);
+      CHECK(std::string(err.what()).find("cannot have written") != std::string::npos);
+    }
+    REQUIRE(cudaGetLastError() == cudaSuccess);
+  }
+}
+
 }  // namespace
 
 TEST_SUITE("gpu") {
@@ -327,6 +562,7 @@ TEST_CASE("fused and single-pass bit-packing kernels give the staged (and host) 
       check_matches_host(x, e, ebac::pipeline<ebac::lorenzo, ebac::sign_preserving_quantizer, ebac::block_bitpack>{}, opt, path);
       check_matches_host(x, e, ebac::pipeline<ebac::no_prediction, ebac::linear_quantizer, ebac::block_bitpack>{}, opt, path);
       ebac::pipeline<ebac::lorenzo, ebac::sign_preserving_quantizer, ebac::block_bitpack> small_chunks;
+      small_chunks.predictor = ebac::lorenzo::flat(32);  // a tile that divides the chunk (format/chunking.hpp keeps it)
       small_chunks.chunk_elements = 64;  // many chunks, a partial last block in each odd size
       check_matches_host(x, e, small_chunks, opt, path);
       check_lorenzo_along_last(x, e, opt, path);
@@ -364,7 +600,15 @@ TEST_CASE("fused decoders: chunk-local streams (any encoder) decode to the host'
           check_matches_host(x, e, p, opt, fused);
         }
       }
-      fast_t not_local;  // tile 4096 > chunk 1024: prefix sums cross chunks (staged fallback)
+      // A writer rounds chunks to whole tiles (format/chunking.hpp): tile 4096
+      // over chunks of 1024 gives chunks of 4096, decoded fused.
+      fast_t rounded;
+      rounded.chunk_elements = 1024;
+      check_matches_host(x, e, rounded, opt, fused);
+      // Unless lcm(32, tile) passes 2^24: an odd tile of 2^24 - 1 keeps the
+      // chunks of 1024 and prefix sums cross them (staged fallback).
+      fast_t not_local;
+      not_local.predictor = ebac::lorenzo::flat((1u << 24) - 1);
       not_local.chunk_elements = 1024;
       check_matches_host(x, e, not_local, opt, fused);
       linear_plain_t plain;
@@ -410,7 +654,7 @@ TEST_CASE("device Huffman: one device-scope call builds the codebook on the devi
   device_vector<float> d_in(x);
   std::size_t temp = 0;
   REQUIRE(ebac::cuda::compress(nullptr, temp, d_in.p, e, pipe_t{}, opt, nullptr, 0, nullptr, nullptr) == cudaSuccess);
-  const std::size_t cap = ebac::cuda::max_compressed_bytes<pipe_t, float>(e, pipe_t{});
+  const std::size_t cap = ebac::cuda::output_capacity<pipe_t, float>(e, pipe_t{});
   device_vector<std::byte> d_temp(temp), d_out(cap);
   device_vector<std::uint64_t> d_size(1);
   device_vector<int> d_status(1);
@@ -568,5 +812,205 @@ TEST_CASE("large tensor round trip on the device (> 2^31 bytes of input where me
   ebac::compress_options opt;
   opt.bound = {1e-3, ebac::bound_mode::absolute};
   check_matches_host(x, ebac::extents{n}, fast_t{}, opt, {staged, fused, single_pass});
+}
+
+TEST_CASE("format 2: integer and bool tensors equal the host byte for byte (every dtype, pipeline and path)") {
+  std::uint32_t seed = 501;
+  check_integer_dtype<std::uint8_t>(seed);
+  check_integer_dtype<std::int8_t>(seed);
+  check_integer_dtype<std::int16_t>(seed);
+  check_integer_dtype<std::int32_t>(seed);
+  check_integer_dtype<std::int64_t>(seed);
+  // bool, held as its bytes: a mask (a palette), and with level coding off
+  // its values as exact codes.
+  std::mt19937 rng(seed);
+  for (const ebac::extents e : {ebac::extents{1}, ebac::extents{16385}, ebac::extents{4, 32, 28, 28}}) {
+    std::uint64_t n = 0;
+    REQUIRE(e.count(n) == ebac::status::ok);
+    if (quick() && n > 100000) continue;
+    std::vector<std::uint8_t> mask(n);
+    for (auto& b : mask) b = rng() % 4 == 0 ? 0 : 1;
+    const bool* x = reinterpret_cast<const bool*>(mask.data());
+    for_each_pipeline(e, [&](const auto& pipe, std::initializer_list<ebac::cuda::kernel_path> paths) {
+      const auto h = check_matches_host_ptr(x, n, e, pipe, ebac::compress_options{}, paths);
+      CHECK(h.quantizer == ebac::quantizer_id::levels);
+    });
+    ebac::compress_options no_levels;
+    no_levels.max_levels = 0;
+    const auto h = check_matches_host_ptr(x, n, e, fast_t{}, no_levels, {staged, fused, single_pass});
+    CHECK((h.is_stored() || h.quantizer == ebac::quantizer_id::exact));
+  }
+}
+
+TEST_CASE("format 2: level tensors (dropout masks, one-hot rows, ternary) in f32, f16 and bf16 equal the host on every pipeline and path") {
+  std::uint32_t seed = 601;
+  const std::pair<std::size_t, std::size_t> shapes[] = {{sized(512, 64), 98}, {2048, 10}, {1, 33}};
+  for (const auto& [rows, cols] : shapes) {
+    for (const auto& [name, xf] : level_cases(rows, cols, seed++)) {
+      CAPTURE(name);
+      CAPTURE(rows);
+      const ebac::extents e{rows, cols};
+      for (const ebac::error_bound bound : {ebac::error_bound{1e-3, ebac::bound_mode::relative}, ebac::error_bound{1e-2, ebac::bound_mode::absolute},
+                                            ebac::error_bound{0.6, ebac::bound_mode::absolute}}) {
+        CAPTURE(bound.value);
+        ebac::compress_options opt;
+        opt.bound = bound;
+        for_each_pipeline(e, [&](const auto& pipe, std::initializer_list<ebac::cuda::kernel_path> paths) {
+          const auto h = check_matches_host(xf, e, pipe, opt, paths);
+          if (bound.value < 0.5) CHECK(h.quantizer == ebac::quantizer_id::levels);
+          check_matches_host(ebac_test::convert<ebac::float16>(xf), e, pipe, opt, paths);
+          check_matches_host(ebac_test::convert<ebac::bfloat16>(xf), e, pipe, opt, paths);
+        });
+      }
+    }
+  }
+}
+
+TEST_CASE("format 2: max-pool indices with their geometry (window offsets), and under a wrong geometry, on every pipeline and path") {
+  struct pool_case {
+    int dims;
+    std::uint64_t input, kernel, stride, padding, dilation, planes;
+  };
+  const pool_case cases[] = {{2, 16, 2, 2, 0, 1, 12}, {2, 15, 3, 2, 1, 1, 6}, {1, 100, 3, 1, 1, 2, 8}, {3, 8, 2, 2, 0, 1, 4},
+                             {2, 28, 3, 3, 1, 1, sized(256, 16)}};
+  std::uint32_t seed = 701;
+  for (const auto& c : cases) {
+    CAPTURE(c.dims);
+    CAPTURE(c.kernel);
+    const ebac::pool_geometry g = pool_of(c.dims, c.input, c.kernel, c.stride, c.padding, c.dilation);
+    std::uint64_t out[3] = {};
+    ebac::extents e;
+    e.rank = c.dims + 1;
+    e.dims[0] = c.planes;
+    for (int j = 0; j < c.dims; ++j) e.dims[1 + j] = out[j] = pooled_size(c.input, c.kernel, c.stride, c.padding, c.dilation);
+    REQUIRE(g.validate(e) == ebac::status::ok);
+    const auto idx = pool_indices(g, c.planes, out, seed++);
+    std::vector<std::int32_t> idx32(idx.begin(), idx.end());
+    ebac::compress_options opt;
+    opt.pooling = g;
+    for_each_pipeline(e, [&](const auto& pipe, std::initializer_list<ebac::cuda::kernel_path> paths) {
+      const auto h = check_matches_host(idx, e, pipe, opt, paths);
+      CHECK(h.quantizer == ebac::quantizer_id::pool_window);
+      CHECK(h.outlier_count == 0);
+      check_matches_host(idx32, e, pipe, opt, paths);
+    });
+    // A wrong geometry: indices outside their windows are outliers, still exact.
+    ebac::compress_options wrong = opt;
+    wrong.pooling.stride[0] = c.stride + 1;  // windows further apart: many indices fall outside theirs
+    if (wrong.pooling.validate(e) == ebac::status::ok) {
+      const auto h = check_matches_host(idx, e, fast_t{}, wrong, {staged, fused, single_pass});
+      CHECK((h.is_stored() || h.outlier_count > 0));
+    }
+  }
+}
+
+TEST_CASE("format 2: stored streams (random 16-bit floats at a tiny bound, NaN payloads), and coded ones with store_when_larger off") {
+  std::mt19937 rng(801);
+  const std::size_t n = sized(100002, 10003);  // multiples of 7 (the 1 x 7 x n/7 shape)
+  std::vector<ebac::float16> h16(n);
+  std::vector<ebac::bfloat16> b16(n);
+  std::vector<float> nans(n);
+  for (std::size_t i = 0; i < n; ++i) {
+    h16[i].bits = static_cast<std::uint16_t>(rng());
+    b16[i].bits = static_cast<std::uint16_t>(rng());
+    const std::uint32_t b = 0x7f800001u | (rng() & 0x807fffffu);
+    std::memcpy(&nans[i], &b, sizeof b);
+  }
+  ebac::compress_options tiny;
+  tiny.bound = {1e-7, ebac::bound_mode::absolute};
+  for (const ebac::extents e : {ebac::extents{n}, ebac::extents{1, 7, n / 7}}) {
+    for_each_pipeline(e, [&](const auto& pipe, std::initializer_list<ebac::cuda::kernel_path> paths) {
+      CHECK(check_matches_host(h16, e, pipe, tiny, paths).is_stored());
+      CHECK(check_matches_host(b16, e, pipe, tiny, paths).is_stored());
+      CHECK(check_matches_host(nans, e, pipe, tiny, paths).is_stored());
+    });
+    ebac::compress_options coded = tiny;
+    coded.store_when_larger = false;  // the coded stream, larger than raw: d_out has room for it (output_capacity)
+    for_each_pipeline(e, [&](const auto& pipe, std::initializer_list<ebac::cuda::kernel_path> paths) {
+      const auto h = check_matches_host(h16, e, pipe, coded, paths);
+      CHECK_FALSE(h.is_stored());
+      CHECK(h.section_offset(ebac::section_count) > h.header_bytes() + n * 2);
+    });
+  }
+  // The device-scope call: d_out of output_capacity, the stream it leaves
+  // within max_compressed_bytes (no checksum), and a smaller d_out refused.
+  using pipe_t = fast_t;
+  const ebac::extents e{n};
+  device_vector<ebac::float16> d_in(h16);
+  std::size_t temp = 0;
+  REQUIRE(ebac::cuda::compress(nullptr, temp, d_in.p, e, pipe_t{}, tiny, nullptr, 0, nullptr, nullptr) == cudaSuccess);
+  const std::size_t cap = ebac::cuda::output_capacity<pipe_t, ebac::float16>(e, pipe_t{});
+  const std::size_t stream_cap = ebac::max_compressed_bytes<pipe_t, ebac::float16>(e, pipe_t{});
+  REQUIRE(cap > stream_cap);
+  device_vector<std::byte> d_temp(temp), d_out(cap);
+  device_vector<std::uint64_t> d_size(1);
+  device_vector<int> d_status(1);
+  CHECK(ebac::cuda::compress(d_temp.p, temp, d_in.p, e, pipe_t{}, tiny, d_out.p, stream_cap, d_size.p, d_status.p) == cudaErrorInvalidValue);
+  REQUIRE(ebac::cuda::compress(d_temp.p, temp, d_in.p, e, pipe_t{}, tiny, d_out.p, cap, d_size.p, d_status.p) == cudaSuccess);
+  REQUIRE(cudaDeviceSynchronize() == cudaSuccess);
+  CHECK(d_status.to_host(1)[0] == 0);
+  const auto size = d_size.to_host(1)[0];
+  CHECK(size <= stream_cap - 8);
+  ebac::compress_options tiny_nock = tiny;
+  tiny_nock.checksum = false;
+  CHECK(d_out.to_host(size) == ebac::host::compress(h16.data(), e, pipe_t{}, tiny_nock));
+}
+
+TEST_CASE("format 2: the top level of 16-bit tensors (saturated ReLU6 maps, masks with level coding off) on every pipeline and path") {
+  std::mt19937 rng(901);
+  std::normal_distribution<float> nd(3.0f, 4.0f);
+  const std::size_t n = sized(8 * 8 * 28 * 28, 4 * 28 * 28);
+  std::vector<float> relu6(n);
+  for (auto& v : relu6) v = std::min(6.0f, std::max(0.0f, nd(rng)));
+  std::vector<float> mask(n);
+  for (auto& v : mask) v = rng() % 10 == 0 ? 0.0f : 1.0f / 0.9f;
+  for (const ebac::error_bound bound : {ebac::error_bound{1e-2, ebac::bound_mode::relative}, ebac::error_bound{1e-3, ebac::bound_mode::relative},
+                                        ebac::error_bound{1e-2, ebac::bound_mode::absolute}}) {
+    CAPTURE(bound.value);
+    ebac::compress_options opt;
+    opt.bound = bound;
+    ebac::compress_options no_levels = opt;
+    no_levels.max_levels = 0;
+    for_each_pipeline([&](const auto& pipe, std::initializer_list<ebac::cuda::kernel_path> paths) {
+      const auto hh = check_matches_host(ebac_test::convert<ebac::float16>(relu6), ebac::extents{n}, pipe, opt, paths);
+      CHECK(hh.top == 6.0f);
+      const auto hb = check_matches_host(ebac_test::convert<ebac::bfloat16>(relu6), ebac::extents{n}, pipe, opt, paths);
+      CHECK(hb.top == 6.0f);
+      const auto hm = check_matches_host(ebac_test::convert<ebac::float16>(mask), ebac::extents{n}, pipe, no_levels, paths);
+      CHECK(hm.top == ebac::to_float(ebac::from_float<ebac::float16>(1.0f / 0.9f)));
+      const auto hf = check_matches_host(relu6, ebac::extents{n}, pipe, opt, paths);  // float32: no top level
+      CHECK(hf.top == 0.0f);
+    });
+  }
+}
+
+TEST_CASE("format 2: a code the quantizer cannot have written (level index, integer out of its type, window offset) is rejected") {
+  std::mt19937 rng(1001);
+  const std::size_t n = 5000;
+  ebac::compress_options opt;
+  opt.checksum = false;
+  // Palette indices of a ternary tensor: every code in 0..2, width 2; ones make 3.
+  std::vector<float> ternary(n);
+  for (auto& v : ternary) v = static_cast<float>(static_cast<int>(rng() % 3) - 1) * 0.7f;
+  const auto levels = ebac::host::compress(ternary.data(), ebac::extents{n}, plain_t{}, opt);
+  REQUIRE(ebac::host::inspect(levels.data(), levels.size()).quantizer == ebac::quantizer_id::levels);
+  check_code_rejected<float>(ones_in_a_block(levels, 2), n);  // 2 bits: 3 is past the palette
+  // Exact uint8 under flat Lorenzo: ones make negative values.
+  std::vector<std::uint8_t> ramp(n);
+  for (std::size_t i = 0; i < n; ++i) ramp[i] = static_cast<std::uint8_t>((i / 3) % 100);
+  const auto exact = ebac::host::compress(ramp.data(), ebac::extents{n}, fast_t{}, opt);
+  REQUIRE(ebac::host::inspect(exact.data(), exact.size()).quantizer == ebac::quantizer_id::exact);
+  check_code_rejected<std::uint8_t>(ones_in_a_block(exact, 1), n);
+  // Offsets in 3x3 windows (0..8, width 4); ones make 15.
+  const ebac::pool_geometry g = pool_of(2, 15, 3, 2, 1, 1);
+  const std::uint64_t o = pooled_size(15, 3, 2, 1, 1);
+  const std::uint64_t out[2] = {o, o};
+  const ebac::extents e{16, o, o};
+  const auto idx = pool_indices(g, 16, out, 1002);
+  ebac::compress_options pool_opt = opt;
+  pool_opt.pooling = g;
+  const auto pooled = ebac::host::compress(idx.data(), e, plain_t{}, pool_opt);
+  REQUIRE(ebac::host::inspect(pooled.data(), pooled.size()).quantizer == ebac::quantizer_id::pool_window);
+  check_code_rejected<std::int64_t>(ones_in_a_block(pooled, 4), idx.size());  // 4 bits: 15 is past 9 offsets
 }
 }

@@ -54,9 +54,9 @@ using ratio_t = ebac::pipeline<ebac::lorenzo, ebac::sign_preserving_quantizer, e
 /// refused before anything reads the input.
 const float* never_read() { return reinterpret_cast<const float*>(std::uintptr_t{0x1000}); }
 
-template <class Pipeline>
+template <class Pipeline, class T>
 void refused_alike(const char* label, const ebac::extents& shape, const Pipeline& pipe, const ebac::compress_options& opt,
-                   const float* host_in, const float* device_in) {
+                   const T* host_in, const T* device_in) {
   INFO("case: ", label);
   const outcome host = run([&] { (void)ebac::host::compress(host_in, shape, pipe, opt); });
   const outcome dev = run([&] { (void)ebac::cuda::compress(device_in, shape, pipe, opt); });
@@ -114,7 +114,74 @@ TEST_CASE("cuda layers: bad arguments are refused with the host backend's messag
   fast_t lorenzo3;
   lorenzo3.predictor = ebac::lorenzo::along_last(3, 3, 16);
   refused_alike("3-D Lorenzo on a 1-D tensor", e64, lorenzo3, ok, x.data(), never_read());
-  refused_alike("null input", e64, fast_t{}, ok, nullptr, nullptr);
+  refused_alike("null input", e64, fast_t{}, ok, static_cast<const float*>(nullptr), static_cast<const float*>(nullptr));
+}
+
+TEST_CASE("cuda layers: every dtype's refusals (pooling geometries, max_levels) read as the host backend's") {
+  ebac::compress_options ok;
+  ok.bound = {1e-3, ebac::bound_mode::absolute};
+  const ebac::extents e{4, 8, 8};
+  // A 2x2/2 pool over 16x16 planes: valid for the 8x8 outputs.
+  ebac::pool_geometry g;
+  g.dims = 2;
+  for (int j = 0; j < 2; ++j) {
+    g.input[j] = 16;
+    g.kernel[j] = 2;
+    g.stride[j] = 2;
+    g.dilation[j] = 1;
+  }
+  REQUIRE(g.validate(e) == ebac::status::ok);
+  const std::vector<float> xf(256, 1.0f);
+  const std::vector<std::int64_t> xi(256, 3);
+  const std::vector<std::uint8_t> xb(256, 1);
+  const auto* never_i64 = reinterpret_cast<const std::int64_t*>(std::uintptr_t{0x1000});
+  const auto* never_bool = reinterpret_cast<const bool*>(std::uintptr_t{0x1000});
+  const bool* host_bool = reinterpret_cast<const bool*>(xb.data());
+
+  ebac::compress_options pooled_float = ok;
+  pooled_float.pooling = g;
+  refused_alike("a pooling geometry on a float tensor", e, fast_t{}, pooled_float, xf.data(), never_read());
+  ebac::compress_options bad_pool = ok;
+  bad_pool.pooling = g;
+  bad_pool.pooling.kernel[1] = 0;
+  refused_alike("a pooling kernel of 0", e, fast_t{}, bad_pool, xi.data(), never_i64);
+  bad_pool.pooling = g;
+  bad_pool.pooling.dims = 3;  // more spatial dims than the tensor has after its first
+  refused_alike("a pooling geometry of 3 dims on a rank-3 tensor", e, fast_t{}, bad_pool, xi.data(), never_i64);
+  bad_pool.pooling = g;
+  bad_pool.pooling.kernel[0] = bad_pool.pooling.kernel[1] = 4096;  // 2^24 offsets in a window
+  refused_alike("a pooling window of 2^24 offsets", e, fast_t{}, bad_pool, xi.data(), never_i64);
+  ebac::compress_options many_levels = ok;
+  many_levels.max_levels = 17;
+  refused_alike("max_levels 17 (f32)", e, fast_t{}, many_levels, xf.data(), never_read());
+  refused_alike("max_levels 17 (bool)", e, fast_t{}, many_levels, host_bool, never_bool);
+  refused_alike("max_levels 17 (int64, Huffman)", e, ratio_t{}, many_levels, xi.data(), never_i64);
+  // An integer tensor ignores the bound: a bad one is no reason to refuse.
+  ebac::compress_options bad_bound = ok;
+  bad_bound.bound.value = -1;
+  CHECK(ebac::detail::compress_argument_error<std::int64_t>(e, fast_t{}, bad_bound) == nullptr);
+  CHECK(ebac::detail::compress_argument_error<float>(e, fast_t{}, bad_bound) != nullptr);
+  fast_t chunk33;
+  chunk33.chunk_elements = 33;
+  refused_alike("chunk of 33 (int64)", e, chunk33, ok, xi.data(), never_i64);
+  refused_alike("null input (bool)", e, fast_t{}, ok, static_cast<const bool*>(nullptr), static_cast<const bool*>(nullptr));
+}
+
+TEST_CASE("cuda layers: the device output bound holds the coded stream, which the stream bound does not") {
+  // cuda::output_capacity is the coded bound (the stream is assembled in
+  // d_out before the stored form can replace it); the stream itself stays
+  // within max_compressed_bytes. Both 0 for what compress refuses.
+  const ebac::extents shapes[] = {{1}, {1000}, {64, 128, 56, 56}, {3, 5, 7}};
+  for (const auto& e : shapes) {
+    CHECK(ebac::cuda::output_capacity<fast_t, float>(e, fast_t{}) == ebac::max_coded_bytes<fast_t, float>(e, fast_t{}));
+    CHECK(ebac::cuda::output_capacity<fast_t, float>(e, fast_t{}) > ebac::max_compressed_bytes<fast_t, float>(e, fast_t{}));
+    CHECK(ebac::cuda::output_capacity<ratio_t, std::int64_t>(e, ratio_t{}) > ebac::max_compressed_bytes<ratio_t, std::int64_t>(e, ratio_t{}));
+    CHECK(ebac::cuda::output_capacity<ratio_t, bool>(e, ratio_t{}) > ebac::max_compressed_bytes<ratio_t, bool>(e, ratio_t{}));
+  }
+  fast_t odd;
+  odd.chunk_elements = 33;
+  CHECK(ebac::cuda::output_capacity<fast_t, float>(ebac::extents{100}, odd) == 0);
+  CHECK(ebac::cuda::output_capacity<fast_t, float>(ebac::extents{}, fast_t{}) == 0);
 }
 
 TEST_CASE("cuda layers: a tensor of more chunks than a grid holds is refused, not truncated") {
@@ -126,7 +193,7 @@ TEST_CASE("cuda layers: a tensor of more chunks than a grid holds is refused, no
   small_chunks.chunk_elements = 32;
   ebac::compress_options opt;
   opt.bound = {1e-3, ebac::bound_mode::absolute};
-  CHECK(ebac::detail::compress_argument_error(e, small_chunks, opt) == nullptr);
+  CHECK(ebac::detail::compress_argument_error<float>(e, small_chunks, opt) == nullptr);
   const outcome c = run([&] { (void)ebac::cuda::compress(never_read(), e, small_chunks, opt); });
   CHECK(c.threw);
   CHECK(c.code == ebac::status::invalid_argument);

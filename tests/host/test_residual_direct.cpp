@@ -6,6 +6,7 @@
 
 #include <doctest/doctest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdint>
 #include <limits>
@@ -67,6 +68,33 @@ void check_element_code(const P& pred, const ebac::extents& e, double eb, std::u
   }
   if (n > 1000) CHECK(outliers > 0);  // the outlier paths ran
 }
+
+/// The same for a lossless quantizer over storage-type data: the staged
+/// field is quantize_at(q, in[i], i) (positional for pool_window).
+template <class P, class Q, class S>
+void check_lossless_element_code(const P& pred, const ebac::extents& e, const Q& q, const std::vector<S>& in, bool expect_outliers) {
+  std::uint64_t n = 0;
+  REQUIRE(e.count(n) == ebac::status::ok);
+  REQUIRE(in.size() == n);
+  std::vector<std::uint32_t> field(n);
+  std::vector<bool> outlier(n);
+  for (std::uint64_t i = 0; i < n; ++i) {
+    const ebac::quantized r = ebac::quantize_at(q, in[i], i);
+    field[i] = static_cast<std::uint32_t>(r.code);
+    outlier[i] = r.outlier;
+  }
+  int outliers = 0;
+  for (std::uint64_t i = 0; i < n; ++i) {
+    CAPTURE(i);
+    bool o = false;
+    const std::uint32_t fused = ebac::detail::element_code(pred, e, q, in.data(), i, o);
+    const std::uint32_t staged = ebac::detail::zigzag(static_cast<std::int32_t>(ebac::residual_at(pred, e, field.data(), i)));
+    REQUIRE(fused == staged);
+    REQUIRE(o == outlier[i]);
+    outliers += o;
+  }
+  CHECK((outliers > 0) == expect_outliers);
+}
 }  // namespace
 
 TEST_SUITE("host") {
@@ -85,6 +113,49 @@ TEST_CASE("fused per-element codes (CUDA fused kernels) equal quantize-then-resi
         check_element_code<float, ebac::sign_preserving_quantizer>(ebac::lorenzo::along_last(d, e.rank, 64), e, eb, seed++);
     }
   }
+}
+
+TEST_CASE("fused per-element codes for the lossless quantizers (levels, exact, pool_window) equal the staged codes") {
+  std::mt19937 rng(11);
+  const ebac::extents e{3, 8, 12};
+  const std::uint64_t n = 3 * 8 * 12;
+  // Palette indices of a few-level int8 tensor (the writer runs them without
+  // prediction; any predictor composes, so Lorenzo is checked too).
+  std::vector<std::int8_t> few(n);
+  for (auto& v : few) v = static_cast<std::int8_t>(static_cast<int>(rng() % 5) * 3 - 6);
+  const ebac::level_quantizer lq{ebac::host::detail::find_levels(few.data(), n, 32, ebac::max_levels, 1)};
+  REQUIRE(lq.palette.count == 5);
+  check_lossless_element_code(ebac::no_prediction{}, e, lq, few, false);
+  check_lossless_element_code(ebac::lorenzo::flat(32), e, lq, few, false);
+  // Exact integers under Lorenzo; values of 2^22 and more are outliers.
+  std::vector<std::int32_t> ints(n);
+  for (auto& v : ints) v = rng() % 13 == 0 ? static_cast<std::int32_t>(rng() | 0x400000u) : static_cast<std::int32_t>(rng() % 200) - 100;
+  check_lossless_element_code(ebac::lorenzo::flat(), e, ebac::exact_quantizer{}, ints, true);
+  check_lossless_element_code(ebac::lorenzo::along_last(2, e.rank, 4), e, ebac::exact_quantizer{}, ints, true);
+  // Max-pool indices (3x3 windows, stride 2, padding 1 over 16 x 24 planes:
+  // 8 x 12 outputs), some outside their window (outliers).
+  ebac::pool_geometry g;
+  g.dims = 2;
+  const std::uint64_t in_size[2] = {16, 24};
+  for (int j = 0; j < 2; ++j) {
+    g.input[j] = in_size[j];
+    g.kernel[j] = 3;
+    g.stride[j] = 2;
+    g.padding[j] = 1;
+    g.dilation[j] = 1;
+  }
+  REQUIRE(g.validate(e) == ebac::status::ok);
+  const auto pq = ebac::pool_window_quantizer::make(g, e);
+  std::vector<std::int64_t> idx(n);
+  for (std::uint64_t i = 0; i < n; ++i) {
+    const std::uint64_t ow = i % 12, oh = (i / 12) % 8;
+    const std::int64_t h = std::clamp<std::int64_t>(static_cast<std::int64_t>(2 * oh) - 1 + static_cast<std::int64_t>(rng() % 3), 0, 15);
+    const std::int64_t w = std::clamp<std::int64_t>(static_cast<std::int64_t>(2 * ow) - 1 + static_cast<std::int64_t>(rng() % 3), 0, 23);
+    idx[i] = rng() % 17 == 0 ? static_cast<std::int64_t>(rng() % 384) : h * 24 + w;
+  }
+  idx[5] = 383;  // far from output 5's window
+  check_lossless_element_code(ebac::no_prediction{}, e, pq, idx, true);
+  check_lossless_element_code(ebac::lorenzo::flat(), e, pq, idx, true);
 }
 
 TEST_CASE("block_bitpack::packed_word (one word per thread) equals pack_block's words") {

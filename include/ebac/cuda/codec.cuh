@@ -106,7 +106,7 @@ class device_allocation {
 /// allocator on the stream it was compressed on, ordered after the work
 /// queued there: keep that stream alive until the device_stream is gone.
 struct device_stream {
-  detail::device_allocation buffer;   // capacity = max_compressed_bytes
+  detail::device_allocation buffer;   // capacity = output_capacity (the stream is its first `bytes`)
   detail::device_allocation size;     // one std::uint64_t: the stream's bytes
   std::uint64_t bytes = 0;            // valid when compress() read it back
   [[nodiscard]] const std::byte* data() const noexcept { return static_cast<const std::byte*>(buffer.get()); }
@@ -134,15 +134,19 @@ inline uploaded_codebook upload_codebook(const huffman_codebook& cb, cudaStream_
 
 }  // namespace detail
 
-/// Compresses d_in on `stream`. With read_size, waits for the stream and
-/// fills `bytes`, and checks the device status; otherwise nothing syncs
-/// (Huffman pipelines included: their codebook is built on the device).
-/// `path` picks the kernels of a bit-packing pipeline (device_codec.cuh).
+/// Compresses d_in on `stream` (every dtype; floats under opt.bound,
+/// integers and bool losslessly, stages chosen on the device as on the
+/// host). With read_size, waits for the stream and fills `bytes`, and
+/// checks the device status; otherwise nothing syncs (Huffman pipelines
+/// included: their codebook is built on the device). The buffer has room
+/// for output_capacity; the stream is its first `bytes` bytes (at most
+/// max_compressed_bytes with opt.store_when_larger). `path` picks the
+/// kernels of a bit-packing pipeline (device_codec.cuh).
 template <class Pipeline, element T>
 device_stream compress(const T* d_in, const extents& shape, const Pipeline& pipe, const compress_options& opt,
                        cudaStream_t stream = nullptr, const allocator& alloc = default_allocator(), bool read_size = true,
                        kernel_path path = kernel_path::staged) {
-  if (const char* why = ::ebac::detail::compress_argument_error(shape, pipe, opt)) ::ebac::detail::fail(status::invalid_argument, why);
+  if (const char* why = ::ebac::detail::compress_argument_error<T>(shape, pipe, opt)) ::ebac::detail::fail(status::invalid_argument, why);
   std::uint64_t n = 0;
   (void)shape.count(n);
   if (n > 0 && d_in == nullptr) ::ebac::detail::fail(status::invalid_argument, "input pointer is null");
@@ -152,7 +156,7 @@ device_stream compress(const T* d_in, const extents& shape, const Pipeline& pipe
   detail::check(::ebac::cuda::compress(nullptr, temp, d_in, shape, pipe, opt, nullptr, 0, nullptr, nullptr, stream, path),
                 "ebac::cuda::compress (temp query)");
   device_stream out;
-  const std::size_t cap = max_compressed_bytes<Pipeline, T>(shape, pipe);
+  const std::size_t cap = output_capacity<Pipeline, T>(shape, pipe);
   out.buffer = detail::device_allocation(cap, stream, alloc);
   out.size = detail::device_allocation(sizeof(std::uint64_t) + sizeof(int), stream, alloc);
   detail::device_allocation tmp(temp, stream, alloc);
@@ -173,9 +177,11 @@ device_stream compress(const T* d_in, const extents& shape, const Pipeline& pipe
   return out;
 }
 
-/// Reads and validates a device stream's header on the host (synchronizes).
+/// Reads and validates a device stream's header on the host (synchronizes):
+/// its first max_stream_prefix_bytes (the header and the stage-parameter
+/// section: a palette, a pooling geometry), or the whole stream if shorter.
 inline stream_header read_header(const std::byte* d_stream, std::size_t bytes, cudaStream_t stream = nullptr) {
-  std::vector<std::byte> head(bytes < stream_fixed_header_bytes + 8 * max_rank ? bytes : stream_fixed_header_bytes + 8 * max_rank);
+  std::vector<std::byte> head(bytes < max_stream_prefix_bytes ? bytes : max_stream_prefix_bytes);
   detail::check(cudaMemcpyAsync(head.data(), d_stream, head.size(), cudaMemcpyDeviceToHost, stream), "reading the stream header");
   detail::check(cudaStreamSynchronize(stream), "reading the stream header");
   // Validate against the real size without the checksum (checked on the device).
@@ -208,7 +214,7 @@ void decompress(const std::byte* d_in, std::size_t in_bytes, T* d_out, std::uint
   // host decoder's deserialize), then uploaded as tables.
   detail::uploaded_codebook book;
   const device_huffman_codebook* codebook = nullptr;
-  if (h.encoder == encoder_id::huffman) {
+  if (!h.is_stored() && h.encoder == encoder_id::huffman) {
     std::vector<std::byte> bytes(static_cast<std::size_t>(h.section_bytes[section_codebook]));
     detail::check(cudaMemcpyAsync(bytes.data(), d_in + h.section_offset(section_codebook), bytes.size(), cudaMemcpyDeviceToHost, stream),
                   "reading the Huffman codebook");
@@ -230,6 +236,8 @@ void decompress(const std::byte* d_in, std::size_t in_bytes, T* d_out, std::uint
   int host = 0;
   detail::check(cudaMemcpyAsync(&host, st.get(), sizeof host, cudaMemcpyDeviceToHost, stream), "reading the decode status");
   detail::check(cudaStreamSynchronize(stream), "ebac::cuda::decompress");
+  if (host == device_corrupt_code)
+    ::ebac::detail::fail(status::corrupt_stream, "a chunk holds a code its quantizer cannot have written (device decoder)");
   if (host != device_ok) ::ebac::detail::fail(host == device_checksum ? status::checksum_mismatch : status::corrupt_stream,
                                               "the device decoder rejected the stream (code " + std::to_string(host) + ")");
 }

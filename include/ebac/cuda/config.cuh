@@ -39,6 +39,7 @@ enum device_status : int {
   device_corrupt_table = 3,   // chunk sizes do not add up to the payload
   device_corrupt_outliers = 4,
   device_checksum = 5,
+  device_corrupt_code = 6,    // a lossless quantizer's code it cannot have written (a level index or window offset out of range)
 };
 
 namespace detail {

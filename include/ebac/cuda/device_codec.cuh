@@ -1,16 +1,28 @@
 // ebac/cuda/device_codec.cuh - device-scope compress/decompress (the CUB contract).
 //
-//   size_t temp = 0;
-//   ebac::cuda::compress(nullptr, temp, d_in, shape, pipe, opt, d_out, cap, d_size, stream); // query
-//   ... allocate temp (e.g. from PyTorch's caching allocator) ...
-//   ebac::cuda::compress(d_temp, temp, d_in, shape, pipe, opt, d_out, cap, d_size, stream);  // run
+//   size_t temp = 0, cap = ebac::cuda::output_capacity<Pipeline, T>(shape, pipe);
+//   ebac::cuda::compress(nullptr, temp, d_in, shape, pipe, opt, nullptr, 0, nullptr, nullptr, stream);      // query
+//   ... allocate temp and cap bytes of output (e.g. from PyTorch's caching allocator) ...
+//   ebac::cuda::compress(d_temp, temp, d_in, shape, pipe, opt, d_out, cap, d_size, d_status, stream);    // run
 //
 // No allocation, no synchronization, no host read of a device value: every
 // call only enqueues work on `stream`, so it can be captured in a CUDA graph.
 // The compressed size goes to device memory (*d_out_bytes); size `d_out` with
-// max_compressed_bytes(). Device streams carry no checksum (the header says
-// so); the bytes are otherwise identical to the host backend's stream for
-// the same input and settings (compress_options::checksum = false).
+// output_capacity() (the coded bound: the stream is assembled in d_out
+// before the device knows whether the stored form is smaller). Device
+// streams carry no checksum (the header says so); the bytes are otherwise
+// identical to the host backend's stream for the same input and settings
+// (compress_options::checksum = false).
+//
+// The stages are chosen per tensor on the device, as the host chooses them
+// (quantizer/stage_choice.hpp): a palette of at most opt.max_levels values
+// (kernels/levels.cuh: per-chunk level sets, merged by one block, decided
+// by one thread), else the pipeline's quantizer for floats (with the top
+// level of a 16-bit tensor), exact integers or max-pool window offsets for
+// integer and bool tensors. Kernels that depend on the choice are launched
+// for both stage sets and the one not chosen returns at once. A stream that
+// coding made larger than the raw elements is rewritten on the device as
+// the stored form (header_kernel, stored_payload_kernel).
 //
 // Decompression needs the stream's header on the host (the caller kept it
 // from compression, or reads it: see cuda/codec.cuh); a corrupt payload is
@@ -37,15 +49,22 @@
 #include <ebac/cuda/kernels/fused_bitpack.cuh>
 #include <ebac/cuda/kernels/fused_bitpack_decode.cuh>
 #include <ebac/cuda/kernels/huffman_codebook.cuh>
+#include <ebac/cuda/kernels/levels.cuh>
 #include <ebac/cuda/kernels/predict.cuh>
 #include <ebac/cuda/kernels/quantize.cuh>
+#include <ebac/compress_options.hpp>
 #include <ebac/dtype.hpp>
 #include <ebac/encoder/huffman_image.hpp>
+#include <ebac/format/chunking.hpp>
 #include <ebac/format/max_compressed_bytes.hpp>
 #include <ebac/format/outlier_index.hpp>
 #include <ebac/format/stream_header.hpp>
 #include <ebac/host/codec.hpp>
 #include <ebac/pipeline.hpp>
+#include <ebac/quantizer/chosen_stages.hpp>
+#include <ebac/quantizer/exact.hpp>
+#include <ebac/quantizer/levels.hpp>
+#include <ebac/quantizer/pool_window.hpp>
 
 #include <cub/device/device_scan.cuh>
 #include <cub/device/device_select.cuh>
@@ -105,18 +124,19 @@ struct temp_carver {
 /// GPU check has compared them.
 enum class kernel_path : std::uint8_t { staged, fused, single_pass };
 
-/// Whether the fused decoders take a (validated) stream: chunks that decode
-/// on their own as the host backend defines it (host::detail::chunk_local:
-/// no prediction, or flat 1-D Lorenzo whose tile divides the chunk), and for
-/// Lorenzo a tile of whole 32-code blocks. tile_blocks = tile / 32, or 0
-/// without prediction.
+/// Whether the fused decoders take a (validated) stream: no prediction, or
+/// flat 1-D Lorenzo with a tile of whole 32-code blocks whose chunks decode
+/// on their own (format/chunking.hpp's chunks_independent, as the host
+/// decoder asks: the tile divides the chunk, or there is one chunk).
+/// tile_blocks = tile / 32, or 0 without prediction. Lorenzo along axes
+/// decodes staged.
 inline bool fused_decode_tile_blocks(const stream_header& h, std::uint64_t& tile_blocks) noexcept {
   tile_blocks = 0;
   if (h.chunk_elements == 0) return false;
-  if (h.predictor == predictor_id::none) return ::ebac::host::detail::chunk_local(no_prediction{}, h.chunk_elements);
+  if (h.predictor == predictor_id::none) return true;
   const lorenzo& l = h.lorenzo_params;
-  if (h.predictor != predictor_id::lorenzo || l.validate(h.shape) != status::ok ||
-      !::ebac::host::detail::chunk_local(l, h.chunk_elements) || l.tile[0] % 32 != 0)
+  if (h.predictor != predictor_id::lorenzo || l.validate(h.shape) != status::ok || l.dims != 1 || l.axis[0] != lorenzo_flat_axis ||
+      !chunks_independent(l, h.shape, h.chunk_elements) || l.tile[0] % 32 != 0)
     return false;
   tile_blocks = l.tile[0] / 32;
   return true;
@@ -134,56 +154,118 @@ struct device_huffman_codebook {
 /// 2^45 elements; only tiny chunks reach it).
 inline constexpr std::uint64_t max_chunks = max_grid_blocks;
 
-/// Bytes a stream of this shape and pipeline can take at most (the format's
-/// bound, format/max_compressed_bytes.hpp; host-tested against every stream
-/// the property tests make). Size d_out with it.
-using ::ebac::max_compressed_bytes;
-
-/// Compresses d_in into d_out (capacity >= max_compressed_bytes()); the
-/// stream's size goes to *d_out_bytes, a bound that is not finite on this
-/// tensor to *d_status. `path` picks the kernels of a bit-packing pipeline
-/// (see kernel_path). With d_temp == nullptr only sets temp_bytes, which
-/// depends on `path`: query with the path you run.
+/// Bytes d_out must hold for compress(): the coded stream is assembled in
+/// d_out before the device knows whether it is larger than the raw
+/// elements, so this is the coded bound (format/max_compressed_bytes.hpp,
+/// max_coded_bytes: host-tested against every stream the property tests
+/// make), not max_compressed_bytes. The stream compress() leaves there is
+/// never larger than max_compressed_bytes (with store_when_larger, the
+/// default); a caller who keeps only the stream can copy it to a buffer of
+/// that size or of the exact size read back.
 template <class Pipeline, element T>
-[[nodiscard]] cudaError_t compress(void* d_temp, std::size_t& temp_bytes, const T* d_in, const extents& shape,
-                                   const Pipeline& pipe, const compress_options& opt, std::byte* d_out,
-                                   std::size_t out_capacity, std::uint64_t* d_out_bytes, int* d_status,
-                                   cudaStream_t stream = nullptr, kernel_path path = kernel_path::staged) {
-  using P = typename Pipeline::predictor_type;
-  using Q = typename Pipeline::quantizer_type;
+[[nodiscard]] std::size_t output_capacity(const extents& shape, const Pipeline& pipe) noexcept {
+  return max_coded_bytes<Pipeline, T>(shape, pipe);
+}
+
+namespace detail {
+
+/// A pointer to a member of a struct in device memory (nullptr on a size query).
+template <class M, class U>
+M* device_member(U* base, std::size_t offset) {
+  return base ? reinterpret_cast<M*>(reinterpret_cast<std::byte*>(base) + offset) : nullptr;
+}
+
+/// How one stage set cuts the tensor: chunks of its predictor's size
+/// (format/chunking.hpp, the size apply_stages writes to the header), and
+/// for encoders that code a chunk into a worst-case slot first, the slot.
+struct stage_cut {
+  std::uint32_t chunk = 0;     ///< elements a chunk
+  std::uint64_t chunks = 0;    ///< chunks of the tensor
+  std::size_t slot = 0;        ///< worst-case bytes of one coded chunk
+};
+
+template <class E, class P>
+stage_cut cut_of(const P& pred, const extents& shape, std::uint32_t requested, std::uint64_t n) {
+  stage_cut k;
+  k.chunk = stream_chunk_elements(pred, shape, requested);
+  k.chunks = (n + k.chunk - 1) / k.chunk;
+  k.slot = E{}.max_chunk_bytes(k.chunk);
+  return k;
+}
+
+/// compress() once the main stage set is known on the host: MainP/MainQ are
+/// the pipeline's predictor and quantizer for float tensors; for integer
+/// tensors exact_quantizer under the pipeline's predictor, or
+/// pool_window_quantizer without prediction when opt.pooling is set.
+/// `main_q` is used as given for integer tensors (floats make theirs on
+/// the device from the bound).
+template <class Pipeline, element T, class MainP, class MainQ>
+cudaError_t compress_stages(void* d_temp, std::size_t& temp_bytes, const T* d_in, const extents& shape, const Pipeline& pipe,
+                            const compress_options& opt, const MainP& main_pred, const MainQ& main_q, std::byte* d_out,
+                            std::size_t out_capacity, std::uint64_t* d_out_bytes, int* d_status, cudaStream_t stream,
+                            kernel_path path) {
   using E = typename Pipeline::encoder_type;
+  using S = storage_t<T>;
+  using stages_t = chosen_stages<MainQ>;
   constexpr bool bitpack = std::is_same_v<E, block_bitpack>;
-  if (::ebac::detail::compress_argument_error(shape, pipe, opt)) return cudaErrorInvalidValue;  // the host's rules
   std::uint64_t n = 0;
   (void)shape.count(n);
+  // The level search cuts at the pipeline's size (as find_levels does: the
+  // palette does not depend on the cut); the stage sets cut at their
+  // predictor's (the host's compress_to: stream_chunk_elements).
   const std::uint32_t C = pipe.chunk_elements;
-  const std::uint64_t chunks = (n + C - 1) / C;
+  const std::uint64_t search_chunks = (n + C - 1) / C;
+  const bool find_levels = opt.max_levels > 0 && n > 0;
+  const stage_cut level_cut = cut_of<E>(no_prediction{}, shape, C, n);
+  const stage_cut main_cut = cut_of<E>(main_pred, shape, C, n);
+  // Chunk arrays hold either set's chunks.
+  const std::uint64_t chunks = find_levels && level_cut.chunks > main_cut.chunks ? level_cut.chunks : main_cut.chunks;
   if (chunks > max_chunks) return cudaErrorInvalidValue;
   const bool fused = bitpack && path != kernel_path::staged;
-  const bool single_pass = fused && path == kernel_path::single_pass && C <= kernels::single_pass_max_chunk;
+  auto single_pass = [&](const stage_cut& k) {
+    return fused && path == kernel_path::single_pass && k.chunk <= kernels::single_pass_max_chunk;
+  };
+  // Whether a set that may be chosen sizes its chunks in one launch and
+  // places them with a scan (every set but a single-pass one).
+  const bool any_scan = !single_pass(main_cut) || (find_levels && !single_pass(level_cut));
+  const bool any_single_pass = single_pass(main_cut) || (find_levels && single_pass(level_cut));
+  const bool scan_range = floating_element<T> && n > 0 && (opt.bound.mode == bound_mode::relative || sizeof(T) == 2);
+  const S* in = reinterpret_cast<const S*>(d_in);  // a bool is read as its byte (dtype.hpp)
 
-  // Temp layout. The field/code arrays are reused for the outlier indices
-  // (n x u64, the same bytes) once encoding no longer needs them (stream
-  // order makes that safe); the fused kernels use them for the indices only.
-  detail::temp_carver t(d_temp);
-  auto* field = t.take<std::uint32_t>(2 * n + 2);  // q, then codes; later u64 outlier indices
+  // Temp layout. The first region holds the chunks' level sets while the
+  // palette is searched, then the quantized field and the codes, then (once
+  // encoding no longer needs them) the outlier indices (n x u64, the same
+  // bytes): stream order makes each reuse safe. The fused kernels use it for
+  // the indices only.
+  temp_carver t(d_temp);
+  const std::size_t field_bytes = (2 * n + 2) * sizeof(std::uint32_t);
+  const std::size_t sets_bytes = find_levels ? search_chunks * sizeof(level_set) : 0;
+  std::byte* region = t.take<std::byte>(field_bytes > sets_bytes ? field_bytes : sets_bytes);
+  auto* field = reinterpret_cast<std::uint32_t*>(region);
   std::uint32_t* codes = field ? field + n : nullptr;
+  auto* sets = reinterpret_cast<level_set*>(region);
   auto* flags = t.take<std::uint8_t>(n + 1);
   auto* chunk_bytes = t.take<std::uint64_t>(chunks + 1);
   auto* chunk_offset = t.take<std::uint64_t>(chunks + 1);
   auto* keys = t.take<std::int32_t>(2);
-  auto* quant = t.take<Q>(1);
-  auto* eb_abs = t.take<double>(1);
-  auto* layout = t.take<std::uint64_t>(4);
+  // The chosen stages; the slot fits either integer stage set, so the size
+  // query does not depend on the pooling geometry.
+  constexpr std::size_t stages_slot = sizeof(stages_t) > sizeof(chosen_stages<pool_window_quantizer>)
+                                          ? sizeof(stages_t) : sizeof(chosen_stages<pool_window_quantizer>);
+  auto* stages = reinterpret_cast<stages_t*>(t.take<std::byte>(stages_slot));
+  auto* layout = t.take<std::uint64_t>(kernels::layout_words);
   auto* outlier_count = t.take<std::uint64_t>(1);
   auto* index_bytes = t.take<std::uint64_t>(1);
+  auto* words = t.take<std::uint32_t>(2);  // [0]: a chunk has too many levels; [1]: the stored form was chosen
   // The outlier index writer's tile counter and look-back words (zeroed together).
   auto* outlier_words = t.take<unsigned long long>(kernels::outlier_write_tiles(n) + 1);
   // single_pass: one look-back word per chunk, then the chunk counter (zeroed together).
-  unsigned long long* tile_words = single_pass ? t.take<unsigned long long>(chunks + 1) : nullptr;
-  const std::size_t slot = E{}.max_chunk_bytes(C);
+  unsigned long long* tile_words = any_single_pass ? t.take<unsigned long long>(chunks + 1) : nullptr;
   std::byte* scratch = nullptr;
-  if constexpr (!bitpack) scratch = t.take<std::byte>(chunks * slot);
+  if constexpr (!bitpack) {
+    const std::size_t a = find_levels ? level_cut.chunks * level_cut.slot : 0, b = main_cut.chunks * main_cut.slot;
+    scratch = t.take<std::byte>(a > b ? a : b);
+  }
   // Huffman: histograms, the construction's workspace and the codebook image.
   unsigned long long* hist = nullptr;
   ::ebac::detail::huffman_length_workspace* workspace = nullptr;
@@ -209,84 +291,142 @@ template <class Pipeline, element T>
     return cudaSuccess;
   }
   if (temp_bytes < t.required() || !d_status || (n > 0 && !d_in)) return cudaErrorInvalidValue;
-  if (out_capacity < max_compressed_bytes<Pipeline, T>(shape, pipe) || !d_out || !d_out_bytes) return cudaErrorInvalidValue;
+  if (out_capacity < output_capacity<Pipeline, T>(shape, pipe) || !d_out || !d_out_bytes) return cudaErrorInvalidValue;
 
-  const unsigned g = detail::grid_for(n);
-  const unsigned huffman_grid = kernels::huffman_blocks(chunks);
-  if ((e = cudaMemsetAsync(d_status, 0, sizeof(int), stream)) != cudaSuccess) return e;
-  kernels::range_init_kernel<0><<<1, 1, 0, stream>>>(keys);
-  if (opt.bound.mode == bound_mode::relative && n > 0) kernels::range_kernel<T><<<g, 256, 0, stream>>>(d_in, n, keys);
-  kernels::make_quantizer_kernel<Q, T><<<1, 1, 0, stream>>>(opt.bound, keys, quant, eb_abs, d_status);
-  if (n > 0 && !fused) {
-    kernels::quantize_kernel<Q, T><<<g, 256, 0, stream>>>(d_in, n, quant, field, flags);
-    kernels::residual_kernel<P><<<g, 256, 0, stream>>>(pipe.predictor, shape, field, codes, n);
-  }
-
-  stream_header h;  // the codebook section's size is filled in on the device
+  // The main stage set's header with the pipeline's chunk size;
+  // choose_stages_kernel and header_kernel turn it into the chosen set's
+  // (apply_stages: stages, parameters, chunk size and chunk table).
+  stream_header h;
   h.type = dtype_of<T>::value;
   h.mode = opt.bound.mode;
-  h.flags = 0;
+  h.flags = 0;  // device streams carry no checksum
   h.shape = shape;
-  h.predictor = P::id;
-  if constexpr (std::is_same_v<P, lorenzo>) h.lorenzo_params = pipe.predictor;
-  h.quantizer = Q::id;
+  h.predictor = MainP::id;
+  if constexpr (std::is_same_v<MainP, lorenzo>) h.lorenzo_params = main_pred;
+  h.quantizer = MainQ::id;
   h.encoder = E::id;
-  h.eb_requested = opt.bound.value;
+  h.eb_requested = floating_element<T> ? opt.bound.value : 0.0;
   h.chunk_elements = C;
-  h.section_bytes[section_chunk_table] = 4 * chunks;
+  if constexpr (std::is_same_v<MainQ, pool_window_quantizer>) h.pool = opt.pooling;
+
+  // Every launch that depends on the stages runs once per stage set the
+  // tensor can get, gated by the device's choice (kernels/levels.cuh), with
+  // that set's cut.
+  const auto* chosen_levels = device_member<const std::uint32_t>(stages, offsetof(stages_t, levels));
+  const auto* level_q = device_member<const level_quantizer>(stages, offsetof(stages_t, lq));
+  const auto* main_qp = device_member<const MainQ>(stages, offsetof(stages_t, q));
+  auto for_each_stage_set = [&](auto&& launch) {
+    if (find_levels) launch(no_prediction{}, level_q, kernels::stage_gate{chosen_levels, 1u}, level_cut);
+    launch(main_pred, main_qp, kernels::stage_gate{find_levels ? chosen_levels : nullptr, 0u}, main_cut);
+  };
+  // The same for launches that do not depend on the quantizer (they read the codes).
+  auto for_each_cut = [&](auto&& launch) {
+    for_each_stage_set([&](const auto&, const auto*, kernels::stage_gate gate, const stage_cut& k) {
+      if (k.chunks > 0) launch(gate, k);
+    });
+  };
+
+  const unsigned g = grid_for(n);
+  if ((e = cudaMemsetAsync(d_status, 0, sizeof(int), stream)) != cudaSuccess) return e;
+  if ((e = cudaMemsetAsync(words, 0, 2 * sizeof(std::uint32_t), stream)) != cudaSuccess) return e;
+  // Entries past the chosen set's chunks stay 0: the scan over all of them
+  // gives the chosen set's offsets first.
+  if ((e = cudaMemsetAsync(chunk_bytes, 0, (chunks + 1) * sizeof(std::uint64_t), stream)) != cudaSuccess) return e;
+  if (find_levels) {
+    kernels::level_sets_kernel<S><<<static_cast<unsigned>(search_chunks), kernels::level_threads, 0, stream>>>(in, n, C, opt.max_levels,
+                                                                                                              sets, words);
+    kernels::level_merge_kernel<0><<<1, kernels::level_merge_threads, 0, stream>>>(sets, search_chunks, words);
+  }
+  kernels::range_init_kernel<0><<<1, 1, 0, stream>>>(keys);
+  if constexpr (floating_element<T>) {
+    if (scan_range) kernels::range_kernel<T><<<g, 256, 0, stream>>>(d_in, n, keys);
+  }
+  kernels::choose_stages_kernel<T, MainQ><<<1, 1, 0, stream>>>(opt.bound, keys, find_levels ? sets : nullptr, main_q, h, stages,
+                                                               layout, d_status);
+  if (n > 0 && !fused) {
+    for_each_stage_set([&](const auto& pred, const auto* qp, kernels::stage_gate gate, const stage_cut&) {
+      using Pv = std::remove_cvref_t<decltype(pred)>;
+      using Qv = std::remove_cvref_t<decltype(*qp)>;
+      kernels::quantize_kernel<Qv, S><<<g, 256, 0, stream>>>(gate, in, n, qp, field, flags);
+      kernels::residual_kernel<Pv><<<g, 256, 0, stream>>>(gate, pred, shape, field, codes, n);
+    });
+  }
 
   if constexpr (E::needs_codebook) {  // histograms -> codebook image + the stream's codebook section
     constexpr std::size_t hist_bytes = 2 * std::size_t{huffman_alphabet::size} * sizeof(unsigned long long);
     if ((e = cudaMemsetAsync(hist, 0, hist_bytes, stream)) != cudaSuccess) return e;
-    if (chunks > 0)
-      kernels::huffman_histogram_kernel<0><<<huffman_grid, kernels::huffman_threads, 0, stream>>>(codes, n, C, chunks, hist);
+    for_each_cut([&](kernels::stage_gate gate, const stage_cut& k) {
+      kernels::huffman_histogram_kernel<0><<<kernels::huffman_blocks(k.chunks), kernels::huffman_threads, 0, stream>>>(
+          gate, codes, n, k.chunk, k.chunks, hist);
+    });
     kernels::huffman_lengths_kernel<0><<<2, kernels::codebook_threads, 0, stream>>>(hist, workspace, lengths);
-    kernels::huffman_codebook_kernel<0><<<1, kernels::codebook_threads, 0, stream>>>(hist, lengths, image,
-                                                                                    d_out + h.section_offset(section_codebook));
+    kernels::huffman_codebook_kernel<0><<<1, kernels::codebook_threads, 0, stream>>>(hist, lengths, image, d_out, layout + 5);
   }
 
   if (chunks > 0) {
     if constexpr (bitpack) {
-      if (single_pass) {  // size and write in one launch; chunk_bytes / chunk_offset come out of the look-back
-        if ((e = cudaMemsetAsync(tile_words, 0, (chunks + 1) * sizeof(unsigned long long), stream)) != cudaSuccess) return e;
-        kernels::fused_bitpack_single_pass_kernel<P, Q, T><<<static_cast<unsigned>(chunks), kernels::fused_threads, 0, stream>>>(
-            pipe.predictor, shape, d_in, n, C, quant, flags, tile_words + chunks, tile_words, chunk_bytes, chunk_offset, d_out,
-            h.section_offset(section_payload));
-      } else if (fused) {
-        kernels::fused_bitpack_size_kernel<P, Q, T><<<static_cast<unsigned>(chunks), kernels::fused_threads, 0, stream>>>(
-            pipe.predictor, shape, d_in, n, C, quant, flags, chunk_bytes);
-      } else {
-        kernels::bitpack_size_kernel<0><<<static_cast<unsigned>(chunks), kernels::bitpack_threads, 0, stream>>>(codes, n, C, chunk_bytes);
-      }
+      if (any_single_pass && (e = cudaMemsetAsync(tile_words, 0, (chunks + 1) * sizeof(unsigned long long), stream)) != cudaSuccess)
+        return e;
+      for_each_stage_set([&](const auto& pred, const auto* qp, kernels::stage_gate gate, const stage_cut& k) {
+        using Pv = std::remove_cvref_t<decltype(pred)>;
+        using Qv = std::remove_cvref_t<decltype(*qp)>;
+        if (k.chunks == 0) return;
+        const auto blocks = static_cast<unsigned>(k.chunks);
+        if (single_pass(k)) {  // size and write in one launch; chunk_bytes / chunk_offset come out of the look-back
+          kernels::fused_bitpack_single_pass_kernel<Pv, Qv, S><<<blocks, kernels::fused_threads, 0, stream>>>(
+              gate, pred, shape, in, n, k.chunk, qp, flags, tile_words + chunks, tile_words, chunk_bytes, chunk_offset, d_out,
+              layout + 5, 4 * k.chunks);
+        } else if (fused) {
+          kernels::fused_bitpack_size_kernel<Pv, Qv, S><<<blocks, kernels::fused_threads, 0, stream>>>(gate, pred, shape, in, n,
+                                                                                                       k.chunk, qp, flags, chunk_bytes);
+        } else {
+          kernels::bitpack_size_kernel<0><<<blocks, kernels::bitpack_threads, 0, stream>>>(gate, codes, n, k.chunk, chunk_bytes);
+        }
+      });
     } else if constexpr (E::needs_codebook) {
-      kernels::huffman_encode_kernel<0><<<huffman_grid, kernels::huffman_threads, 0, stream>>>(image, codes, n, C, chunks, scratch,
-                                                                                                  slot, chunk_bytes);
+      for_each_cut([&](kernels::stage_gate gate, const stage_cut& k) {
+        kernels::huffman_encode_kernel<0><<<kernels::huffman_blocks(k.chunks), kernels::huffman_threads, 0, stream>>>(
+            gate, image, codes, n, k.chunk, k.chunks, scratch, k.slot, chunk_bytes);
+      });
     } else {
-      kernels::serial_encode_kernel<E><<<detail::grid_for(chunks, 64), 64, 0, stream>>>(E{}, codes, n, C, chunks, scratch, slot, chunk_bytes);
+      for_each_cut([&](kernels::stage_gate gate, const stage_cut& k) {
+        kernels::serial_encode_kernel<E><<<grid_for(k.chunks, 64), 64, 0, stream>>>(gate, E{}, codes, n, k.chunk, k.chunks, scratch,
+                                                                                     k.slot, chunk_bytes);
+      });
     }
+    // A single-pass set wrote its offsets; the scan gives the same ones, so
+    // it runs whenever the set that may be chosen needs it.
     std::size_t cb = cub_bytes;
-    if (!single_pass &&
+    if (any_scan &&
         (e = cub::DeviceScan::ExclusiveSum(cub_temp, cb, chunk_bytes, chunk_offset, static_cast<std::int64_t>(chunks), stream)) != cudaSuccess)
       return e;
   }
-  kernels::payload_layout_kernel<0><<<1, 1, 0, stream>>>(h, image, chunk_bytes, chunk_offset, chunks, layout);
+  kernels::payload_layout_kernel<0><<<1, 1, 0, stream>>>(h, image, chunk_bytes, chunk_offset, layout);
   // The writers below take their offsets from `layout`: if any launch so far
   // failed, stop before they would read it uninitialized.
   if ((e = cudaPeekAtLastError()) != cudaSuccess) return e;
   if (chunks > 0) {
     if constexpr (bitpack) {
-      if (single_pass) {
-        // already written
-      } else if (fused) {
-        kernels::fused_bitpack_write_kernel<P, Q, T><<<static_cast<unsigned>(chunks), kernels::fused_threads, 0, stream>>>(
-            pipe.predictor, shape, d_in, n, C, quant, chunk_offset, d_out, layout);
-      } else {
-        kernels::bitpack_write_kernel<0><<<static_cast<unsigned>(chunks), kernels::bitpack_threads, 0, stream>>>(codes, n, C, chunk_offset, d_out, layout);
-      }
+      for_each_stage_set([&](const auto& pred, const auto* qp, kernels::stage_gate gate, const stage_cut& k) {
+        using Pv = std::remove_cvref_t<decltype(pred)>;
+        using Qv = std::remove_cvref_t<decltype(*qp)>;
+        if (k.chunks == 0 || single_pass(k)) return;  // a single-pass set is written already
+        const auto blocks = static_cast<unsigned>(k.chunks);
+        if (fused) {
+          kernels::fused_bitpack_write_kernel<Pv, Qv, S><<<blocks, kernels::fused_threads, 0, stream>>>(gate, pred, shape, in, n, k.chunk,
+                                                                                                        qp, chunk_offset, d_out, layout);
+        } else {
+          kernels::bitpack_write_kernel<0><<<blocks, kernels::bitpack_threads, 0, stream>>>(gate, codes, n, k.chunk, chunk_offset, d_out,
+                                                                                            layout);
+        }
+      });
     } else {
-      kernels::copy_chunks_kernel<0><<<static_cast<unsigned>(chunks), 256, 0, stream>>>(scratch, slot, chunk_bytes, chunk_offset, d_out, layout);
+      for_each_cut([&](kernels::stage_gate gate, const stage_cut& k) {
+        kernels::copy_chunks_kernel<0><<<static_cast<unsigned>(k.chunks), 256, 0, stream>>>(gate, scratch, k.slot, chunk_bytes,
+                                                                                            chunk_offset, d_out, layout);
+      });
     }
-    kernels::chunk_table_kernel<0><<<detail::grid_for(chunks), 256, 0, stream>>>(chunk_bytes, chunks, d_out, layout);
+    kernels::chunk_table_kernel<0><<<grid_for(chunks), 256, 0, stream>>>(chunk_bytes, d_out, layout);
   }
   // Codes are encoded: their memory now holds the outlier indices.
   if (n > 0) {
@@ -301,25 +441,87 @@ template <class Pipeline, element T>
     return e;
   kernels::outlier_index_kernel<0><<<kernels::outlier_write_blocks(n), kernels::outlier_write_threads, 0, stream>>>(
       outlier_index, outlier_count, d_out, layout + 2, index_bytes, outlier_words);
-  kernels::outlier_values_kernel<T><<<kernels::outlier_write_blocks(n), 256, 0, stream>>>(d_in, outlier_index, outlier_count, d_out,
+  kernels::outlier_values_kernel<S><<<kernels::outlier_write_blocks(n), 256, 0, stream>>>(in, outlier_index, outlier_count, d_out,
                                                                                            layout + 2, index_bytes);
-  kernels::header_kernel<T><<<1, 1, 0, stream>>>(h, image, eb_abs, layout, outlier_count, index_bytes, d_out, d_out_bytes);
+  kernels::header_kernel<S, MainQ><<<1, 1, 0, stream>>>(h, stages, image, layout, outlier_count, index_bytes, n, opt.store_when_larger,
+                                                        d_out, d_out_bytes, words + 1);
+  if (opt.store_when_larger && n > 0)
+    kernels::stored_payload_kernel<S><<<g, 256, 0, stream>>>(in, n, d_out + h.header_bytes(), words + 1);
   return cudaGetLastError();
 }
 
-/// Decompresses a stream whose (validated, host-side) header is `h`.
-/// *d_status receives 0 or a device_status code. `path` as for compress();
-/// the fused decoder needs no field in temp storage, so the temp size
-/// depends on it (query with the same path).
+}  // namespace detail
+
+/// Compresses d_in into d_out (capacity >= output_capacity()); the
+/// stream's size goes to *d_out_bytes, a bound that is not finite on this
+/// tensor to *d_status. Every dtype: floats under opt.bound, integers and
+/// bool losslessly; the stages are chosen on the device as the host
+/// chooses them (a level palette, the pipeline's quantizer, exact integers
+/// or max-pool offsets), and a stream that coding would make larger than
+/// the raw elements is stored (unless opt.store_when_larger is false).
+/// `path` picks the kernels of a bit-packing pipeline (see kernel_path).
+/// With d_temp == nullptr only sets temp_bytes, which depends on `path`
+/// and the options: query with the path and options you run.
+template <class Pipeline, element T>
+[[nodiscard]] cudaError_t compress(void* d_temp, std::size_t& temp_bytes, const T* d_in, const extents& shape,
+                                   const Pipeline& pipe, const compress_options& opt, std::byte* d_out,
+                                   std::size_t out_capacity, std::uint64_t* d_out_bytes, int* d_status,
+                                   cudaStream_t stream = nullptr, kernel_path path = kernel_path::staged) {
+  if (::ebac::detail::compress_argument_error<T>(shape, pipe, opt)) return cudaErrorInvalidValue;  // the host's rules
+  std::uint64_t n = 0;
+  (void)shape.count(n);
+  if ((n + pipe.chunk_elements - 1) / pipe.chunk_elements > max_chunks) return cudaErrorInvalidValue;
+  auto run = [&](const auto& main_pred, const auto& main_q) {
+    return detail::compress_stages(d_temp, temp_bytes, d_in, shape, pipe, opt, main_pred, main_q, d_out, out_capacity, d_out_bytes,
+                                   d_status, stream, path);
+  };
+  if constexpr (floating_element<T>) {
+    return run(pipe.predictor, typename Pipeline::quantizer_type{});  // made on the device from the bound
+  } else {
+    if (opt.pooling.dims != 0) return run(no_prediction{}, pool_window_quantizer::make(opt.pooling, shape));
+    return run(pipe.predictor, exact_quantizer{});
+  }
+}
+
+/// Decompresses a stream whose (validated, host-side) header is `h`: every
+/// dtype, stored streams and every quantizer (stages as the host's
+/// with_stream_stages names them). *d_status receives 0 or a device_status
+/// code (a lossless quantizer's code out of range: device_corrupt_code).
+/// `path` as for compress(); the fused decoder needs no field in temp
+/// storage, so the temp size depends on it (query with the same path).
 template <element T>
 [[nodiscard]] cudaError_t decompress(void* d_temp, std::size_t& temp_bytes, const stream_header& h, const std::byte* d_in,
                                      std::size_t in_bytes, T* d_out, std::uint64_t count, int* d_status,
                                      cudaStream_t stream = nullptr, const device_huffman_codebook* codebook = nullptr,
                                      kernel_path path = kernel_path::staged) {
+  using S = storage_t<T>;
+  S* const out = reinterpret_cast<S*>(d_out);  // a bool is written as its byte
   const std::uint64_t n = element_count(h);
   const std::uint32_t C = h.chunk_elements;
   const std::uint64_t chunks = C ? (n + C - 1) / C : 0;
   if (chunks > max_chunks) return cudaErrorInvalidValue;
+  // Stage ids this decoder runs (a validated header has them; a caller's own may not).
+  const auto encoder = static_cast<std::uint8_t>(h.encoder);
+  if (!h.is_stored() && (!quantizer_fits_dtype(h.quantizer, h.type) || encoder < 1 || encoder > 3)) return cudaErrorInvalidValue;
+  auto refused = [&] {
+    return ::ebac::detail::decompress_argument_error(h, dtype_of<T>::value, count, d_out) ||
+           in_bytes != h.section_offset(section_count) + (h.has_checksum() ? 8 : 0) || !d_status || (n > 0 && !d_in);
+  };
+
+  if (h.is_stored()) {  // the payload is the raw elements
+    detail::temp_carver t(d_temp);
+    if (d_temp == nullptr) {
+      temp_bytes = t.required();
+      return cudaSuccess;
+    }
+    if (temp_bytes < t.required() || refused()) return cudaErrorInvalidValue;
+    cudaError_t e = cudaMemsetAsync(d_status, 0, sizeof(int), stream);
+    if (e != cudaSuccess) return e;
+    if (h.has_checksum()) kernels::checksum_kernel<0><<<1, 1, 0, stream>>>(d_in, in_bytes, d_status);
+    if (n > 0) kernels::stored_values_kernel<S><<<detail::grid_for(n), 256, 0, stream>>>(d_in + h.section_offset(section_payload), n, out);
+    return cudaGetLastError();
+  }
+
   std::uint64_t tile_blocks = 0;
   const bool fused = path != kernel_path::staged && fused_decode_tile_blocks(h, tile_blocks);
   detail::temp_carver t(d_temp);
@@ -348,10 +550,7 @@ template <element T>
     temp_bytes = t.required();
     return cudaSuccess;
   }
-  if (temp_bytes < t.required()) return cudaErrorInvalidValue;
-  if (::ebac::detail::decompress_argument_error(h, dtype_of<T>::value, count, d_out) ||
-      in_bytes != h.section_offset(section_count) + (h.has_checksum() ? 8 : 0) || !d_status || (n > 0 && !d_in) ||
-      (h.encoder == encoder_id::huffman && (codebook == nullptr || codebook->image == nullptr)))
+  if (temp_bytes < t.required() || refused() || (h.encoder == encoder_id::huffman && (codebook == nullptr || codebook->image == nullptr)))
     return cudaErrorInvalidValue;
 
   if ((e = cudaMemsetAsync(d_status, 0, sizeof(int), stream)) != cudaSuccess) return e;
@@ -364,43 +563,40 @@ template <element T>
     if ((e = cub::DeviceScan::ExclusiveSum(cub_temp, sb, chunk_bytes, chunk_offset, static_cast<std::int64_t>(chunks), stream)) != cudaSuccess) return e;
     kernels::check_table_kernel<0><<<1, 1, 0, stream>>>(chunk_bytes, chunk_offset, chunks, payload_bytes, d_status);
   }
-  ::ebac::host::detail::with_stream_pipeline(h, [&](auto pipe) {
-    using Pipe = decltype(pipe);
-    using Q = typename Pipe::quantizer_type;
-    using E = typename Pipe::encoder_type;
+  ::ebac::host::detail::with_stream_stages<T>(h, [&](const auto& pred, const auto& q, auto enc_tag) {
+    using Q = std::remove_cvref_t<decltype(q)>;
+    using E = typename decltype(enc_tag)::type;
     if constexpr (std::is_same_v<E, block_bitpack>) {
       if (fused) {  // one kernel from payload to values
         if (chunks > 0)
-          kernels::fused_bitpack_decode_kernel<Q, T><<<static_cast<unsigned>(chunks), kernels::fused_threads, 0, stream>>>(
-              tile_blocks, payload, payload_bytes, chunk_bytes, chunk_offset, n, C, Q::make(h.eb_abs), d_out, d_status);
+          kernels::fused_bitpack_decode_kernel<Q, S><<<static_cast<unsigned>(chunks), kernels::fused_threads, 0, stream>>>(
+              tile_blocks, payload, payload_bytes, chunk_bytes, chunk_offset, n, C, q, out, d_status);
         return;
       }
     }
-    {
-      if (chunks > 0) {
-        if constexpr (std::is_same_v<E, block_bitpack>) {
-          kernels::bitpack_decode_kernel<0><<<static_cast<unsigned>(chunks), kernels::bitpack_threads, 0, stream>>>(
-              payload, payload_bytes, chunk_bytes, chunk_offset, n, C, field, d_status);
-        } else if constexpr (E::needs_codebook) {
-          kernels::huffman_decode_kernel<0>
-              <<<kernels::huffman_blocks(chunks), kernels::huffman_threads, 0, stream>>>(
-                  codebook->image, payload, payload_bytes, chunk_bytes, chunk_offset, n, C, chunks, field, d_status);
-        } else {
-          kernels::serial_decode_kernel<E><<<detail::grid_for(chunks, 64), 64, 0, stream>>>(
-              E{}, payload, payload_bytes, chunk_bytes, chunk_offset, n, C, chunks, field, d_status);
-        }
+    if (chunks > 0) {
+      if constexpr (std::is_same_v<E, block_bitpack>) {
+        kernels::bitpack_decode_kernel<0><<<static_cast<unsigned>(chunks), kernels::bitpack_threads, 0, stream>>>(
+            payload, payload_bytes, chunk_bytes, chunk_offset, n, C, field, d_status);
+      } else if constexpr (E::needs_codebook) {
+        kernels::huffman_decode_kernel<0>
+            <<<kernels::huffman_blocks(chunks), kernels::huffman_threads, 0, stream>>>(
+                codebook->image, payload, payload_bytes, chunk_bytes, chunk_offset, n, C, chunks, field, d_status);
+      } else {
+        kernels::serial_decode_kernel<E><<<detail::grid_for(chunks, 64), 64, 0, stream>>>(
+            E{}, payload, payload_bytes, chunk_bytes, chunk_offset, n, C, chunks, field, d_status);
       }
-      if (n > 0 && fused) {  // codes -> values in one pass
-        kernels::fused_values_kernel<Q, T><<<static_cast<unsigned>(chunks), kernels::fused_threads, 0, stream>>>(
-            tile_blocks, field, n, C, Q::make(h.eb_abs), d_out);
-      } else if (n > 0) {
-        kernels::unzigzag_kernel<0><<<detail::grid_for(n), 256, 0, stream>>>(field, n);
-        for (int k = pipe.predictor.passes() - 1; k >= 0; --k) {
-          const axis_pass p = pipe.predictor.pass(h.shape, k);
-          kernels::inverse_pass_kernel<0><<<detail::grid_for(p.outer * ((p.extent + p.tile - 1) / p.tile) * p.inner), 256, 0, stream>>>(field, p);
-        }
-        kernels::reconstruct_kernel<Q, T><<<detail::grid_for(n), 256, 0, stream>>>(field, n, Q::make(h.eb_abs), d_out);
+    }
+    if (n > 0 && fused) {  // codes -> values in one pass
+      kernels::fused_values_kernel<Q, S><<<static_cast<unsigned>(chunks), kernels::fused_threads, 0, stream>>>(
+          tile_blocks, field, n, C, q, out, d_status);
+    } else if (n > 0) {
+      kernels::unzigzag_kernel<0><<<detail::grid_for(n), 256, 0, stream>>>(field, n);
+      for (int k = pred.passes() - 1; k >= 0; --k) {
+        const axis_pass p = pred.pass(h.shape, k);
+        kernels::inverse_pass_kernel<0><<<detail::grid_for(p.outer * ((p.extent + p.tile - 1) / p.tile) * p.inner), 256, 0, stream>>>(field, p);
       }
+      kernels::reconstruct_kernel<Q, S><<<detail::grid_for(n), 256, 0, stream>>>(field, n, q, out, d_status);
     }
   });
   // Outliers last (they overwrite what reconstruction wrote at their
@@ -411,8 +607,8 @@ template <element T>
     if ((e = cub::DeviceScan::ExclusiveScan(cub_temp, ob, tile_sum, tile_before, outliers.op(), outlier_summary{},
                                             static_cast<std::int64_t>(outlier_tiles), stream)) != cudaSuccess)
       return e;
-    kernels::outlier_place_kernel<T><<<static_cast<unsigned>(outlier_tiles), kernels::outlier_threads, 0, stream>>>(
-        outliers, tile_before, tile_sum, outlier_tiles, outlier_count, d_in + h.section_offset(section_outlier_value), d_out, d_status);
+    kernels::outlier_place_kernel<S><<<static_cast<unsigned>(outlier_tiles), kernels::outlier_threads, 0, stream>>>(
+        outliers, tile_before, tile_sum, outlier_tiles, outlier_count, d_in + h.section_offset(section_outlier_value), out, d_status);
   }
   return cudaGetLastError();
 }

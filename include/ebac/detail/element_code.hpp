@@ -5,13 +5,17 @@
 // encoder packs. A fused kernel (cuda/kernels/fused_bitpack.cuh) skips both
 // arrays: it quantizes an element and the predecessors its predictor reads
 // on the spot. Same functors, same order of operations, so the same code;
-// tests/host/test_residual_direct.cpp checks that on the host.
+// tests/host/test_residual_direct.cpp checks that on the host. Elements go
+// through quantize_at (quantizer/element_ops.hpp), so every quantizer
+// works here, the positional pool_window one included (it gets the
+// element's flat index).
 #pragma once
 
 #include <ebac/config.hpp>
 #include <ebac/detail/bytes.hpp>
 #include <ebac/extents.hpp>
 #include <ebac/predictor/residual.hpp>
+#include <ebac/quantizer/element_ops.hpp>
 #include <ebac/quantizer/linear.hpp>
 
 #include <cstdint>
@@ -20,15 +24,16 @@ EBAC_NAMESPACE_BEGIN
 namespace detail {
 
 /// zigzag(residual of the quantized field at i), with every quantized value
-/// it reads computed from `in` by quantize_element. `outlier` says whether
+/// it reads computed from `in` by quantize_at. `outlier` says whether
 /// element i itself is stored raw (its field value is then 0, as staged).
-template <class P, class Q, class T>
-EBAC_HOST_DEVICE std::uint32_t element_code(const P& pred, const extents& shape, const Q& q, const T* in, std::uint64_t i,
+/// S is the element's storage type (storage_t<T>).
+template <class P, class Q, class S>
+EBAC_HOST_DEVICE std::uint32_t element_code(const P& pred, const extents& shape, const Q& q, const S* in, std::uint64_t i,
                                             bool& outlier) noexcept {
-  const quantized self = quantize_element(q, in[i]);
+  const quantized self = quantize_at(q, in[i], i);
   outlier = self.outlier;
   const auto q_at = [&](std::uint64_t j) -> std::uint32_t {
-    return static_cast<std::uint32_t>(j == i ? self.code : quantize_element(q, in[j]).code);
+    return static_cast<std::uint32_t>(j == i ? self.code : quantize_at(q, in[j], j).code);
   };
   return zigzag(static_cast<std::int32_t>(residual_with(pred, shape, i, q_at)));
 }

@@ -3,9 +3,15 @@
 // translation unit passes in (PyTorch's caching allocator). Includes no torch
 // header (see codec_api.hpp). Built only when EBAC_TORCH_WITH_CUDA is set.
 //
+// Every dtype the host backend takes (floats under the bound, integers and
+// bool losslessly, max-pool indices with their pooling geometry): the
+// stages are chosen on the device as the host chooses them, so a CUDA blob
+// is the host's stream without its checksum.
+//
 // Synchronization per tensor: compression reads the stream's size back once
 // (Huffman codebooks are built on the device); decompression reads
-// the header, a Huffman codebook and the decoder's status. Keeping the
+// the header with its stage parameters, a Huffman codebook and the
+// decoder's status. Keeping the
 // worst-case buffer instead would avoid the size read-back but hold up to the
 // raw size until the next synchronization, which defeats the purpose.
 #include "codec_api.hpp"
@@ -66,6 +72,7 @@ void cuda_compress(const compress_request& r, void* stream, const device_allocat
   ebac::compress_options opt;
   opt.bound = {r.error_bound, r.relative ? ebac::bound_mode::relative : ebac::bound_mode::absolute};
   opt.checksum = false;  // device streams carry none
+  opt.pooling = pooling_of(r);  // max-pool indices: offsets in their windows (as host_codec.cpp)
   const auto s = static_cast<cudaStream_t>(stream);
   refuse_capture(s, "compression on the GPU");
   const ebac::cuda::allocator alloc = adapt(a);
@@ -76,7 +83,7 @@ void cuda_compress(const compress_request& r, void* stream, const device_allocat
                                                                          path_of(r.kernels));
       void* dst = sink.output(ds.bytes, sink.context);
       check(cudaMemcpyAsync(dst, ds.data(), ds.bytes, cudaMemcpyDeviceToDevice, s), "copying the compressed stream");
-      // ds's worst-case buffer goes back to the allocator, ordered after the copy.
+      // ds's worst-case buffer (cuda::output_capacity) goes back to the allocator, ordered after the copy.
     });
   });
 }

@@ -11,7 +11,8 @@ from _common import C, ebac_torch, max_err, torch
 
 HAVE = torch.cuda.is_available() and C.has_cuda()
 WHY = "no CUDA device" if not torch.cuda.is_available() else "ebac_torch built without its CUDA backend"
-ELEM = {torch.float32: 1, torch.float16: 2, torch.bfloat16: 3}
+ELEM = {torch.float32: 1, torch.float16: 2, torch.bfloat16: 3, torch.bool: 4, torch.uint8: 5, torch.int8: 6, torch.int16: 7,
+        torch.int32: 8, torch.int64: 9}
 
 
 def activation(shape, seed=0, dtype=torch.float32):
@@ -38,6 +39,36 @@ class CudaBackend(unittest.TestCase):
                     yh = C.decompress(hb, list(x.shape), list(hs), ELEM[dtype], 1)
                     self.assertTrue(torch.equal(y.cpu(), yh))
                     self.assertLessEqual(max_err(x, y.cpu()), C.inspect(db)["eb_abs"])
+
+    def test_integer_bool_level_and_pooling_streams_equal_host_streams(self):
+        # Format 2 on the device: the stages (a palette, exact integers,
+        # max-pool window offsets, the stored form) are chosen on the GPU as
+        # the host chooses them, so every kernel path gives the host's bytes.
+        g = torch.Generator().manual_seed(7)
+        cases = [("bool mask", torch.rand((4, 3, 17, 9), generator=g) < 0.3, None)]
+        for dtype in (torch.uint8, torch.int8, torch.int16, torch.int32, torch.int64):
+            info = torch.iinfo(dtype)
+            x = torch.randint(max(info.min, -1000), min(info.max, 1000), (4, 3, 17, 9), generator=g, dtype=dtype)
+            x.view(-1)[::97] = info.max
+            cases.append((str(dtype), x, None))
+            cases.append((str(dtype) + " labels", torch.randint(0, 10, (64, 50), generator=g, dtype=dtype), None))
+        xr = torch.relu(torch.randn((8, 16, 28, 28), generator=g))
+        _, idx = torch.nn.functional.max_pool2d(xr, 2, 2, 0, return_indices=True)
+        cases.append(("max-pool indices", idx, [[28, 28], [2, 2], [2, 2], [0, 0], [1, 1]]))
+        m = (torch.rand((32, 50, 384), generator=g) >= 0.1).float().div_(0.9)
+        cases.append(("dropout mask f32", m, None))
+        cases.append(("dropout mask f16", m.half(), None))
+        for name, x, pooling in cases:
+            xd = x.cuda()
+            for p in ("fast", "ratio", "rle", "plain"):
+                hb, hs = C.compress(x, 1e-2, "rel", p, 1, False, "staged", pooling)
+                for k in ebac_torch.KERNEL_PATHS:
+                    with self.subTest(case=name, pipeline=p, kernel_path=k):
+                        db, ds = C.compress(xd, 1e-2, "rel", p, 0, False, k, pooling)
+                        self.assertTrue(db.is_cuda)
+                        self.assertTrue(torch.equal(db.cpu(), hb), "device stream differs from the host's")
+                        y = C.decompress(db, list(x.shape), list(ds), ELEM[x.dtype], 0, k)
+                        self.assertTrue(torch.equal(y.cpu(), x))
 
     def test_every_kernel_path_gives_the_staged_stream(self):
         # bit-packing pipelines run the fused and single-pass kernels; the

@@ -235,6 +235,15 @@ outlier_place_kernel(outlier_index_reader r, const outlier_index_reader::summary
     detail::set_status(status, device_corrupt_outliers);
 }
 
+/// A stored stream's elements: out[i] from the raw bytes at payload + i x
+/// sizeof(S) (S the storage type; the header reader checked the section's
+/// size against the element count).
+template <class S>
+EBAC_KERNEL void stored_values_kernel(const std::byte* payload, std::uint64_t n, S* out) {
+  for (std::uint64_t i = blockIdx.x * std::uint64_t{blockDim.x} + threadIdx.x; i < n; i += std::uint64_t{gridDim.x} * blockDim.x)
+    out[i] = from_raw_bits<S>(::ebac::detail::load_le<typename bits_of<S>::type>(payload + i * sizeof(S)));
+}
+
 /// Verifies the stream checksum (one thread: correct, not fast; device
 /// streams are written without one).
 // A template (never instantiated twice differently) so that two TUs including

@@ -2,17 +2,23 @@
 //
 // Chunks are the same fixed element ranges as on the host, each encoded by
 // the same encoder functor, so the payload bytes are identical. Two passes:
-// sizes (then a device scan gives every chunk's offset), then writes.
+// sizes (then a device scan gives every chunk's offset), then writes. The
+// kernels that cut the codes into chunks run once per stage set (each set
+// has its own chunk size, format/chunking.hpp) and return at once unless
+// their set was chosen (stage_gate, levels.cuh).
 #pragma once
 
 #include <ebac/cuda/config.cuh>
+#include <ebac/cuda/kernels/levels.cuh>
 #include <ebac/cuda/kernels/lookback.cuh>
 #include <ebac/detail/bytes.hpp>
 #include <ebac/encoder/block_bitpack.hpp>
 #include <ebac/encoder/huffman.hpp>
 #include <ebac/encoder/huffman_image.hpp>
 #include <ebac/format/outlier_index.hpp>
+#include <ebac/format/stored_header.hpp>
 #include <ebac/format/stream_header.hpp>
+#include <ebac/quantizer/chosen_stages.hpp>
 
 #include <cub/block/block_reduce.cuh>
 #include <cub/block/block_scan.cuh>
@@ -36,9 +42,10 @@ __device__ __forceinline__ int block_width(const std::uint32_t* codes, std::size
 // this header do not define the same kernel twice (CUB does the same).
 template <int = 0>
 EBAC_KERNEL void __launch_bounds__(bitpack_threads)
-bitpack_size_kernel(const std::uint32_t* codes, std::uint64_t n, std::uint32_t chunk, std::uint64_t* chunk_bytes) {
+bitpack_size_kernel(stage_gate gate, const std::uint32_t* codes, std::uint64_t n, std::uint32_t chunk, std::uint64_t* chunk_bytes) {
   using reduce = cub::BlockReduce<std::uint64_t, bitpack_threads>;
   __shared__ typename reduce::TempStorage tmp;
+  if (gate.closed()) return;  // block-uniform
   const std::uint64_t c = blockIdx.x;
   const std::uint64_t first = c * chunk;
   const std::size_t m = static_cast<std::size_t>(detail::chunk_length(c, n, chunk));
@@ -58,10 +65,11 @@ bitpack_size_kernel(const std::uint32_t* codes, std::uint64_t n, std::uint32_t c
 // this header do not define the same kernel twice (CUB does the same).
 template <int = 0>
 EBAC_KERNEL void __launch_bounds__(bitpack_threads)
-bitpack_write_kernel(const std::uint32_t* codes, std::uint64_t n, std::uint32_t chunk, const std::uint64_t* chunk_offset,
+bitpack_write_kernel(stage_gate gate, const std::uint32_t* codes, std::uint64_t n, std::uint32_t chunk, const std::uint64_t* chunk_offset,
                      std::byte* out, const std::uint64_t* payload_offset) {
   using scan = cub::BlockScan<std::uint64_t, bitpack_threads>;
   __shared__ typename scan::TempStorage tmp;
+  if (gate.closed()) return;  // block-uniform
   const std::uint64_t c = blockIdx.x;
   const std::uint64_t first = c * chunk;
   const std::size_t m = static_cast<std::size_t>(detail::chunk_length(c, n, chunk));
@@ -117,10 +125,11 @@ struct warp_segment {
 /// and adds its non-zero bins to the global 64-bit histogram.
 template <int = 0>
 EBAC_KERNEL void __launch_bounds__(huffman_threads)
-huffman_histogram_kernel(const std::uint32_t* codes, std::uint64_t n, std::uint32_t chunk, std::uint64_t chunks,
+huffman_histogram_kernel(stage_gate gate, const std::uint32_t* codes, std::uint64_t n, std::uint32_t chunk, std::uint64_t chunks,
                          unsigned long long* hist) {
   constexpr std::uint32_t S = huffman_alphabet::size;
   __shared__ std::uint32_t local[2 * S];
+  if (gate.closed()) return;  // block-uniform
   for (std::uint32_t i = threadIdx.x; i < 2 * S; i += huffman_threads) local[i] = 0;
   __syncthreads();
   const unsigned lane = threadIdx.x & 31u;
@@ -144,8 +153,9 @@ huffman_histogram_kernel(const std::uint32_t* codes, std::uint64_t n, std::uint3
 /// atomicOr) - the bytes the host's encode_chunk writes (host-tested).
 template <int = 0>
 EBAC_KERNEL void __launch_bounds__(huffman_threads)
-huffman_encode_kernel(const std::byte* image, const std::uint32_t* codes, std::uint64_t n, std::uint32_t chunk,
+huffman_encode_kernel(stage_gate gate, const std::byte* image, const std::uint32_t* codes, std::uint64_t n, std::uint32_t chunk,
                       std::uint64_t chunks, std::byte* scratch, std::size_t slot, std::uint64_t* chunk_bytes) {
+  if (gate.closed()) return;
   const huffman enc = bind_huffman_image(image);
   const unsigned lane = threadIdx.x & 31u;
   const std::uint64_t c = blockIdx.x * std::uint64_t{huffman_warps} + (threadIdx.x >> 5);
@@ -179,9 +189,10 @@ huffman_encode_kernel(const std::byte* image, const std::uint32_t* codes, std::u
 /// Any encoder without a codebook (run_length), one thread a chunk, into a
 /// worst-case-sized slot per chunk.
 template <class E>
-EBAC_KERNEL void serial_encode_kernel(E enc, const std::uint32_t* codes, std::uint64_t n, std::uint32_t chunk,
+EBAC_KERNEL void serial_encode_kernel(stage_gate gate, E enc, const std::uint32_t* codes, std::uint64_t n, std::uint32_t chunk,
                                       std::uint64_t chunks, std::byte* scratch, std::size_t slot, std::uint64_t* chunk_bytes) {
   static_assert(!E::needs_codebook, "Huffman chunks are encoded by huffman_encode_kernel");
+  if (gate.closed()) return;
   for (std::uint64_t c = blockIdx.x * std::uint64_t{blockDim.x} + threadIdx.x; c < chunks; c += std::uint64_t{gridDim.x} * blockDim.x) {
     const std::uint64_t first = c * chunk;
     const std::size_t m = static_cast<std::size_t>(detail::chunk_length(c, n, chunk));
@@ -193,8 +204,9 @@ EBAC_KERNEL void serial_encode_kernel(E enc, const std::uint32_t* codes, std::ui
 // A template (never instantiated twice differently) so that two TUs including
 // this header do not define the same kernel twice (CUB does the same).
 template <int = 0>
-EBAC_KERNEL void copy_chunks_kernel(const std::byte* scratch, std::size_t slot, const std::uint64_t* chunk_bytes,
+EBAC_KERNEL void copy_chunks_kernel(stage_gate gate, const std::byte* scratch, std::size_t slot, const std::uint64_t* chunk_bytes,
                                     const std::uint64_t* chunk_offset, std::byte* out, const std::uint64_t* payload_offset) {
+  if (gate.closed()) return;
   const std::uint64_t c = blockIdx.x;
   const std::byte* src = scratch + c * slot;
   std::byte* dst = out + *payload_offset + chunk_offset[c];
@@ -260,14 +272,14 @@ outlier_index_kernel(const std::uint64_t* index, const std::uint64_t* count, std
 }
 
 /// The outlier value section, right after the index section: outlier j's
-/// raw bits (its index is index[j]).
-template <class T>
-EBAC_KERNEL void outlier_values_kernel(const T* in, const std::uint64_t* index, const std::uint64_t* count, std::byte* out,
+/// raw bits (its index is index[j]). S is the element's storage type.
+template <class S>
+EBAC_KERNEL void outlier_values_kernel(const S* in, const std::uint64_t* index, const std::uint64_t* count, std::byte* out,
                                        const std::uint64_t* index_offset, const std::uint64_t* index_bytes) {
   const std::uint64_t k = *count;
   std::byte* v = out + *index_offset + *index_bytes;
   for (std::uint64_t j = blockIdx.x * std::uint64_t{blockDim.x} + threadIdx.x; j < k; j += std::uint64_t{gridDim.x} * blockDim.x)
-    ::ebac::detail::store_le(v + j * sizeof(T), raw_bits(in[index[j]]));
+    ::ebac::detail::store_le(v + j * sizeof(S), raw_bits(in[index[j]]));
 }
 
 /// Bytes of the codebook section: the serialized size the device wrote into
@@ -277,46 +289,81 @@ __device__ __forceinline__ std::uint64_t codebook_section_bytes(const std::byte*
 }
 
 /// After the chunk scan: where the sections go. layout[0] = payload offset,
-/// [1] = payload bytes, [2] = outlier index offset, [3] = chunk table offset.
-/// `h` is the host's header with an empty codebook section; the codebook's
-/// size, known only on the device, comes from its image. Offsets come as
-/// arguments, not host-to-device copies of host variables, so a captured
-/// graph replays them correctly.
+/// [1] = payload bytes, [2] = outlier index offset, [3] = chunk table offset;
+/// [4] = the stage-parameter section's bytes, [5] = the codebook
+/// section's offset, [6] = the chosen set's chunks and [7] its chunk size
+/// were written by choose_stages_kernel. `h` is the host's header with
+/// empty parameter, codebook and chunk-table sections; their sizes, known
+/// only on the device, come from layout[4], the codebook image and
+/// layout[6]. Offsets come as arguments, not host-to-device copies of host
+/// variables, so a captured graph replays them correctly.
 // A template (never instantiated twice differently) so that two TUs including
 // this header do not define the same kernel twice (CUB does the same).
 template <int = 0>
 EBAC_KERNEL void payload_layout_kernel(stream_header h, const std::byte* codebook_image, const std::uint64_t* chunk_bytes,
-                                       const std::uint64_t* chunk_offset, std::uint64_t chunks, std::uint64_t* layout) {
+                                       const std::uint64_t* chunk_offset, std::uint64_t* layout) {
+  const std::uint64_t chunks = layout[6];
+  h.section_bytes[section_params] = layout[4];
   h.section_bytes[section_codebook] = codebook_section_bytes(codebook_image);
+  h.section_bytes[section_chunk_table] = 4 * chunks;
   layout[0] = h.section_offset(section_payload);
   layout[1] = chunks ? chunk_offset[chunks - 1] + chunk_bytes[chunks - 1] : 0;
   layout[2] = layout[0] + layout[1];
   layout[3] = h.section_offset(section_chunk_table);
 }
 
-/// The chunk table (u32 byte size per chunk) at out + layout[3].
+/// The chunk table (u32 byte size per chunk) at out + layout[3], for the
+/// chosen set's layout[6] chunks.
 // A template (never instantiated twice differently) so that two TUs including
 // this header do not define the same kernel twice (CUB does the same).
 template <int = 0>
-EBAC_KERNEL void chunk_table_kernel(const std::uint64_t* chunk_bytes, std::uint64_t chunks, std::byte* out, const std::uint64_t* layout) {
+EBAC_KERNEL void chunk_table_kernel(const std::uint64_t* chunk_bytes, std::byte* out, const std::uint64_t* layout) {
   std::byte* table = out + layout[3];
+  const std::uint64_t chunks = layout[6];
   for (std::uint64_t c = blockIdx.x * std::uint64_t{blockDim.x} + threadIdx.x; c < chunks; c += std::uint64_t{gridDim.x} * blockDim.x)
     ::ebac::detail::store_le<std::uint32_t>(table + 4 * c, static_cast<std::uint32_t>(chunk_bytes[c]));
 }
 
-/// Fills in the device-side sizes and writes the header; reports the size.
-template <class T>
-EBAC_KERNEL void header_kernel(stream_header h, const std::byte* codebook_image, const double* eb_abs, const std::uint64_t* layout,
-                               const std::uint64_t* outlier_count, const std::uint64_t* index_bytes, std::byte* out,
-                               std::uint64_t* out_bytes) {
+/// Fills in the device-side sizes, writes the header of the chosen stages
+/// (apply_stages: their chunk size and chunk table too) and their
+/// parameter section, and reports the stream's size. When the
+/// coded stream is larger than the raw elements plus a header and
+/// store_when_larger holds, writes the stored form's header instead and
+/// sets *stored, so that stored_payload_kernel writes the raw elements
+/// over the coded sections (the host's write_stored; device streams carry
+/// no checksum). S is the element's storage type.
+template <class S, class MainQ>
+EBAC_KERNEL void header_kernel(stream_header h, const chosen_stages<MainQ>* stages, const std::byte* codebook_image,
+                               const std::uint64_t* layout, const std::uint64_t* outlier_count, const std::uint64_t* index_bytes,
+                               std::uint64_t n, bool store_when_larger, std::byte* out, std::uint64_t* out_bytes,
+                               std::uint32_t* stored) {
+  apply_stages(h, *stages);
   h.section_bytes[section_codebook] = codebook_section_bytes(codebook_image);
-  h.eb_abs = *eb_abs;
   h.outlier_count = *outlier_count;
   h.section_bytes[section_payload] = layout[1];
   h.section_bytes[section_outlier_index] = *index_bytes;
-  h.section_bytes[section_outlier_value] = *outlier_count * sizeof(T);
-  h.write(out);
-  *out_bytes = h.section_offset(section_count);  // device streams carry no checksum
+  h.section_bytes[section_outlier_value] = *outlier_count * sizeof(S);
+  const std::uint64_t coded = h.section_offset(section_count);
+  const std::uint64_t raw = h.header_bytes() + n * sizeof(S);
+  const bool store = store_when_larger && coded > raw;
+  *stored = store ? 1u : 0u;
+  if (store) {
+    stored_header(h, n, false).write(out);
+    *out_bytes = raw;
+  } else {
+    h.write(out);
+    h.write_params(out + h.header_bytes());
+    *out_bytes = coded;
+  }
+}
+
+/// The stored form's payload: element i's raw bytes at payload + i x
+/// sizeof(S), when header_kernel chose the stored form (else returns at once).
+template <class S>
+EBAC_KERNEL void stored_payload_kernel(const S* in, std::uint64_t n, std::byte* payload, const std::uint32_t* stored) {
+  if (*stored == 0) return;
+  for (std::uint64_t i = blockIdx.x * std::uint64_t{blockDim.x} + threadIdx.x; i < n; i += std::uint64_t{gridDim.x} * blockDim.x)
+    ::ebac::detail::store_le(payload + i * sizeof(S), raw_bits(in[i]));
 }
 
 }  // namespace kernels

@@ -5,7 +5,9 @@
 // about 30 bytes of traffic per 4-byte input. These two kernels compute every
 // code where it is needed (detail::element_code: quantize the element and the
 // predecessors its predictor reads, residual, zigzag - host-tested equal to
-// the staged codes) and never store a field: the input is read twice (size,
+// the staged codes; every quantizer, through quantize_at: the float ones,
+// exact integers, palette indices and the positional max-pool offsets)
+// and never store a field: the input is read twice (size,
 // then write), plus the outlier flags. Between them a CUB scan turns chunk
 // sizes into 64-bit offsets, as in the staged path, so the stream is the
 // same byte for byte.
@@ -22,6 +24,7 @@
 #pragma once
 
 #include <ebac/cuda/config.cuh>
+#include <ebac/cuda/kernels/levels.cuh>
 #include <ebac/cuda/kernels/lookback.cuh>
 #include <ebac/detail/bytes.hpp>
 #include <ebac/detail/element_code.hpp>
@@ -57,8 +60,8 @@ struct fused_chunk {
       : first(c * chunk), m(detail::chunk_length(c, n, chunk)), nb((m + 31) / 32) {}
   /// This lane's code in block b (0 past the chunk's end: pack_block's zero
   /// padding); `outlier` is set only for an element inside the chunk.
-  template <class P, class Q, class T>
-  __device__ std::uint32_t lane_code(const P& pred, const extents& shape, const Q& q, const T* in, std::uint64_t b,
+  template <class P, class Q, class S>
+  __device__ std::uint32_t lane_code(const P& pred, const extents& shape, const Q& q, const S* in, std::uint64_t b,
                                      unsigned lane, bool& outlier) const {
     const std::uint64_t j = b * 32 + lane;
     outlier = false;
@@ -87,13 +90,15 @@ __device__ __forceinline__ round_bytes share_round_bytes(std::uint32_t* warp_byt
 }
 
 /// Pass 1: each chunk's payload bytes (width bytes + packed words) and every
-/// element's outlier flag.
-template <class P, class Q, class T>
+/// element's outlier flag. S is the element's storage type; every kernel
+/// here runs only when its stage set was chosen (levels.cuh).
+template <class P, class Q, class S>
 EBAC_KERNEL void __launch_bounds__(fused_threads)
-fused_bitpack_size_kernel(P pred, extents shape, const T* in, std::uint64_t n, std::uint32_t chunk, const Q* qp,
+fused_bitpack_size_kernel(stage_gate gate, P pred, extents shape, const S* in, std::uint64_t n, std::uint32_t chunk, const Q* qp,
                           std::uint8_t* flags, std::uint64_t* chunk_bytes) {
   using reduce = cub::BlockReduce<std::uint64_t, fused_threads>;
   __shared__ typename reduce::TempStorage tmp;
+  if (gate.closed()) return;  // block-uniform
   const Q q = *qp;
   const fused_chunk ck(blockIdx.x, n, chunk);
   const unsigned lane = threadIdx.x & 31u, warp = threadIdx.x >> 5;
@@ -113,12 +118,13 @@ fused_bitpack_size_kernel(P pred, extents shape, const T* in, std::uint64_t n, s
 /// Pass 2: writes chunk c at payload + chunk_offset[c]: its width bytes, then
 /// the packed blocks in order. Blocks go in rounds of one per warp; a round's
 /// payload offsets are a prefix sum over the warps' sizes.
-template <class P, class Q, class T>
+template <class P, class Q, class S>
 EBAC_KERNEL void __launch_bounds__(fused_threads)
-fused_bitpack_write_kernel(P pred, extents shape, const T* in, std::uint64_t n, std::uint32_t chunk, const Q* qp,
+fused_bitpack_write_kernel(stage_gate gate, P pred, extents shape, const S* in, std::uint64_t n, std::uint32_t chunk, const Q* qp,
                            const std::uint64_t* chunk_offset, std::byte* out, const std::uint64_t* payload_offset) {
   __shared__ std::uint32_t codes[fused_warps][32];
   __shared__ std::uint32_t warp_bytes[fused_warps];
+  if (gate.closed()) return;  // block-uniform
   const Q q = *qp;
   const fused_chunk ck(blockIdx.x, n, chunk);
   const std::uint64_t nb = ck.nb;
@@ -153,13 +159,17 @@ inline constexpr std::uint32_t single_pass_max_chunk = 1u << 16;
 /// Size and write in one launch. Chunks are taken in the order of an atomic
 /// counter (*tile_counter, zeroed with tile_words before the launch), so a
 /// chunk's predecessors have all started when it looks back. Writes each
-/// chunk at payload_offset + its offset, and its size and offset to
-/// chunk_bytes / chunk_offset for the chunk table and the layout.
-template <class P, class Q, class T>
+/// chunk at the payload section's start + its offset, and its size and
+/// offset to chunk_bytes / chunk_offset for the chunk table and the layout.
+/// The payload section starts `table_bytes` (the chunk table) after
+/// *params_end, the end of the stage-parameter section (known on the device
+/// only: a palette's size; bit-packing has no codebook).
+template <class P, class Q, class S>
 EBAC_KERNEL void __launch_bounds__(fused_threads)
-fused_bitpack_single_pass_kernel(P pred, extents shape, const T* in, std::uint64_t n, std::uint32_t chunk, const Q* qp,
-                                 std::uint8_t* flags, unsigned long long* tile_counter, unsigned long long* tile_words,
-                                 std::uint64_t* chunk_bytes, std::uint64_t* chunk_offset, std::byte* out, std::uint64_t payload_offset) {
+fused_bitpack_single_pass_kernel(stage_gate gate, P pred, extents shape, const S* in, std::uint64_t n, std::uint32_t chunk,
+                                 const Q* qp, std::uint8_t* flags, unsigned long long* tile_counter, unsigned long long* tile_words,
+                                 std::uint64_t* chunk_bytes, std::uint64_t* chunk_offset, std::byte* out,
+                                 const std::uint64_t* params_end, std::uint64_t table_bytes) {
   constexpr std::uint32_t max_blocks = single_pass_max_chunk / 32;
   using scan = cub::BlockScan<std::uint32_t, fused_threads>;
   __shared__ typename scan::TempStorage scan_tmp;
@@ -167,6 +177,7 @@ fused_bitpack_single_pass_kernel(P pred, extents shape, const T* in, std::uint64
   __shared__ std::uint32_t offset[max_blocks];  // packed bytes before block b, after the chunk's width bytes
   __shared__ std::uint32_t codes[fused_warps][32];
   __shared__ unsigned long long tile_shared, base_shared;
+  if (gate.closed()) return;  // block-uniform; the other set's launch takes the tiles
   if (threadIdx.x == 0) tile_shared = atomicAdd(tile_counter, 1ull);
   __syncthreads();
   const std::uint64_t tile = tile_shared;
@@ -203,7 +214,7 @@ fused_bitpack_single_pass_kernel(P pred, extents shape, const T* in, std::uint64
     const std::uint64_t before = device_lookback_exclusive(tile_words, tile, bytes);
     chunk_bytes[tile] = bytes;
     chunk_offset[tile] = before;
-    base_shared = payload_offset + before;
+    base_shared = *params_end + table_bytes + before;
   }
   __syncthreads();  // offsets and the base are ready
   std::byte* base = out + base_shared;

@@ -28,6 +28,7 @@
 #include <ebac/dtype.hpp>
 #include <ebac/encoder/block_bitpack.hpp>
 #include <ebac/predictor/tiled_prefix.hpp>
+#include <ebac/quantizer/element_ops.hpp>
 #include <ebac/quantizer/linear.hpp>
 
 #include <cub/block/block_reduce.cuh>
@@ -43,13 +44,16 @@ namespace kernels {
 /// residual (0 past the chunk) of block b in the round starting at block
 /// `first` - every thread calls it, so it may synchronize the block. Flat
 /// Lorenzo (tile_blocks > 0) is inverted by a warp scan plus
-/// tiled_prefix_rounds; the value is reconstructed and written.
-template <class Q, class T, class Residual>
-__device__ void write_chunk_values(const fused_chunk& ck, std::uint64_t tile_blocks, const Q& q, T* out,
-                                   std::uint32_t* warp_total, Residual&& residual) {
+/// tiled_prefix_rounds; the value is reconstructed (reconstruct_at: every
+/// quantizer, S the storage type) and written. A lossless quantizer's codes
+/// are checked (code_valid): one it cannot have written sets *status.
+template <class Q, class S, class Residual>
+__device__ void write_chunk_values(const fused_chunk& ck, std::uint64_t tile_blocks, const Q& q, S* out,
+                                   std::uint32_t* warp_total, int* status, Residual&& residual) {
   const unsigned lane = threadIdx.x & 31u, warp = threadIdx.x >> 5;
   const tiled_prefix_rounds rounds{tile_blocks ? tile_blocks : 1};
   std::uint32_t carry = 0;
+  bool bad = false;
   for (std::uint64_t first = 0; first < ck.nb; first += fused_warps) {
     const std::uint64_t b = first + warp;
     std::uint32_t value = residual(first, b, lane);
@@ -65,18 +69,23 @@ __device__ void write_chunk_values(const fused_chunk& ck, std::uint64_t tile_blo
       carry = rounds.before(first, warp_total, count, carry);
     }
     const std::uint64_t j = b * 32 + lane;
-    if (j < ck.m) out[ck.first + j] = reconstruct_element<T>(q, static_cast<std::int32_t>(value));
+    if (j < ck.m) {
+      const auto code = static_cast<std::int32_t>(value);
+      if constexpr (is_lossless_quantizer<Q>) bad |= !code_valid<S>(q, code);
+      out[ck.first + j] = reconstruct_at<S>(q, code, ck.first + j);
+    }
     __syncthreads();  // warp_total (and the residual's shared state) is rewritten next round
   }
+  if (bad) detail::set_status(status, device_corrupt_code);
 }
 
 /// Decodes bit-packed chunk blockIdx.x into out. tile_blocks = flat Lorenzo
 /// tile / 32, or 0 for a stream without prediction.
-template <class Q, class T>
+template <class Q, class S>
 EBAC_KERNEL void __launch_bounds__(fused_threads)
 fused_bitpack_decode_kernel(std::uint64_t tile_blocks, const std::byte* payload, std::uint64_t payload_bytes,
                             const std::uint64_t* chunk_bytes, const std::uint64_t* chunk_offset, std::uint64_t n,
-                            std::uint32_t chunk, Q q, T* out, int* status) {
+                            std::uint32_t chunk, Q q, S* out, int* status) {
   using reduce = cub::BlockReduce<std::uint64_t, fused_threads>;
   __shared__ typename reduce::TempStorage tmp;
   __shared__ std::uint32_t warp_bytes[fused_warps];
@@ -107,7 +116,7 @@ fused_bitpack_decode_kernel(std::uint64_t tile_blocks, const std::byte* payload,
   if (corrupt && threadIdx.x == 0) detail::set_status(status, in_payload ? device_corrupt_chunk : device_corrupt_table);
 
   std::uint64_t round_base = ck.nb;  // payload bytes before this round, from the chunk's start
-  write_chunk_values(ck, tile_blocks, q, out, warp_total, [&](std::uint64_t, std::uint64_t b, unsigned lane) -> std::uint32_t {
+  write_chunk_values(ck, tile_blocks, q, out, warp_total, status, [&](std::uint64_t, std::uint64_t b, unsigned lane) -> std::uint32_t {
     const int width = (!corrupt && b < ck.nb) ? static_cast<int>(in[b]) : 0;  // warp-uniform
     const round_bytes rb = share_round_bytes(warp_bytes, width);  // rewritten only after write_chunk_values' end-of-round barrier
     const std::uint64_t at = round_base + rb.before;
@@ -122,12 +131,13 @@ fused_bitpack_decode_kernel(std::uint64_t tile_blocks, const std::byte* payload,
 /// in `field`: for encoders decoded by another kernel (Huffman, run-length)
 /// of a stream whose chunks decode on their own. Replaces the staged
 /// unzigzag, inverse and reconstruct passes with one read of the field.
-template <class Q, class T>
+template <class Q, class S>
 EBAC_KERNEL void __launch_bounds__(fused_threads)
-fused_values_kernel(std::uint64_t tile_blocks, const std::uint32_t* field, std::uint64_t n, std::uint32_t chunk, Q q, T* out) {
+fused_values_kernel(std::uint64_t tile_blocks, const std::uint32_t* field, std::uint64_t n, std::uint32_t chunk, Q q, S* out,
+                    int* status) {
   __shared__ std::uint32_t warp_total[fused_warps];
   const fused_chunk ck(blockIdx.x, n, chunk);
-  write_chunk_values(ck, tile_blocks, q, out, warp_total, [&](std::uint64_t, std::uint64_t b, unsigned lane) -> std::uint32_t {
+  write_chunk_values(ck, tile_blocks, q, out, warp_total, status, [&](std::uint64_t, std::uint64_t b, unsigned lane) -> std::uint32_t {
     const std::uint64_t j = b * 32 + lane;
     return (b < ck.nb && j < ck.m) ? static_cast<std::uint32_t>(::ebac::detail::unzigzag(field[ck.first + j])) : 0u;
   });

@@ -113,10 +113,13 @@ huffman_lengths_kernel(const unsigned long long* hist, ::ebac::detail::huffman_l
 
 /// Step 2, one block: the alphabet that codes the payload smaller, its
 /// codebook image at `image` (huffman_image_layout) and its serialized form
-/// at `section` (the stream's codebook section).
+/// at out + *section_offset (the stream's codebook section, which starts
+/// after a stage-parameter section whose size only the device knows).
 template <int = 0>
 EBAC_KERNEL void __launch_bounds__(codebook_threads)
-huffman_codebook_kernel(const unsigned long long* hist, const std::uint8_t* lengths, std::byte* image, std::byte* section) {
+huffman_codebook_kernel(const unsigned long long* hist, const std::uint8_t* lengths, std::byte* image, std::byte* out,
+                        const std::uint64_t* section_offset) {
+  std::byte* const section = out + *section_offset;
   constexpr std::uint32_t S = huffman_alphabet::size;
   __shared__ unsigned long long sum;
   block_exec ex{nullptr, &sum};  // no sort_used in this step: no shared histogram copy

@@ -6,6 +6,7 @@
 #pragma once
 
 #include <ebac/cuda/config.cuh>
+#include <ebac/cuda/kernels/levels.cuh>
 #include <ebac/detail/bytes.hpp>
 #include <ebac/extents.hpp>
 #include <ebac/predictor/lorenzo.hpp>
@@ -19,9 +20,11 @@ EBAC_NAMESPACE_BEGIN
 namespace cuda {
 namespace kernels {
 
-/// codes[i] = zigzag(residual of q at i).
+/// codes[i] = zigzag(residual of q at i). Runs only when its stage set was
+/// chosen (levels.cuh: a palette's indices have no prediction).
 template <class P>
-EBAC_KERNEL void residual_kernel(P pred, extents shape, const std::uint32_t* q, std::uint32_t* codes, std::uint64_t n) {
+EBAC_KERNEL void residual_kernel(stage_gate gate, P pred, extents shape, const std::uint32_t* q, std::uint32_t* codes, std::uint64_t n) {
+  if (gate.closed()) return;
   for (std::uint64_t i = blockIdx.x * std::uint64_t{blockDim.x} + threadIdx.x; i < n; i += std::uint64_t{gridDim.x} * blockDim.x)
     codes[i] = ::ebac::detail::zigzag(static_cast<std::int32_t>(residual_at(pred, shape, q, i)));
 }

@@ -1,11 +1,12 @@
-// ebac/cuda/kernels/quantize.cuh - value range, quantizer set-up, quantize, reconstruct.
+// ebac/cuda/kernels/quantize.cuh - value range, quantize, reconstruct (the stages are chosen in levels.cuh).
 #pragma once
 
 #include <ebac/cuda/config.cuh>
+#include <ebac/cuda/kernels/levels.cuh>
 #include <ebac/dtype.hpp>
 #include <ebac/error_bound.hpp>
+#include <ebac/quantizer/element_ops.hpp>
 #include <ebac/quantizer/linear.hpp>
-#include <ebac/quantizer/quantizer_bound.hpp>
 
 #include <cstdint>
 
@@ -44,32 +45,33 @@ EBAC_KERNEL void range_init_kernel(std::int32_t* keys) {
   keys[1] = -0x7fffffff - 1;
 }
 
-/// Builds the quantizer from the bound (and the range, relative mode) on the
-/// device, so no value travels back to the host.
-template <class Q, class T>
-EBAC_KERNEL void make_quantizer_kernel(error_bound bound, const std::int32_t* keys, Q* q, double* eb_abs, int* status) {
-  const double eb = quantizer_bound<Q, T>(bound, value_range::from_keys(keys[0], keys[1]));  // the host's rule
-  if (!(eb >= 0) || !(eb - eb == 0)) detail::set_status(status, device_bad_bound);
-  *eb_abs = eb;
-  *q = Q::make(eb);
-}
-
-/// codes[i] = quantizer code (0 for outliers), flags[i] = 1 for outliers.
-template <class Q, class T>
-EBAC_KERNEL void quantize_kernel(const T* in, std::uint64_t n, const Q* qp, std::uint32_t* codes, std::uint8_t* flags) {
+/// codes[i] = quantizer code (0 for outliers), flags[i] = 1 for outliers,
+/// by quantize_at (every quantizer; S is the element's storage type). Runs
+/// only when its stage set was chosen (levels.cuh).
+template <class Q, class S>
+EBAC_KERNEL void quantize_kernel(stage_gate gate, const S* in, std::uint64_t n, const Q* qp, std::uint32_t* codes,
+                                 std::uint8_t* flags) {
+  if (gate.closed()) return;
   const Q q = *qp;
   for (std::uint64_t i = blockIdx.x * std::uint64_t{blockDim.x} + threadIdx.x; i < n; i += std::uint64_t{gridDim.x} * blockDim.x) {
-    const quantized r = quantize_element(q, in[i]);
+    const quantized r = quantize_at(q, in[i], i);
     codes[i] = static_cast<std::uint32_t>(r.code);
     flags[i] = r.outlier;
   }
 }
 
-/// out[i] = reconstruction of code q[i]; writes every element.
-template <class Q, class T>
-EBAC_KERNEL void reconstruct_kernel(const std::uint32_t* f, std::uint64_t n, Q q, T* out) {
-  for (std::uint64_t i = blockIdx.x * std::uint64_t{blockDim.x} + threadIdx.x; i < n; i += std::uint64_t{gridDim.x} * blockDim.x)
-    out[i] = reconstruct_element<T>(q, static_cast<std::int32_t>(f[i]));
+/// out[i] = reconstruction of code f[i]; writes every element. A lossless
+/// quantizer's decoder checks every code (code_valid): one it cannot have
+/// written marks the stream corrupt (the element still gets a defined value).
+template <class Q, class S>
+EBAC_KERNEL void reconstruct_kernel(const std::uint32_t* f, std::uint64_t n, Q q, S* out, int* status) {
+  bool bad = false;
+  for (std::uint64_t i = blockIdx.x * std::uint64_t{blockDim.x} + threadIdx.x; i < n; i += std::uint64_t{gridDim.x} * blockDim.x) {
+    const auto code = static_cast<std::int32_t>(f[i]);
+    if constexpr (is_lossless_quantizer<Q>) bad |= !code_valid<S>(q, code);
+    out[i] = reconstruct_at<S>(q, code, i);
+  }
+  if (bad) detail::set_status(status, device_corrupt_code);
 }
 
 }  // namespace kernels
