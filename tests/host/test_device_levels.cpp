@@ -82,7 +82,10 @@ bool same_palette(const ebac::level_palette& a, const ebac::level_palette& b) {
 
 std::string palette_str(const ebac::level_palette& p) {
   std::string s = std::to_string(p.count) + ":";
-  for (std::uint32_t i = 0; i < p.count; ++i) s += " " + ebac_test::hex(p.bits[i]);
+  for (std::uint32_t i = 0; i < p.count; ++i) {
+    s += ' ';  // appended apart: gcc 12 warns (-Wrestrict, a false positive) on " " + std::string
+    s += ebac_test::hex(p.bits[i]);
+  }
   return s;
 }
 

@@ -19,7 +19,9 @@ struct no_prediction {
   /// Every element is its own block (lorenzo::independent_elements).
   [[nodiscard]] EBAC_HOST_DEVICE std::uint64_t independent_elements(const extents&) const noexcept { return 1; }
   [[nodiscard]] EBAC_HOST_DEVICE no_prediction on_blocks(const extents&, std::uint64_t count, extents& sub) const noexcept {
-    sub = extents{count};
+    sub = extents{};  // not extents{count}: the initializer_list constructor is host-only
+    sub.rank = 1;
+    sub.dims[0] = count;
     return *this;
   }
 };
