@@ -95,4 +95,21 @@ inline void check_output_limit(const stream_header& h, std::uint64_t max_output_
 
 }  // namespace detail
 
+/// The header fields every writer (host and CUDA) fills from the call before
+/// any stage is chosen: dtype, bound mode and requested bound (0 for the
+/// lossless integer dtypes), shape, checksum flag, and the pipeline's chunk
+/// size (the chosen predictor's cut replaces it: format/chunking.hpp).
+template <element T, class Pipeline>
+[[nodiscard]] stream_header begin_stream_header(const extents& shape, const Pipeline& pipe, const compress_options& opt,
+                                                bool checksum) noexcept {
+  stream_header h;
+  h.type = dtype_of<T>::value;
+  h.mode = opt.bound.mode;
+  h.flags = checksum ? stream_flag_checksum : 0;
+  h.shape = shape;
+  h.eb_requested = floating_element<T> ? opt.bound.value : 0.0;
+  h.chunk_elements = pipe.chunk_elements;
+  return h;
+}
+
 EBAC_NAMESPACE_END

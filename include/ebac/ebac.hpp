@@ -10,6 +10,7 @@
 #include <ebac/dtype.hpp>
 #include <ebac/encoder/block_bitpack.hpp>
 #include <ebac/encoder/huffman.hpp>
+#include <ebac/encoder/registry.hpp>
 #include <ebac/encoder/run_length.hpp>
 #include <ebac/error_bound.hpp>
 #include <ebac/extents.hpp>
@@ -19,7 +20,6 @@
 #include <ebac/pipeline.hpp>
 #include <ebac/predictor/lorenzo.hpp>
 #include <ebac/predictor/no_prediction.hpp>
-#include <ebac/predictor/residual.hpp>
 #include <ebac/quantizer/element_ops.hpp>
 #include <ebac/quantizer/exact.hpp>
 #include <ebac/quantizer/levels.hpp>

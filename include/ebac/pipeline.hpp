@@ -11,6 +11,7 @@
 #include <ebac/config.hpp>
 #include <ebac/encoder/block_bitpack.hpp>
 #include <ebac/encoder/huffman.hpp>
+#include <ebac/encoder/registry.hpp>
 #include <ebac/encoder/run_length.hpp>
 #include <ebac/predictor/lorenzo.hpp>
 #include <ebac/predictor/no_prediction.hpp>
@@ -67,7 +68,7 @@ inline constexpr std::array<std::string_view, 5> pipeline_names = {"fast", "rati
 /// "predictor:quantizer:encoder" triple, e.g. "lorenzo2:sign:huffman".
 ///   predictor: none | lorenzo (flat 1-D) | lorenzo1 | lorenzo2 | lorenzo3 (last axes)
 ///   quantizer: sign (zero/sign preserving) | linear
-///   encoder:   bitpack | rle | huffman
+///   encoder:   the name of a registered encoder (encoder/registry.hpp): bitpack | rle | huffman
 inline bool parse_pipeline(std::string_view name, pipeline_spec& s) {
   s = pipeline_spec{};
   if (name == "fast") return true;  // flat Lorenzo + sign-preserving + bit-packing
@@ -96,11 +97,7 @@ inline bool parse_pipeline(std::string_view name, pipeline_spec& s) {
   if (q == "sign") s.quantizer = quantizer_id::sign_preserving;
   else if (q == "linear") s.quantizer = quantizer_id::linear;
   else return false;
-  if (e == "bitpack") s.encoder = encoder_id::block_bitpack;
-  else if (e == "rle") s.encoder = encoder_id::run_length;
-  else if (e == "huffman") s.encoder = encoder_id::huffman;
-  else return false;
-  return true;
+  return encoder_named(e, s.encoder);
 }
 
 /// Calls f(pipeline<P, Q, E>{...}) for the stages a spec names, resolved for
@@ -110,12 +107,9 @@ decltype(auto) with_pipeline(const pipeline_spec& s, const extents& e, F&& f) {
   auto with_encoder = [&](auto pred, auto quant_tag) -> decltype(auto) {
     using P = decltype(pred);
     using Q = typename decltype(quant_tag)::type;
-    switch (s.encoder) {
-      case encoder_id::run_length: return f(pipeline<P, Q, run_length>{pred, s.chunk_elements});
-      case encoder_id::huffman: return f(pipeline<P, Q, huffman>{pred, s.chunk_elements});
-      case encoder_id::block_bitpack: break;
-    }
-    return f(pipeline<P, Q, block_bitpack>{pred, s.chunk_elements});
+    return visit_encoder(s.encoder, [&](auto encoder_tag) -> decltype(auto) {
+      return f(pipeline<P, Q, typename decltype(encoder_tag)::type>{pred, s.chunk_elements});
+    });
   };
   auto with_quantizer = [&](auto pred) -> decltype(auto) {
     if (s.quantizer == quantizer_id::linear) return with_encoder(pred, std::type_identity<linear_quantizer>{});

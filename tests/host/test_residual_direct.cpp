@@ -1,5 +1,6 @@
-// The CUDA backend computes each Lorenzo residual directly (residual_at);
-// the host backend runs one pass per axis. They must agree bit for bit.
+// The CUDA backend computes each Lorenzo residual directly (the predictor's
+// residual()); the host backend runs one pass per axis. They must agree bit
+// for bit.
 #include <ebac/detail/element_code.hpp>
 #include <ebac/ebac.hpp>
 #include <ebac/predictor/tiled_prefix.hpp>
@@ -22,17 +23,17 @@ void check_direct_matches_passes(const P& pred, const ebac::extents& e, std::uin
   std::vector<std::uint32_t> q(n), passes(n);
   for (auto& v : q) v = rng() % 7 == 0 ? rng() : rng() % 64;  // some huge values exercise wrapping
   passes = q;
-  for (int k = 0; k < pred.passes(); ++k) ebac::host::detail::run_pass<true>(passes.data(), pred.pass(e, k), 1);
+  for (int k = 0; k < pred.passes(); ++k) ebac::host::detail::run_pass<true>(pred, passes.data(), pred.pass(e, k), 1);
   for (std::uint64_t i = 0; i < n; ++i) {
     CAPTURE(i);
-    REQUIRE(ebac::residual_at(pred, e, q.data(), i) == passes[i]);
+    REQUIRE(pred.residual(e, i, [&](std::uint64_t j) { return q[j]; }) == passes[i]);
   }
 }
 }  // namespace
 
 namespace {
 /// The fused kernels' per-element code equals the staged path's: quantize
-/// every element into a field, then residual_at, then zigzag.
+/// every element into a field, then the predictor's residual(), then zigzag.
 template <class T, class Q, class P>
 void check_element_code(const P& pred, const ebac::extents& e, double eb, std::uint32_t seed) {
   std::uint64_t n = 0;
@@ -61,7 +62,7 @@ void check_element_code(const P& pred, const ebac::extents& e, double eb, std::u
     CAPTURE(i);
     bool o = false;
     const std::uint32_t fused = ebac::detail::element_code(pred, e, q, in.data(), i, o);
-    const std::uint32_t staged = ebac::detail::zigzag(static_cast<std::int32_t>(ebac::residual_at(pred, e, field.data(), i)));
+    const std::uint32_t staged = ebac::detail::zigzag(static_cast<std::int32_t>(pred.residual(e, i, [&](std::uint64_t j) { return field[j]; })));
     REQUIRE(fused == staged);
     REQUIRE(o == outlier[i]);
     outliers += o;
@@ -88,7 +89,7 @@ void check_lossless_element_code(const P& pred, const ebac::extents& e, const Q&
     CAPTURE(i);
     bool o = false;
     const std::uint32_t fused = ebac::detail::element_code(pred, e, q, in.data(), i, o);
-    const std::uint32_t staged = ebac::detail::zigzag(static_cast<std::int32_t>(ebac::residual_at(pred, e, field.data(), i)));
+    const std::uint32_t staged = ebac::detail::zigzag(static_cast<std::int32_t>(pred.residual(e, i, [&](std::uint64_t j) { return field[j]; })));
     REQUIRE(fused == staged);
     REQUIRE(o == outlier[i]);
     outliers += o;
@@ -213,7 +214,7 @@ TEST_CASE("tiled_prefix_rounds: rounds of warp scans equal the flat Lorenzo inve
         std::vector<std::uint32_t> r(n);
         for (auto& v : r) v = rng();
         std::vector<std::uint32_t> expect = r;  // the host backend's inverse pass over one flat axis
-        ebac::host::detail::run_pass<false>(expect.data(), ebac::axis_pass{1, n, 1, 32 * tile_blocks}, 1);
+        ebac::host::detail::run_pass<false>(ebac::lorenzo{}, expect.data(), ebac::axis_pass{1, n, 1, 32 * tile_blocks}, 1);
         const ebac::tiled_prefix_rounds rounds{tile_blocks};
         const std::size_t nb = (n + 31) / 32;
         std::vector<std::uint32_t> got(n), totals(W);

@@ -427,7 +427,7 @@ int cmd_info(int argc, char** argv) {
   }
   std::printf(" quantizer %s encoder %s chunk %u outliers %" PRIu64 " bytes %zu checksum %s stored %s\n",
               quantizer_name(h.quantizer),
-              h.encoder == ebac::encoder_id::huffman ? "huffman" : h.encoder == ebac::encoder_id::run_length ? "rle" : "bitpack",
+              std::string(ebac::encoder_name(h.encoder)).c_str(),
               h.chunk_elements, h.outlier_count, stream.size(), h.has_checksum() ? "yes" : "no", h.is_stored() ? "yes" : "no");
   return 0;
 }

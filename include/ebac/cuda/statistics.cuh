@@ -16,6 +16,7 @@
 #pragma once
 
 #include <ebac/cuda/config.cuh>
+#include <ebac/cuda/tuning/block_sizes.cuh>
 #include <ebac/dtype.hpp>
 #include <ebac/error_model/channel_moments.hpp>
 
@@ -54,7 +55,7 @@ template <class T>
   if (batch < 0 || channels < 0 || inner < 0 || static_cast<std::uint64_t>(channels) > max_grid_blocks) return cudaErrorInvalidValue;
   if (channels == 0) return cudaSuccess;
   if (d_out == nullptr || (d_x == nullptr && batch > 0 && inner > 0)) return cudaErrorInvalidValue;
-  constexpr int threads = 256;
+  constexpr int threads = kernels::statistics_threads;
   kernels::channel_moments_kernel<T, threads><<<static_cast<unsigned>(channels), threads, 0, stream>>>(d_x, batch, channels, inner, d_out);
   return cudaGetLastError();
 }

@@ -14,7 +14,8 @@
 #include <ebac/config.hpp>
 #include <ebac/detail/bytes.hpp>
 #include <ebac/extents.hpp>
-#include <ebac/predictor/residual.hpp>
+#include <ebac/predictor/lorenzo.hpp>
+#include <ebac/predictor/no_prediction.hpp>
 #include <ebac/quantizer/element_ops.hpp>
 #include <ebac/quantizer/linear.hpp>
 
@@ -35,7 +36,7 @@ EBAC_HOST_DEVICE std::uint32_t element_code(const P& pred, const extents& shape,
   const auto q_at = [&](std::uint64_t j) -> std::uint32_t {
     return static_cast<std::uint32_t>(j == i ? self.code : quantize_at(q, in[j], j).code);
   };
-  return zigzag(static_cast<std::int32_t>(residual_with(pred, shape, i, q_at)));
+  return zigzag(static_cast<std::int32_t>(pred.residual(shape, i, q_at)));
 }
 
 }  // namespace detail

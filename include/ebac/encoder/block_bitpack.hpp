@@ -14,6 +14,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <string_view>
 #include <type_traits>
 #include <utility>
 
@@ -22,7 +23,10 @@ EBAC_NAMESPACE_BEGIN
 struct block_bitpack {
   static constexpr encoder_id id = encoder_id::block_bitpack;
   static constexpr bool needs_codebook = false;
+  static constexpr std::string_view name = "bitpack";
   static constexpr std::size_t block = 32;
+  /// Every 32 codes spend at least their width byte.
+  [[nodiscard]] EBAC_HOST_DEVICE static constexpr std::uint64_t min_payload_bytes(std::uint64_t n) noexcept { return (n + 31) / 32; }
 
   [[nodiscard]] EBAC_HOST_DEVICE static std::size_t blocks(std::size_t n) noexcept { return (n + block - 1) / block; }
 

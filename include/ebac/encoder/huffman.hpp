@@ -24,6 +24,7 @@
 #include <algorithm>
 #include <cstddef>
 #include <cstdint>
+#include <string_view>
 #include <memory>
 #include <type_traits>
 #include <vector>
@@ -232,6 +233,9 @@ struct huffman_count_only {
 struct huffman {
   static constexpr encoder_id id = encoder_id::huffman;
   static constexpr bool needs_codebook = true;
+  static constexpr std::string_view name = "huffman";
+  /// A zero-run token may cover any number of zeros.
+  [[nodiscard]] EBAC_HOST_DEVICE static constexpr std::uint64_t min_payload_bytes(std::uint64_t) noexcept { return 0; }
 
   bool use_runs = false;
   const std::uint8_t* length = nullptr;
@@ -242,6 +246,37 @@ struct huffman {
   const std::uint32_t* count = nullptr;
   const std::uint32_t* offset = nullptr;
 
+  // An encoder with a per-stream codebook (needs_codebook; concepts.hpp:
+  // codebook_encoder): what the codebook is learned from, the codebook (the
+  // stream's codebook section), and the functor bound to it. Backends call these and
+  // nothing Huffman-specific.
+
+  /// Token counts of a tensor's codes, with zero runs and without; chunks
+  /// are added in any grouping and merged (sums do not depend on it).
+  struct statistics {
+    /// A token counter (a functor, not a lambda: huffman_tokenize is
+    /// host-device, and nvcc warns about a host lambda passed to it).
+    struct count {
+      std::uint64_t* hist;
+      EBAC_HOST_DEVICE void operator()(std::uint32_t sym, std::uint32_t, int) const noexcept { ++hist[sym]; }
+    };
+    std::vector<std::uint64_t> with_runs = std::vector<std::uint64_t>(huffman_alphabet::size, 0);
+    std::vector<std::uint64_t> literals_only = std::vector<std::uint64_t>(huffman_alphabet::size, 0);
+    void add(const std::uint32_t* codes, std::size_t n) {
+      detail::huffman_tokenize(codes, n, true, count{with_runs.data()});
+      detail::huffman_tokenize(codes, n, false, count{literals_only.data()});
+    }
+    void merge(const statistics& o) {
+      for (std::uint32_t sym = 0; sym < huffman_alphabet::size; ++sym) {
+        with_runs[sym] += o.with_runs[sym];
+        literals_only[sym] += o.literals_only[sym];
+      }
+    }
+  };
+  using codebook = huffman_codebook;
+  /// The codebook of a stream whose codes gave `s` (huffman_codebook::choose).
+  static codebook learn(const statistics& s) { return huffman_codebook::choose(s.with_runs, s.literals_only); }
+
   static huffman bind(const huffman_codebook& cb) noexcept {
     return huffman{cb.use_runs, cb.length.data(), cb.code_lsb.data(), cb.table.data(), cb.sorted.data(),
                    cb.first_code, cb.count, cb.offset};
@@ -250,6 +285,8 @@ struct huffman {
   [[nodiscard]] EBAC_HOST_DEVICE std::size_t max_chunk_bytes(std::size_t n) const noexcept {
     return n * 7 + 16;  // <= 24-bit escape code + 32 raw bits per code
   }
+  /// Codes known to fit in `bits` bits do not code shorter in the worst case.
+  [[nodiscard]] EBAC_HOST_DEVICE std::size_t max_chunk_bytes(std::size_t n, unsigned) const noexcept { return max_chunk_bytes(n); }
 
   EBAC_HOST_DEVICE std::size_t encode_chunk(const std::uint32_t* codes, std::size_t n, std::byte* out) const noexcept {
     detail::bit_writer w{out};

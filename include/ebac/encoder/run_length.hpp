@@ -18,18 +18,24 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <string_view>
 
 EBAC_NAMESPACE_BEGIN
 
 struct run_length {
   static constexpr encoder_id id = encoder_id::run_length;
   static constexpr bool needs_codebook = false;
+  static constexpr std::string_view name = "rle";
+  /// A run token may cover any number of zeros.
+  [[nodiscard]] EBAC_HOST_DEVICE static constexpr std::uint64_t min_payload_bytes(std::uint64_t) noexcept { return 0; }
 
   [[nodiscard]] EBAC_HOST_DEVICE std::size_t max_chunk_bytes(std::size_t n) const noexcept {
     // worst case: no zeros, every code > 15: a token and a 5-byte varint each
     // (a run of >= 15 zeros costs at most 6 bytes and covers 15 elements)
     return 6 * n + 10;
   }
+  /// Codes known to fit in `bits` bits do not code shorter in the worst case.
+  [[nodiscard]] EBAC_HOST_DEVICE std::size_t max_chunk_bytes(std::size_t n, unsigned) const noexcept { return max_chunk_bytes(n); }
 
   EBAC_HOST_DEVICE std::size_t encode_chunk(const std::uint32_t* codes, std::size_t n,
                                             std::byte* out) const noexcept {

@@ -61,12 +61,9 @@ template <class Pipeline, element T>
   // the widest codes.
   auto bound = [&](std::uint64_t C) {
     const std::uint64_t chunks = (n + C - 1) / C;
-    std::uint64_t per_chunk = 0;
-    if constexpr (std::is_same_v<E, block_bitpack>)
-      per_chunk = E{}.max_chunk_bytes(static_cast<std::size_t>(C), max_code_bits(pipe.predictor));
-    else
-      per_chunk = E{}.max_chunk_bytes(static_cast<std::size_t>(C));
-    const std::uint64_t codebook = E::needs_codebook ? huffman_codebook::max_serialized_bytes : 0;
+    const std::uint64_t per_chunk = E{}.max_chunk_bytes(static_cast<std::size_t>(C), max_code_bits(pipe.predictor));
+    std::uint64_t codebook = 0;
+    if constexpr (E::needs_codebook) codebook = E::codebook::max_serialized_bytes;
     return stream_fixed_header_bytes + 8 * static_cast<std::uint64_t>(shape.rank) + max_parameter_bytes + codebook +
            4 * chunks + chunks * per_chunk + n * (1 + sizeof(T)) + 8;
   };

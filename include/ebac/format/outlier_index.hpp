@@ -21,6 +21,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <vector>
 
 EBAC_NAMESPACE_BEGIN
 
@@ -31,6 +32,21 @@ EBAC_NAMESPACE_BEGIN
 [[nodiscard]] EBAC_HOST_DEVICE std::uint64_t outlier_gap(const std::uint64_t* index, std::uint64_t j) noexcept {
   return j == 0 ? index[0] : index[j] - index[j - 1] - 1;
 }
+
+/// The serial writer (host backend): add the outlier indices in increasing
+/// order; `bytes` is the section.
+struct outlier_index_writer {
+  std::vector<std::byte> bytes;
+  std::uint64_t count = 0;
+  std::uint64_t last = 0;
+  void add(std::uint64_t index) {
+    std::byte tmp[10];
+    const std::size_t k = ::ebac::detail::put_varint(tmp, count == 0 ? index : index - last - 1);
+    bytes.insert(bytes.end(), tmp, tmp + k);
+    last = index;
+    ++count;
+  }
+};
 
 struct outlier_index_reader {
   const std::byte* section;  ///< the index section

@@ -23,6 +23,7 @@
 #include <ebac/detail/checksum.hpp>
 #include <ebac/dtype.hpp>
 #include <ebac/encoder/encoder_id.hpp>
+#include <ebac/encoder/registry.hpp>
 #include <ebac/error_bound.hpp>
 #include <ebac/extents.hpp>
 #include <ebac/predictor/lorenzo.hpp>
@@ -119,6 +120,21 @@ struct stream_header {
     if (quantizer == quantizer_id::levels) return palette.serialized_bytes(size_of(type));
     if (quantizer == quantizer_id::pool_window) return pool.serialized_bytes();
     return 0;
+  }
+  /// The section layout of a coded stream, for every writer: the parameter
+  /// section from the stages (params_bytes), the chunk table from the chunk
+  /// size and shape, the outlier values from outlier_count; the other three
+  /// are what the writer's encoder and outlier index produced. Stages,
+  /// chunk_elements, shape, type and outlier_count must be set first.
+  EBAC_HOST_DEVICE void set_sections(std::uint64_t codebook, std::uint64_t payload, std::uint64_t outlier_index) noexcept {
+    std::uint64_t n = 1;
+    for (int i = 0; i < shape.rank; ++i) n *= shape.dims[i];
+    section_bytes[section_params] = params_bytes();
+    section_bytes[section_codebook] = codebook;
+    section_bytes[section_chunk_table] = chunk_elements ? 4 * ((n + chunk_elements - 1) / chunk_elements) : 0;
+    section_bytes[section_payload] = payload;
+    section_bytes[section_outlier_index] = outlier_index;
+    section_bytes[section_outlier_value] = outlier_count * size_of(type);
   }
   /// Writes the stage-parameter section (params_bytes() bytes) at p.
   EBAC_HOST_DEVICE void write_params(std::byte* p) const noexcept {
@@ -240,7 +256,7 @@ inline std::uint64_t element_count(const stream_header& h) noexcept {
     if (qid < 1 || qid > quantizer_id_max) return bad(status::corrupt_stream, "unknown quantizer id");
     h.quantizer = static_cast<quantizer_id>(qid);
     if (!quantizer_fits_dtype(h.quantizer, h.type)) return bad(status::corrupt_stream, "quantizer does not fit the dtype");
-    if (eid < 1 || eid > 3) return bad(status::corrupt_stream, "unknown encoder id");
+    if (!encoder_registered(eid)) return bad(status::corrupt_stream, "unknown encoder id");
     h.encoder = static_cast<encoder_id>(eid);
   }
 
@@ -288,14 +304,15 @@ inline std::uint64_t element_count(const stream_header& h) noexcept {
 
   const std::uint64_t chunks = (n + h.chunk_elements - 1) / h.chunk_elements;
   if (h.section_bytes[section_chunk_table] != 4 * chunks) return bad(status::corrupt_stream, "chunk table size mismatch");
-  // Bit-packing spends at least its width byte on every 32 codes, so a
-  // stream claiming more elements cannot be genuine; checking it here keeps a
-  // forged header from making a decoder allocate for elements that are not there.
-  if (h.encoder == encoder_id::block_bitpack && h.section_bytes[section_payload] < (n + 31) / 32)
+  // A stream claiming more elements than its encoder's least payload can
+  // hold is not genuine (bit-packing spends a byte on every 32 codes);
+  // checking it here keeps a forged header from making a decoder allocate
+  // for elements that are not there.
+  if (h.section_bytes[section_payload] < encoder_min_payload_bytes(h.encoder, n))
     return bad(status::corrupt_stream, "payload too small for the element count (bit-packing needs a byte per 32 elements)");
   if (h.section_bytes[section_outlier_value] != h.outlier_count * size_of(h.type))
     return bad(status::corrupt_stream, "outlier value section size mismatch");
-  if ((h.encoder == encoder_id::huffman) != (h.section_bytes[section_codebook] > 0))
+  if (encoder_needs_codebook(h.encoder) != (h.section_bytes[section_codebook] > 0))
     return bad(status::corrupt_stream, "codebook presence does not match the encoder");
 
   // Stage parameters: right after the header, so `available` holds them.

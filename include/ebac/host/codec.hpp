@@ -27,7 +27,10 @@
 #include <ebac/error_bound.hpp>
 #include <ebac/extents.hpp>
 #include <ebac/format/chunking.hpp>
+#include <ebac/format/outlier_index.hpp>
 #include <ebac/format/stream_header.hpp>
+#include <ebac/format/stored_header.hpp>
+#include <ebac/format/stream_stages.hpp>
 #include <ebac/host/parallel.hpp>
 #include <ebac/host/scratch.hpp>
 #include <ebac/pipeline.hpp>
@@ -57,20 +60,17 @@ EBAC_NAMESPACE_BEGIN
 namespace host {
 namespace detail {
 
-template <class P>
-constexpr bool is_lorenzo = std::is_same_v<P, lorenzo>;
-
 /// Elements a parallel task of run_pass should cover at least: a pass over
 /// one tile of a 7x7 or 28x28 map is a microsecond of work, less than handing
 /// it to another thread costs (measured on the corpus: Lorenzo 2-D decoding
 /// at half the serial speed with 2 threads when every tile was a task).
 inline constexpr std::uint64_t pass_task_elements = std::uint64_t{1} << 15;
 
-/// One predictor pass over a field of wrapped int32 codes. The units (one
-/// tile of one outer index) are independent; consecutive units are grouped
-/// into tasks of >= pass_task_elements, which changes no result.
-template <bool Forward>
-void run_pass(std::uint32_t* f, const axis_pass& p, int threads) {
+/// One predictor pass over a whole field of wrapped int32 codes, its units
+/// (P::pass_unit: one tile of one outer index) grouped into parallel tasks
+/// of >= pass_task_elements, which changes no result.
+template <bool Forward, class P>
+void run_pass(const P&, std::uint32_t* f, const axis_pass& p, int threads) {
   const std::uint64_t tiles = (p.extent + p.tile - 1) / p.tile;
   const std::uint64_t units = p.outer * tiles;
   const std::uint64_t unit_elements = std::max<std::uint64_t>(1, std::min(p.tile, p.extent) * p.inner);
@@ -78,79 +78,8 @@ void run_pass(std::uint32_t* f, const axis_pass& p, int threads) {
   const auto tasks = static_cast<std::int64_t>((units + per_task - 1) / per_task);
   parallel_for(tasks, threads, [&](std::int64_t task) {
     const std::uint64_t u0 = static_cast<std::uint64_t>(task) * per_task, u1 = std::min(units, u0 + per_task);
-    for (std::uint64_t u = u0; u < u1; ++u) {
-      const std::uint64_t o = u / tiles, t = u % tiles;
-      const std::uint64_t c0 = t * p.tile, c1 = std::min(p.extent, c0 + p.tile);
-      std::uint32_t* base = f + o * p.extent * p.inner;
-      if constexpr (Forward) {
-        for (std::uint64_t c = c1 - 1; c > c0; --c) {
-          std::uint32_t* row = base + c * p.inner;
-          const std::uint32_t* prev = row - p.inner;
-          for (std::uint64_t k = 0; k < p.inner; ++k) row[k] = lorenzo::forward(row[k], prev[k]);
-        }
-      } else {
-        for (std::uint64_t c = c0 + 1; c < c1; ++c) {
-          std::uint32_t* row = base + c * p.inner;
-          const std::uint32_t* prev = row - p.inner;
-          for (std::uint64_t k = 0; k < p.inner; ++k) row[k] = lorenzo::inverse(row[k], prev[k]);
-        }
-      }
-    }
+    for (std::uint64_t u = u0; u < u1; ++u) P::template pass_unit<Forward>(f, p, u / tiles, u % tiles, 0, p.inner);
   });
-}
-
-/// Flat 1-D passes inside one chunk (tile divides the chunk).
-template <bool Forward>
-inline void flat_pass_in_chunk(std::uint32_t* f, std::size_t m, std::uint64_t tile) {
-  for (std::size_t t0 = 0; t0 < m; t0 += tile) {
-    const std::size_t t1 = std::min<std::size_t>(m, t0 + tile);
-    if constexpr (Forward) {
-      for (std::size_t i = t1 - 1; i > t0; --i) f[i] = lorenzo::forward(f[i], f[i - 1]);
-    } else {
-      for (std::size_t i = t0 + 1; i < t1; ++i) f[i] = lorenzo::inverse(f[i], f[i - 1]);
-    }
-  }
-}
-
-/// Zigzagged flat 1-D Lorenzo residuals of one chunk, out of place so the
-/// loop vectorizes (tile divides the chunk).
-inline void flat_residuals(const std::uint32_t* q, std::uint32_t* codes, std::size_t m, std::uint64_t tile) {
-  for (std::size_t t0 = 0; t0 < m; t0 += tile) {
-    const std::size_t t1 = std::min<std::size_t>(m, t0 + tile);
-    codes[t0] = ::ebac::detail::zigzag(static_cast<std::int32_t>(q[t0]));
-    for (std::size_t i = t0 + 1; i < t1; ++i)
-      codes[i] = ::ebac::detail::zigzag(static_cast<std::int32_t>(lorenzo::forward(q[i], q[i - 1])));
-  }
-}
-
-/// Zigzagged residuals of one chunk's quantized codes q (m elements, whole
-/// predictor blocks: format/chunking.hpp) into `codes`; q is overwritten.
-template <class P>
-inline void predict_chunk(const P& pred, const extents& shape, std::uint32_t* q, std::uint32_t* codes, std::size_t m) {
-  if constexpr (is_lorenzo<P>) {
-    if (pred.axis[0] == lorenzo_flat_axis) {
-      flat_residuals(q, codes, m, pred.tile[0]);
-      return;
-    }
-    extents sub;
-    const lorenzo local = pred.on_blocks(shape, m, sub);
-    for (int k = 0; k < local.passes(); ++k) run_pass<true>(q, local.pass(sub, k), 1);
-  }
-  for (std::size_t i = 0; i < m; ++i) codes[i] = ::ebac::detail::zigzag(static_cast<std::int32_t>(q[i]));
-}
-
-/// The inverse of predict_chunk on decoded, unzigzagged codes, in place.
-template <class P>
-inline void unpredict_chunk(const P& pred, const extents& shape, std::uint32_t* f, std::size_t m) {
-  if constexpr (is_lorenzo<P>) {
-    if (pred.axis[0] == lorenzo_flat_axis) {
-      flat_pass_in_chunk<false>(f, m, pred.tile[0]);
-      return;
-    }
-    extents sub;
-    const lorenzo local = pred.on_blocks(shape, m, sub);
-    for (int k = local.passes() - 1; k >= 0; --k) run_pass<false>(f, local.pass(sub, k), 1);
-  }
 }
 
 template <class Q>
@@ -219,6 +148,16 @@ inline void unzigzag_in_place(std::uint32_t* f, std::size_t m) {
   for (std::size_t i = 0; i < m; ++i) f[i] = static_cast<std::uint32_t>(::ebac::detail::unzigzag(f[i]));
 }
 
+/// E's per-stream codebook type, or an empty one for encoders without.
+template <class E, bool = E::needs_codebook>
+struct codebook_of {
+  struct type {};
+};
+template <class E>
+struct codebook_of<E, true> {
+  using type = typename E::codebook;
+};
+
 /// Encodes one chunk through the call's per-thread buffer, so the chunk's own
 /// vector is sized once to its real length (no zero-fill of the worst case).
 template <class E>
@@ -227,12 +166,6 @@ void encode_into(const E& enc, const std::uint32_t* codes, std::size_t m, std::v
   std::byte* buf = scratch.get(enc.max_chunk_bytes(m));
   const std::size_t k = enc.encode_chunk(codes, m, buf);
   out.assign(buf, buf + k);
-}
-
-template <class P>
-void fill_predictor(stream_header& h, const P& p) {
-  h.predictor = P::id;
-  if constexpr (is_lorenzo<P>) h.lorenzo_params = p;
 }
 
 template <class T>
@@ -302,15 +235,8 @@ namespace detail {
 /// Writes the stored form of a tensor (docs/format.md): the header `h` with
 /// the stored flag and no stages, then the n elements' raw bytes.
 template <class S, class Destination>
-std::size_t write_stored(stream_header h, const S* in, std::uint64_t n, bool checksum, int threads, Destination&& destination) {
-  h.flags = static_cast<std::uint8_t>(stream_flag_stored | (checksum ? stream_flag_checksum : 0));
-  h.predictor = predictor_id::none;
-  h.lorenzo_params = lorenzo{};
-  h.eb_abs = 0;  // every element comes back exactly
-  h.top = 0;
-  h.outlier_count = 0;
-  for (auto& b : h.section_bytes) b = 0;
-  h.section_bytes[section_payload] = n * sizeof(S);
+std::size_t write_stored(const stream_header& coded, const S* in, std::uint64_t n, bool checksum, int threads, Destination&& destination) {
+  const stream_header h = stored_header(coded, n, checksum);  // every element comes back exactly
   const auto stream_bytes = static_cast<std::size_t>(h.section_offset(section_count) + (checksum ? 8 : 0));
   std::byte* const out = destination(stream_bytes);
   h.write(out);
@@ -362,7 +288,7 @@ std::size_t encode_stream(const S* in, std::uint64_t n, const extents& shape, co
     });
     // An empty tensor may still have huge extents: no pass has work then.
     const int passes = n > 0 ? pred.passes() : 0;
-    for (int k = 0; k < passes; ++k) detail::run_pass<true>(field, pred.pass(shape, k), threads);
+    for (int k = 0; k < passes; ++k) detail::run_pass<true>(pred, field, pred.pass(shape, k), threads);
     parallel_for(static_cast<std::int64_t>(chunks), threads, [&](std::int64_t ci) {
       const auto c = static_cast<std::uint64_t>(ci);
       detail::zigzag_in_place(field + c * C, chunk_len(c));
@@ -377,7 +303,7 @@ std::size_t encode_stream(const S* in, std::uint64_t n, const extents& shape, co
     std::uint32_t* const quant = code_scratch.get(2 * m);
     std::vector<std::uint64_t> ignored;
     detail::quantize_chunk(q, in + c * C, m, c * C, quant, record ? outliers[c] : ignored);
-    detail::predict_chunk(pred, shape, quant, quant + m, m);
+    pred.predict_chunk(shape, quant, quant + m, m);
     return quant + m;
   };
   auto encode_all = [&](const auto& enc, bool record) {
@@ -386,65 +312,36 @@ std::size_t encode_stream(const S* in, std::uint64_t n, const extents& shape, co
       detail::encode_into(enc, codes_of(c, record), chunk_len(c), payload[c], encode_scratch);
     });
   };
-  if constexpr (E::needs_codebook) {
-    // Histograms with and without zero runs; keep whichever codes smaller.
-    // Chunks are counted in a few groups (sums do not depend on the grouping),
-    // not a histogram each: 66 KB a chunk would be as large as the input.
-    namespace A = huffman_alphabet;
+  if constexpr (E::needs_codebook) {  // a codebook_encoder (concepts.hpp): learn the codebook from the codes first
+    // Chunks are counted in a few groups, not one set of statistics each
+    // (a Huffman histogram is 66 KB, as large as a chunk's input).
     const std::uint64_t groups = std::min<std::uint64_t>(chunks, 16);
-    std::vector<std::vector<std::uint64_t>> hr(groups), hl(groups);
+    std::vector<typename E::statistics> stats(static_cast<std::size_t>(groups));
     parallel_for(static_cast<std::int64_t>(groups), threads, [&](std::int64_t gi) {
       const auto g = static_cast<std::uint64_t>(gi);
-      auto& a = hr[g];
-      auto& b = hl[g];
-      a.assign(A::size, 0);
-      b.assign(A::size, 0);
-      for (std::uint64_t c = chunks * g / groups; c < chunks * (g + 1) / groups; ++c) {
-        const std::uint32_t* codes = codes_of(c, true);
-        ::ebac::detail::huffman_tokenize(codes, chunk_len(c), true, [&](std::uint32_t sym, std::uint32_t, int) { ++a[sym]; });
-        ::ebac::detail::huffman_tokenize(codes, chunk_len(c), false, [&](std::uint32_t sym, std::uint32_t, int) { ++b[sym]; });
-      }
+      for (std::uint64_t c = chunks * g / groups; c < chunks * (g + 1) / groups; ++c) stats[g].add(codes_of(c, true), chunk_len(c));
     });
-    std::vector<std::uint64_t> runs(A::size, 0), lits(A::size, 0);
-    for (std::uint64_t g = 0; g < groups; ++g)
-      for (std::uint32_t sym = 0; sym < A::size; ++sym) { runs[sym] += hr[g][sym]; lits[sym] += hl[g][sym]; }
-    hr.clear();
-    hl.clear();
-    const huffman_codebook cb = huffman_codebook::choose(runs, lits);
-    cb.serialize(codebook_bytes);
-    encode_all(huffman::bind(cb), false);  // the histogram pass recorded the outliers
+    typename E::statistics all;
+    for (const auto& s : stats) all.merge(s);
+    stats.clear();
+    const typename E::codebook codebook = E::learn(all);
+    codebook.serialize(codebook_bytes);
+    encode_all(E::bind(codebook), false);  // the statistics pass recorded the outliers
   } else {
     encode_all(E{}, true);
   }
   field_store.reset();
-  // Outlier indices as varint gaps, values as raw bits, both in index order.
-  std::vector<std::byte> index_bytes;
-  std::uint64_t outlier_count = 0;
-  {
-    std::byte tmp[10];
-    std::uint64_t prev = 0;
-    bool first = true;
-    for (const auto& v : outliers)
-      for (std::uint64_t i : v) {
-        const std::size_t k = ::ebac::detail::put_varint(tmp, first ? i : i - prev - 1);
-        index_bytes.insert(index_bytes.end(), tmp, tmp + k);
-        prev = i;
-        first = false;
-        ++outlier_count;
-      }
-  }
-  detail::fill_predictor(h, pred);
-  h.quantizer = Q::id;
-  h.encoder = E::id;
+  // Outlier indices (format/outlier_index.hpp), values as raw bits, both in index order.
+  outlier_index_writer index;
+  for (const auto& v : outliers)
+    for (std::uint64_t i : v) index.add(i);
+  const std::vector<std::byte>& index_bytes = index.bytes;
+  const std::uint64_t outlier_count = index.count;
+  ::ebac::detail::set_stream_stages<E>(h, pred, q);
   h.outlier_count = outlier_count;
   std::uint64_t payload_total = 0;
   for (const auto& v : payload) payload_total += v.size();
-  h.section_bytes[section_params] = h.params_bytes();
-  h.section_bytes[section_codebook] = codebook_bytes.size();
-  h.section_bytes[section_chunk_table] = 4 * chunks;
-  h.section_bytes[section_payload] = payload_total;
-  h.section_bytes[section_outlier_index] = index_bytes.size();
-  h.section_bytes[section_outlier_value] = outlier_count * sizeof(S);
+  h.set_sections(codebook_bytes.size(), payload_total, index_bytes.size());
 
   // Never larger than the raw elements plus a header: store them instead.
   const std::uint64_t coded_bytes = h.section_offset(section_count) + (checksum ? 8 : 0);
@@ -503,13 +400,7 @@ std::size_t compress_to(const T* input, const extents& shape, const Pipeline& pi
   const std::uint32_t C = pipe.chunk_elements;
   const int threads = opt.threads;
 
-  stream_header h;
-  h.type = dtype_of<T>::value;
-  h.mode = opt.bound.mode;
-  h.flags = opt.checksum ? stream_flag_checksum : 0;
-  h.shape = shape;
-  h.eb_requested = floating_element<T> ? opt.bound.value : 0.0;
-  h.chunk_elements = C;
+  stream_header h = begin_stream_header<T>(shape, pipe, opt, opt.checksum);
   auto code = [&](const auto& pred, const auto& q) {
     h.chunk_elements = stream_chunk_elements(pred, shape, C);
     return detail::encode_stream<E>(in, n, shape, pred, q, h, opt, destination);
@@ -588,37 +479,6 @@ inline stream_header inspect(const std::byte* data, std::size_t size) {
   return h;
 }
 
-namespace detail {
-
-/// Calls f(predictor, quantizer, std::type_identity<encoder>) for the stages
-/// a validated header of a (not stored) stream of T names.
-template <element T, class F>
-void with_stream_stages(const stream_header& h, F&& f) {
-  auto with_encoder = [&](const auto& pred, const auto& q) {
-    switch (h.encoder) {
-      case encoder_id::run_length: f(pred, q, std::type_identity<run_length>{}); return;
-      case encoder_id::huffman: f(pred, q, std::type_identity<huffman>{}); return;
-      case encoder_id::block_bitpack: f(pred, q, std::type_identity<block_bitpack>{}); return;
-    }
-    ::ebac::detail::fail(status::corrupt_stream, "unknown encoder id");
-  };
-  auto with_quantizer = [&](const auto& pred) {
-    if (h.quantizer == quantizer_id::levels) return with_encoder(pred, level_quantizer{h.palette});
-    if constexpr (floating_element<T>) {
-      if (h.quantizer == quantizer_id::linear) return with_encoder(pred, linear_quantizer::make(h.eb_abs).with_top(h.top));
-      if (h.quantizer == quantizer_id::sign_preserving)
-        return with_encoder(pred, sign_preserving_quantizer::make(h.eb_abs).with_top(h.top));
-    } else {
-      if (h.quantizer == quantizer_id::exact) return with_encoder(pred, exact_quantizer{});
-      if (h.quantizer == quantizer_id::pool_window) return with_encoder(pred, pool_window_quantizer::make(h.pool, h.shape));
-    }
-    ::ebac::detail::fail(status::corrupt_stream, "quantizer does not fit the dtype");
-  };
-  if (h.predictor == predictor_id::none) with_quantizer(no_prediction{});
-  else with_quantizer(h.lorenzo_params);
-}
-
-}  // namespace detail
 
 /// Decompresses a stream into out[0, count); T must match the stream's dtype
 /// and count its element count. Throws ebac::error on any inconsistency, and
@@ -648,11 +508,6 @@ void decompress(const std::byte* data, std::size_t size, T* output, std::uint64_
     return;
   }
 
-  huffman_codebook cb;
-  if (h.encoder == encoder_id::huffman) {
-    const status s = huffman_codebook::deserialize(data + h.section_offset(section_codebook), h.section_bytes[section_codebook], cb);
-    if (s != status::ok) fail(s, "invalid Huffman codebook");
-  }
   // Chunk offsets: every size is checked against the payload section.
   const std::byte* table = data + h.section_offset(section_chunk_table);
   const std::byte* payload = data + h.section_offset(section_payload);
@@ -660,10 +515,15 @@ void decompress(const std::byte* data, std::size_t size, T* output, std::uint64_
   for (std::uint64_t c = 0; c < chunks; ++c) offsets[c + 1] = offsets[c] + ::ebac::detail::load_le<std::uint32_t>(table + 4 * c);
   if (offsets[chunks] != h.section_bytes[section_payload]) fail(status::corrupt_stream, "chunk sizes do not add up to the payload section");
 
-  detail::with_stream_stages<T>(h, [&](const auto& pred, const auto& q, auto enc_tag) {
+  ::ebac::detail::with_stream_stages<T>(h, [&](const auto& pred, const auto& q, auto enc_tag) {
     using E = typename decltype(enc_tag)::type;
     E enc{};
-    if constexpr (E::needs_codebook) enc = huffman::bind(cb);
+    [[maybe_unused]] typename detail::codebook_of<E>::type codebook;  // owns what enc points into
+    if constexpr (E::needs_codebook) {
+      const status s = E::codebook::deserialize(data + h.section_offset(section_codebook), h.section_bytes[section_codebook], codebook);
+      if (s != status::ok) fail(s, "invalid codebook section");
+      enc = E::bind(codebook);
+    }
     std::vector<status> errors(chunks, status::ok);   // a payload that does not decode
     std::vector<std::uint8_t> bad_codes(chunks, 0);     // a code the quantizer cannot have written
     auto report = [&] {
@@ -682,7 +542,7 @@ void decompress(const std::byte* data, std::size_t size, T* output, std::uint64_
         const status s = enc.decode_chunk(payload + offsets[c], static_cast<std::size_t>(offsets[c + 1] - offsets[c]), codes, m);
         if (s != status::ok) { errors[c] = s; return; }
         detail::unzigzag_in_place(codes, m);
-        detail::unpredict_chunk(pred, h.shape, codes, m);
+        pred.unpredict_chunk(h.shape, codes, m);
         if (!detail::reconstruct_chunk<S>(q, codes, m, c * C, out + c * C)) bad_codes[c] = 1;
       });
     } else {
@@ -698,7 +558,7 @@ void decompress(const std::byte* data, std::size_t size, T* output, std::uint64_
       });
       report();
       for (int k = (n > 0 ? pred.passes() : 0) - 1; k >= 0; --k)
-        detail::run_pass<false>(field, pred.pass(h.shape, k), threads);
+        detail::run_pass<false>(pred, field, pred.pass(h.shape, k), threads);
       parallel_for(static_cast<std::int64_t>(chunks), threads, [&](std::int64_t ci) {
         const auto c = static_cast<std::uint64_t>(ci);
         if (!detail::reconstruct_chunk<S>(q, field + c * C, chunk_len(c), c * C, out + c * C)) bad_codes[c] = 1;
@@ -707,21 +567,18 @@ void decompress(const std::byte* data, std::size_t size, T* output, std::uint64_
     report();
   });
 
-  // Outliers: strictly increasing indices below n, raw bits restored.
-  const std::byte* ip = data + h.section_offset(section_outlier_index);
-  const std::byte* iend = ip + h.section_bytes[section_outlier_index];
-  const std::byte* vp = data + h.section_offset(section_outlier_value);
-  std::uint64_t idx = 0;
-  for (std::uint64_t k = 0; k < h.outlier_count; ++k) {
-    std::uint64_t gap;
-    if (!::ebac::detail::get_varint(ip, iend, gap)) fail(status::corrupt_stream, "outlier index section truncated");
-    if (k == 0) idx = gap;
-    else if (gap >= n || idx + gap + 1 < idx) fail(status::corrupt_stream, "outlier index out of range");
-    else idx = idx + gap + 1;
-    if (idx >= n) fail(status::corrupt_stream, "outlier index out of range");
-    out[idx] = from_raw_bits<S>(::ebac::detail::load_le<typename bits_of<S>::type>(vp + k * sizeof(S)));
-  }
-  if (ip != iend) fail(status::corrupt_stream, "outlier index section has trailing bytes");
+  // Outliers (format/outlier_index.hpp, the section as one segment):
+  // strictly increasing indices below n, raw bits restored.
+  const outlier_index_reader index{data + h.section_offset(section_outlier_index), h.section_bytes[section_outlier_index], n};
+  const std::byte* values = data + h.section_offset(section_outlier_value);
+  std::uint64_t placed = 0;
+  const bool indices_ok = index.place(0, index.bytes, {}, h.outlier_count, [&](std::uint64_t j, std::uint64_t i) {
+    out[i] = from_raw_bits<S>(::ebac::detail::load_le<typename bits_of<S>::type>(values + j * sizeof(S)));
+    ++placed;
+  });
+  if (!indices_ok || placed != h.outlier_count)
+    fail(status::corrupt_stream, "outlier index section: a varint runs past the section, an index is not below the element count, "
+                                 "or it does not hold exactly outlier_count indices");
 }
 
 /// Decompresses a whole stream into a new vector. For bool streams the

@@ -8,13 +8,27 @@
 // at tile boundaries); its inverse is D prefix sums. Backends run these as
 // axis passes with the element operations below, in wrapping uint32
 // arithmetic so a corrupt stream cannot cause signed overflow.
+//
+// This header is Lorenzo's one home: every backend runs the pieces below
+// and writes no Lorenzo arithmetic of its own.
+//   pass_unit      one tile of one line group of an axis pass, forward or
+//                  inverse (the host's passes; the CUDA inverse pass kernel
+//                  runs it on one inner index per thread)
+//   predict_chunk  zigzagged residuals of a chunk of whole blocks, and
+//   unpredict_chunk its inverse (the host's chunk-local paths)
+//   residual       one element's residual computed directly, by
+//                  inclusion-exclusion over the axes with a predecessor in
+//                  its tile (the CUDA residual and fused kernels); in
+//                  wrapping arithmetic it equals the passes' result.
 #pragma once
 
 #include <ebac/config.hpp>
+#include <ebac/detail/bytes.hpp>
 #include <ebac/extents.hpp>
 #include <ebac/predictor/predictor_id.hpp>
 #include <ebac/status.hpp>
 
+#include <cstddef>
 #include <cstdint>
 #include <initializer_list>
 
@@ -133,6 +147,97 @@ struct lorenzo {
   /// Inverse of forward, given the already reconstructed predecessor.
   EBAC_HOST_DEVICE static std::uint32_t inverse(std::uint32_t residual, std::uint32_t prev) noexcept {
     return residual + prev;
+  }
+
+  /// One unit of pass `p` over the field f, in place: tile t of outer index
+  /// o, inner indices [k0, k1). Forward turns values into one-axis
+  /// residuals (last step first, so each reads an unchanged predecessor);
+  /// inverse is the prefix sum. Units are independent of each other.
+  template <bool Forward>
+  EBAC_HOST_DEVICE static void pass_unit(std::uint32_t* f, const axis_pass& p, std::uint64_t o, std::uint64_t t, std::uint64_t k0,
+                                         std::uint64_t k1) noexcept {
+    const std::uint64_t c0 = t * p.tile, c1 = c0 + p.tile < p.extent ? c0 + p.tile : p.extent;
+    std::uint32_t* base = f + o * p.extent * p.inner;
+    if constexpr (Forward) {
+      for (std::uint64_t c = c1 - 1; c > c0; --c) {
+        std::uint32_t* row = base + c * p.inner;
+        const std::uint32_t* prev = row - p.inner;
+        for (std::uint64_t k = k0; k < k1; ++k) row[k] = forward(row[k], prev[k]);
+      }
+    } else {
+      for (std::uint64_t c = c0 + 1; c < c1; ++c) {
+        std::uint32_t* row = base + c * p.inner;
+        const std::uint32_t* prev = row - p.inner;
+        for (std::uint64_t k = k0; k < k1; ++k) row[k] = inverse(row[k], prev[k]);
+      }
+    }
+  }
+
+  /// Zigzagged residuals of one chunk's quantized values q (m elements of
+  /// whole blocks: independent_elements, format/chunking.hpp) into codes;
+  /// q is overwritten. `shape` is the whole tensor's.
+  void predict_chunk(const extents& shape, std::uint32_t* q, std::uint32_t* codes, std::size_t m) const noexcept {
+    if (axis[0] == lorenzo_flat_axis) {  // out of place, so the loop vectorizes
+      for (std::size_t t0 = 0; t0 < m; t0 += tile[0]) {
+        const std::size_t t1 = m - t0 < tile[0] ? m : t0 + tile[0];
+        codes[t0] = detail::zigzag(static_cast<std::int32_t>(q[t0]));
+        for (std::size_t i = t0 + 1; i < t1; ++i) codes[i] = detail::zigzag(static_cast<std::int32_t>(forward(q[i], q[i - 1])));
+      }
+      return;
+    }
+    extents sub;
+    const lorenzo local = on_blocks(shape, m, sub);
+    for (int k = 0; k < local.passes(); ++k) local.for_each_unit<true>(q, local.pass(sub, k));
+    for (std::size_t i = 0; i < m; ++i) codes[i] = detail::zigzag(static_cast<std::int32_t>(q[i]));
+  }
+
+  /// The inverse of predict_chunk on decoded, unzigzagged residuals f, in place.
+  void unpredict_chunk(const extents& shape, std::uint32_t* f, std::size_t m) const noexcept {
+    if (axis[0] == lorenzo_flat_axis) {
+      for (std::size_t t0 = 0; t0 < m; t0 += tile[0]) {
+        const std::size_t t1 = m - t0 < tile[0] ? m : t0 + tile[0];
+        for (std::size_t i = t0 + 1; i < t1; ++i) f[i] = inverse(f[i], f[i - 1]);
+      }
+      return;
+    }
+    extents sub;
+    const lorenzo local = on_blocks(shape, m, sub);
+    for (int k = local.passes() - 1; k >= 0; --k) local.for_each_unit<false>(f, local.pass(sub, k));
+  }
+
+  /// The residual at element i of a tensor of extents `shape`, reading the
+  /// quantized field through q_at(j) (an array, or a function that quantizes
+  /// element j on the spot: the fused CUDA kernels never store the field).
+  template <class QAt>
+  EBAC_HOST_DEVICE std::uint32_t residual(const extents& shape, std::uint64_t i, QAt&& q_at) const noexcept {
+    std::uint64_t offset[3] = {0, 0, 0};
+    int with_predecessor = 0;
+    for (int k = 0; k < dims; ++k) {
+      const axis_pass ap = pass(shape, k);
+      const std::uint64_t coord = (i / ap.inner) % ap.extent;
+      if (coord % ap.tile != 0) offset[with_predecessor++] = ap.inner;
+    }
+    std::uint32_t r = 0;
+    for (int s = 0; s < (1 << with_predecessor); ++s) {  // subsets of the axes with a predecessor
+      std::uint64_t back = 0;
+      int parity = 0;
+      for (int k = 0; k < with_predecessor; ++k)
+        if (s & (1 << k)) {
+          back += offset[k];
+          parity ^= 1;
+        }
+      const std::uint32_t v = q_at(i - back);
+      r = parity ? r - v : r + v;
+    }
+    return r;
+  }
+
+ private:
+  template <bool Forward>
+  static void for_each_unit(std::uint32_t* f, const axis_pass& p) noexcept {
+    const std::uint64_t tiles = (p.extent + p.tile - 1) / p.tile;
+    for (std::uint64_t o = 0; o < p.outer; ++o)
+      for (std::uint64_t t = 0; t < tiles; ++t) pass_unit<Forward>(f, p, o, t, 0, p.inner);
   }
 };
 

@@ -5,9 +5,13 @@
 #pragma once
 
 #include <ebac/config.hpp>
+#include <ebac/detail/bytes.hpp>
 #include <ebac/extents.hpp>
 #include <ebac/predictor/predictor_id.hpp>
 #include <ebac/status.hpp>
+
+#include <cstddef>
+#include <cstdint>
 
 EBAC_NAMESPACE_BEGIN
 
@@ -23,6 +27,19 @@ struct no_prediction {
     sub.rank = 1;
     sub.dims[0] = count;
     return *this;
+  }
+  /// No passes (passes() == 0): never called, here so backends need no special case.
+  template <bool Forward>
+  EBAC_HOST_DEVICE static void pass_unit(std::uint32_t*, const axis_pass&, std::uint64_t, std::uint64_t, std::uint64_t,
+                                         std::uint64_t) noexcept {}
+  /// The codes are the zigzagged values themselves.
+  void predict_chunk(const extents&, const std::uint32_t* q, std::uint32_t* codes, std::size_t m) const noexcept {
+    for (std::size_t i = 0; i < m; ++i) codes[i] = detail::zigzag(static_cast<std::int32_t>(q[i]));
+  }
+  void unpredict_chunk(const extents&, std::uint32_t*, std::size_t) const noexcept {}
+  template <class QAt>
+  EBAC_HOST_DEVICE std::uint32_t residual(const extents&, std::uint64_t i, QAt&& q_at) const noexcept {
+    return q_at(i);
   }
 };
 

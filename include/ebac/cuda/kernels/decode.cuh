@@ -6,7 +6,7 @@
 #pragma once
 
 #include <ebac/cuda/config.cuh>
-#include <ebac/cuda/kernels/encode.cuh>
+#include <ebac/cuda/tuning/block_sizes.cuh>
 #include <ebac/detail/bytes.hpp>
 #include <ebac/detail/checksum.hpp>
 #include <ebac/dtype.hpp>
@@ -184,12 +184,6 @@ EBAC_KERNEL void serial_decode_kernel(E enc, const std::byte* payload, std::uint
     }
   }
 }
-
-/// Outlier restore (format/outlier_index.hpp): each thread takes a segment
-/// of the index section's bytes, each block a tile of them.
-inline constexpr unsigned outlier_threads = 256;
-inline constexpr std::uint64_t outlier_segment_bytes = 16;
-inline constexpr std::uint64_t outlier_tile_bytes = outlier_threads * outlier_segment_bytes;
 
 /// Tiles the restore launches for an index section of `bytes` bytes: at
 /// least one when outliers are claimed, so that a missing section is caught.

@@ -9,6 +9,7 @@
 #pragma once
 
 #include <ebac/cuda/config.cuh>
+#include <ebac/cuda/tuning/block_sizes.cuh>
 #include <ebac/cuda/kernels/levels.cuh>
 #include <ebac/cuda/kernels/lookback.cuh>
 #include <ebac/detail/bytes.hpp>
@@ -28,8 +29,6 @@
 EBAC_NAMESPACE_BEGIN
 namespace cuda {
 namespace kernels {
-
-inline constexpr int bitpack_threads = 256;
 
 __device__ __forceinline__ int block_width(const std::uint32_t* codes, std::size_t m) {
   std::uint32_t any = 0;
@@ -94,17 +93,6 @@ bitpack_write_kernel(stage_gate gate, const std::uint32_t* codes, std::uint64_t 
   }
 }
 
-/// Huffman kernels run one warp per chunk: lane l tokenizes the l-th of 32
-/// equal segments of the chunk (huffman_tokenize_segment: a zero run belongs
-/// to the segment where it starts), so the lanes' tokens in order are the
-/// chunk's (host-tested).
-inline constexpr int huffman_warps = 4;
-inline constexpr int huffman_threads = 32 * huffman_warps;
-
-/// Blocks of huffman_threads for one warp a chunk.
-inline unsigned huffman_blocks(std::uint64_t chunks) {
-  return static_cast<unsigned>((chunks + huffman_warps - 1) / huffman_warps);
-}
 
 struct warp_segment {
   std::uint64_t first;   // the chunk's first element
@@ -213,18 +201,12 @@ EBAC_KERNEL void copy_chunks_kernel(stage_gate gate, const std::byte* scratch, s
   for (std::uint64_t i = threadIdx.x; i < chunk_bytes[c]; i += blockDim.x) dst[i] = src[i];
 }
 
-/// Outlier index section writer: tiles of 1024 outliers (4 a thread).
-inline constexpr unsigned outlier_write_threads = 256;
-inline constexpr unsigned outlier_write_per_thread = 4;
-inline constexpr std::uint64_t outlier_write_tile = std::uint64_t{outlier_write_threads} * outlier_write_per_thread;
-
 /// Tiles for up to n outliers (the count is known only on the device), and
-/// the blocks that loop over them: at most 1024, so that a tensor without
-/// outliers costs a handful of blocks that exit at once.
+/// the blocks that loop over them (tuning/block_sizes.cuh).
 inline std::uint64_t outlier_write_tiles(std::uint64_t n) { return (n + outlier_write_tile - 1) / outlier_write_tile; }
 inline unsigned outlier_write_blocks(std::uint64_t n) {
   const std::uint64_t t = outlier_write_tiles(n);
-  return static_cast<unsigned>(t < 1 ? 1 : (t > 1024 ? 1024 : t));
+  return static_cast<unsigned>(t < 1 ? 1 : (t > outlier_write_max_blocks ? outlier_write_max_blocks : t));
 }
 
 /// The outlier index section (format/outlier_index.hpp): varint gaps of the
@@ -338,11 +320,8 @@ EBAC_KERNEL void header_kernel(stream_header h, const chosen_stages<MainQ>* stag
                                std::uint64_t n, bool store_when_larger, std::byte* out, std::uint64_t* out_bytes,
                                std::uint32_t* stored) {
   apply_stages(h, *stages);
-  h.section_bytes[section_codebook] = codebook_section_bytes(codebook_image);
   h.outlier_count = *outlier_count;
-  h.section_bytes[section_payload] = layout[1];
-  h.section_bytes[section_outlier_index] = *index_bytes;
-  h.section_bytes[section_outlier_value] = *outlier_count * sizeof(S);
+  h.set_sections(codebook_section_bytes(codebook_image), layout[1], *index_bytes);
   const std::uint64_t coded = h.section_offset(section_count);
   const std::uint64_t raw = h.header_bytes() + n * sizeof(S);
   const bool store = store_when_larger && coded > raw;

@@ -24,6 +24,7 @@
 #pragma once
 
 #include <ebac/cuda/config.cuh>
+#include <ebac/cuda/tuning/block_sizes.cuh>
 #include <ebac/cuda/kernels/levels.cuh>
 #include <ebac/cuda/kernels/lookback.cuh>
 #include <ebac/detail/bytes.hpp>
@@ -39,9 +40,6 @@
 EBAC_NAMESPACE_BEGIN
 namespace cuda {
 namespace kernels {
-
-inline constexpr int fused_threads = 256;
-inline constexpr int fused_warps = fused_threads / 32;
 
 /// OR of v over the warp (every lane gets it).
 __device__ __forceinline__ std::uint32_t warp_or(std::uint32_t v) {
@@ -151,10 +149,6 @@ fused_bitpack_write_kernel(stage_gate gate, P pred, extents shape, const S* in, 
     __syncthreads();  // codes and warp_bytes are rewritten next round
   }
 }
-
-/// Largest chunk the single-pass kernel takes: a chunk's block widths and
-/// in-chunk offsets live in shared memory (5 bytes a block of 32 codes).
-inline constexpr std::uint32_t single_pass_max_chunk = 1u << 16;
 
 /// Size and write in one launch. Chunks are taken in the order of an atomic
 /// counter (*tile_counter, zeroed with tile_words before the launch), so a

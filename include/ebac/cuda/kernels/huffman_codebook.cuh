@@ -19,6 +19,7 @@
 #pragma once
 
 #include <ebac/cuda/config.cuh>
+#include <ebac/cuda/tuning/block_sizes.cuh>
 #include <ebac/encoder/huffman.hpp>
 #include <ebac/encoder/huffman_image.hpp>
 
@@ -28,8 +29,6 @@
 EBAC_NAMESPACE_BEGIN
 namespace cuda {
 namespace kernels {
-
-inline constexpr int codebook_threads = 1024;
 
 /// Runs the shared construction steps in one block (see above). `freq` is a
 /// shared-memory copy of the histogram being ordered.

@@ -21,6 +21,7 @@
 #pragma once
 
 #include <ebac/cuda/config.cuh>
+#include <ebac/cuda/tuning/block_sizes.cuh>
 #include <ebac/dtype.hpp>
 #include <ebac/error_bound.hpp>
 #include <ebac/format/stream_header.hpp>
@@ -56,12 +57,6 @@ using detail::stage_gate;
 /// Words of the stream layout the kernels share (encode.cuh,
 /// payload_layout_kernel): [4..7] come from choose_stages_kernel.
 inline constexpr std::size_t layout_words = 8;
-
-/// Threads of a level-set block: one level_set each in shared memory
-/// (272 bytes: 17 KB a block).
-inline constexpr int level_threads = 64;
-/// Threads of the block that merges the chunks' sets.
-inline constexpr int level_merge_threads = 256;
 
 /// sets[c] = chunk c's level set (capacity `capacity`); *too_many (zero on
 /// entry) becomes 1 once a chunk overflows.
