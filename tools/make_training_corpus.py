@@ -270,6 +270,7 @@ def main(argv=None):
             ap.error("--slice-plan: %r is not NET:post_relu[:MODULE] or NET:dense[:MODULE] with NET in --nets" % item)
         plan.append((net, kind, module))
 
+    args.commit = git_commit()  # at the start: the code that ran
     torch.set_num_threads(args.threads)
     try:
         torch.use_deterministic_algorithms(True, warn_only=True)
@@ -400,7 +401,7 @@ def write_slice(args, cmd, plan, info, nets_info):
 
 def readme_common(args, nets_info):
     L = ["- git commit %s; torch %s, torchvision %s, numpy %s; %d thread(s), CPU; seed %d"
-         % (git_commit(), torch.__version__, _torchvision_version(), np.__version__, args.threads, args.seed),
+         % (args.commit, torch.__version__, _torchvision_version(), np.__version__, args.threads, args.seed),
          "- each network: seeded random init (nothing downloaded), %d training steps at batch %d (linear "
          "warm-up over the first 10%%, cosine decay; SGD momentum 0.9, weight decay 5e-4, or AdamW, weight decay "
          "0.05), then one forward + backward on a new batch of the size below, in train mode (dropout on, "
