@@ -30,7 +30,7 @@ Run it with the Debian interpreter (python3-torch, python3-torchvision):
     /usr/bin/python3 tools/make_training_corpus.py --out build/training-corpus
     /usr/bin/python3 tools/make_training_corpus.py --out build/training-corpus \\
         --slice data/training-corpus
-    /usr/bin/python3 tools/make_training_corpus.py --nets gpt --steps 2 --max-mb 40 --out /tmp/tc   # quick
+    /usr/bin/python3 tools/make_training_corpus.py --smoke --out build/training-corpus-smoke   # CI, ~30 s
 
 Data: Fashion-MNIST from /usr/share/datasets/fashion-mnist (image networks;
 upsampled to 3 channels for torchvision's), the bytes of
@@ -257,7 +257,15 @@ def main(argv=None):
                     help="each slice tensor: the fewest leading samples with at least this many MB (default 8); "
                          "at least 32 samples, and at most 1.25 x this many MB")
     ap.add_argument("--data-dir", default=make_corpus.DATA_DIR, help="Fashion-MNIST IDX directory")
+    ap.add_argument("--smoke", action="store_true",
+                    help="CI check in under a minute: vgg-cnn and small-vit, 1 step, capture batch 64, tensors of "
+                         ">= 2 MB, a slice of 2.5 MB tensors into OUT/slice; then the corpus and the slice are read "
+                         "back and checked (exit 1 on a problem)")
     args = ap.parse_args(argv)
+    if args.smoke:
+        args.nets, args.steps, args.batch, args.min_mb = "vgg-cnn,small-vit", 1, 64, 2.0
+        args.slice, args.slice_plan, args.slice_mb = os.path.join(args.out, "slice"), \
+            "vgg-cnn:post_relu,vgg-cnn:dense,small-vit:dense", 2.5
 
     nets = [n.strip() for n in args.nets.split(",") if n.strip()]
     for n in nets:
@@ -347,7 +355,39 @@ def main(argv=None):
           % (len(rows), total / 1e6, args.out, left_out, elapsed), file=sys.stderr)
     if plan:
         write_slice(args, cmd, plan, info, nets_info)
+    if args.smoke:
+        problems = check_corpus(args.out, {"post_relu", "dense"}) + check_corpus(args.slice, {"post_relu", "dense"})
+        for p in problems:
+            print("make_training_corpus: smoke: " + p, file=sys.stderr)
+        if problems:
+            return 1
+        print("make_training_corpus: smoke: corpus and slice read back and checked", file=sys.stderr)
     return 0
+
+
+def check_corpus(path, kinds):
+    """Problems with a written corpus: manifest columns, file sizes against dims, the kinds present, post_relu
+    tensors non-negative with zeros, nothing non-finite."""
+    problems, seen = [], set()
+    with open(os.path.join(path, "manifest.tsv")) as f:
+        header = f.readline().rstrip("\n").split("\t")
+        if header != make_corpus.MANIFEST_HEADER:
+            return ["%s: manifest header %s" % (path, header)]
+        for line in f:
+            r = dict(zip(header, line.rstrip("\n").split("\t")))
+            n = int(np.prod([int(d) for d in r["dims"].split(",")]))
+            a = np.fromfile(os.path.join(path, r["file"]), dtype="<f4")
+            seen.add(r["kind"])
+            if r["dtype"] != "f32" or r["role"] != "activation" or a.size != n:
+                problems.append("%s: dtype %s, role %s, %d values for dims %s"
+                                % (r["file"], r["dtype"], r["role"], a.size, r["dims"]))
+            elif not np.isfinite(a).all():
+                problems.append("%s: non-finite values" % r["file"])
+            elif r["kind"] == "post_relu" and (a.min() < 0 or not (a == 0).any()):
+                problems.append("%s: post_relu but min %g, %d zeros" % (r["file"], a.min(), (a == 0).sum()))
+    if not kinds <= seen:
+        problems.append("%s: kinds %s, expected %s" % (path, sorted(seen), sorted(kinds)))
+    return problems
 
 
 def write_slice(args, cmd, plan, info, nets_info):
