@@ -559,6 +559,11 @@ def pipeline_rank(name):
     return EBAC_PIPELINES.index(name) if name in EBAC_PIPELINES else len(EBAC_PIPELINES)
 
 
+def fmt_mbps(v):
+    """MB/s: whole numbers, one decimal below 10 (zstd -19 runs at a few MB/s)."""
+    return fmt(v, ".1f" if v is not None and v < 10 else ".0f")
+
+
 def fmt(v, spec):
     if v is None:
         return "-"
@@ -628,10 +633,10 @@ def markdown(meta, summary, found, violations, skipped, failures, rows_notes):
             for a in some:
                 cells = [a["compressor"], fmt(a["ratio"], ".2f"), fmt(a["bits_per_value"], ".2f"),
                          fmt(a["max_error_over_eb"], ".3f"), "%d/%d" % (a["bound_held_files"], a["files"]),
-                         fmt(a["psnr_mean"], ".1f"), fmt(a["compress_MBps_1t"], ".0f"),
-                         fmt(a["decompress_MBps_1t"], ".0f")]
+                         fmt(a["psnr_mean"], ".1f"), fmt_mbps(a["compress_MBps_1t"]),
+                         fmt_mbps(a["decompress_MBps_1t"])]
                 if all_cores:
-                    cells += [fmt(a["compress_MBps_all"], ".0f"), fmt(a["decompress_MBps_all"], ".0f")]
+                    cells += [fmt_mbps(a["compress_MBps_all"]), fmt_mbps(a["decompress_MBps_all"])]
                 L.append("| " + " | ".join(cells) + " |")
             L.append("")
     notes = {n: rows_notes[n] for n in names if rows_notes.get(n)}
