@@ -595,9 +595,10 @@ def markdown(meta, summary, found, violations, skipped, failures, rows_notes):
     if skipped:
         L.append("Skipped %d tensors under %d elements (%.3f MB; BN statistics, losses): headers dominate them and no "
                  "trainer compresses them." % (len(skipped), meta["min_elements"], sum(s["bytes"] for s in skipped) / 1e6))
-    all_cores = not meta.get("single_thread")
+    all_cores = not (meta.get("single_thread") or meta.get("ratios_only"))
     L.append("Host: %s, %s. %s." % (
-        meta["cpu"], "%d threads for \"all\"" % meta["threads_all"] if all_cores else "one thread (--single-thread)",
+        meta["cpu"], "%d threads for \"all\"" % meta["threads_all"] if all_cores else
+        "no timing (--ratios-only)" if meta.get("ratios_only") else "one thread (--single-thread)",
         ", ".join("%s %s" % (k, v) for k, v in meta["versions"].items())))
     L.append("Every compressor gets the same absolute bound eb = rel x (max - min) of each tensor's finite values; "
              "errors are measured by compare.py after decompression. Timing: in memory, %s; MB/s are input bytes "
