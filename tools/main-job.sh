@@ -9,14 +9,23 @@
 #      (build/peers);
 #   3. runs tools/compare.py at rel 1e-2,1e-3,1e-4 and prints the table
 #      (out/compare.md, out/compare.json);
-#   4. runs a 9-point bound sweep, 1e-1..1e-5, for the plots (ratio and PSNR
+#   4. runs it again on the training-size corpus (saved tensors at batch >= 32,
+#      8 MB and more: the bundled slice data/training-corpus, or the full corpus
+#      of tools/make_training_corpus.py with TRAINING_CORPUS=DIR) at rel
+#      1e-1,1e-2,1e-3,1e-4, one thread, with quantize+zstd at levels 1 and 19
+#      (the zstd CLI's -1 and -19) beside SZ3 and ZFP, and prints that table
+#      (out/training/compare.md, compare.json);
+#   5. runs a 9-point bound sweep, 1e-1..1e-5, for the plots (ratio and PSNR
 #      only, so one timed run per measurement: out/sweep/compare.json) and
 #      draws them with tools/plot_rd.py (out/rd_*.png).
 #
 #   JOBS=N          build parallelism (default: nproc)
 #   MIN_TIME=S      seconds of repetitions per timing in step 3 (default 0.1,
 #                   half compare.py's own default, to stay well under 10 minutes on 2 cores)
-#   SWEEP=0         skip step 4
+#   TRAINING=0      skip step 4
+#   TRAINING_CORPUS=DIR  the corpus of step 4 (default data/training-corpus, the bundled slice;
+#                   /usr/bin/python3 tools/make_training_corpus.py --out DIR makes the full one)
+#   SWEEP=0         skip step 5
 #   EBAC_SKIP_APT=1 never touch apt (report missing packages instead)
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
@@ -24,9 +33,12 @@ cd "$(dirname "${BASH_SOURCE[0]}")/.."
 JOBS=${JOBS:-$(nproc)}
 MIN_TIME=${MIN_TIME:-0.1}
 SWEEP=${SWEEP:-1}
+TRAINING=${TRAINING:-1}
+TRAINING_CORPUS=${TRAINING_CORPUS:-data/training-corpus}
 PY=/usr/bin/python3
 OUT=out
 BOUNDS=1e-2,1e-3,1e-4
+TRAINING_BOUNDS=1e-1,1e-2,1e-3,1e-4
 SWEEP_BOUNDS=1e-1,3e-2,1e-2,3e-3,1e-3,3e-4,1e-4,3e-5,1e-5
 
 packages=(
@@ -103,9 +115,16 @@ common=(--ebac build/main/bin/ebac --zfp-runner build/peers/zfp_runner --corpus 
 stage "compare: rel $BOUNDS"
 "$PY" tools/compare.py "${common[@]}" --bounds "$BOUNDS" --min-time "$MIN_TIME" --out "$OUT"
 
+if [[ "$TRAINING" != 0 ]]; then
+  stage "compare: training-size corpus"
+  [[ -f "$TRAINING_CORPUS/manifest.tsv" ]] || { echo "$TRAINING_CORPUS/manifest.tsv is missing (tools/make_training_corpus.py builds the corpus)" >&2; exit 1; }
+  "$PY" tools/compare.py "${common[@]}" --corpus "$TRAINING_CORPUS" --bounds "$TRAINING_BOUNDS" \
+    --zstd-levels 1,19 --single-thread --min-time "$MIN_TIME" --out "$OUT/training"
+fi
+
 if [[ "$SWEEP" != 0 ]]; then
   stage "sweep: 9 bounds + plots"
   "$PY" tools/compare.py "${common[@]}" --bounds "$SWEEP_BOUNDS" --ratios-only --out "$OUT/sweep" > /dev/null
   "$PY" tools/plot_rd.py "$OUT/sweep/compare.json" --out "$OUT" >&2
 fi
-echo "tools/main-job.sh: results in $OUT/ (compare.md, compare.json, sweep/, rd_*.png)" >&2
+echo "tools/main-job.sh: results in $OUT/ (compare.md, compare.json, training/, sweep/, rd_*.png)" >&2

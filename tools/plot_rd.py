@@ -3,7 +3,7 @@
 
     /usr/bin/python3 tools/plot_rd.py out/compare.json --out out
 
-Writes, per tensor kind (post_relu, other):
+Writes, per tensor kind (post_relu, dense, other):
   rd_ratio_<kind>.png  compression ratio vs relative error bound (log-log)
   rd_psnr_<kind>.png   PSNR vs bit rate (bits per value)
 one line per compressor, from compare.json's aggregates (ratio of total
@@ -21,16 +21,21 @@ import matplotlib
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 
-KINDS = ["post_relu", "other"]
+KINDS = ["post_relu", "dense", "other"]
 EBAC_PIPELINES = ["fast", "ratio", "ratio-flat", "rle", "plain"]
 PEER_STYLE = {"sz3": ("tab:red", "s"), "zfp": ("tab:purple", "^"), "quant+zstd": ("tab:gray", "D")}
-EBAC_COLORS = ["tab:blue", "tab:green", "tab:cyan", "tab:olive", "tab:orange"]
+EBAC_COLORS = ["tab:blue", "tab:green", "tab:cyan", "tab:olive", "tab:orange", "tab:brown"]
+ZSTD_STYLES = ["--", ":", "-."]  # quant+zstd -L: one line style per level, in order of appearance
 
 
-def style(name, ebac_names):
+def style(name, ebac_names, zstd_names=()):
     if name in PEER_STYLE:
         color, marker = PEER_STYLE[name]
         return {"color": color, "marker": marker, "linestyle": "--", "linewidth": 1.6}
+    if name.startswith("quant+zstd"):
+        color, marker = PEER_STYLE["quant+zstd"]
+        i = zstd_names.index(name) if name in zstd_names else 0
+        return {"color": color, "marker": marker, "linestyle": ZSTD_STYLES[i % len(ZSTD_STYLES)], "linewidth": 1.6}
     i = ebac_names.index(name) if name in ebac_names else 0
     return {"color": EBAC_COLORS[i % len(EBAC_COLORS)], "marker": "o", "linestyle": "-", "linewidth": 1.6}
 
@@ -74,13 +79,14 @@ def main(argv=None):
         ebac_names = sorted((n for n in names if n.startswith("ebac")),
                             key=lambda n: order.index(n) if n in order else len(order))
         names = ebac_names + [n for n in names if n not in ebac_names]
+        zstd_names = [n for n in names if n.startswith("quant+zstd")]
         files = max(a["files"] for a in rows)
         mb = max(a["bytes_in"] for a in rows) / 1e6
 
         fig, ax = plt.subplots(figsize=(6.4, 4.4))
         for n in names:
             pts = sorted((a["bound_rel"], a["ratio"]) for a in rows if a["compressor"] == n)
-            ax.plot([p[0] for p in pts], [p[1] for p in pts], label=n, **style(n, ebac_names))
+            ax.plot([p[0] for p in pts], [p[1] for p in pts], label=n, **style(n, ebac_names, zstd_names))
         ax.set_xscale("log")
         ax.set_yscale("log")
         ax.set_xlabel("relative error bound (eb / value range)")
@@ -97,7 +103,7 @@ def main(argv=None):
         for n in names:
             pts = sorted((a["bits_per_value"], a["psnr_mean"]) for a in rows
                          if a["compressor"] == n and a["psnr_mean"] is not None)
-            ax.plot([p[0] for p in pts], [p[1] for p in pts], label=n, **style(n, ebac_names))
+            ax.plot([p[0] for p in pts], [p[1] for p in pts], label=n, **style(n, ebac_names, zstd_names))
         ax.set_xlabel("bit rate (bits per value)")
         ax.set_ylabel("PSNR (dB, mean over tensors)")
         ax.set_title("%s activations: rate-distortion (%d tensors)" % (kind, files), fontsize=10)

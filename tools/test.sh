@@ -140,6 +140,8 @@ pytorch() {
     /usr/bin/python3 tools/accuracy_study.py --smoke --out build/study-smoke
     # Whole-network memory report, small: 3 networks x 4 ways, each in its own process (~2 min).
     /usr/bin/python3 tools/memory_report.py --smoke --out build/memory-report-smoke
+    # Training-size corpus generator, tiny (~20 s): 2 networks, 1 step, a slice; read back and checked.
+    OMP_NUM_THREADS=1 /usr/bin/python3 tools/make_training_corpus.py --smoke --out build/training-corpus-smoke
   else
     echo "SKIPPED: /usr/bin/python3 lacks torch/numpy/matplotlib (Debian: python3-torch python3-numpy python3-matplotlib)."
   fi

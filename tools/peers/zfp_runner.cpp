@@ -2,7 +2,7 @@
 // tools/compare.py, timing compression and decompression in memory.
 //
 //   zfp_runner --input F.f32 --dims D0,D1,... --eb E1[,E2,...] [--min-time S]
-//              [--recon PREFIX] [--threads N]
+//              [--recon PREFIX] [--threads N] [--serial]
 //
 // dims are outermost first (C order), as everywhere in ebac; ZFP takes 1 to 4
 // dimensions with x fastest, so leading dimensions beyond four are folded
@@ -16,7 +16,8 @@
 // self-describing size. With --recon, the serial reconstruction for bound i
 // is written to PREFIX.i.f32 so the caller can check the error itself. A *_omp time is null when this
 // libzfp has no OpenMP policy or refuses it for this mode (ZFP decompresses
-// fixed-accuracy streams serially only).
+// fixed-accuracy streams serially only), and always with --serial, which skips the
+// OpenMP runs.
 #include <zfp.h>
 
 #include <algorithm>
@@ -42,6 +43,7 @@ struct options {
   std::vector<double> bounds;
   double min_time = 0.2;
   int threads = 0;
+  bool serial = false;
 };
 
 std::vector<std::string> split(const std::string& s, char sep) {
@@ -59,6 +61,10 @@ options parse(int argc, char** argv) {
   options o;
   for (int i = 1; i < argc; ++i) {
     const std::string key = argv[i];
+    if (key == "--serial") {
+      o.serial = true;
+      continue;
+    }
     if (i + 1 >= argc) throw std::runtime_error("missing value after " + key);
     const std::string v = argv[++i];
     if (key == "--input") o.input = v;
@@ -172,7 +178,7 @@ int run(const options& o) {
       if (!r) throw std::runtime_error("cannot write " + path);
     }
     double tco = -1, tdo = -1;
-    if (policy(zfp_exec_omp)) {
+    if (!o.serial && policy(zfp_exec_omp)) {
       tco = best_seconds(compress, o.min_time);
       if (tco >= 0 && bytes != serial_bytes) throw std::runtime_error("ZFP OpenMP stream size differs from serial");
       // OpenMP decompression is not supported for fixed-accuracy streams: decompress() fails and tdo stays null.
