@@ -66,7 +66,7 @@ TEST_CASE("adapt: controller converges to the bound that meets the target and re
   CHECK_FALSE(c.last_report().any_warning());
 }
 
-TEST_CASE("adapt: a layer given its own target converges to it; the others keep tau; bad targets are refused") {
+TEST_CASE("adapt: a layer given its own target converges to it, the others keep tau, bad targets are refused") {
   ad::controller_config cfg;
   cfg.window = 10;
   cfg.initial_eb = 1e-4;
@@ -92,7 +92,7 @@ TEST_CASE("adapt: a layer given its own target converges to it; the others keep 
   CHECK(c.last_report().layers[1].achieved_relative_error == doctest::Approx(0.05).epsilon(1e-3));
 }
 
-TEST_CASE("adapt: a gradient that shrinks 10x pulls the bound down; the windows in between report the miss") {
+TEST_CASE("adapt: a gradient that shrinks 10x pulls the bound down, the windows in between report the miss") {
   ad::controller_config cfg;
   cfg.window = 5;
   cfg.initial_eb = 1e-3;
@@ -137,7 +137,7 @@ TEST_CASE("adapt: a layer whose target cannot be met is clamped at eb_min and fl
   CHECK(c.bound(1) == doctest::Approx(0.1 * 0.01 / 2.0).epsilon(1e-3));
 }
 
-TEST_CASE("adapt: invalid observations are rejected and counted; an empty window keeps the bound") {
+TEST_CASE("adapt: invalid observations are rejected and counted, an empty window keeps the bound") {
   ad::controller_config cfg;
   cfg.window = 2;
   ad::controller c(cfg, 1);

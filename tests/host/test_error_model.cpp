@@ -274,7 +274,7 @@ TEST_CASE("error_model: prediction matches measured error on white data (linear 
   }
 }
 
-TEST_CASE("error_model: a repeated background with coherent output gradients is predicted; the i.i.d. model misses it") {
+TEST_CASE("error_model: a repeated background with coherent output gradients is predicted, the i.i.d. model misses it") {
   // Half of every image is one value (an image background), and the output
   // gradient has a per-(sample, channel) constant part: the background's
   // single error adds up coherently. The entries are then correlated across

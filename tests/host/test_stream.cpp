@@ -594,7 +594,7 @@ TEST_CASE("host codec: a relative bound whose absolute value overflows is refuse
 
 }  // TEST_SUITE
 
-TEST_CASE("host compress into a buffer: a null buffer is refused up front; the lorenzo factory never writes past its arrays") {
+TEST_CASE("host compress into a buffer: a null buffer is refused up front, the lorenzo factory never writes past its arrays") {
   using fast_t = ebac::pipeline<ebac::lorenzo, ebac::sign_preserving_quantizer, ebac::block_bitpack>;
   const std::vector<float> x(100, 1.25f);
   ebac::compress_options o;
