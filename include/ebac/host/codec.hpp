@@ -609,3 +609,9 @@ std::vector<storage_t<T>> decompress(const std::byte* data, std::size_t size, in
 
 }  // namespace host
 EBAC_NAMESPACE_END
+
+// A program that compiles the codec once (host/codec_instances.hpp) sees its
+// instantiations declared here, so no unit instantiates them again.
+#ifdef EBAC_HOST_CODEC_PREBUILT
+#include <ebac/host/codec_instances.hpp>
+#endif

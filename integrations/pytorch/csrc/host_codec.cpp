@@ -1,7 +1,9 @@
 // host_codec.cpp - the host backend of the extension: ebac::host on CPU memory.
 //
-// The only translation unit that instantiates ebac's templates; it includes
-// no torch header (see codec_api.hpp).
+// With csrc/codec/ (the codec's instantiations, one unit per element type,
+// declared extern here by EBAC_HOST_CODEC_PREBUILT), the only translation
+// units that instantiate ebac's host templates; they include no torch header
+// (see codec_api.hpp).
 #include "codec_api.hpp"
 #include "ebac_side.hpp"
 
