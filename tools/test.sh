@@ -1,16 +1,16 @@
 #!/usr/bin/env bash
 # The project's test command (README, .ci/run). On a fresh Debian 12 machine,
 # as root, it installs what the tests need, then:
-#   1. release preset: build + ctest -LE gpu (unit, property, header, consumer tests)
+#   1. release-cuda preset (release without nvcc): one build of the tests, the CLI, the
+#                      header checks and, with /usr/local/cuda/bin/nvcc, every CUDA target for
+#                      sm_90 (GPU tests and benchmark compile-only); ctest -LE gpu runs the host
+#                      tests and the CUDA layers' argument checks and no-device errors (cuda_host)
 #   2. asan preset:    ASan + UBSan build + ctest -LE 'gpu|consumer'
 #   3. fuzz preset:    clang + libFuzzer, seed replay + FUZZ_SECONDS of fuzzing per target
 #                      (decompress, inspect, compress)
-#   4. cuda preset:    nvcc build of the header checks, GPU tests and benchmark (compile-only), and
-#                      ctest -L cuda_host (the CUDA layers' argument checks and no-device errors),
-#                      when /usr/local/cuda/bin/nvcc exists
-#   5. pytorch:        ebac_torch tests + smoke study + smoke memory report, when /usr/bin/python3 has torch
-#   6. pytorch 2.11:   the extension's C++ sources compiled against torch 2.11's headers (PyPI wheel)
-#   7. libtorch:       examples/01_libtorch_autograd built and trained for 60 steps
+#   4. pytorch:        ebac_torch tests + smoke study + smoke memory report, when /usr/bin/python3 has torch
+#   5. pytorch 2.11:   the extension's C++ sources compiled against torch 2.11's headers (PyPI wheel)
+#   6. libtorch:       examples/01_libtorch_autograd built and trained for 60 steps
 # and exits non-zero when any stage failed (all stages run; EBAC_FAIL_FAST=1 stops at the first).
 #
 #   FUZZ_SECONDS=20   fuzzing time per target, 3 targets (0: build and replay the seeds only)
@@ -100,12 +100,18 @@ fi
 # Sanitizers look for a plain `llvm-symbolizer` in PATH; Debian names it by version.
 if [[ -z "${ASAN_SYMBOLIZER_PATH:-}" && -x /usr/bin/llvm-symbolizer-14 ]]; then export ASAN_SYMBOLIZER_PATH=/usr/bin/llvm-symbolizer-14; fi
 
+# One build for the host and the CUDA targets: the prebuilt host codec
+# (cmake/ebacHostCodec.cmake) and the header checks are compiled once.
+if [[ -x "$NVCC" ]]; then main_preset=release-cuda; else main_preset=release; fi
 release_build() {
-  cmake --preset release
-  cmake --build --preset release -j "$JOBS"
+  if [[ "$main_preset" == release ]]; then
+    echo "SKIPPED: the CUDA targets: $NVCC not found, so they were not compiled (release preset, host only)."
+  fi
+  cmake --preset "$main_preset"
+  cmake --build --preset "$main_preset" -j "$JOBS"
 }
 release_test() {
-  ctest --test-dir build/release --output-on-failure -LE gpu -j "$JOBS"
+  ctest --test-dir "build/$main_preset" --output-on-failure -LE gpu -j "$JOBS"
 }
 asan_build() {
   cmake --preset asan
@@ -117,17 +123,6 @@ asan_test() {
 }
 fuzz() {
   JOBS=$JOBS bash tools/fuzz.sh
-}
-cuda_compile() {
-  if [[ -x "$NVCC" ]]; then
-    cmake --preset cuda
-    cmake --build --preset cuda -j "$JOBS"
-    # The CUDA layers' argument checks and no-device errors run without a GPU.
-    ctest --test-dir build/cuda -L cuda_host --output-on-failure
-  else
-    echo "SKIPPED: CUDA compile-only build: $NVCC not found, so the headers were not checked under nvcc."
-    echo "         (install the CUDA toolkit there, or configure the 'cuda' preset with -DCMAKE_CUDA_COMPILER=...)"
-  fi
 }
 # ---- PyTorch integration (issue #5: integrations/pytorch, tools/accuracy_study.py) ------------
 # Needs Debian's /usr/bin/python3 with python3-torch; SKIPPED without it. The extension is
@@ -173,12 +168,11 @@ libtorch_example() {
 }
 # ---- end of the PyTorch block ------------------------------------------------------------------
 
-run_stage "release: configure + build" release_build
-if [[ ${#failed[@]} -eq 0 ]]; then run_stage "release: ctest" release_test; fi
+run_stage "$main_preset: configure + build" release_build
+if [[ ${#failed[@]} -eq 0 ]]; then run_stage "$main_preset: ctest" release_test; fi
 run_stage "asan: configure + build" asan_build
 if [[ "${failed[*]}" != *"asan: configure"* ]]; then run_stage "asan: ctest" asan_test; fi
 run_stage "fuzz (${FUZZ_SECONDS}s)" fuzz
-run_stage "cuda: compile-only" cuda_compile
 run_stage "pytorch: ebac_torch tests + smoke study" pytorch
 run_stage "pytorch 2.11 headers: extension compiles" pytorch2_headers
 run_stage "libtorch example: build + 60 training steps" libtorch_example
