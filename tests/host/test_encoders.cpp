@@ -14,6 +14,7 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <optional>
 #include <queue>
 #include <random>
 #include <string>
@@ -89,8 +90,193 @@ std::unique_ptr<std::byte[]> exact_copy(const std::byte* p, std::size_t n) {
   return b;
 }
 
-/// Encode, decode, compare; then every truncation must fail and mutations
-/// must not crash (the sanitizer build checks the "no out-of-bounds" part).
+// --- Reference decoders -------------------------------------------------
+// What a chunk payload decodes to, written from docs/format.md ("chunk
+// payloads", "codebook") without the library's decoders: the codes, or
+// nullopt where the format has no decoding (wrong size, a code that is not
+// in the codebook, a run past the chunk, bytes left over, a read past the
+// end). The library's decoders must agree on every input, damaged or not.
+
+using ref_codes = std::optional<std::vector<std::uint32_t>>;
+
+/// Bit k of a little-endian, LSB-first bit stream.
+unsigned ref_bit(const std::byte* in, std::uint64_t k) { return (static_cast<unsigned>(in[k / 8]) >> (k % 8)) & 1u; }
+
+/// An unsigned LEB128 varint of at most 64 bits.
+bool ref_varint(const std::byte* in, std::size_t bytes, std::size_t& pos, std::uint64_t& v) {
+  v = 0;
+  for (int i = 0; i < 10; ++i) {
+    if (pos == bytes) return false;
+    const auto b = static_cast<std::uint64_t>(in[pos++]);
+    if (i == 9 && b > 1) return false;  // bits past 64
+    v |= (b & 0x7f) << (7 * i);
+    if (!(b & 0x80)) return true;
+  }
+  return false;
+}
+
+/// Block bit-packing: a width byte (0..32) per block of 32 codes, then each
+/// block's 32 codes at that width, LSB first, in 4 x width bytes.
+ref_codes reference_decode(const ebac::block_bitpack&, const std::byte* in, std::size_t bytes, std::size_t n) {
+  const std::size_t nb = (n + 31) / 32;
+  if (bytes < nb) return std::nullopt;
+  std::size_t total = nb;
+  for (std::size_t b = 0; b < nb; ++b) {
+    const auto w = static_cast<std::size_t>(in[b]);
+    if (w > 32) return std::nullopt;
+    total += 4 * w;
+  }
+  if (total != bytes) return std::nullopt;
+  std::vector<std::uint32_t> out(n);
+  const std::byte* block = in + nb;
+  for (std::size_t b = 0; b < nb; ++b) {
+    const auto w = static_cast<unsigned>(in[b]);
+    for (std::size_t v = 0; v < 32 && 32 * b + v < n; ++v) {
+      const std::uint64_t k0 = v * w;
+      std::uint64_t acc = 0;
+      for (std::uint64_t byte = k0 / 8; w > 0 && byte <= (k0 + w - 1) / 8; ++byte)
+        acc |= static_cast<std::uint64_t>(block[byte]) << (8 * (byte - k0 / 8));
+      out[32 * b + v] = static_cast<std::uint32_t>((acc >> (k0 % 8)) & ((std::uint64_t{1} << w) - 1));
+    }
+    block += 4 * w;
+  }
+  return out;
+}
+
+/// Zero-run-length: a token byte r << 4 | c; r == 15: 15 + a varint zeros,
+/// else r zeros; then, unless the chunk is complete (and then c must be 0),
+/// one code c + 1 (c == 15: 16 + a varint, at most 2^32 - 1).
+ref_codes reference_decode(const ebac::run_length&, const std::byte* in, std::size_t bytes, std::size_t n) {
+  std::vector<std::uint32_t> out(n);
+  std::size_t pos = 0, i = 0;
+  while (i < n) {
+    if (pos == bytes) return std::nullopt;
+    const auto token = static_cast<unsigned>(in[pos++]);
+    std::uint64_t run = token >> 4;
+    if (run == 15) {
+      std::uint64_t extra;
+      if (!ref_varint(in, bytes, pos, extra) || extra > n) return std::nullopt;
+      run += extra;
+    }
+    if (run > n - i) return std::nullopt;
+    for (std::uint64_t k = 0; k < run; ++k) out[i++] = 0;
+    if (i == n) {
+      if ((token & 15u) != 0) return std::nullopt;
+      break;
+    }
+    std::uint64_t code = (token & 15u) + 1;
+    if (code == 16) {
+      std::uint64_t extra;
+      if (!ref_varint(in, bytes, pos, extra) || extra > 0xffffffffull - 16) return std::nullopt;
+      code += extra;
+    }
+    out[i++] = static_cast<std::uint32_t>(code);
+  }
+  if (pos != bytes) return std::nullopt;
+  return out;
+}
+
+/// Canonical Huffman from code lengths alone: within a length, codes count
+/// up in symbol order; the first code of length L + 1 is (first(L) +
+/// count(L)) << 1. Codes are written MSB first into the LSB-first stream.
+struct reference_huffman {
+  std::vector<std::uint32_t> symbols[A::max_code_length + 1];  // by length, increasing
+  std::uint64_t first[A::max_code_length + 1] = {};
+
+  explicit reference_huffman(const std::uint8_t* length) {
+    for (std::uint32_t s = 0; s < A::size; ++s)
+      if (length[s]) symbols[length[s]].push_back(s);
+    std::uint64_t code = 0;
+    for (int l = 1; l <= A::max_code_length; ++l) {
+      first[l] = code;
+      code = (code + symbols[l].size()) << 1;
+    }
+  }
+
+  /// Reads the token at bit `pos` of in[0, end bits): literals 0..4095 are
+  /// one code; symbol 4096 + k - 1 then k bits is a run of 2^k + bits zeros;
+  /// the escape then 32 bits is one code. False when no code of up to 24
+  /// bits matches or the token runs past the end.
+  bool token(const std::byte* in, std::uint64_t end, std::uint64_t& pos, std::uint64_t& count, std::uint32_t& value) const {
+    auto bits = [&](int k, std::uint64_t& v) {
+      if (end - pos < static_cast<std::uint64_t>(k)) return false;
+      v = 0;
+      for (int j = 0; j < k; ++j) v |= std::uint64_t{ref_bit(in, pos++)} << j;
+      return true;
+    };
+    std::uint64_t code = 0;
+    std::int64_t sym = -1;
+    for (int l = 1; l <= A::max_code_length && sym < 0; ++l) {
+      if (pos == end) return false;
+      code = (code << 1) | ref_bit(in, pos++);
+      if (code >= first[l] && code - first[l] < symbols[l].size()) sym = symbols[l][code - first[l]];
+    }
+    if (sym < 0) return false;
+    std::uint64_t v = 0;
+    if (sym < A::literals) {
+      count = 1;
+      value = static_cast<std::uint32_t>(sym);
+    } else if (sym == A::escape) {
+      if (!bits(32, v)) return false;
+      count = 1;
+      value = static_cast<std::uint32_t>(v);
+    } else {
+      const int k = static_cast<int>(sym - A::run_base) + 1;
+      if (!bits(k, v)) return false;
+      count = (std::uint64_t{1} << k) + v;
+      value = 0;
+    }
+    return true;
+  }
+
+  /// A chunk of n codes: n codes of tokens (no run past the n-th), ending
+  /// in the byte that holds the last token's last bit.
+  ref_codes decode(const std::byte* in, std::size_t bytes, std::size_t n) const {
+    std::vector<std::uint32_t> out(n);
+    const std::uint64_t end = std::uint64_t{bytes} * 8;
+    std::uint64_t pos = 0, count = 0;
+    std::uint32_t value = 0;
+    for (std::size_t i = 0; i < n;) {
+      if (!token(in, end, pos, count, value) || count > n - i) return std::nullopt;
+      for (std::uint64_t j = 0; j < count; ++j) out[i++] = value;
+    }
+    if ((pos + 7) / 8 != bytes) return std::nullopt;
+    return out;
+  }
+
+  /// The element count (at most `limit`) for which in[0, bytes) is a
+  /// whole chunk, if there is one: garbage that happens to decode.
+  std::optional<std::size_t> whole_count(const std::byte* in, std::size_t bytes, std::uint64_t limit) const {
+    const std::uint64_t end = std::uint64_t{bytes} * 8;
+    std::uint64_t pos = 0, count = 0, n = 0;
+    std::uint32_t value = 0;
+    while (bytes > 0 && (pos + 7) / 8 < bytes) {
+      if (!token(in, end, pos, count, value) || count > limit - n) return std::nullopt;
+      n += count;
+    }
+    return static_cast<std::size_t>(n);
+  }
+};
+
+ref_codes reference_decode(const ebac::huffman& enc, const std::byte* in, std::size_t bytes, std::size_t n) {
+  return reference_huffman(enc.length).decode(in, bytes, n);
+}
+
+/// The library decoder and the reference agree on `in`: both reject it, or
+/// both decode it, to the same codes, every one written.
+template <class E>
+void check_against_reference(const E& enc, const std::byte* in, std::size_t bytes, std::size_t n, const ref_codes& want) {
+  std::vector<std::uint32_t> o(n, 0xdeadbeefu);
+  const ebac::status s = enc.decode_chunk(in, bytes, o.data(), n);
+  CHECK_MESSAGE(s == (want ? ebac::status::ok : ebac::status::corrupt_stream), "decoder says ", ebac::to_string(s), ", the format ",
+                want ? "decodes it" : "rejects it");
+  if (s == ebac::status::ok && want) CHECK_MESSAGE(o == *want, "decoded other codes than the format says");
+}
+
+/// Encode, decode, compare; then every truncation must fail and every
+/// mutation must decode as the format says (the reference decoder above):
+/// rejected, or the same codes. The sanitizer build checks the "no
+/// out-of-bounds" part.
 template <class E>
 void check_encoder(const E& enc, const code_set& cs, std::mt19937_64& rng, bool mutate = true) {
   INFO("codes: ", cs.name);
@@ -104,12 +290,16 @@ void check_encoder(const E& enc, const code_set& cs, std::mt19937_64& rng, bool 
   REQUIRE(enc.decode_chunk(in.get(), bytes, out.data(), n) == ebac::status::ok);
   const bool equal = out == cs.codes;
   CHECK_MESSAGE(equal, "decoded codes differ");
+  const ref_codes ref = reference_decode(enc, in.get(), bytes, n);  // the encoder writes the format
+  REQUIRE_MESSAGE(ref.has_value(), "the reference decoder rejects the encoder's output");
+  CHECK_MESSAGE(*ref == cs.codes, "the reference decoder reads other codes from the encoder's output");
 
   std::size_t accepted = 0, first = 0;
   for (std::size_t l : truncations(bytes, rng)) {
     auto t = exact_copy(buf.get(), l);
     std::vector<std::uint32_t> o(n);
     if (enc.decode_chunk(t.get(), l, o.data(), n) == ebac::status::ok && accepted++ == 0) first = l;
+    CHECK_FALSE(reference_decode(enc, t.get(), l, n).has_value());
   }
   CHECK_MESSAGE(accepted == 0, accepted, " truncations decoded as ok, first at length ", first, " of ", bytes);
 
@@ -120,8 +310,8 @@ void check_encoder(const E& enc, const code_set& cs, std::mt19937_64& rng, bool 
     const std::size_t pos = bytes <= 200 ? static_cast<std::size_t>(k / 3) : rng() % bytes;
     const std::uint8_t x[3] = {0x01, 0x80, 0xff};
     t[pos] ^= static_cast<std::byte>(bytes <= 200 ? x[k % 3] : static_cast<std::uint8_t>(1 + rng() % 255));
-    std::vector<std::uint32_t> o(n);
-    (void)enc.decode_chunk(t.get(), bytes, o.data(), n);  // any status; must not crash or overrun
+    CAPTURE(pos);
+    check_against_reference(enc, t.get(), bytes, n, reference_decode(enc, t.get(), bytes, n));
   }
 }
 
@@ -677,7 +867,7 @@ TEST_CASE("huffman: the device's construction (two blocks, ranks, one serial thr
   }
 }
 
-TEST_CASE("huffman: codebook deserialization rejects malformed input") {
+TEST_CASE("huffman: codebook deserialization rejects malformed input; what it accepts is a usable prefix code") {
   std::vector<std::uint64_t> h(A::size, 0);
   for (std::uint32_t s = 0; s < 50; ++s) h[s * 3] = 1 + s * s;
   h[A::escape] = 7;
@@ -691,21 +881,46 @@ TEST_CASE("huffman: codebook deserialization rejects malformed input") {
     CAPTURE(l);
     CHECK(ebac::huffman_codebook::deserialize(t.get(), l, out) != ebac::status::ok);
   }
-  // Mutations never crash; those that succeed still give a usable prefix code.
+  // Mutations that deserialize give a usable prefix code: Kraft holds, the
+  // codes of its symbols round-trip, and garbage decodes as the format says.
   std::mt19937_64 rng(26);
+  std::size_t usable = 0;
   for (std::size_t pos = 0; pos < ser.size(); ++pos)
     for (std::uint8_t x : {0x01, 0x02, 0x10, 0x80, 0xff}) {
+      CAPTURE(pos);
+      CAPTURE(int(x));
       auto t = exact_copy(ser.data(), ser.size());
       t[pos] ^= static_cast<std::byte>(x);
       if (ebac::huffman_codebook::deserialize(t.get(), ser.size(), out) == ebac::status::ok) {
+        ++usable;
         CHECK(kraft_units(out.length) <= (std::uint64_t{1} << A::max_code_length));
+        const auto enc = ebac::huffman::bind(out);
+        const reference_huffman ref(out.length.data());
+        // Codes whose tokens all have a code in this codebook (no zeros when
+        // runs are on: they would become run tokens).
+        std::vector<std::uint32_t> codes;
+        for (std::uint32_t sym = out.use_runs ? 1 : 0; sym < A::literals; ++sym)
+          if (out.length[sym]) codes.push_back(sym);
+        if (out.length[A::escape]) codes.push_back(4096u + static_cast<std::uint32_t>(rng() % 1000000));
+        for (std::size_t i = 0, m = codes.size(); i < 3 * m; ++i) codes.push_back(codes[rng() % m]);
+        if (!codes.empty()) {
+          std::vector<std::byte> buf(enc.max_chunk_bytes(codes.size()));
+          buf.resize(enc.encode_chunk(codes.data(), codes.size(), buf.data()));
+          auto bin = exact_copy(buf.data(), buf.size());
+          std::vector<std::uint32_t> back(codes.size(), 0xdeadbeefu);
+          CHECK(enc.decode_chunk(bin.get(), buf.size(), back.data(), back.size()) == ebac::status::ok);
+          CHECK(back == codes);
+          const ref_codes r = ref.decode(bin.get(), buf.size(), codes.size());
+          CHECK((r && *r == codes));
+        }
         std::vector<std::byte> garbage(64);
         for (auto& g : garbage) g = static_cast<std::byte>(rng());
         auto gin = exact_copy(garbage.data(), garbage.size());
-        std::vector<std::uint32_t> codes(100);
-        (void)ebac::huffman::bind(out).decode_chunk(gin.get(), garbage.size(), codes.data(), codes.size());
+        for (std::size_t n : {std::size_t{1}, std::size_t{7}, std::size_t{100}})
+          check_against_reference(enc, gin.get(), garbage.size(), n, ref.decode(gin.get(), garbage.size(), n));
       }
     }
+  CHECK(usable > 0);
   auto raw = [&](std::vector<std::uint8_t> b) {
     auto t = std::unique_ptr<std::byte[]>(new std::byte[b.size() ? b.size() : 1]);
     for (std::size_t i = 0; i < b.size(); ++i) t[i] = static_cast<std::byte>(b[i]);
@@ -723,7 +938,7 @@ TEST_CASE("huffman: codebook deserialization rejects malformed input") {
   CHECK(raw({0, 0xff, 0xff, 0x03}) != ebac::status::ok);  // more symbols than the alphabet
 }
 
-TEST_CASE("huffman: garbage chunk bytes never crash the decoder") {
+TEST_CASE("huffman: garbage chunk bytes decode as the format says (rejected, or the reference decoder's codes)") {
   std::mt19937_64 rng(27);
   std::vector<std::uint64_t> h(A::size, 0);
   std::uint64_t a = 1, b = 1;
@@ -739,16 +954,28 @@ TEST_CASE("huffman: garbage chunk bytes never crash the decoder") {
   const auto skewed = ebac::huffman_codebook::from_histogram(h, true);
   std::vector<std::uint64_t> flat(A::size, 1);
   const auto uniform = ebac::huffman_codebook::from_histogram(flat, true);
+  std::size_t whole_chunks = 0;
   for (const auto* cb : {&skewed, &uniform}) {
     const auto enc = ebac::huffman::bind(*cb);
+    const reference_huffman ref(cb->length.data());
     for (int t = 0; t < 3000; ++t) {
       const std::size_t bytes = rng() % 80, n = rng() % 300;
       auto in = std::unique_ptr<std::byte[]>(new std::byte[bytes ? bytes : 1]);
       for (std::size_t i = 0; i < bytes; ++i) in[i] = static_cast<std::byte>(rng());
-      std::vector<std::uint32_t> codes(n);
-      (void)enc.decode_chunk(in.get(), bytes, codes.data(), n);
+      CAPTURE(t);
+      CAPTURE(bytes);
+      CAPTURE(n);
+      check_against_reference(enc, in.get(), bytes, n, ref.decode(in.get(), bytes, n));
+      // The count these bytes do decode to, when they happen to be a whole
+      // chunk, and one code either side of it.
+      if (const auto whole = ref.whole_count(in.get(), bytes, 100000)) {
+        ++whole_chunks;
+        for (std::size_t m : {*whole, *whole + 1, *whole > 0 ? *whole - 1 : std::size_t{2}})
+          check_against_reference(enc, in.get(), bytes, m, ref.decode(in.get(), bytes, m));
+      }
     }
   }
+  CHECK(whole_chunks > 100);  // the accepted side was exercised too
 }
 
 }  // TEST_SUITE

@@ -106,30 +106,58 @@ TEST_CASE("float_order_key: order-preserving and invertible (the key the host ra
   std::vector<float> v = {0.0f, -0.0f, 1e-45f, -1e-45f, 1.17549435e-38f, -1.17549435e-38f, 1.0f, -1.0f,
                           3.4028235e38f, -3.4028235e38f, INFINITY, -INFINITY};
   for (int i = 0; i < 20000; ++i) v.push_back(ebac::detail::bits_float(static_cast<std::uint32_t>(rng())));
+  const std::vector<float> with_nan = v;  // for the range checks below
   std::erase_if(v, [](float x) { return std::isnan(x); });
   for (float a : v) {
     CHECK(ebac::detail::float_bits(ebac::detail::float_from_order_key(ebac::detail::float_order_key(a))) == ebac::detail::float_bits(a));
   }
+  CHECK(ebac::detail::float_order_key(-0.0f) == ebac::detail::float_order_key(0.0f) - 1);  // -0 just below +0
   for (std::size_t i = 0; i + 1 < v.size(); ++i) {
     const float a = v[i], b = v[i + 1];
     const auto ka = ebac::detail::float_order_key(a), kb = ebac::detail::float_order_key(b);
     if (a < b) CHECK(ka < kb);
     if (a > b) CHECK(ka > kb);
-    if (a == b) CHECK((ka == kb || (a == 0.0f && ka != kb)));  // +0 and -0 differ only in sign
+    if (a == b && std::signbit(a) == std::signbit(b)) CHECK(ka == kb);
+    if (a == b && std::signbit(a) != std::signbit(b)) CHECK(ka + (std::signbit(a) ? 1 : -1) == kb);  // +-0: -0 one below
   }
-  // The range from keys equals the range add_block finds.
-  ebac::value_range r;
-  r.add_block(v.data(), v.size());
-  std::int32_t lo = 0x7fffffff, hi = -0x7fffffff - 1;
-  for (float x : v)
-    if (std::isfinite(x)) {
-      lo = std::min(lo, ebac::detail::float_order_key(x));
-      hi = std::max(hi, ebac::detail::float_order_key(x));
+  {
+    ebac::value_range whole;  // NaN, +-Inf and the finite extremes: the range is the extremes
+    whole.add_block(with_nan.data(), with_nan.size());
+    CHECK(whole.min == -std::numeric_limits<float>::max());
+    CHECK(whole.max == std::numeric_limits<float>::max());
+  }
+  // add_block finds the finite range that plain float comparisons find, on
+  // slices with and without NaN, +-Inf, the extremes and signed zeros, folded
+  // in one block or several.
+  for (int t = 0; t < 400; ++t) {
+    CAPTURE(t);
+    const std::size_t from = rng() % with_nan.size(), len = 1 + rng() % 64;
+    std::vector<float> s(with_nan.begin() + static_cast<std::ptrdiff_t>(from),
+                         with_nan.begin() + static_cast<std::ptrdiff_t>(std::min(with_nan.size(), from + len)));
+    if (t % 4 == 0) s.push_back(t % 8 ? std::numeric_limits<float>::quiet_NaN() : -std::numeric_limits<float>::quiet_NaN());
+    if (t % 5 == 0) s.push_back(t % 10 ? INFINITY : -INFINITY);
+    if (t % 7 == 0) s.push_back(t % 14 ? 0.0f : -0.0f);
+    if (t % 11 == 0) s.assign(s.size(), std::numeric_limits<float>::quiet_NaN());
+    bool any = false;
+    float lo = 0, hi = 0;
+    for (float x : s)
+      if (std::isfinite(x)) {
+        if (!any || x < lo) lo = x;
+        if (!any || x > hi) hi = x;
+        any = true;
+      }
+    ebac::value_range r;
+    if (t % 2) {
+      r.add_block(s.data(), s.size());
+    } else {
+      for (std::size_t i = 0; i < s.size(); i += 3) r.add_block(s.data() + i, std::min<std::size_t>(3, s.size() - i));
     }
-  const auto k = ebac::value_range::from_keys(lo, hi);
-  CHECK(k.any_finite);
-  CHECK(k.min == r.min);
-  CHECK(k.max == r.max);
+    REQUIRE(r.any_finite == any);
+    if (!any) continue;
+    CHECK(r.min == lo);  // float ==: a zero of either sign is the same value
+    CHECK(r.max == hi);
+    CHECK(r.span() == static_cast<double>(hi) - static_cast<double>(lo));
+  }
   CHECK(!ebac::value_range::from_keys(1, 0).any_finite);
 }
 

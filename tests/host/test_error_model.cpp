@@ -168,7 +168,7 @@ TEST_CASE("error_model: on a 1x1 grid the pyramid pairing is the batch mean/devi
   const auto dy = normal(static_cast<std::size_t>(N * O), 3), e = normal(static_cast<std::size_t>(N * C), 4);
   const auto pd = em::build_energy_pyramid(N, O, 1, 1, [&](auto n, auto o, auto, auto) { return dy[static_cast<std::size_t>(n * O + o)]; });
   const auto pe = em::build_energy_pyramid(N, C, 1, 1, [&](auto n, auto c, auto, auto) { return e[static_cast<std::size_t>(n * C + c)]; });
-  double mean_d = 0, mean_e = 0, dev = 0;
+  double mean_d = 0, mean_e = 0, dev = 0, dev_dd = 0;
   std::vector<double> md(O, 0), me(C, 0);
   for (std::int64_t n = 0; n < N; ++n) {
     for (std::int64_t o = 0; o < O; ++o) md[o] += static_cast<double>(dy[n * O + o]) / N;
@@ -181,9 +181,18 @@ TEST_CASE("error_model: on a 1x1 grid the pyramid pairing is the batch mean/devi
     for (std::int64_t o = 0; o < O; ++o) a += (dy[n * O + o] - md[o]) * (dy[n * O + o] - md[o]);
     for (std::int64_t c = 0; c < C; ++c) b += (e[n * C + c] - me[c]) * (e[n * C + c] - me[c]);
     dev += a * b / ((N - 1.0) / N);
+    dev_dd += a * a / ((N - 1.0) / N);
   }
   CHECK(em::pyramid_inner(pd, pe) == doctest::Approx(mean_d * mean_e + dev).epsilon(1e-9));
-  CHECK(em::pyramid_inner(pd, pd) == doctest::Approx(em::pyramid_inner(pd, pd)));
+  CHECK(em::pyramid_inner(pe, pd) == doctest::Approx(mean_d * mean_e + dev).epsilon(1e-9));
+  // A field paired with itself: its mean energy squared plus each sample's
+  // deviation energy squared, over the same (N-1)/N share.
+  CHECK(em::pyramid_inner(pd, pd) == doctest::Approx(mean_d * mean_d + dev_dd).epsilon(1e-9));
+  // One sample: no deviation part (a batch of one has no spread).
+  const auto p1 = em::build_energy_pyramid(1, O, 1, 1, [&](auto, auto o, auto, auto) { return dy[static_cast<std::size_t>(o)]; });
+  double sq1 = 0;
+  for (std::int64_t o = 0; o < O; ++o) sq1 += static_cast<double>(dy[o]) * dy[o];
+  CHECK(em::pyramid_inner(p1, p1) == doctest::Approx(sq1 * sq1).epsilon(1e-9));
   const auto other = em::build_energy_pyramid(N, C, 2, 1, [](auto, auto, auto, auto) { return 1.0; });
   CHECK(em::pyramid_inner(pd, other) < 0);  // different grids are refused
 }
@@ -506,7 +515,20 @@ TEST_CASE("error_model: channel moments (the statistics both backends collect) a
     CHECK(a.count == whole.count);
     CHECK(a.nonzero == whole.nonzero);
   }
-  CHECK(whole.rms() == doctest::Approx(std::sqrt(whole.sum_squares / static_cast<double>(whole.count))));
+  // RMS and mean over the finite values, summed here from x (exact: small
+  // multiples of 1/4).
+  double sq = 0, sum = 0;
+  std::uint64_t finite = 0;
+  for (float v : x)
+    if (std::isfinite(v)) {
+      sq += static_cast<double>(v) * v;
+      sum += v;
+      ++finite;
+    }
+  REQUIRE(finite == x.size() - 2);
+  CHECK(whole.rms() == doctest::Approx(std::sqrt(sq / static_cast<double>(finite))).epsilon(1e-15));
+  CHECK(whole.mean() == doctest::Approx(sum / static_cast<double>(finite)).epsilon(1e-15));
+  CHECK(em::channel_moments{}.rms() == 0.0);  // nothing counted: 0, not NaN
   const ebac::float16 h[3] = {ebac::from_float<ebac::float16>(1.5f), ebac::from_float<ebac::float16>(0.0f), ebac::from_float<ebac::float16>(-2.0f)};
   const auto hm = em::collect_channel_moments(h, 1, 1, 3)[0];
   CHECK(hm.sum == -0.5);

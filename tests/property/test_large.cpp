@@ -45,7 +45,7 @@ TEST_CASE("large: a 1 x 8193 x 8193 float tensor (> 2^26 elements) round-trips")
     const float a = x[i], b = y[i];
     bool ok;
     if (!is_finite_bits(a)) ok = float_to_bits(a) == float_to_bits(b);
-    else ok = exact_within(a, b, h.eb_abs) && (a == 0) == (b == 0) && (a < 0) == (b < 0);
+    else ok = exact_within(a, b, eb.value) && (a == 0) == (b == 0) && (a < 0) == (b < 0);  // the bound asked for
     if (!ok && bad++ == 0) first = i;
   }
   CHECK_MESSAGE(bad == 0, bad, " bad elements, first at ", first);

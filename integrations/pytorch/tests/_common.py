@@ -26,3 +26,14 @@ def max_err(x, y):
     fin = torch.isfinite(x64)
     d = torch.where(fin, (x64 - y64).abs(), torch.zeros_like(x64))
     return float(d.max()) if d.numel() else 0.0
+
+
+def promised_bound(x, eb, mode):
+    """The absolute bound a caller asking for (eb, mode) is promised on x,
+    computed here in float64 (not read from the stream's header): eb, or
+    eb * (max - min) over x's finite values (0 when there are none)."""
+    if mode == "abs":
+        return eb
+    x64 = x.detach().double().reshape(-1)
+    fin = x64[torch.isfinite(x64)]
+    return eb * (float(fin.max()) - float(fin.min())) if fin.numel() else 0.0

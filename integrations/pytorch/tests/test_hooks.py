@@ -4,7 +4,7 @@ import copy
 import gc
 import unittest
 
-from _common import C, ebac_torch, torch
+from _common import C, ebac_torch, max_err, promised_bound, torch
 
 nn = torch.nn
 F = torch.nn.functional
@@ -43,6 +43,45 @@ def grads(model, x, y, ctx=None):
             loss = F.cross_entropy(model(x), y)
     loss.backward()
     return {n: p.grad.detach().clone() for n, p in model.named_parameters()}
+
+
+class RecordingExtension:
+    """The extension as the hooks see it (ctx.C): keeps what each compress
+    was given and checks every decompression of it against the bound the
+    test asked for, computed here from the tensor (not the header's eb_abs,
+    nor the hooks' own bound_violations, both from the code under test)."""
+
+    def __init__(self, C, eb, mode):
+        self._C, self.eb, self.mode = C, eb, mode
+        self._given = {}       # id(blob) -> (blob, tensor given to compress)
+        self.checked = 0       # decompressions checked
+        self.float_checked = 0  # ... of floating-point tensors (under the bound)
+        self.failures = []     # what did not hold
+
+    def __getattr__(self, name):
+        return getattr(self._C, name)
+
+    def compress(self, t, eb, mode, *rest):
+        blob, strides = self._C.compress(t, eb, mode, *rest)
+        if t.is_floating_point() and (eb, mode) != (self.eb, self.mode):
+            self.failures.append("compressed under (%r, %r), not the (%r, %r) asked for" % (eb, mode, self.eb, self.mode))
+        self._given[id(blob)] = (blob, t.detach().clone())
+        return blob, strides
+
+    def decompress(self, blob, *rest):
+        y = self._C.decompress(blob, *rest)
+        given = self._given.get(id(blob))
+        if given is not None and given[0] is blob:
+            x = given[1]
+            self.checked += 1
+            if x.is_floating_point():
+                self.float_checked += 1
+                err, bound = max_err(x, y), promised_bound(x, self.eb, self.mode)
+                if not err <= bound:
+                    self.failures.append("%s %s: error %g over the bound %g" % (x.dtype, tuple(x.shape), err, bound))
+            elif not torch.equal(x, y):
+                self.failures.append("%s %s: not restored exactly" % (x.dtype, tuple(x.shape)))
+        return y
 
 
 def saved_reference(model, x, y):
@@ -187,11 +226,14 @@ class Hooks(unittest.TestCase):
             C.inspect(head, c.blob.numel() + 1)  # not the stream's size: trailing bytes
 
     def test_measure_error_holds_bound(self):
-        with ebac_torch.compressed_activations(1e-2, "rel", "ratio", model=self.model, min_numel=1,
-                                               measure_error=True):
+        ctx = ebac_torch.compressed_activations(1e-2, "rel", "ratio", model=self.model, min_numel=1, measure_error=True)
+        rec = ctx.C = RecordingExtension(ctx.C, 1e-2, "rel")
+        with ctx:
             grads(self.model, self.x, self.y)
+        self.assertGreater(rec.float_checked, 0)
+        self.assertEqual(rec.failures, [])
         st = ebac_torch.stats()
-        self.assertEqual(st["bound_violations"], 0)
+        self.assertEqual(st["bound_violations"], 0)  # the hooks' own count agrees
         for name, m in st["per_module"].items():
             self.assertLessEqual(m["max_error_over_bound"], 1.0, name)
         self.assertTrue(any(m.get("mse", 0) > 0 for m in st["per_module"].values()))
@@ -205,9 +247,12 @@ class Hooks(unittest.TestCase):
     def test_half_precision_autocast(self):
         model = copy.deepcopy(self.model)
         base = grads(model, self.x, self.y, torch.autocast("cpu", dtype=torch.bfloat16))
+        ctx = ebac_torch.compressed_activations(1e-3, model=model, min_numel=1, measure_error=True)
+        rec = ctx.C = RecordingExtension(ctx.C, 1e-3, "rel")  # rel: the default mode
         with torch.autocast("cpu", dtype=torch.bfloat16):
-            comp = grads(model, self.x, self.y,
-                         ebac_torch.compressed_activations(1e-3, model=model, min_numel=1, measure_error=True))
+            comp = grads(model, self.x, self.y, ctx)
+        self.assertGreater(rec.float_checked, 0)
+        self.assertEqual(rec.failures, [])
         st = ebac_torch.stats()
         self.assertTrue(any(d["dtype"] == "bfloat16" and "eb" in d for d in st["details"]))
         self.assertEqual(st["bound_violations"], 0)
