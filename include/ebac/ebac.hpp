@@ -8,6 +8,7 @@
 #include <ebac/concepts.hpp>
 #include <ebac/config.hpp>
 #include <ebac/dtype.hpp>
+#include <ebac/dtype_dispatch.hpp>
 #include <ebac/encoder/block_bitpack.hpp>
 #include <ebac/encoder/huffman.hpp>
 #include <ebac/encoder/run_length.hpp>

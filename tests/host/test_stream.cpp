@@ -21,6 +21,7 @@
 #include <memory>
 #include <random>
 #include <string>
+#include <type_traits>
 #include <vector>
 
 using namespace ebac_test;
@@ -86,7 +87,7 @@ std::vector<stream_case> small_streams(bool checksum) {
 /// Only ebac::error is acceptable; anything else fails the test.
 std::string try_decompress(const std::byte* p, std::size_t n, ebac::dtype t, int threads = 1) {
   try {
-    ebac::visit_dtype(t, [&](auto tag) { (void)ebac::host::decompress<decltype(tag)>(p, n, threads); });
+    ebac::visit_dtype(t, [&]<class T>(std::type_identity<T>) { (void)ebac::host::decompress<T>(p, n, threads); });
     return "";
   } catch (const ebac::error& e) {
     std::string w = e.what();
