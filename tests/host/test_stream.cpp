@@ -576,7 +576,7 @@ TEST_CASE("host codec: argument errors throw ebac::error naming the problem") {
   for (std::size_t i = 0; i < x.size(); ++i) CHECK(exact_within(x[i], out[i], 1e-3));
 }
 
-TEST_CASE("host codec: the largest relative bound over the widest range is held with a finite eb_abs; larger ones are refused") {
+TEST_CASE("host codec: the largest relative bound over the widest range is held with a finite eb_abs, and larger ones are refused") {
   // compress_to has no "not finite" check of its own: the argument check
   // takes only finite bounds, a relative one at most 1e6, and a range of
   // finite values spans at most 2 FLT_MAX, so eb_abs <= 1e6 * 2 FLT_MAX is
