@@ -9,13 +9,9 @@
 #include <ebac/version.hpp>
 
 #if defined(__CUDACC__)
-#  define EBAC_CUDA_COMPILATION() 1
 #  define EBAC_HOST_DEVICE __host__ __device__ __forceinline__
-#  define EBAC_DEVICE __device__ __forceinline__
 #else
-#  define EBAC_CUDA_COMPILATION() 0
 #  define EBAC_HOST_DEVICE inline
-#  define EBAC_DEVICE inline
 #endif
 
 // Before a host-device template whose execution depends on a policy

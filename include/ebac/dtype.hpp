@@ -119,26 +119,6 @@ template <class T> struct storage_of { using type = T; };
 template <> struct storage_of<bool> { using type = std::uint8_t; };
 template <class T> using storage_t = typename storage_of<T>::type;
 
-/// Calls f(T{}) with the C++ element type of a dtype id (float, float16,
-/// bfloat16, bool, uint8_t, int8_t, int16_t, int32_t, int64_t): the one
-/// place that turns a run-time dtype into a type (the CLI and the PyTorch
-/// extension use it). `t` must be a valid dtype.
-template <class F>
-decltype(auto) visit_dtype(dtype t, F&& f) {
-  switch (t) {
-    case dtype::f16: return f(float16{});
-    case dtype::bf16: return f(bfloat16{});
-    case dtype::b8: return f(bool{});
-    case dtype::u8: return f(std::uint8_t{});
-    case dtype::i8: return f(std::int8_t{});
-    case dtype::i16: return f(std::int16_t{});
-    case dtype::i32: return f(std::int32_t{});
-    case dtype::i64: return f(std::int64_t{});
-    case dtype::f32: break;
-  }
-  return f(float{});
-}
-
 // --- conversions -----------------------------------------------------------
 
 EBAC_HOST_DEVICE float to_float(float x) noexcept { return x; }

@@ -1,13 +1,17 @@
-// ebac/ebac.hpp - umbrella header: everything host-side.
+// ebac/ebac.hpp - umbrella header: compressing and decompressing on the host.
 //
-// CUDA headers (ebac/cuda/...) and interop headers are opt-in and never
-// included from here, so this header compiles with any C++20 compiler.
+// Opt-in and never included from here: the CUDA headers (ebac/cuda/...), so
+// this header compiles with any C++20 compiler, and the gradient-error model
+// and bound controller, which have umbrellas of their own
+// (<ebac/error_model/error_model.hpp>, <ebac/adapt/adapt.hpp>;
+// docs/error-model.md), so a trainer that only compresses does not pay for them.
 #pragma once
 
 #include <ebac/compress_options.hpp>
 #include <ebac/concepts.hpp>
 #include <ebac/config.hpp>
 #include <ebac/dtype.hpp>
+#include <ebac/dtype_dispatch.hpp>
 #include <ebac/encoder/block_bitpack.hpp>
 #include <ebac/encoder/huffman.hpp>
 #include <ebac/encoder/registry.hpp>

@@ -142,8 +142,7 @@ void run(const ebac_fuzz::compress_case& c) {
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* bytes, std::size_t size) {
   ebac_fuzz::compress_case c;
   if (!ebac_fuzz::read_compress_case(bytes, size, c)) return 0;
-  ebac::visit_dtype(c.type, [&](auto tag) {
-    using T = decltype(tag);
+  ebac::visit_dtype(c.type, [&]<class T>(std::type_identity<T>) {
     if constexpr (ebac::floating_element<T>) run<T>(c);
     else run_integer<T>(c);
   });

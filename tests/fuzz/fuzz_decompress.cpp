@@ -9,6 +9,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <type_traits>
 #include <vector>
 
 namespace {
@@ -34,7 +35,7 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* bytes, std::size_t siz
   try {
     const ebac::stream_header h = ebac::host::inspect(data, size);
     if (ebac::element_count(h) > max_elements) return 0;
-    ebac::visit_dtype(h.type, [&](auto tag) { decode<decltype(tag)>(data, size); });  // every dtype, integers too
+    ebac::visit_dtype(h.type, [&]<class T>(std::type_identity<T>) { decode<T>(data, size); });  // every dtype, integers too
   } catch (const ebac::error&) {
     // The documented way to reject a stream.
   }

@@ -21,6 +21,7 @@
 #include <memory>
 #include <random>
 #include <string>
+#include <type_traits>
 #include <vector>
 
 using namespace ebac_test;
@@ -86,7 +87,7 @@ std::vector<stream_case> small_streams(bool checksum) {
 /// Only ebac::error is acceptable; anything else fails the test.
 std::string try_decompress(const std::byte* p, std::size_t n, ebac::dtype t, int threads = 1) {
   try {
-    ebac::visit_dtype(t, [&](auto tag) { (void)ebac::host::decompress<decltype(tag)>(p, n, threads); });
+    ebac::visit_dtype(t, [&]<class T>(std::type_identity<T>) { (void)ebac::host::decompress<T>(p, n, threads); });
     return "";
   } catch (const ebac::error& e) {
     std::string w = e.what();
@@ -285,8 +286,7 @@ namespace {
 std::string try_decompress_bytes(const std::byte* p, std::size_t n, ebac::dtype t, int threads, std::vector<unsigned char>& out) {
   out.clear();
   std::string err;
-  ebac::visit_dtype(t, [&](auto tag) {
-    using T = decltype(tag);
+  ebac::visit_dtype(t, [&]<class T>(std::type_identity<T>) {
     try {
       const auto v = ebac::host::decompress<T>(p, n, threads);  // bool: bytes
       out.resize(v.size() * sizeof(v[0]));
@@ -678,6 +678,46 @@ TEST_CASE("host codec: a relative bound whose absolute value overflows float is 
     code = err.code();
   }
   CHECK(code == ebac::status::invalid_argument);
+}
+
+TEST_CASE("host codec: the largest relative bound over the widest range is held with a finite eb_abs, and larger ones are refused") {
+  // compress_to has no "not finite" check of its own: the argument check
+  // takes only finite bounds, a relative one at most 1e6, and a range of
+  // finite values spans at most 2 FLT_MAX, so eb_abs <= 1e6 * 2 FLT_MAX is
+  // finite. The extreme case, for every float dtype, with and without the
+  // palette (whose range palette_range gives): held, eb_abs finite.
+  const ebac::pipeline<ebac::lorenzo, ebac::sign_preserving_quantizer, ebac::block_bitpack> fast{};
+  auto held = [&]<class T>(std::type_identity<T>, float top) {
+    CAPTURE(ebac::to_string(ebac::dtype_of<T>::value));
+    const std::vector<T> x = {ebac::from_float<T>(top), ebac::from_float<T>(-top), ebac::from_float<T>(1.0f), ebac::from_float<T>(0.0f)};
+    for (std::uint32_t levels : {0u, ebac::max_levels}) {
+      CAPTURE(levels);
+      ebac::compress_options o;
+      o.threads = 1;
+      o.max_levels = levels;
+      o.bound = {1e6, ebac::bound_mode::relative};
+      const auto s = ebac::host::compress(x.data(), ebac::extents{4}, fast, o);
+      const auto y = ebac::host::decompress<T>(s.data(), s.size());
+      const auto h = ebac::host::inspect(s.data(), s.size());
+      CHECK(std::isfinite(h.eb_abs));
+      for (std::size_t i = 0; i < x.size(); ++i) CHECK(exact_within(ebac::to_float(x[i]), ebac::to_float(y[i]), h.eb_abs));
+      // One step past the largest relative bound, and a bound that is not finite: refused up front.
+      for (double v : {std::nextafter(1e6, 1e7), 1e300, std::numeric_limits<double>::infinity()}) {
+        o.bound.value = v;
+        CAPTURE(v);
+        try {
+          (void)ebac::host::compress(x.data(), ebac::extents{4}, fast, o);
+          FAIL_CHECK("no ebac::error");
+        } catch (const ebac::error& e) {
+          CHECK(e.code() == ebac::status::invalid_argument);
+          CHECK(std::string(e.what()).find("error bound must be finite") != std::string::npos);
+        }
+      }
+    }
+  };
+  held(std::type_identity<float>{}, std::numeric_limits<float>::max());
+  held(std::type_identity<ebac::float16>{}, 65504.0f);
+  held(std::type_identity<ebac::bfloat16>{}, ebac::to_float(ebac::bfloat16{0x7f7f}));
 }
 
 }  // TEST_SUITE

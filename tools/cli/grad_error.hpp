@@ -22,10 +22,11 @@
 // close the measured error lands.
 //
 // Included by main.cpp after its helpers (args, parse_command, parse_dims,
-// read_array, with_element, compress_any, decompress_any, ...); its own
+// read_array, compress_any, decompress_any, ...); its own
 // anonymous namespace.
 #pragma once
 
+#include <ebac/dtype_dispatch.hpp>
 #include <ebac/error_model/batchnorm_model.hpp>
 #include <ebac/error_model/batchnorm_propagation.hpp>
 #include <ebac/error_model/error_statistics.hpp>
@@ -37,6 +38,8 @@
 #include <ebac/error_model/reference_gradient.hpp>
 #include <ebac/error_model/sampling.hpp>
 #include <ebac/error_model/weight_error_model.hpp>
+
+#include <type_traits>
 
 namespace {
 
@@ -477,8 +480,7 @@ inline int cmd_grad_error(int argc, char** argv) {
   ebac_cli::start_threads(threads_arg(a, 0));
   const auto raw = read_array(a.need("activation"), in_shape, t);
   const std::vector<float> dy = ge_read_f32(a.need("grad-output"), dy_count, "--grad-output");
-  const ge_report r = with_element(t, [&](auto tag) -> ge_report {
-    using T = decltype(tag);
+  const ge_report r = ebac::visit_dtype(t, [&]<class T>(std::type_identity<T>) -> ge_report {
     if constexpr (ebac::floating_element<T>) return ge_run<T>(a, raw, in_shape, g, dy, layer);
     else throw usage_error("grad-error: --dtype must be f32, f16 or bf16");
   });

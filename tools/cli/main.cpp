@@ -34,6 +34,7 @@
 #include <sstream>
 #include <string>
 #include <string_view>
+#include <type_traits>
 #include <vector>
 
 #include "io.hpp"
@@ -198,21 +199,15 @@ ebac::extents parse_dims(const std::string& s) {
   return e;
 }
 
-// --- element types: parsed by ebac::parse_dtype, dispatched in with_element ----
+// --- element types: parsed by ebac::parse_dtype, dispatched by ebac::visit_dtype ----
 
-/// The --dtype names the CLI takes (each one with_element handles).
+/// The --dtype names the CLI takes (each one ebac::visit_dtype handles).
 constexpr const char* cli_dtypes = "f32, f16, bf16, bool, u8, i8, i16, i32 or i64";
 
 ebac::dtype parse_dtype_arg(const std::string& s) {
   ebac::dtype t;
   if (!ebac::parse_dtype(s, t)) throw usage_error("unknown --dtype '" + s + "' (expected " + cli_dtypes + ")");
   return t;
-}
-
-/// The one place a run-time dtype becomes a C++ element type.
-template <class F>
-decltype(auto) with_element(ebac::dtype t, F&& f) {
-  return ebac::visit_dtype(t, std::forward<F>(f));
 }
 
 /// The error bound for dtype t: required for floating-point data; integer
@@ -317,8 +312,7 @@ std::vector<std::byte> read_stream(ebac_cli::input_file& in) {
 
 std::vector<std::byte> compress_any(const std::vector<std::byte>& raw, ebac::dtype t, const ebac::extents& e,
                                     const ebac::pipeline_spec& spec, const ebac::compress_options& opt) {
-  return with_element(t, [&](auto tag) {
-    using T = decltype(tag);
+  return ebac::visit_dtype(t, [&]<class T>(std::type_identity<T>) {
     const T* in = reinterpret_cast<const T*>(raw.data());
     return ebac::with_pipeline(spec, e, [&](auto pipe) { return ebac::host::compress(in, e, pipe, opt); });
   });
@@ -339,8 +333,7 @@ std::vector<std::byte> decompress_any(const std::vector<std::byte>& stream, int 
   } catch (const std::bad_alloc&) {
     throw input_error("out of memory: cannot allocate the " + format_bytes(bytes) + " the stream decodes to");
   }
-  with_element(h.type, [&](auto tag) {
-    using T = decltype(tag);
+  ebac::visit_dtype(h.type, [&]<class T>(std::type_identity<T>) {
     ebac::host::decompress(stream.data(), stream.size(), reinterpret_cast<T*>(out.data()), n, threads, max_output);
   });
   return out;
@@ -636,8 +629,8 @@ int cmd_eval(int argc, char** argv) {
   for (const auto& in : inputs) {
     const auto raw = read_array(in.path, in.shape, in.type);
     for (const auto& name : names) {
-      const eval_result r = with_element(in.type, [&](auto tag) {
-        return evaluate<decltype(tag)>(raw, in.shape, name, opt, min_time);
+      const eval_result r = ebac::visit_dtype(in.type, [&]<class T>(std::type_identity<T>) {
+        return evaluate<T>(raw, in.shape, name, opt, min_time);
       });
       all_held = all_held && r.bound_held;
       print_result(r, a.json, in.label, header);

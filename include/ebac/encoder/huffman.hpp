@@ -195,12 +195,8 @@ struct huffman_codebook {
   std::uint32_t count[huffman_alphabet::max_code_length + 2]{};
   std::uint32_t offset[huffman_alphabet::max_code_length + 2]{};
 
-  /// Builds lengths from a histogram (length-limited by flattening), then tables.
-  static huffman_codebook from_histogram(const std::vector<std::uint64_t>& hist, bool use_runs);
   /// Fills code/table arrays from `length`; false if the lengths are not a prefix code.
   bool finalize();
-  /// Estimated payload bits for a histogram under these lengths (extra bits included).
-  static std::uint64_t cost_bits(const std::vector<std::uint64_t>& hist, const std::vector<std::uint8_t>& len);
 
   /// The codebook a stream uses: built from the histograms of the chunks'
   /// tokens with zero runs and without, whichever codes the payload smaller.
@@ -509,15 +505,6 @@ EBAC_HOST_DEVICE std::uint64_t huffman_symbol_cost_bits(std::uint32_t s, std::ui
   return count * (len + extra);
 }
 
-/// Estimated payload bits of a histogram under code lengths (extra bits included).
-template <class Count>
-EBAC_HOST_DEVICE std::uint64_t huffman_cost_bits(const Count* hist, const std::uint8_t* len) noexcept {
-  std::uint64_t bits = 0;
-  for (std::uint32_t s = 0; s < huffman_alphabet::size; ++s)
-    bits += huffman_symbol_cost_bits(s, static_cast<std::uint64_t>(hist[s]), len[s]);
-  return bits;
-}
-
 /// Code lengths for one token histogram (its counts copied into w.freq).
 EBAC_EXEC_CHECK_DISABLE
 template <class Exec, class Count>
@@ -627,33 +614,7 @@ EBAC_HOST_DEVICE std::size_t huffman_serialize(const std::uint8_t* length, bool 
   }
   return static_cast<std::size_t>(p - out);
 }
-
-/// Host wrapper: code lengths for the non-zero entries of `freq`.
-inline std::vector<std::uint8_t> huffman_lengths(const std::vector<std::uint64_t>& freq, int max_len) {
-  const auto n = static_cast<std::uint32_t>(freq.size());
-  std::vector<std::uint8_t> len(n, 0);
-  if (n == 0) return len;
-  if (n > huffman_length_workspace::capacity) fail(status::invalid_argument, "Huffman histogram larger than the alphabet");
-  auto w = std::make_unique<huffman_length_workspace>();
-  for (std::uint32_t s = 0; s < n; ++s) w->freq[s] = freq[s];
-  huffman_host_exec ex;
-  huffman_lengths_into(ex, *w, n, max_len, len.data());
-  return len;
-}
 }  // namespace detail
-
-inline std::uint64_t huffman_codebook::cost_bits(const std::vector<std::uint64_t>& hist,
-                                                 const std::vector<std::uint8_t>& len) {
-  return detail::huffman_cost_bits(hist.data(), len.data());
-}
-
-inline huffman_codebook huffman_codebook::from_histogram(const std::vector<std::uint64_t>& hist, bool use_runs) {
-  huffman_codebook cb;
-  cb.use_runs = use_runs;
-  cb.length = detail::huffman_lengths(hist, huffman_alphabet::max_code_length);
-  cb.finalize();
-  return cb;
-}
 
 inline huffman_codebook huffman_codebook::choose(const std::vector<std::uint64_t>& with_runs,
                                                  const std::vector<std::uint64_t>& literals_only) {

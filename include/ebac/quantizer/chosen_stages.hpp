@@ -37,7 +37,9 @@ EBAC_NAMESPACE_BEGIN
 template <class MainQ>
 struct chosen_stages {
   std::uint32_t levels = 0;     ///< 1: coded as palette indices (lq); 0: by q
-  std::uint32_t bad_bound = 0;  ///< 1: the bound is not finite on this tensor (the host refuses it)
+  /// 1: the bound is not finite on this tensor (device_bad_bound). Never for
+  /// a bound compress_argument_error accepts (host/codec.hpp says why).
+  std::uint32_t bad_bound = 0;
   double eb_abs = 0;            ///< the header's absolute bound (0 for lossless coding)
   float top = 0;                ///< the header's top level (float quantizers of 16-bit tensors)
   level_quantizer lq;
@@ -56,7 +58,7 @@ EBAC_HOST_DEVICE chosen_stages<Q> choose_float_stages(const error_bound& bound, 
   if (bound.mode == bound_mode::relative || wants_top) range = palette.count > 0 ? palette_range<T>(palette) : scanned;
   const double eb = quantizer_bound<Q, T>(bound, range);
   chosen_stages<Q> s;
-  s.bad_bound = (eb >= 0 && eb - eb == 0) ? 0u : 1u;  // not finite (the host: invalid_argument)
+  s.bad_bound = (eb >= 0 && eb - eb == 0) ? 0u : 1u;  // not finite
   s.q = Q::make(eb).with_top(wants_top ? top_level_of(range) : 0.0f);
   s.lq = level_quantizer{palette};
   s.levels = (palette.count > 0 && levels_pay<T>(palette, s.q)) ? 1u : 0u;

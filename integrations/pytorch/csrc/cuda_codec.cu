@@ -21,6 +21,7 @@
 #include <ebac/ebac.hpp>
 
 #include <string>
+#include <type_traits>
 
 namespace ebac_torch {
 namespace {
@@ -76,8 +77,7 @@ void cuda_compress(const compress_request& r, void* stream, const device_allocat
   const auto s = static_cast<cudaStream_t>(stream);
   refuse_capture(s, "compression on the GPU");
   const ebac::cuda::allocator alloc = adapt(a);
-  with_element(r.type, [&](auto tag) {
-    using T = decltype(tag);
+  ebac::visit_dtype(to_dtype(r.type), [&]<class T>(std::type_identity<T>) {
     ebac::with_pipeline(spec, shape, [&](auto p) {
       const ebac::cuda::device_stream ds = ebac::cuda::compress(static_cast<const T*>(r.data), shape, p, opt, s, alloc, true,
                                                                          path_of(r.kernels));
@@ -92,8 +92,7 @@ void cuda_decompress(const std::byte* data, std::size_t size, void* out, elem ty
                      const device_allocator& a, cuda_kernels kernels) {
   refuse_capture(static_cast<cudaStream_t>(stream), "decompression on the GPU");
   const ebac::cuda::allocator alloc = adapt(a);
-  with_element(type, [&](auto tag) {
-    using T = decltype(tag);
+  ebac::visit_dtype(to_dtype(type), [&]<class T>(std::type_identity<T>) {
     ebac::cuda::decompress<T>(data, size, static_cast<T*>(out), count, static_cast<cudaStream_t>(stream), alloc, path_of(kernels));
   });
 }

@@ -1,19 +1,19 @@
 // ebac_side.hpp - what the translation units that include ebac
 // (host_codec.cpp, cuda_codec.cu) share: codec_api's element code to ebac's
-// element type, and pipeline names to specs. The torch translation unit
-// never includes it.
+// dtype (which ebac::visit_dtype turns into a type), and pipeline names to
+// specs. The torch translation unit never includes it.
 #pragma once
 
 #include "codec_api.hpp"
 
 #include <ebac/dtype.hpp>
+#include <ebac/dtype_dispatch.hpp>
 #include <ebac/format/stream_header.hpp>
 #include <ebac/pipeline.hpp>
 #include <ebac/quantizer/pool_window.hpp>
 #include <ebac/status.hpp>
 
 #include <string>
-#include <utility>
 
 static_assert(ebac_torch::max_header_bytes == ebac::max_stream_prefix_bytes, "codec_api.hpp's max_header_bytes is stale");
 
@@ -25,10 +25,12 @@ static_assert(static_cast<int>(elem::f32) == static_cast<int>(ebac::dtype::f32) 
               static_cast<int>(elem::i64) == static_cast<int>(ebac::dtype::i64),
               "codec_api's element codes are ebac's dtype ids");
 
-/// Calls f(T{}) with the ebac element type of an element code (ebac::visit_dtype).
-template <class F>
-decltype(auto) with_element(elem t, F&& f) {
-  return ebac::visit_dtype(static_cast<ebac::dtype>(t), std::forward<F>(f));
+/// ebac's dtype of an element code. A code that is no dtype id becomes
+/// id 0, which ebac::visit_dtype refuses (a plain cast to the 8-bit dtype
+/// would wrap 257 to f32).
+inline ebac::dtype to_dtype(elem t) noexcept {
+  const int code = static_cast<int>(t);
+  return static_cast<ebac::dtype>(code >= ebac::dtype_id_min && code <= ebac::dtype_id_max ? code : 0);
 }
 
 /// The pooling geometry of a request (dims 0 when it has none).

@@ -10,6 +10,7 @@
 #include <ebac/ebac.hpp>
 
 #include <string>
+#include <type_traits>
 
 namespace ebac_torch {
 bool valid_pipeline(const std::string& name) {
@@ -27,16 +28,14 @@ std::vector<std::byte> host_compress(const compress_request& r) {
   opt.checksum = r.checksum;
   opt.threads = r.threads;
   opt.pooling = pooling_of(r);
-  return with_element(r.type, [&](auto tag) {
-    using T = decltype(tag);
+  return ebac::visit_dtype(to_dtype(r.type), [&]<class T>(std::type_identity<T>) {
     const T* in = static_cast<const T*>(r.data);
     return ebac::with_pipeline(spec, shape, [&](auto p) { return ebac::host::compress(in, shape, p, opt); });
   });
 }
 
 void host_decompress(const std::byte* data, std::size_t size, void* out, elem type, std::uint64_t count, int threads) {
-  with_element(type, [&](auto tag) {
-    using T = decltype(tag);
+  ebac::visit_dtype(to_dtype(type), [&]<class T>(std::type_identity<T>) {
     ebac::host::decompress<T>(data, size, static_cast<T*>(out), count, threads);
   });
 }

@@ -13,7 +13,7 @@ import torch
 
 from . import _ext
 from .adaptive import LayerAwareCompression, plan_batch
-from .hooks import _ELEM_CODES, _FLOAT_CODES, KERNEL_PATHS, _check_kernel_path, compressed_activations, stats
+from .hooks import _ELEM_CODES, KERNEL_PATHS, _check_kernel_path, compressed_activations, stats
 from .propagation import batchnorm_input_grad_error, propagated_weight_error
 
 __all__ = ["compressed_activations", "stats", "LayerAwareCompression", "plan_batch", "compress", "decompress",
