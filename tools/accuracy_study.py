@@ -53,7 +53,8 @@ import torch.nn.functional as F  # noqa: E402
 HERE = os.path.dirname(os.path.abspath(__file__))
 REPO = os.path.dirname(HERE)
 sys.path.insert(0, HERE)
-sys.path.insert(0, os.path.join(REPO, "integrations", "pytorch"))
+# ebac_torch: the tree's, or an installed copy at $EBAC_TORCH_PATH (docs/pytorch.md).
+sys.path.insert(0, os.environ.get("EBAC_TORCH_PATH") or os.path.join(REPO, "integrations", "pytorch"))
 
 import make_corpus as mc  # noqa: E402  (data loader, SmallResNet, BatchStream, evaluate)
 import ebac_torch  # noqa: E402

@@ -25,7 +25,8 @@ import sys
 import time
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-sys.path.insert(0, os.path.join(REPO, "integrations", "pytorch"))
+# ebac_torch: the tree's, or an installed copy at $EBAC_TORCH_PATH (docs/pytorch.md).
+sys.path.insert(0, os.environ.get("EBAC_TORCH_PATH") or os.path.join(REPO, "integrations", "pytorch"))
 
 import torch  # noqa: E402
 import torch.nn as nn  # noqa: E402

@@ -53,6 +53,8 @@ import time
 
 TOOLS = os.path.dirname(os.path.abspath(__file__))
 REPO = os.path.dirname(TOOLS)
+# ebac_torch: the tree's, or an installed copy at $EBAC_TORCH_PATH (docs/pytorch.md).
+EBAC_TORCH_PATH = os.environ.get("EBAC_TORCH_PATH") or os.path.join(REPO, "integrations", "pytorch")
 
 WAYS = ["plain", "ebac", "checkpoint", "offload"]
 WAY_TITLE = {"plain": "plain", "ebac": "ebac", "checkpoint": "checkpoint", "offload": "save_on_cpu"}
@@ -366,7 +368,7 @@ def worker(spec):
     dev = torch.device("cuda" if cuda else "cpu")
     ebac_torch = None
     if way == "ebac":
-        sys.path.insert(0, os.path.join(REPO, "integrations", "pytorch"))
+        sys.path.insert(0, EBAC_TORCH_PATH)
         import ebac_torch
         ebac_torch.load_extension()
 
@@ -1354,7 +1356,7 @@ def main(argv=None):
         tb = time.time()
         r = subprocess.run([sys.executable, "-c", "import sys; sys.path.insert(0, %r); import ebac_torch; "
                             "ebac_torch.load_extension(); print(ebac_torch._ext.origin())"
-                            % os.path.join(REPO, "integrations", "pytorch")],
+                            % EBAC_TORCH_PATH],
                            cwd=REPO, env=env, capture_output=True, text=True)
         if r.returncode != 0:
             log("the ebac_torch extension did not load:\n" + r.stdout + r.stderr)

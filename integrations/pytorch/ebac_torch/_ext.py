@@ -23,7 +23,9 @@ _origin = None
 # EBAC_HOST_CODEC_PREBUILT: host_codec.cpp declares the codec's instantiations
 # extern; csrc/codec/ defines them, one unit per element type, so the build
 # runs in parallel (a single unit took about ten minutes of -O3 on one core).
-CXX_FLAGS = ["-O3", "-std=c++20", "-fopenmp", "-ffp-contract=off", "-fvisibility=hidden", "-Wno-deprecated-declarations",
+# -g0: setup.py's build inherits Python's own CFLAGS, -g among them: debug
+# information for the codec's units is slow to compile and large.
+CXX_FLAGS = ["-O3", "-g0", "-std=c++20", "-fopenmp", "-ffp-contract=off", "-fvisibility=hidden", "-Wno-deprecated-declarations",
              "-DEBAC_HOST_CODEC_PREBUILT"]
 LD_FLAGS = ["-fopenmp"]
 ELEMENTS = ["float", "float16", "bfloat16", "bool", "uint8", "int8", "int16", "int32", "int64"]
