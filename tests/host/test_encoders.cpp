@@ -884,7 +884,7 @@ TEST_CASE("huffman: the device's construction (two blocks, ranks, one serial thr
   }
 }
 
-TEST_CASE("huffman: codebook deserialization rejects malformed input; what it accepts is a usable prefix code") {
+TEST_CASE("huffman: codebook deserialization rejects malformed input, and what it accepts is a usable prefix code") {
   std::vector<std::uint64_t> h(A::size, 0);
   for (std::uint32_t s = 0; s < 50; ++s) h[s * 3] = 1 + s * s;
   h[A::escape] = 7;

@@ -633,7 +633,7 @@ TEST_CASE("host codec: argument errors throw ebac::error naming the problem") {
   for (std::size_t i = 0; i < x.size(); ++i) CHECK(exact_within(x[i], out[i], 1e-3));
 }
 
-TEST_CASE("host codec: a relative bound whose absolute value overflows float is held; above the 1e6 cap it is refused") {
+TEST_CASE("host codec: a relative bound whose absolute value overflows float is held, and above the 1e6 cap it is refused") {
   // The widest finite range, +-FLT_MAX: at the cap (relative 1e6) the
   // absolute bound is ~6.8e44, past float's range, so the quantizer's float
   // step cannot hold it; at relative 0.2 the bound (~0.4 FLT_MAX) fits, but
