@@ -5,7 +5,7 @@
 #                      header checks and, with /usr/local/cuda/bin/nvcc, every CUDA target for
 #                      sm_90 (GPU tests and benchmark compile-only); ctest -LE gpu runs the host
 #                      tests and the CUDA layers' argument checks and no-device errors (cuda_host)
-#   2. asan preset:    ASan + UBSan build + ctest -LE 'gpu|consumer'
+#   2. asan preset:    ASan + UBSan build + ctest -LE 'gpu|consumer' (cli.golden runs in release only)
 #   3. fuzz preset:    clang + libFuzzer, seed replay + FUZZ_SECONDS of fuzzing per target
 #                      (decompress, inspect, compress)
 #   4. pytorch:        ebac_torch tests + smoke study + smoke memory report, when /usr/bin/python3 has torch
