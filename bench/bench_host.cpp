@@ -12,7 +12,7 @@
 // (input bytes in the benchmarked dtype) and ratio (total input bytes / total
 // stream bytes). f16 and bf16 inputs are the corpus's f32 activations
 // converted with ebac::from_float; the bound is absolute per tensor,
-// eb = rel x (max - min) of that tensor in that dtype (as tools/compare.py
+// eb = rel x (max - min) of that tensor in that dtype (as studies/compare.py
 // does), so the range pass is not part of the timing.
 //
 //   ebac_bench_host [--corpus=DIR] [--benchmark_filter=compress/fast/f32]
@@ -47,7 +47,7 @@ namespace {
 namespace fs = std::filesystem;
 
 /// Tensors smaller than this (BN statistics, losses) are left out, as in
-/// tools/compare.py: headers dominate them and no trainer compresses them.
+/// studies/compare.py: headers dominate them and no trainer compresses them.
 constexpr std::uint64_t min_elements = 4096;
 constexpr double rel_bounds[] = {1e-2, 1e-3, 1e-4};
 const char* const kinds[] = {"post_relu", "other"};
@@ -245,7 +245,7 @@ int main(int argc, char** argv) {
   std::uint64_t bytes = 0;
   for (const auto& t : corpus) bytes += t.f32.size() * sizeof(float);
   if (corpus.empty()) {
-    std::fprintf(stderr, "bench_host: no corpus at %s (tools/make_corpus.py builds one); using synthetic tensors\n",
+    std::fprintf(stderr, "bench_host: no corpus at %s (studies/make_corpus.py builds one); using synthetic tensors\n",
                  dir.c_str());
     corpus = synthetic();
     benchmark::AddCustomContext("corpus", "synthetic (no corpus found at " + dir + ")");

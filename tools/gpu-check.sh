@@ -8,7 +8,7 @@
 #             smaller tensors, no large-tensor case; initcheck also without
 #             the tests' poisoned allocations, EBAC_GPU_TEST_NO_POISON=1)
 #   torch:    ebac_torch with its CUDA backend (in-tree build), its tests on the
-#             GPU, tools/gpu_memory_study.py and tools/memory_report.py on four
+#             GPU, studies/gpu_memory_study.py and studies/memory_report.py on four
 #             networks (opt-in: STAGES=torch)
 # Prepare HERE first: `bash tools/gpu-prepare.sh` (the machine has no
 # doctest), then call the device tool with carry ["build/deps"] and
@@ -157,16 +157,16 @@ if want torch; then
     tail -4 "$logs/torch-tests.log" >> "$summary"
     pack
     step "GPU memory study (ResNet-18/50, 224x224)"
-    if timeout -k 10 "$(budget 420)" "$py" tools/gpu_memory_study.py --out "$logs/gpu-study" > "$logs/gpu-study.log" 2>&1; then
+    if timeout -k 10 "$(budget 420)" "$py" studies/gpu_memory_study.py --out "$logs/gpu-study" > "$logs/gpu-study.log" 2>&1; then
       cat "$logs/gpu-study/report.md" >> "$summary"
     else
       echo "GPU MEMORY STUDY FAILED (see gpu-study.log)" >> "$summary"; tail -20 "$logs/gpu-study.log" >> "$summary"; status=1
     fi
     pack
-    # The whole-network memory report (tools/memory_report.py) on the GPU:
+    # The whole-network memory report (studies/memory_report.py) on the GPU:
     # max_memory_allocated instead of RSS, save_on_cpu a real offload.
     step "whole-network memory report on the GPU (VGG-style CNN, small ViT, GPT, resnet18)"
-    if timeout -k 10 "$(budget 300)" "$py" tools/memory_report.py --networks vgg-cnn,small-vit,gpt,resnet18 \
+    if timeout -k 10 "$(budget 300)" "$py" studies/memory_report.py --networks vgg-cnn,small-vit,gpt,resnet18 \
          --out "$logs/memory-report" > "$logs/memory-report.log" 2>&1; then
       cat "$logs/memory-report/report.md" >> "$summary"
     else

@@ -5,26 +5,26 @@
 #   1. installs the Debian packages it needs (only the missing ones) and pysz
 #      (SZ3's Python binding) into build/pydeps without dependencies, so it can
 #      never shadow Debian's numpy;
-#   2. builds the ebac CLI (Release, build/main) and tools/peers' zfp_runner
+#   2. builds the ebac CLI (Release, build/main) and studies/peers' zfp_runner
 #      (build/peers);
-#   3. runs tools/compare.py at rel 1e-2,1e-3,1e-4 and prints the table
+#   3. runs studies/compare.py at rel 1e-2,1e-3,1e-4 and prints the table
 #      (out/compare.md, out/compare.json);
 #   4. runs it again on the training-size corpus (saved tensors at batch >= 32,
 #      8 MB and more: the bundled slice data/training-corpus, or the full corpus
-#      of tools/make_training_corpus.py with TRAINING_CORPUS=DIR) at rel
+#      of studies/make_training_corpus.py with TRAINING_CORPUS=DIR) at rel
 #      1e-1,1e-2,1e-3,1e-4, one thread, with quantize+zstd at levels 1 and 19
 #      (the zstd CLI's -1 and -19) beside SZ3 and ZFP, and prints that table
 #      (out/training/compare.md, compare.json);
 #   5. runs a 9-point bound sweep, 1e-1..1e-5, for the plots (ratio and PSNR
 #      only, so one timed run per measurement: out/sweep/compare.json) and
-#      draws them with tools/plot_rd.py (out/rd_*.png).
+#      draws them with studies/plot_rd.py (out/rd_*.png).
 #
 #   JOBS=N          build parallelism (default: nproc)
 #   MIN_TIME=S      seconds of repetitions per timing in step 3 (default 0.1,
 #                   half compare.py's own default, to stay well under 10 minutes on 2 cores)
 #   TRAINING=0      skip step 4
 #   TRAINING_CORPUS=DIR  the corpus of step 4 (default data/training-corpus, the bundled slice;
-#                   /usr/bin/python3 tools/make_training_corpus.py --out DIR makes the full one)
+#                   /usr/bin/python3 studies/make_training_corpus.py --out DIR makes the full one)
 #   SWEEP=0         skip step 5
 #   EBAC_SKIP_APT=1 never touch apt (report missing packages instead)
 set -euo pipefail
@@ -46,7 +46,7 @@ packages=(
   libcli11-dev nlohmann-json3-dev      # the ebac CLI (argument parsing, JSON output; header-only)
   python3 python3-numpy python3-pip    # compare.py (Debian's numpy) and pip for pysz
   python3-matplotlib                   # plot_rd.py
-  libzfp-dev zfp                       # ZFP for tools/peers/zfp_runner
+  libzfp-dev zfp                       # ZFP for studies/peers/zfp_runner
   libzstd-dev python3-zstandard        # the quantize+zstd baseline
   libbenchmark-dev                     # bench/ (EBAC_BUILD_BENCHMARKS=ON)
 )
@@ -101,30 +101,30 @@ fi
 stage "build: ebac CLI + zfp_runner"
 cmake -S . -B build/main -DCMAKE_BUILD_TYPE=Release -DEBAC_BUILD_TOOLS=ON -DEBAC_BUILD_TESTS=OFF \
   -DEBAC_BUILD_HEADER_CHECKS=OFF -DEBAC_INSTALL=OFF >&2
-cmake -S tools/peers -B build/peers -DCMAKE_BUILD_TYPE=Release >&2
+cmake -S studies/peers -B build/peers -DCMAKE_BUILD_TYPE=Release >&2
 # Both in parallel: each is one translation unit.
 cmake --build build/main -j "$JOBS" --target ebac_cli >&2 &
 build_cli=$!
 cmake --build build/peers -j "$JOBS" >&2
 wait "$build_cli"
 
-[[ -f data/corpus/manifest.tsv ]] || { echo "data/corpus/manifest.tsv is missing (tools/make_corpus.py builds the corpus)" >&2; exit 1; }
+[[ -f data/corpus/manifest.tsv ]] || { echo "data/corpus/manifest.tsv is missing (studies/make_corpus.py builds the corpus)" >&2; exit 1; }
 mkdir -p "$OUT"
 common=(--ebac build/main/bin/ebac --zfp-runner build/peers/zfp_runner --corpus data/corpus)
 
 stage "compare: rel $BOUNDS"
-"$PY" tools/compare.py "${common[@]}" --bounds "$BOUNDS" --min-time "$MIN_TIME" --out "$OUT"
+"$PY" studies/compare.py "${common[@]}" --bounds "$BOUNDS" --min-time "$MIN_TIME" --out "$OUT"
 
 if [[ "$TRAINING" != 0 ]]; then
   stage "compare: training-size corpus"
-  [[ -f "$TRAINING_CORPUS/manifest.tsv" ]] || { echo "$TRAINING_CORPUS/manifest.tsv is missing (tools/make_training_corpus.py builds the corpus)" >&2; exit 1; }
-  "$PY" tools/compare.py "${common[@]}" --corpus "$TRAINING_CORPUS" --bounds "$TRAINING_BOUNDS" \
+  [[ -f "$TRAINING_CORPUS/manifest.tsv" ]] || { echo "$TRAINING_CORPUS/manifest.tsv is missing (studies/make_training_corpus.py builds the corpus)" >&2; exit 1; }
+  "$PY" studies/compare.py "${common[@]}" --corpus "$TRAINING_CORPUS" --bounds "$TRAINING_BOUNDS" \
     --zstd-levels 1,19 --single-thread --min-time "$MIN_TIME" --out "$OUT/training"
 fi
 
 if [[ "$SWEEP" != 0 ]]; then
   stage "sweep: 9 bounds + plots"
-  "$PY" tools/compare.py "${common[@]}" --bounds "$SWEEP_BOUNDS" --ratios-only --out "$OUT/sweep" > /dev/null
-  "$PY" tools/plot_rd.py "$OUT/sweep/compare.json" --out "$OUT" >&2
+  "$PY" studies/compare.py "${common[@]}" --bounds "$SWEEP_BOUNDS" --ratios-only --out "$OUT/sweep" > /dev/null
+  "$PY" studies/plot_rd.py "$OUT/sweep/compare.json" --out "$OUT" >&2
 fi
 echo "tools/main-job.sh: results in $OUT/ (compare.md, compare.json, training/, sweep/, rd_*.png)" >&2

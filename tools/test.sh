@@ -34,7 +34,7 @@ packages=(
   clang libclang-rt-14-dev  # libFuzzer + sanitizer runtimes for the fuzz preset
   llvm-14                   # llvm-symbolizer: sanitizer reports with file:line
   python3-torch python3-matplotlib python3-pip pybind11-dev python3-dev  # ebac_torch tests + smoke study, torch 2.x header check
-  python3-torchvision       # tools/memory_report.py's torchvision networks (the smoke uses only its own)
+  python3-torchvision       # studies/memory_report.py's torchvision networks (the smoke uses only its own)
   dataset-fashion-mnist     # the smoke study trains on it
   libtorch-dev zlib1g-dev   # examples/01_libtorch_autograd (a C++ trainer including ebac's headers)
 )
@@ -129,7 +129,7 @@ asan_test() {
 fuzz() {
   JOBS=$JOBS bash tools/fuzz.sh
 }
-# ---- PyTorch integration (issue #5: integrations/pytorch, tools/accuracy_study.py) ------------
+# ---- PyTorch integration (issue #5: integrations/pytorch, studies/accuracy_study.py) ------------
 # Needs Debian's /usr/bin/python3 with python3-torch; SKIPPED without it. The extension is built
 # once, the way users install it (pip install, docs/pytorch.md), into build/ebac_torch_site; the
 # tests and the smoke runs import that install (EBAC_TORCH_PATH; _common.py checks it is what
@@ -141,11 +141,11 @@ pytorch() {
     /usr/bin/python3 -m pip install -q --no-build-isolation --no-deps --target build/ebac_torch_site integrations/pytorch
     export EBAC_TORCH_PATH=$PWD/build/ebac_torch_site
     /usr/bin/python3 -m unittest discover -s integrations/pytorch/tests -v
-    /usr/bin/python3 tools/accuracy_study.py --smoke --out build/study-smoke
+    /usr/bin/python3 studies/accuracy_study.py --smoke --out build/study-smoke
     # Whole-network memory report, small: 3 networks x 4 ways, each in its own process (~2 min).
-    /usr/bin/python3 tools/memory_report.py --smoke --out build/memory-report-smoke
+    /usr/bin/python3 studies/memory_report.py --smoke --out build/memory-report-smoke
     # Training-size corpus generator, tiny (~20 s): 2 networks, 1 step, a slice; read back and checked.
-    OMP_NUM_THREADS=1 /usr/bin/python3 tools/make_training_corpus.py --smoke --out build/training-corpus-smoke
+    OMP_NUM_THREADS=1 /usr/bin/python3 studies/make_training_corpus.py --smoke --out build/training-corpus-smoke
   else
     echo "SKIPPED: /usr/bin/python3 lacks torch/numpy/matplotlib (Debian: python3-torch python3-numpy python3-matplotlib)."
   fi

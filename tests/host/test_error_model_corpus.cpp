@@ -1,6 +1,6 @@
 // The gradient-error model against weight-gradient errors measured on real
 // (activation, output-gradient) pairs: the bundled corpus (data/corpus,
-// written by tools/make_corpus.py --grad-output; layers.tsv lists each
+// written by studies/make_corpus.py --grad-output; layers.tsv lists each
 // conv/linear layer with its saved input, dL/dy and hyper-parameters).
 //
 // Tolerance, per (layer, bound): the band 0.8 <= predicted/measured
@@ -112,7 +112,7 @@ TEST_SUITE("host") {
 TEST_CASE("error_model corpus: predicted vs measured weight-gradient error on real layers") {
   const auto layers = load_layers();
   if (layers.empty()) {
-    MESSAGE("no " EBAC_CORPUS_DIR "/layers.tsv: skipped (run tools/make_corpus.py --grad-output)");
+    MESSAGE("no " EBAC_CORPUS_DIR "/layers.tsv: skipped (run studies/make_corpus.py --grad-output)");
     return;
   }
   ebac::pipeline_spec spec;

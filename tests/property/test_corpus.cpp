@@ -39,7 +39,7 @@ std::vector<std::string> split(const std::string& s, char sep) {
 std::vector<corpus_file> read_manifest() {
   const fs::path dir = EBAC_CORPUS_DIR;
   INFO("corpus directory: ", dir.string());
-  REQUIRE_MESSAGE(fs::is_directory(dir), "the corpus directory is missing (run tools/make_corpus.py)");
+  REQUIRE_MESSAGE(fs::is_directory(dir), "the corpus directory is missing (run studies/make_corpus.py)");
   const fs::path manifest = dir / "manifest.tsv";
   REQUIRE_MESSAGE(fs::is_regular_file(manifest), "manifest.tsv is missing");
   std::ifstream in(manifest);

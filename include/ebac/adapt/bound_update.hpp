@@ -24,7 +24,7 @@ namespace adapt {
 
 /// The relative weight-gradient error the controller aims for by default:
 /// sigma = 0.1 x gradient RMS. At batch 16 the minibatch (SGD) noise of the
-/// corpus layers is 0.8 to 3.1 x the gradient RMS (tools/grad_error_study.py
+/// corpus layers is 0.8 to 3.1 x the gradient RMS (studies/grad_error_study.py
 /// --sgd-noise, trained VGG and ResNet), so this adds at most (0.1 / 0.79)^2 =
 /// 1.6% to the gradient variance training already has - about what dropping
 /// one sample in 64 from the batch does. docs/error-model.md has the table. For a larger batch B the

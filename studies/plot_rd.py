@@ -1,14 +1,14 @@
 #!/usr/bin/python3
-"""Rate-distortion plots from tools/compare.py's compare.json.
+"""Rate-distortion plots from studies/compare.py's compare.json.
 
-    /usr/bin/python3 tools/plot_rd.py out/compare.json --out out
+    /usr/bin/python3 studies/plot_rd.py out/compare.json --out out
 
 Writes, per tensor kind (post_relu, dense, other):
   rd_ratio_<kind>.png  compression ratio vs relative error bound (log-log)
   rd_psnr_<kind>.png   PSNR vs bit rate (bits per value)
 one line per compressor, from compare.json's aggregates (ratio of total
 bytes, mean PSNR over tensors). A dense bound sweep makes better curves:
-  /usr/bin/python3 tools/compare.py --bounds 1e-1,3e-2,1e-2,3e-3,1e-3,3e-4,1e-4,3e-5,1e-5 --out out/sweep
+  /usr/bin/python3 studies/compare.py --bounds 1e-1,3e-2,1e-2,3e-3,1e-3,3e-4,1e-4,3e-5,1e-5 --out out/sweep
 """
 
 import argparse

@@ -2,12 +2,12 @@
 """Build a corpus of real-size saved activations: what autograd keeps for the
 backward pass at a training batch size (>= 32), tensors of 8 MB and more.
 
-The bundled corpus (data/corpus, tools/make_corpus.py) holds batch-4 slices of
+The bundled corpus (data/corpus, studies/make_corpus.py) holds batch-4 slices of
 0.05-0.4 MB, where an entropy coder has little to learn; this one holds the
 tensors a trainer actually saves. On a fresh machine with no weights it:
 
-  1. builds each network of the whole-network study (tools/study_models.py,
-     the definitions tools/memory_report.py uses) with seeded random weights;
+  1. builds each network of the whole-network study (studies/study_models.py,
+     the definitions studies/memory_report.py uses) with seeded random weights;
   2. trains it briefly on the CPU (--steps SGD/AdamW steps at batch
      --train-batch; enough that the activations are no longer those of the
      random init: the README records the loss before and after);
@@ -18,8 +18,8 @@ tensors a trainer actually saves. On a fresh machine with no weights it:
   4. classifies each as post_relu (the output of a ReLU, or a max-pool of one:
      non-negative, many exact zeros) or dense (BatchNorm/LayerNorm inputs,
      GELU inputs and outputs, attention probabilities, ...);
-  5. writes manifest.tsv in tools/make_corpus.py's format (file dtype dims
-     model module kind role pair), so tools/compare.py reads it, and a
+  5. writes manifest.tsv in studies/make_corpus.py's format (file dtype dims
+     model module kind role pair), so studies/compare.py reads it, and a
      README.md saying how it was made;
   6. with --slice DIR, also writes a small slice for the repository: for each
      (network, kind) of --slice-plan, the first written tensor of that kind,
@@ -27,10 +27,10 @@ tensors a trainer actually saves. On a fresh machine with no weights it:
 
 Run it with the Debian interpreter (python3-torch, python3-torchvision):
 
-    /usr/bin/python3 tools/make_training_corpus.py --out build/training-corpus
-    /usr/bin/python3 tools/make_training_corpus.py --out build/training-corpus \\
+    /usr/bin/python3 studies/make_training_corpus.py --out build/training-corpus
+    /usr/bin/python3 studies/make_training_corpus.py --out build/training-corpus \\
         --slice data/training-corpus
-    /usr/bin/python3 tools/make_training_corpus.py --smoke --out build/training-corpus-smoke   # CI, ~30 s
+    /usr/bin/python3 studies/make_training_corpus.py --smoke --out build/training-corpus-smoke   # CI, ~30 s
 
 Data: Fashion-MNIST from /usr/share/datasets/fashion-mnist (image networks;
 upsampled to 3 channels for torchvision's), the bytes of
@@ -54,7 +54,7 @@ TOOLS = os.path.dirname(os.path.abspath(__file__))
 REPO = os.path.dirname(TOOLS)
 sys.path.insert(0, TOOLS)
 import make_corpus  # noqa: E402  (Fashion-MNIST reader, BatchStream, manifest format)
-import study_models as sm  # noqa: E402  (the network definitions of tools/memory_report.py)
+import study_models as sm  # noqa: E402  (the network definitions of studies/memory_report.py)
 
 # Per network (input size: study_models' default): the batch of the captured
 # step, the optimizer and its peak learning rate. The capture batches give each
@@ -348,7 +348,7 @@ def main(argv=None):
         del entries, model, batches
     write_manifest(os.path.join(args.out, "manifest.tsv"), rows)
     elapsed = time.time() - t0
-    cmd = "/usr/bin/python3 tools/make_training_corpus.py " + " ".join(
+    cmd = "/usr/bin/python3 studies/make_training_corpus.py " + " ".join(
         shlex.quote(a) for a in (argv if argv is not None else sys.argv[1:]))
     write_readme(os.path.join(args.out, "README.md"), args, cmd, nets_info, info, total, left_out, masks, elapsed)
     print("make_training_corpus: %d tensors, %.1f MB in %s (%d left out by the caps), %.0f s in all"
@@ -422,12 +422,12 @@ def write_slice(args, cmd, plan, info, nets_info):
                   file=sys.stderr)
     write_manifest(os.path.join(args.slice, "manifest.tsv"), rows)
     L = ["# ebac training-size corpus: the bundled slice\n",
-         "A slice of the corpus `tools/make_training_corpus.py` generates (saved tensors at training batch size, "
+         "A slice of the corpus `studies/make_training_corpus.py` generates (saved tensors at training batch size, "
          "see below): for each (network, kind) of `--slice-plan`, the first tensor of that kind that the "
          "generator wrote (with the batch as its first axis), cut to its first N samples (the fewest with "
          ">= %g MB; N >= 32, and a tensor whose 32 samples exceed 1.25 times that is passed over). The samples "
          "are those of the captured batch (BatchNorm used the statistics of the whole batch). "
-         "`tools/compare.py --corpus` reads it like the full corpus.\n" % args.slice_mb,
+         "`studies/compare.py --corpus` reads it like the full corpus.\n" % args.slice_mb,
          "Generated with:\n", "```\n%s\n```\n" % cmd]
     L += readme_common(args, nets_info)
     L += tensor_table(chosen, sliced=True)
@@ -447,7 +447,7 @@ def readme_common(args, nets_info):
          "0.05), then one forward + backward on a new batch of the size below, in train mode (dropout on, "
          "BatchNorm on batch statistics), inside `torch.autograd.graph.saved_tensors_hooks`"
          % (args.steps, args.train_batch),
-         "- data: Fashion-MNIST training images (%s), normalized as tools/make_corpus.py does, bilinearly "
+         "- data: Fashion-MNIST training images (%s), normalized as studies/make_corpus.py does, bilinearly "
          "upsampled and repeated to 3 channels for torchvision's networks; GPT: byte windows of "
          "/usr/share/common-licenses/GPL-3" % args.data_dir,
          "- loss: mean over the first and over the last %s of the training steps (the activations are those of "
@@ -486,7 +486,7 @@ def _torchvision_version():
 
 FORMAT = """## Format
 
-`manifest.tsv` is tools/make_corpus.py's format (tab-separated, one header line:
+`manifest.tsv` is studies/make_corpus.py's format (tab-separated, one header line:
 `file dtype dims model module kind role pair`): raw little-endian float32, dims
 outermost first (the batch first), `module` the innermost module whose forward
 saved the tensor (for a ReLU output saved by the next layer: the ReLU, or the
@@ -504,7 +504,7 @@ def write_readme(path, args, cmd, nets_info, info, total, left_out, masks, elaps
          "Tensors autograd saves for the backward pass at a training batch size, captured with "
          "`torch.autograd.graph.saved_tensors_hooks` after a short training run; every float tensor of at least "
          "%g MB (1 MB = 1e6 bytes).\n" % args.min_mb,
-         "Generated by `tools/make_training_corpus.py` in %.0f s with:\n" % elapsed, "```\n%s\n```\n" % cmd]
+         "Generated by `studies/make_training_corpus.py` in %.0f s with:\n" % elapsed, "```\n%s\n```\n" % cmd]
     L += readme_common(args, nets_info)
     L += tensor_table(info)
     kinds = {}

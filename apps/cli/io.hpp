@@ -1,4 +1,4 @@
-// tools/cli/io.hpp - how the ebac command reads inputs and writes outputs.
+// apps/cli/io.hpp - how the ebac command reads inputs and writes outputs.
 //
 // Inputs: `-` is standard input; any other path is opened and read to its
 // end without trusting a size (pipes, FIFOs, /dev/stdin, /proc files, process

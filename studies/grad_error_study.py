@@ -2,23 +2,23 @@
 """Predicted vs measured weight-gradient error on real layers (issue #6).
 
 Runs `ebac grad-error --json` on every conv/linear layer of one or more
-corpora (directories with a layers.tsv written by tools/make_corpus.py
+corpora (directories with a layers.tsv written by studies/make_corpus.py
 --grad-output, or by `--make-extra` below) at relative bounds 1e-3..1e-1, and
 prints a markdown table of predicted/measured sigma plus the share of
 (layer, bound) pairs inside 0.8..1.25. With --targets it also checks the
 inverse map: for each target relative error it asks `grad-error
 --target-rel`, and reports measured/target.
 
-    python3 tools/grad_error_study.py --ebac build/bin/ebac data/corpus
-    python3 tools/grad_error_study.py --ebac build/bin/ebac --targets 0.01,0.05,0.2 /tmp/c1
+    python3 studies/grad_error_study.py --ebac build/bin/ebac data/corpus
+    python3 studies/grad_error_study.py --ebac build/bin/ebac --targets 0.01,0.05,0.2 /tmp/c1
 
---make-bn DIR trains the corpus models (tools/make_corpus.py, imported, not
+--make-bn DIR trains the corpus models (studies/make_corpus.py, imported, not
 copied) for --steps steps and dumps every BatchNorm2d layer's saved input,
 output gradient and gamma with a bn.tsv index (needs torch: run it with
 /usr/bin/python3 on Debian). --bn DIR then checks the batchnorm model: the
 gamma gradient and the input gradient, predicted vs measured.
 For grouped/dilated convolutions, generate a corpus with
-    /usr/bin/python3 tools/make_corpus.py --models mobile --grad-output ...
+    /usr/bin/python3 studies/make_corpus.py --models mobile --grad-output ...
 """
 
 import argparse

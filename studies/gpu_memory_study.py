@@ -13,7 +13,7 @@ Then, for a fixed memory budget (the plain run's peak at batch 128 unless
 doubling and bisection on measured peaks (an out-of-memory error counts as
 not fitting).
 
-    /usr/bin/python3 tools/gpu_memory_study.py --out out/gpu-study
+    /usr/bin/python3 studies/gpu_memory_study.py --out out/gpu-study
 writes results.json and report.md there.
 """
 

@@ -1,4 +1,4 @@
-// tools/cli/grad_error.hpp - `ebac grad-error`: the error model checked
+// apps/cli/grad_error.cpp - `ebac grad-error`: the error model checked
 // against measured weight gradients.
 //
 //   ebac grad-error --activation A --grad-output D --layer linear|conv2d|batchnorm2d
@@ -21,10 +21,8 @@
 // sigma of T x the gradient RMS (or --target-sigma S), and the output says how
 // close the measured error lands.
 //
-// Included by main.cpp after its helpers (args, parse_command, parse_dims,
-// read_array, compress_any, decompress_any, ...); its own
-// anonymous namespace.
-#pragma once
+#include "command_line.hpp"
+#include "commands.hpp"
 
 #include <ebac/dtype_dispatch.hpp>
 #include <ebac/error_model/batchnorm_model.hpp>
@@ -41,12 +39,14 @@
 
 #include <type_traits>
 
+namespace ebac_cli {
+
 namespace {
 
 namespace em = ebac::error_model;
 
 /// "S" or "S1,S2" -> two integers >= lo.
-inline std::pair<long, long> ge_parse_pair(const args& a, const std::string& key, long def, long lo) {
+std::pair<long, long> ge_parse_pair(const args& a, const std::string& key, long def, long lo) {
   if (!a.has(key)) return {def, def};
   const std::string& s = a.opt.at(key);
   const auto comma = s.find(',');
@@ -74,13 +74,13 @@ struct ge_report {
   std::vector<ge_trial> trials;
 };
 
-inline double ge_quadratic_mean(const std::vector<ge_trial>& t, double ge_trial::*f) {
+double ge_quadratic_mean(const std::vector<ge_trial>& t, double ge_trial::*f) {
   double s = 0;
   for (const auto& x : t) s += (x.*f) * (x.*f);
   return t.empty() ? 0.0 : std::sqrt(s / static_cast<double>(t.size()));
 }
 
-inline std::vector<float> ge_read_f32(const std::string& path, std::uint64_t expect, const char* what) {
+std::vector<float> ge_read_f32(const std::string& path, std::uint64_t expect, const char* what) {
   ebac_cli::input_file in(path);
   const auto raw = in.read_exactly(expect * 4, std::string("the shapes of ") + what + " (f32) need");
   std::vector<float> v(static_cast<std::size_t>(expect));
@@ -89,7 +89,7 @@ inline std::vector<float> ge_read_f32(const std::string& path, std::uint64_t exp
 }
 
 /// Bounds of the trials: eb itself for K = 1, else log-evenly over [eb/1.1, eb*1.1].
-inline std::vector<double> ge_trial_bounds(double eb, int k) {
+std::vector<double> ge_trial_bounds(double eb, int k) {
   std::vector<double> v;
   for (int i = 0; i < k; ++i) v.push_back(k == 1 ? eb : eb * std::pow(1.1, 2.0 * i / (k - 1) - 1.0));
   return v;
@@ -308,7 +308,7 @@ ge_report ge_run(const args& a, const std::vector<std::byte>& raw, const ebac::e
   return rep;
 }
 
-inline void ge_print(const ge_report& r, bool json) {
+void ge_print(const ge_report& r, bool json) {
   const double pred = ge_quadratic_mean(r.trials, &ge_trial::predicted);
   const double meas = ge_quadratic_mean(r.trials, &ge_trial::measured);
   const double iid = ge_quadratic_mean(r.trials, &ge_trial::iid);
@@ -401,7 +401,9 @@ inline void ge_print(const ge_report& r, bool json) {
                 meas / r.target_sigma, r.solver_evaluations, r.solver_predicted);
 }
 
-inline int cmd_grad_error(int argc, char** argv) {
+}  // namespace
+
+int cmd_grad_error(int argc, char** argv) {
   const args a = parse_command(argc, argv,
                                {{"activation", "--activation", "the saved input (raw array)"},
                                 {"grad-output", "--grad-output", "the output gradient (raw f32)"},
@@ -488,4 +490,4 @@ inline int cmd_grad_error(int argc, char** argv) {
   return 0;
 }
 
-}  // namespace
+}  // namespace ebac_cli

@@ -1,4 +1,4 @@
-"""Networks and inputs for the whole-network studies (tools/memory_report.py).
+"""Networks and inputs for the whole-network studies (studies/memory_report.py).
 
 Every network here is built with random, seeded weights (nothing is
 downloaded) and trained on data that Debian ships:

@@ -2,10 +2,10 @@
 """Whole-network memory report: what autograd saves, and what ebac, recomputation
 and offloading do to memory, step time and gradients (issue 14, item 4).
 
-    /usr/bin/python3 tools/memory_report.py --out out/memory-report
-    /usr/bin/python3 tools/memory_report.py --smoke --out build/memory-report-smoke
+    /usr/bin/python3 studies/memory_report.py --out out/memory-report
+    /usr/bin/python3 studies/memory_report.py --smoke --out build/memory-report-smoke
 
-For each network (tools/study_models.py: the VGG-style CNN, the small ViT and
+For each network (studies/study_models.py: the VGG-style CNN, the small ViT and
 a GPT-style byte LM on Debian's data, and torchvision's vgg16_bn, resnet18,
 resnet50, mobilenet_v2 and vit_b_16 with random weights) it runs one training
 step each way, each way in a fresh process (this script with --worker):
@@ -971,7 +971,7 @@ def write_report(results, meta, figs, out):
     add("Command: `%s`  " % meta["command"])
     add("Wall time: %.1f min; %s; git %s.%s  " % (
         meta["wall_seconds"] / 60, meta["date"], meta["git"],
-        " Report re-rendered from results.json on %s (`tools/memory_report.py --report-only DIR`)."
+        " Report re-rendered from results.json on %s (`studies/memory_report.py --report-only DIR`)."
         % meta["rerendered"] if meta.get("rerendered") else ""))
     add("torch %s, torchvision %s, Python %s, %s; %d threads (torch.set_num_threads), device %s; BLAS: %s.  "
         % (meta["torch"], meta["torchvision"], meta["python"], meta["machine"], meta["threads"], meta["device"],

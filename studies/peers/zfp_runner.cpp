@@ -1,5 +1,5 @@
 // zfp_runner - runs ZFP (fixed-accuracy mode) on a raw float32 array for
-// tools/compare.py, timing compression and decompression in memory.
+// studies/compare.py, timing compression and decompression in memory.
 //
 //   zfp_runner --input F.f32 --dims D0,D1,... --eb E1[,E2,...] [--min-time S]
 //              [--recon PREFIX] [--threads N] [--serial]

@@ -3,8 +3,8 @@
 
 Run it with the Debian interpreter (numpy 1.24, python3-zstandard):
 
-    /usr/bin/python3 tools/compare.py --out out                  # bundled corpus
-    /usr/bin/python3 tools/compare.py --file a.f32 --dtype f32 --dims 512,512,512 --out out
+    /usr/bin/python3 studies/compare.py --out out                  # bundled corpus
+    /usr/bin/python3 studies/compare.py --file a.f32 --dtype f32 --dims 512,512,512 --out out
 
 For every tensor and every relative bound r in --bounds, one absolute bound
 eb = r * (max - min over the finite values) is computed here, once, and every
@@ -22,7 +22,7 @@ until --min-time seconds in total, at most 100; at least 3 for the peers unless
 one run takes a second or more, at least 1 inside `ebac eval`), single-threaded
 and (unless --single-thread) with all cores: ebac's figures come from `ebac eval --json` (its in-memory
 timing, --threads 1 and 0); SZ3 runs in this process through pysz (openmp off
-and on); ZFP through tools/peers/zfp_runner (serial and OpenMP policies); the
+and on); ZFP through studies/peers/zfp_runner (serial and OpenMP policies); the
 zstd baseline in numpy + python-zstandard (threads=-1 for all cores). MB/s
 count input bytes in the storage dtype.
 
@@ -414,7 +414,7 @@ def parse_dims(s):
 def corpus_inputs(corpus):
     manifest = os.path.join(corpus, "manifest.tsv")
     if not os.path.exists(manifest):
-        raise SystemExit("%s not found: generate the corpus (tools/make_corpus.py) or give --file" % manifest)
+        raise SystemExit("%s not found: generate the corpus (studies/make_corpus.py) or give --file" % manifest)
     rows = []
     with open(manifest) as f:
         header = f.readline().rstrip("\n").split("\t")
@@ -826,7 +826,7 @@ def main(argv=None):
         if os.access(args.zfp_runner, os.X_OK):
             have.add("zfp")
         else:
-            failures.append("ZFP skipped: %s not found (cmake -S tools/peers -B build/peers -DCMAKE_BUILD_TYPE=Release "
+            failures.append("ZFP skipped: %s not found (cmake -S studies/peers -B build/peers -DCMAKE_BUILD_TYPE=Release "
                             "&& cmake --build build/peers)" % args.zfp_runner)
     if "zstd" in want:
         try:

@@ -1,0 +1,332 @@
+// apps/cli/codec_commands.cpp - ebac compress, decompress, info and eval.
+#include "command_line.hpp"
+#include "commands.hpp"
+
+#include <algorithm>
+#include <chrono>
+#include <cinttypes>
+#include <cmath>
+#include <cstdio>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+#include <type_traits>
+
+namespace ebac_cli {
+
+namespace {
+
+namespace fs = std::filesystem;
+
+/// decompress --max-output default: 4 GiB of decoded output.
+constexpr std::uint64_t default_max_output = std::uint64_t{4} << 30;
+
+}  // namespace
+
+// --- compress, decompress, info ------------------------------------------------
+
+int cmd_compress(int argc, char** argv) {
+  const args a = parse_command(argc, argv,
+                               {input_option, output_option, {"dtype", "--dtype", "element type: f32, f16, bf16, bool, u8, i8, i16, i32, i64"},
+                                {"dims", "--dims", "extents, outermost first"}, {"eb", "--eb", "error bound (floating-point dtypes)"},
+                                {"mode", "--mode", "abs (default) or rel"}, {"pipeline", "--pipeline", "pipeline name or triple"},
+                                {"pool", "--pool", "max-pool geometry IN:K:S[:P[:D]] of an index tensor"}, threads_option});
+  const std::string& in_path = input_arg(a);
+  const std::string out_path = a.has("output") ? a.opt.at("output") : "-";
+  const ebac::dtype t = parse_dtype_arg(a.need("dtype"));
+  const ebac::extents e = parse_dims(a.need("dims"));
+  ebac::compress_options opt;
+  opt.bound = bound_for(a, t);
+  opt.threads = threads_arg(a, 0);
+  if (a.has("pool")) opt.pooling = parse_pool(a.opt.at("pool"), e);
+  if (opt.pooling.dims != 0 && ebac::is_floating(t)) throw usage_error("--pool applies to integer (max-pool index) tensors only");
+  const ebac::pipeline_spec spec = parse_pipeline_arg(a.has("pipeline") ? a.opt.at("pipeline") : "fast");
+  const std::uint64_t need = byte_size(e, t);
+
+  ebac_cli::output_file out(out_path);  // before any work: a bad output is reported at once
+  ebac_cli::input_file in(in_path);
+  out.check_not(in);
+  ebac_cli::start_threads(opt.threads);
+  const auto raw = in.read_exactly(need, "--dims and --dtype " + std::string(ebac::to_string(t)) + " need");
+  const auto stream = compress_any(raw, t, e, spec, opt);
+  out.write(stream.data(), stream.size());
+  out.commit();
+  return 0;
+}
+
+int cmd_decompress(int argc, char** argv) {
+  const args a = parse_command(argc, argv,
+                               {input_option, output_option, threads_option,
+                                {"max-output", "--max-output", "most bytes to decode (default 4G)"}});
+  const std::string& in_path = input_arg(a);
+  const std::string out_path = a.has("output") ? a.opt.at("output") : "-";
+  const int threads = threads_arg(a, 0);
+  const std::uint64_t max_output = a.has("max-output") ? parse_size(a.opt.at("max-output"), "--max-output") : default_max_output;
+
+  ebac_cli::output_file out(out_path);
+  ebac_cli::input_file in(in_path);
+  out.check_not(in);
+  ebac_cli::start_threads(threads);
+  const auto stream = read_stream(in);
+  const auto raw = decompress_any(stream, threads, max_output);
+  out.write(raw.data(), raw.size());
+  out.commit();
+  return 0;
+}
+
+namespace {
+
+const char* quantizer_name(ebac::quantizer_id q) {
+  switch (q) {
+    case ebac::quantizer_id::linear: return "linear";
+    case ebac::quantizer_id::sign_preserving: return "sign";
+    case ebac::quantizer_id::exact: return "exact";
+    case ebac::quantizer_id::levels: return "levels";
+    case ebac::quantizer_id::pool_window: return "pool_window";
+  }
+  return "unknown";
+}
+
+}  // namespace
+
+int cmd_info(int argc, char** argv) {
+  const args a = parse_command(argc, argv, {input_option});
+  ebac_cli::input_file in(input_arg(a));
+  const auto stream = read_stream(in);
+  const ebac::stream_header h = ebac::host::inspect(stream.data(), stream.size());
+  std::string dims;
+  for (int i = 0; i < h.shape.rank; ++i) {
+    if (i) dims += ',';
+    dims += std::to_string(h.shape.dims[i]);
+  }
+  std::printf("format %d dtype %s dims %s mode %s eb %.17g eb_abs %.17g predictor %s", EBAC_FORMAT_VERSION,
+              std::string(ebac::to_string(h.type)).c_str(), dims.c_str(), ebac::is_floating(h.type) ? std::string(ebac::to_string(h.mode)).c_str() : "lossless",
+              h.eb_requested, h.eb_abs, h.predictor == ebac::predictor_id::none ? "none" : "lorenzo");
+  if (h.predictor == ebac::predictor_id::lorenzo) {  // "key value" pairs, like the rest of the line
+    std::printf(" lorenzo_dims %d axes", h.lorenzo_params.dims);
+    for (int k = 0; k < h.lorenzo_params.dims; ++k)
+      std::printf(k ? ",%s" : " %s", h.lorenzo_params.axis[k] == ebac::lorenzo_flat_axis ? "flat" : std::to_string(h.lorenzo_params.axis[k]).c_str());
+    std::printf(" tiles");
+    for (int k = 0; k < h.lorenzo_params.dims; ++k) std::printf(k ? ",%u" : " %u", h.lorenzo_params.tile[k]);
+  }
+  std::printf(" quantizer %s encoder %s chunk %u outliers %" PRIu64 " bytes %zu checksum %s stored %s\n",
+              quantizer_name(h.quantizer),
+              std::string(ebac::encoder_name(h.encoder)).c_str(),
+              h.chunk_elements, h.outlier_count, stream.size(), h.has_checksum() ? "yes" : "no", h.is_stored() ? "yes" : "no");
+  return 0;
+}
+
+// --- eval --------------------------------------------------------------------
+
+namespace {
+
+struct eval_result {
+  std::string pipeline;
+  double ratio, max_abs_error, psnr, compress_MBps, decompress_MBps, eb_abs;
+  bool bound_held;
+  std::uint64_t bytes_in, bytes_out;
+};
+
+template <class F>
+double best_seconds(F&& f, double min_time) {
+  using clock = std::chrono::steady_clock;
+  double best = 1e300, total = 0;
+  for (int rep = 0; rep < 100 && (rep < 1 || total < min_time); ++rep) {
+    const auto t0 = clock::now();
+    f();
+    const double s = std::chrono::duration<double>(clock::now() - t0).count();
+    best = std::min(best, s);
+    total += s;
+  }
+  return best;
+}
+
+template <class T>
+eval_result evaluate(const std::vector<std::byte>& raw, const ebac::extents& e, const std::string& name,
+                     const ebac::compress_options& opt, double min_time) {
+  const auto spec = parse_pipeline_arg(name);
+  const T* x = reinterpret_cast<const T*>(raw.data());
+  std::uint64_t n = 0;
+  (void)e.count(n);
+  std::vector<std::byte> stream;
+  const double tc = best_seconds([&] { stream = compress_any(raw, ebac::dtype_of<T>::value, e, spec, opt); }, min_time);
+  std::vector<ebac::storage_t<T>> y(static_cast<std::size_t>(n));  // bool: one byte each
+  T* const yp = reinterpret_cast<T*>(y.data());
+  const double td = best_seconds([&] { ebac::host::decompress(stream.data(), stream.size(), yp, n, opt.threads); }, min_time);
+  const ebac::stream_header h = ebac::host::inspect(stream.data(), stream.size());
+  eval_result res;
+  res.pipeline = name;
+  res.bytes_in = raw.size();
+  res.bytes_out = stream.size();
+  res.ratio = stream.empty() ? 0 : static_cast<double>(raw.size()) / static_cast<double>(stream.size());
+  res.compress_MBps = raw.size() / tc / 1e6;
+  res.decompress_MBps = raw.size() / td / 1e6;
+  if constexpr (ebac::integer_element<T>) {
+    // Lossless: every element's bytes must come back, compared here.
+    const auto* xs = reinterpret_cast<const ebac::storage_t<T>*>(raw.data());
+    double max_err = 0;
+    for (std::uint64_t i = 0; i < n; ++i)
+      max_err = std::max(max_err, std::fabs(static_cast<double>(xs[i]) - static_cast<double>(y[i])));
+    res.max_abs_error = max_err;
+    res.eb_abs = 0;
+    res.bound_held = std::memcmp(xs, y.data(), static_cast<std::size_t>(n) * sizeof(y[0])) == 0;
+    res.psnr = INFINITY;
+    return res;
+  } else {
+
+  // Judge the reconstruction here, independently of the compressor's checks.
+  double max_err = 0, sq = 0;
+  ebac::value_range r;
+  bool exact_nonfinite = true;
+  std::uint64_t finite = 0;
+  for (std::uint64_t i = 0; i < n; ++i) {
+    const float xf = ebac::to_float(x[i]), yf = ebac::to_float(y[i]);
+    if (std::isfinite(xf)) {
+      const double d = std::fabs(static_cast<double>(xf) - static_cast<double>(yf));
+      max_err = std::max(max_err, std::isnan(d) ? INFINITY : d);
+      sq += d * d;
+      r.add(xf);
+      ++finite;
+    } else if (ebac::raw_bits(x[i]) != ebac::raw_bits(y[i])) {
+      exact_nonfinite = false;
+    }
+  }
+  res.max_abs_error = max_err;
+  res.eb_abs = h.eb_abs;
+  res.bound_held = max_err <= h.eb_abs && exact_nonfinite;
+  const double mse = finite ? sq / static_cast<double>(finite) : 0;
+  res.psnr = (mse > 0 && r.span() > 0) ? 20 * std::log10(r.span()) - 10 * std::log10(mse) : INFINITY;
+  return res;
+  }
+}
+
+void print_result(const eval_result& r, bool json, const std::string& file, bool header) {
+  if (json) {
+    nlohmann::ordered_json j;
+    if (!file.empty()) j["file"] = file;
+    j["pipeline"] = r.pipeline;
+    j["ratio"] = json_number(r.ratio);
+    j["max_abs_error"] = json_number(r.max_abs_error);
+    j["bound_held"] = r.bound_held;
+    j["psnr"] = json_number(r.psnr);
+    j["compress_MBps"] = json_number(r.compress_MBps);
+    j["decompress_MBps"] = json_number(r.decompress_MBps);
+    j["bytes_in"] = r.bytes_in;
+    j["bytes_out"] = r.bytes_out;
+    j["eb_abs"] = json_number(r.eb_abs);
+    print_json_line(j);
+    return;
+  }
+  if (header) {
+    std::printf("%-44s %-11s %9s %12s %12s %5s %8s %10s %10s\n", "file", "pipeline", "ratio", "max_abs_err", "eb_abs",
+                "held", "psnr", "comp_MB/s", "dec_MB/s");
+  }
+  std::printf("%-44s %-11s %9.2f %12.4g %12.4g %5s %8.2f %10.1f %10.1f\n", file.empty() ? "-" : file.c_str(), r.pipeline.c_str(),
+              r.ratio, r.max_abs_error, r.eb_abs, r.bound_held ? "yes" : "NO", r.psnr, r.compress_MBps, r.decompress_MBps);
+}
+
+struct eval_input {
+  std::string path, label;
+  ebac::dtype type;
+  ebac::extents shape;
+};
+
+std::vector<eval_input> read_manifest(const std::string& path) {
+  std::ifstream f(path);
+  if (!f) throw input_error("cannot open manifest '" + path + "'");
+  const fs::path base = fs::path(path).parent_path();
+  std::vector<eval_input> out;
+  std::string line;
+  std::vector<std::string> cols;
+  int lineno = 0;
+  auto split = [](const std::string& s) {
+    std::vector<std::string> v;
+    std::stringstream ss(s);
+    std::string c;
+    while (std::getline(ss, c, '\t')) v.push_back(c);
+    return v;
+  };
+  while (std::getline(f, line)) {
+    ++lineno;
+    if (line.empty()) continue;
+    auto v = split(line);
+    if (cols.empty()) { cols = v; continue; }
+    auto col = [&](const char* name) -> std::string {
+      const auto it = std::find(cols.begin(), cols.end(), name);
+      if (it == cols.end()) throw input_error("manifest '" + path + "' has no column '" + name + "'");
+      const auto k = static_cast<std::size_t>(it - cols.begin());
+      if (k >= v.size()) throw input_error("manifest '" + path + "' line " + std::to_string(lineno) + " has too few columns");
+      return v[k];
+    };
+    if (std::find(cols.begin(), cols.end(), "role") != cols.end() && col("role") != "activation") continue;
+    ebac::dtype t;
+    if (!ebac::parse_dtype(col("dtype"), t)) continue;  // integer tensors (e.g. max-pool indices) are not compressed
+    if (col("file") == "-") continue;
+    out.push_back({(base / col("file")).string(), col("file"), t, parse_dims(col("dims"))});
+  }
+  if (out.empty()) throw input_error("manifest '" + path + "' lists no floating-point activation files");
+  return out;
+}
+}  // namespace
+
+int cmd_eval(int argc, char** argv) {
+  const args a = parse_command(argc, argv,
+                               {input_option, {"manifest", "--manifest", "a manifest.tsv listing the inputs"},
+                                {"dtype", "--dtype", "element type"}, {"dims", "--dims", "extents, outermost first"},
+                                {"eb", "--eb", "error bound"}, {"pool", "--pool", "max-pool geometry IN:K:S[:P[:D]] of an index tensor"}, {"mode", "--mode", "abs (default) or rel"},
+                                {"pipeline", "--pipeline", "a pipeline, or all (the default)"}, threads_option,
+                                {"min-time", "--min-time", "seconds of repetitions per timing (default 0.2)"}},
+                               /*json_flag=*/true);
+  ebac::compress_options opt;
+  // Integer and bool inputs are coded losslessly: they take no bound.
+  const bool lossless_input = !a.has("manifest") && a.has("dtype") && !ebac::is_floating(parse_dtype_arg(a.opt.at("dtype")));
+  opt.bound = lossless_input && !a.has("eb") ? ebac::error_bound{} : parse_bound(a);
+  opt.threads = threads_arg(a, 1);
+  double min_time = 0.2;
+  if (a.has("min-time")) {
+    min_time = parse_double(a.opt.at("min-time"), "--min-time");
+    if (!(min_time >= 0) || !std::isfinite(min_time) || min_time > 3600)
+      throw usage_error("--min-time must be a number of seconds in [0, 3600], got '" + a.opt.at("min-time") + "'");
+  }
+  std::vector<std::string> names;
+  const std::string pname = a.has("pipeline") ? a.opt.at("pipeline") : "all";
+  if (pname == "all") names.assign(ebac::pipeline_names.begin(), ebac::pipeline_names.end());
+  else {
+    (void)parse_pipeline_arg(pname);
+    names.push_back(pname);
+  }
+  std::vector<eval_input> inputs;
+  if (a.has("manifest")) {
+    if (a.has("input") || a.has("dims") || a.has("dtype") || a.has("pool"))
+      throw usage_error("--manifest replaces --input, --dims, --dtype and --pool");
+    inputs = read_manifest(a.opt.at("manifest"));
+  } else {
+    inputs.push_back({input_arg(a), "", parse_dtype_arg(a.need("dtype")), parse_dims(a.need("dims"))});
+    if (a.has("pool")) {
+      if (ebac::is_floating(inputs.back().type)) throw usage_error("--pool applies to integer (max-pool index) tensors only");
+      opt.pooling = parse_pool(a.opt.at("pool"), inputs.back().shape);
+    }
+  }
+  ebac_cli::start_threads(opt.threads);
+  bool all_held = true, header = true;
+  for (const auto& in : inputs) {
+    const auto raw = read_array(in.path, in.shape, in.type);
+    for (const auto& name : names) {
+      const eval_result r = ebac::visit_dtype(in.type, [&]<class T>(std::type_identity<T>) {
+        return evaluate<T>(raw, in.shape, name, opt, min_time);
+      });
+      all_held = all_held && r.bound_held;
+      print_result(r, a.json, in.label, header);
+      header = false;
+      std::fflush(stdout);
+    }
+  }
+  if (!all_held) {
+    std::fprintf(stderr, "ebac: error: the error bound was NOT held for at least one input\n");
+    return 3;
+  }
+  return 0;
+}
+
+}  // namespace ebac_cli

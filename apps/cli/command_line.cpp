@@ -1,0 +1,263 @@
+// apps/cli/command_line.cpp - what every ebac command shares: its options
+// parsed by CLI11, values checked with one-line errors, raw arrays and
+// streams read, and the element-type dispatch into the codec.
+#include "command_line.hpp"
+
+#include <CLI/CLI.hpp>
+
+#include <cctype>
+#include <cerrno>
+#include <cfloat>
+#include <cinttypes>
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <limits>
+#include <sstream>
+#include <type_traits>
+
+namespace ebac_cli {
+
+/// Parses `ebac COMMAND ...` with CLI11: options take one value each
+/// ("--eb 1e-3" or "--eb=1e-3"), none may repeat, unknown ones are refused.
+/// Values are checked by the command, which knows what they mean.
+args parse_command(int argc, char** argv, std::initializer_list<option_def> defs, bool json_flag) {
+  args a;
+  a.command = argv[1];
+  CLI::App app("ebac " + a.command, "ebac " + a.command);
+  app.set_help_flag("-h,--help", "print this command's options");
+  for (const option_def& d : defs) {
+    const std::string key = d.key;
+    app.add_option_function<std::string>(d.names, [&a, key](const std::string& v) { a.opt[key] = v; }, d.help);
+  }
+  if (json_flag) app.add_flag("--json", a.json, "one JSON object per result line");
+  try {
+    app.parse(argc - 1, argv + 1);
+  } catch (const CLI::CallForHelp&) {
+    std::fputs(app.help().c_str(), stdout);
+    std::exit(0);
+  } catch (const CLI::ParseError& e) {
+    throw usage_error(e.what());
+  }
+  return a;
+}
+
+
+/// Parses a double, telling apart garbage, overflow and underflow.
+double parse_double(const std::string& s, const char* what) {
+  char* end = nullptr;
+  errno = 0;
+  const double v = std::strtod(s.c_str(), &end);
+  if (s.empty() || *end != '\0' || std::isspace(static_cast<unsigned char>(s[0])))
+    throw usage_error(std::string(what) + " '" + s + "' is not a number");
+  if (errno == ERANGE && std::isinf(v)) throw usage_error(std::string(what) + " '" + s + "' is out of range (above 1.8e308, the largest double)");
+  if (v != 0 && std::fabs(v) < DBL_MIN)
+    throw usage_error(std::string(what) + " '" + s + "' is too small: below 2.2e-308, the smallest normal double");
+  if (errno == ERANGE) throw usage_error(std::string(what) + " '" + s + "' is too small: it underflows to 0");
+  return v;
+}
+
+long parse_int(const std::string& s, const char* what, long lo, long hi) {
+  char* end = nullptr;
+  errno = 0;
+  const long v = std::strtol(s.c_str(), &end, 10);
+  if (s.empty() || *end != '\0' || errno == ERANGE || v < lo || v > hi)
+    throw usage_error(std::string(what) + " '" + s + "' must be an integer in [" + std::to_string(lo) + ", " + std::to_string(hi) + "]");
+  return v;
+}
+
+/// "4096", "512K", "64M", "4G", "1T" (powers of 1024; also KiB, MiB, ... and KB, MB, ...).
+std::uint64_t parse_size(const std::string& s, const char* what) {
+  std::size_t digits = 0;
+  while (digits < s.size() && s[digits] >= '0' && s[digits] <= '9') ++digits;
+  std::string unit = s.substr(digits);
+  for (char& c : unit) c = static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
+  int shift = -1;
+  for (auto [name, k] : {std::pair{"", 0}, {"B", 0}, {"K", 10}, {"KB", 10}, {"KIB", 10}, {"M", 20}, {"MB", 20}, {"MIB", 20},
+                         {"G", 30}, {"GB", 30}, {"GIB", 30}, {"T", 40}, {"TB", 40}, {"TIB", 40}})
+    if (unit == name) shift = k;
+  errno = 0;
+  const unsigned long long v = digits ? std::strtoull(s.substr(0, digits).c_str(), nullptr, 10) : 0;
+  if (digits == 0 || shift < 0 || errno == ERANGE || (shift > 0 && v > (~0ULL >> shift)))
+    throw usage_error(std::string(what) + " '" + s + "' must be a byte count such as 1000000, 512M or 4G");
+  return static_cast<std::uint64_t>(v) << shift;
+}
+
+std::string format_bytes(std::uint64_t b) {
+  const char* units[] = {"bytes", "KiB", "MiB", "GiB", "TiB"};
+  int u = 0;
+  double v = static_cast<double>(b);
+  while (v >= 1024 && u < 4) { v /= 1024; ++u; }
+  char buf[64];
+  if (u == 0) std::snprintf(buf, sizeof buf, "%" PRIu64 " bytes", b);
+  else std::snprintf(buf, sizeof buf, "%" PRIu64 " bytes (%.4g %s)", b, v, units[u]);
+  return buf;
+}
+
+ebac::extents parse_dims(const std::string& s) {
+  ebac::extents e;
+  std::stringstream ss(s);
+  std::string item;
+  while (std::getline(ss, item, ',')) {
+    if (item.empty() || item.find_first_not_of("0123456789") != std::string::npos)
+      throw usage_error("--dims '" + s + "' must be comma-separated non-negative integers");
+    if (e.rank == ebac::max_rank) throw usage_error("--dims: at most " + std::to_string(ebac::max_rank) + " dimensions");
+    errno = 0;
+    const unsigned long long v = std::strtoull(item.c_str(), nullptr, 10);
+    if (errno == ERANGE) throw usage_error("--dims: extent '" + item + "' is too large");
+    e.dims[e.rank++] = v;
+  }
+  if (e.rank == 0 || s.back() == ',') throw usage_error("--dims '" + s + "' must be comma-separated non-negative integers");
+  std::uint64_t n;
+  if (e.count(n) != ebac::status::ok) throw usage_error("--dims '" + s + "': element count overflows 64 bits");
+  return e;
+}
+
+// --- element types: parsed by ebac::parse_dtype, dispatched by ebac::visit_dtype ----
+
+ebac::dtype parse_dtype_arg(const std::string& s) {
+  ebac::dtype t;
+  if (!ebac::parse_dtype(s, t)) throw usage_error("unknown --dtype '" + s + "' (expected " + cli_dtypes + ")");
+  return t;
+}
+
+/// The error bound for dtype t: required for floating-point data; integer
+/// and bool data are coded losslessly and take none (a given one is ignored).
+ebac::error_bound bound_for(const args& a, ebac::dtype t) {
+  if (ebac::is_floating(t) || a.has("eb")) return parse_bound(a);
+  return ebac::error_bound{};
+}
+
+/// --pool IN:K:S[:P[:D]]: a max-pool index tensor's geometry, each part a
+/// comma list with one value per spatial dimension (or one for all).
+ebac::pool_geometry parse_pool(const std::string& s, const ebac::extents& shape) {
+  std::vector<std::string> parts;
+  std::stringstream ss(s);
+  for (std::string part; std::getline(ss, part, ':');) parts.push_back(part);
+  if (parts.size() < 3 || parts.size() > 5)
+    throw usage_error("--pool '" + s + "': expected INPUT:KERNEL:STRIDE[:PADDING[:DILATION]] (e.g. 28,28:2:2)");
+  auto list = [&](const std::string& part, const char* what) {
+    std::vector<std::uint64_t> v;
+    std::stringstream ps(part);
+    for (std::string x; std::getline(ps, x, ',');)
+      v.push_back(static_cast<std::uint64_t>(parse_int(x, (std::string("--pool ") + what).c_str(), 0, (1LL << 31) - 1)));
+    if (v.empty()) throw usage_error(std::string("--pool: no ") + what + " given");
+    return v;
+  };
+  const auto input = list(parts[0], "input size");
+  if (input.size() > 3) throw usage_error("--pool: 1 to 3 spatial dimensions, got " + std::to_string(input.size()));
+  ebac::pool_geometry g;
+  g.dims = static_cast<std::uint32_t>(input.size());
+  auto fill = [&](std::uint64_t* dst, std::size_t k, const char* what, std::uint64_t def) {
+    const auto v = k < parts.size() ? list(parts[k], what) : std::vector<std::uint64_t>{def};
+    if (v.size() != 1 && v.size() != g.dims)
+      throw usage_error(std::string("--pool: ") + what + " needs 1 or " + std::to_string(g.dims) + " values");
+    for (std::uint32_t j = 0; j < g.dims; ++j) dst[j] = v.size() == 1 ? v[0] : v[j];
+  };
+  for (std::uint32_t j = 0; j < g.dims; ++j) g.input[j] = input[j];
+  fill(g.kernel, 1, "kernel", 1);
+  fill(g.stride, 2, "stride", 1);
+  fill(g.padding, 3, "padding", 0);
+  fill(g.dilation, 4, "dilation", 1);
+  if (g.validate(shape) != ebac::status::ok)
+    throw usage_error("--pool '" + s + "' does not fit --dims: the last " + std::to_string(g.dims) +
+                      " dims must be the pooled output's sizes; sizes >= 1, fewer than 2^22 offsets in a window");
+  return g;
+}
+
+ebac::error_bound parse_bound(const args& a) {
+  ebac::error_bound eb;
+  const std::string& s = a.need("eb");
+  eb.value = parse_double(s, "--eb");
+  if (!(eb.value > 0) || !std::isfinite(eb.value)) throw usage_error("--eb must be a finite number > 0, got '" + s + "'");
+  eb.mode = ebac::bound_mode::absolute;
+  if (a.has("mode") && !ebac::parse_bound_mode(a.opt.at("mode"), eb.mode))
+    throw usage_error("unknown --mode '" + a.opt.at("mode") + "' (expected abs or rel)");
+  return eb;
+}
+
+ebac::pipeline_spec parse_pipeline_arg(const std::string& name) {
+  ebac::pipeline_spec s;
+  if (!ebac::parse_pipeline(name, s)) throw usage_error("unknown --pipeline '" + name + "'");
+  return s;
+}
+
+int threads_arg(const args& a, int def) {
+  return a.has("threads") ? static_cast<int>(parse_int(a.opt.at("threads"), "--threads", 0, ebac_cli::max_threads)) : def;
+}
+
+/// The input path: positional or --input (not both: CLI11 refuses a second value).
+const std::string& input_arg(const args& a) {
+  if (!a.has("input")) throw usage_error("missing the input (a path, or - for standard input; also --input)");
+  return a.opt.at("input");
+}
+
+/// Bytes of a tensor the format can hold (refused before any input is read).
+std::uint64_t byte_size(const ebac::extents& e, ebac::dtype t) {
+  std::uint64_t n = 0;
+  (void)e.count(n);
+  if (n > ebac::max_stream_elements) throw usage_error("--dims: more than 2^48 elements, the stream format's limit");
+  return n * ebac::size_of(t);
+}
+
+/// Reads a raw array of exactly the size dims and dtype describe.
+std::vector<std::byte> read_array(const std::string& path, const ebac::extents& e, ebac::dtype t) {
+  ebac_cli::input_file in(path);
+  return in.read_exactly(byte_size(e, t), "--dims and --dtype " + std::string(ebac::to_string(t)) + " need");
+}
+
+/// Reads a whole stream; refuses one whose first bytes are no ebac header
+/// (e.g. /dev/zero) without reading on.
+std::vector<std::byte> read_stream(ebac_cli::input_file& in) {
+  constexpr std::size_t magic_and_version = 8;
+  return in.read(std::numeric_limits<std::uint64_t>::max(), magic_and_version, [](const std::byte* p, std::size_t) {
+    // With only these bytes the header reader can judge nothing but the
+    // magic and the version; "truncated" means they passed.
+    ebac::stream_header h;
+    const char* what = "";
+    const ebac::status s = ebac::read_stream_header_fields(p, magic_and_version, std::numeric_limits<std::size_t>::max(), h, &what);
+    if (s != ebac::status::ok && s != ebac::status::truncated_stream) ebac::detail::fail(s, what);
+  });
+}
+
+std::vector<std::byte> compress_any(const std::vector<std::byte>& raw, ebac::dtype t, const ebac::extents& e,
+                                    const ebac::pipeline_spec& spec, const ebac::compress_options& opt) {
+  return ebac::visit_dtype(t, [&]<class T>(std::type_identity<T>) {
+    const T* in = reinterpret_cast<const T*>(raw.data());
+    return ebac::with_pipeline(spec, e, [&](auto pipe) { return ebac::host::compress(in, e, pipe, opt); });
+  });
+}
+
+/// Decompresses into raw little-endian bytes of the stream's dtype.
+std::vector<std::byte> decompress_any(const std::vector<std::byte>& stream, int threads,
+                                      std::uint64_t max_output) {
+  const ebac::stream_header h = ebac::host::inspect(stream.data(), stream.size());
+  const std::uint64_t n = ebac::element_count(h);
+  const std::uint64_t bytes = n * ebac::size_of(h.type);
+  if (bytes > max_output)
+    throw input_error("the stream decodes to " + format_bytes(bytes) + ", more than --max-output " + format_bytes(max_output) +
+                      "; give a larger --max-output to decode it");
+  std::vector<std::byte> out;
+  try {
+    out.resize(static_cast<std::size_t>(bytes));
+  } catch (const std::bad_alloc&) {
+    throw input_error("out of memory: cannot allocate the " + format_bytes(bytes) + " the stream decodes to");
+  }
+  ebac::visit_dtype(h.type, [&]<class T>(std::type_identity<T>) {
+    ebac::host::decompress(stream.data(), stream.size(), reinterpret_cast<T*>(out.data()), n, threads, max_output);
+  });
+  return out;
+}
+
+/// A JSON number, or null where there is none (infinite PSNR, NaN).
+nlohmann::ordered_json json_number(double v) {
+  if (!std::isfinite(v)) return nullptr;
+  return v;
+}
+
+/// One JSON object on one line; names that are not UTF-8 get U+FFFD.
+void print_json_line(const nlohmann::ordered_json& j) {
+  std::printf("%s\n", j.dump(-1, ' ', false, nlohmann::ordered_json::error_handler_t::replace).c_str());
+}
+
+}  // namespace ebac_cli
