@@ -6,7 +6,8 @@
 # EBAC_HOST_CODEC_PREBUILT and stop instantiating the codec themselves; a
 # program with several units that call host::compress/decompress then builds
 # in a fraction of the time. The caller adds its own flags to <name> (they
-# must match the program's: sanitizers, OpenMP, -O level).
+# must match the program's: sanitizers, OpenMP, -O level, and
+# EBAC_USER_ENCODERS_HEADER where the program registers encoders of its own).
 #
 #   include(ebacHostCodec)            # from find_package(ebac) or the source tree
 #   ebac_add_host_codec(my_codec)

@@ -8,8 +8,19 @@
 // the stages a header names (format/stream_stages.hpp), the size bounds
 // (format/max_compressed_bytes.hpp) and the host backend all go through
 // this list.
+//
+// A program's own encoders join the list without touching the library:
+// compile every unit of the program with EBAC_USER_ENCODERS_HEADER naming a
+// header that defines them and, in it, `#define EBAC_USER_ENCODERS` to their
+// comma-separated types (docs/stages.md, "An encoder of your own";
+// tests/user_stage/ is a worked example). Their ids are
+// first_user_encoder_id or above, so the library's never collide with them;
+// a program without them refuses their streams ("unknown encoder id").
+// Every unit must see the same list (it is part of inline functions): set
+// both as compile definitions of the whole program, never in one file.
 #pragma once
 
+#include <ebac/concepts.hpp>
 #include <ebac/config.hpp>
 #include <ebac/encoder/block_bitpack.hpp>
 #include <ebac/encoder/encoder_id.hpp>
@@ -17,6 +28,17 @@
 #include <ebac/encoder/run_length.hpp>
 #include <ebac/status.hpp>
 
+#ifdef EBAC_USER_ENCODERS_HEADER
+// The header may include ebac's encoder building blocks (config.hpp,
+// status.hpp, encoder/encoder_id.hpp, detail/bytes.hpp), not this registry
+// or anything that reads it (pipeline.hpp, format/, host/, ebac.hpp).
+#include EBAC_USER_ENCODERS_HEADER
+#ifndef EBAC_USER_ENCODERS
+#error "EBAC_USER_ENCODERS_HEADER must #define EBAC_USER_ENCODERS (the comma-separated encoder types it defines)"
+#endif
+#endif
+
+#include <cstddef>
 #include <cstdint>
 #include <string_view>
 #include <type_traits>
@@ -26,8 +48,15 @@ EBAC_NAMESPACE_BEGIN
 template <class... E>
 struct encoder_list {};
 
-/// The registered encoders.
+/// Ids from here up belong to a program's own encoders; the library's stay below.
+inline constexpr std::uint8_t first_user_encoder_id = 128;
+
+/// The registered encoders: the library's, then a program's own.
+#ifdef EBAC_USER_ENCODERS
+using encoders = encoder_list<block_bitpack, run_length, huffman, EBAC_USER_ENCODERS>;
+#else
 using encoders = encoder_list<block_bitpack, run_length, huffman>;
+#endif
 
 namespace detail {
 template <class F, class E0, class... Es>
@@ -101,5 +130,38 @@ decltype(auto) visit_encoder(encoder_id id, F&& f) {
   });
   return b;
 }
+
+
+namespace detail {
+/// What the registry needs of its list, checked where the list is formed:
+/// each entry an encoder (concepts.hpp), ids and names unique, ids not 0
+/// (a stored stream's "no encoder"), the library's below first_user_encoder_id.
+template <bool Builtin, class... Es>
+consteval bool valid_encoder_list(encoder_list<Es...>) {
+  constexpr std::uint8_t ids[] = {static_cast<std::uint8_t>(Es::id)...};
+  constexpr std::string_view names[] = {Es::name...};
+  constexpr std::size_t n = sizeof...(Es);
+  for (std::size_t i = 0; i < n; ++i) {
+    if (ids[i] == 0 || names[i].empty()) return false;
+    if (Builtin && ids[i] >= first_user_encoder_id) return false;
+    for (std::size_t j = i + 1; j < n; ++j)
+      if (ids[i] == ids[j] || names[i] == names[j]) return false;
+  }
+  return (encoder<Es> && ...);
+}
+template <class... Es>
+consteval bool user_ids_valid(encoder_list<Es...>) {
+  return ((static_cast<std::uint8_t>(Es::id) >= first_user_encoder_id) && ...);
+}
+}  // namespace detail
+
+static_assert(detail::valid_encoder_list<true>(encoder_list<block_bitpack, run_length, huffman>{}),
+              "the library's encoders: ids in [1, first_user_encoder_id), ids and names unique");
+static_assert(detail::valid_encoder_list<false>(encoders{}),
+              "every registered encoder satisfies ebac::encoder, with a unique id (not 0) and a unique, non-empty name");
+#ifdef EBAC_USER_ENCODERS
+static_assert(detail::user_ids_valid(encoder_list<EBAC_USER_ENCODERS>{}),
+              "a program's own encoder ids are ebac::first_user_encoder_id (128) or above");
+#endif
 
 EBAC_NAMESPACE_END
