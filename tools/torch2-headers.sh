@@ -51,8 +51,6 @@ flags=(-fsyntax-only "${ext_flags[@]}"
        -Iinclude -I"$inc" -I"$inc/torch/csrc/api/include" -I"$pyinc")
 status=0
 for src in "${sources[@]}"; do
-  # csrc/codec/: the codec's instantiations, no torch header to check them against.
-  [[ "$src" == codec/* ]] && continue
   if g++ "${flags[@]}" "integrations/pytorch/csrc/$src"; then echo "ok: $src"; else echo "FAILED: $src" >&2; status=1; fi
 done
 if [[ -f /usr/local/cuda/include/cuda_runtime.h ]]; then

@@ -33,7 +33,9 @@ def ebac_include():
 
 
 def extension():
-    sources = [os.path.join("csrc", s) for s in flags.SOURCES]
+    # The codec's units, written next to setuptools' own build directory.
+    units = flags.codec_units(os.path.join(HERE, "build", "ebac_codec_units"), ebac_include())
+    sources = [os.path.join("csrc", s) for s in flags.SOURCES] + [os.path.relpath(u, HERE) for u in units]
     if flags.want_cuda():
         from torch.utils.cpp_extension import CUDAExtension
         return CUDAExtension(

@@ -1,7 +1,8 @@
 // host_codec.cpp - the host backend of the extension: ebac::host on CPU memory.
 //
-// With csrc/codec/ (the codec's instantiations, one unit per element type,
-// declared extern here by EBAC_HOST_CODEC_PREBUILT), the only translation
+// With the codec's units (its instantiations, one unit per element type,
+// written by ebac_torch/_ext.py's codec_units and declared extern here by
+// EBAC_HOST_CODEC_PREBUILT), the only translation
 // units that instantiate ebac's host templates; they include no torch header
 // (see codec_api.hpp).
 #include "codec_api.hpp"

@@ -11,6 +11,7 @@ Order:
 
 import hashlib
 import os
+import re
 import threading
 
 _HERE = os.path.dirname(os.path.abspath(__file__))
@@ -21,15 +22,16 @@ _origin = None
 # Flags shared with setup.py (which imports this module without torch's
 # extension machinery running).
 # EBAC_HOST_CODEC_PREBUILT: host_codec.cpp declares the codec's instantiations
-# extern; csrc/codec/ defines them, one unit per element type, so the build
+# extern; codec_units() writes the units that define them, one per element
+# type, so the build
 # runs in parallel (a single unit took about ten minutes of -O3 on one core).
 # -g0: setup.py's build inherits Python's own CFLAGS, -g among them: debug
 # information for the codec's units is slow to compile and large.
 CXX_FLAGS = ["-O3", "-g0", "-std=c++20", "-fopenmp", "-ffp-contract=off", "-fvisibility=hidden", "-Wno-deprecated-declarations",
              "-DEBAC_HOST_CODEC_PREBUILT"]
 LD_FLAGS = ["-fopenmp"]
-ELEMENTS = ["float", "float16", "bfloat16", "bool", "uint8", "int8", "int16", "int32", "int64"]
-SOURCES = ["bindings.cpp", "host_codec.cpp", "error_model.cpp", "adapt.cpp"] + ["codec/%s.cpp" % e for e in ELEMENTS]
+# csrc/'s own units; codec_units() writes the codec's, one per element type.
+SOURCES = ["bindings.cpp", "host_codec.cpp", "error_model.cpp", "adapt.cpp"]
 # The CUDA backend: one more source, compiled by nvcc, and a define for all.
 CUDA_SOURCES = ["cuda_codec.cu"]
 CUDA_DEFINE = "-DEBAC_TORCH_WITH_CUDA=1"
@@ -62,6 +64,54 @@ def include_dir():
     return os.path.normpath(os.path.join(_HERE, "..", "..", "..", "include"))
 
 
+def codec_elements(inc=None):
+    """The host codec's element types (C++ spellings): the X-list of
+    EBAC_HOST_CODEC_FOR_EACH_ELEMENT in ebac/host/codec_instances.hpp, the one
+    place that names them (CMake's ebac_add_host_codec reads it too)."""
+    header = os.path.join(inc or include_dir(), "ebac", "host", "codec_instances.hpp")
+    with open(header) as f:
+        lines = f.read().split("\n")
+    text, inside = "", False
+    for line in lines:
+        if line.startswith("#define EBAC_HOST_CODEC_FOR_EACH_ELEMENT(X)"):
+            inside, line = True, line[len("#define EBAC_HOST_CODEC_FOR_EACH_ELEMENT(X)"):]
+        elif not inside:
+            continue
+        text += " " + line
+        if not line.rstrip().endswith("\\"):
+            break
+    elements = re.findall(r"X\(([^)]+)\)", text)
+    if not elements:
+        raise RuntimeError("ebac_torch: no element list (EBAC_HOST_CODEC_FOR_EACH_ELEMENT) in %s" % header)
+    return elements
+
+
+def codec_units(out_dir, inc=None):
+    """Writes the units that instantiate the host codec, one per element type
+    (so they compile in parallel; host_codec.cpp sees them declared extern,
+    EBAC_HOST_CODEC_PREBUILT), into out_dir; returns their paths. A file is
+    rewritten only when its text changes, so ninja does not rebuild it."""
+    os.makedirs(out_dir, exist_ok=True)
+    paths = []
+    for element in codec_elements(inc):
+        stem = re.sub(r"[^A-Za-z0-9]+", "_", element).strip("_")
+        path = os.path.join(out_dir, "codec_%s.cpp" % stem)
+        text = ("// Written by ebac_torch/_ext.py: the host codec for %s.\n"
+                "#include <ebac/host/codec_instances.hpp>\n"
+                "EBAC_HOST_CODEC_INSTANTIATE_COMPRESS(%s)\n"
+                "EBAC_HOST_CODEC_INSTANTIATE_DECOMPRESS(%s)\n" % (element, element, element))
+        try:
+            with open(path) as f:
+                same = f.read() == text
+        except OSError:
+            same = False
+        if not same:
+            with open(path, "w") as f:
+                f.write(text)
+        paths.append(path)
+    return paths
+
+
 def _jit_load(verbose):
     from torch.utils import cpp_extension
 
@@ -78,9 +128,12 @@ def _jit_load(verbose):
     tag = hashlib.sha1(os.path.realpath(src).encode()).hexdigest()[:8]
     cuda = want_cuda()
     sources = SOURCES + (CUDA_SOURCES if cuda else [])
+    name = "ebac_torch_C_" + tag + ("_cuda" if cuda else "")
+    root = os.environ.get("TORCH_EXTENSIONS_DIR") or os.path.join(os.path.expanduser("~"), ".cache", "torch_extensions")
+    units = codec_units(os.path.join(root, name + "_codec_units"), inc)
     return cpp_extension.load(
-        name="ebac_torch_C_" + tag + ("_cuda" if cuda else ""),
-        sources=[os.path.join(src, s) for s in sources],
+        name=name,
+        sources=[os.path.join(src, s) for s in sources] + units,
         extra_include_paths=[inc],
         extra_cflags=CXX_FLAGS + ([CUDA_DEFINE] if cuda else []),
         extra_cuda_cflags=NVCC_FLAGS if cuda else None,
