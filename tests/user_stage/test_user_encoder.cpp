@@ -40,6 +40,18 @@ std::vector<float> field(ebac::extents& e) {
   return x;
 }
 
+/// x compressed by the pipeline named `pipeline` under the absolute bound eb.
+std::vector<std::byte> compress_with(const char* pipeline, const std::vector<float>& x, const ebac::extents& e, double eb,
+                                     bool checksum = true) {
+  ebac::pipeline_spec spec;
+  REQUIRE(ebac::parse_pipeline(pipeline, spec));
+  REQUIRE(spec.encoder == static_cast<ebac::encoder_id>(200));
+  ebac::compress_options o;
+  o.bound = {eb, ebac::bound_mode::absolute};
+  o.checksum = checksum;
+  return ebac::with_pipeline(spec, e, [&](auto p) { return ebac::host::compress(x.data(), e, p, o); });
+}
+
 }  // namespace
 
 TEST_SUITE("user_stage") {
@@ -85,12 +97,7 @@ TEST_CASE("user encoder: a pipeline by name compresses within the requested boun
   const double eb = 1e-2;  // what the caller asks, absolute
   for (const char* name : {"lorenzo:sign:varint", "none:linear:varint", "lorenzo2:linear:varint"}) {
     CAPTURE(name);
-    ebac::pipeline_spec spec;
-    REQUIRE(ebac::parse_pipeline(name, spec));
-    CHECK(spec.encoder == static_cast<ebac::encoder_id>(200));
-    ebac::compress_options o;
-    o.bound = {eb, ebac::bound_mode::absolute};
-    const auto s = ebac::with_pipeline(spec, e, [&](auto p) { return ebac::host::compress(x.data(), e, p, o); });
+    const auto s = compress_with(name, x, e, eb);
     const ebac::stream_header h = ebac::host::inspect(s.data(), s.size());
     CHECK(static_cast<int>(h.encoder) == 200);
     // Every element costs at least one varint byte (minus the outliers'
@@ -109,11 +116,7 @@ TEST_CASE("user encoder: a pipeline by name compresses within the requested boun
 TEST_CASE("user encoder: the reader's checks apply to its streams") {
   ebac::extents e;
   const std::vector<float> x = field(e);
-  ebac::compress_options o;
-  o.bound = {1e-2, ebac::bound_mode::absolute};
-  ebac::pipeline_spec spec;
-  REQUIRE(ebac::parse_pipeline("lorenzo:sign:varint", spec));
-  const auto s = ebac::with_pipeline(spec, e, [&](auto p) { return ebac::host::compress(x.data(), e, p, o); });
+  const auto s = compress_with("lorenzo:sign:varint", x, e, 1e-2);
   std::vector<float> y(x.size());
   // Cut short anywhere: refused, never read past the end.
   for (std::size_t cut : {std::size_t{1}, std::size_t{20}, s.size() / 2, s.size() - 1}) {
@@ -122,8 +125,7 @@ TEST_CASE("user encoder: the reader's checks apply to its streams") {
   }
   // Without the checksum, a payload byte changed so that a varint runs on
   // past its chunk is caught by the encoder's own decode_chunk.
-  o.checksum = false;
-  auto t = ebac::with_pipeline(spec, e, [&](auto p) { return ebac::host::compress(x.data(), e, p, o); });
+  auto t = compress_with("lorenzo:sign:varint", x, e, 1e-2, /*checksum=*/false);
   t[t.size() - 1] = std::byte{0x80};
   try {
     ebac::host::decompress(t.data(), t.size(), y.data(), y.size());
@@ -138,11 +140,7 @@ TEST_CASE("user encoder: a stream for a program without it") {
   // without this encoder) on it and expects "unknown encoder id".
   ebac::extents e;
   const std::vector<float> x = field(e);
-  ebac::compress_options o;
-  o.bound = {1e-2, ebac::bound_mode::absolute};
-  ebac::pipeline_spec spec;
-  REQUIRE(ebac::parse_pipeline("lorenzo:sign:varint", spec));
-  const auto s = ebac::with_pipeline(spec, e, [&](auto p) { return ebac::host::compress(x.data(), e, p, o); });
+  const auto s = compress_with("lorenzo:sign:varint", x, e, 1e-2);
   std::ofstream f(EBAC_USER_STAGE_STREAM, std::ios::binary);
   f.write(reinterpret_cast<const char*>(s.data()), static_cast<std::streamsize>(s.size()));
   REQUIRE(f.good());
