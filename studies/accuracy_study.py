@@ -220,7 +220,7 @@ def gradient_probe(model, xb, yb, cfg, threads, policy=None, layer_bound=None):
     return out, st["bound_violations"]
 
 
-PIPELINES = ("fast", "ratio", "ratio-flat", "rle", "plain")
+PIPELINES = ("fast", "ratio", "ratio-flat", "rle", "plain", "max")
 DEFAULT_CONFIGS = "baseline,ratio@1e-1,ratio@1e-2,ratio@1e-3"
 
 

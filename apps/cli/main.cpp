@@ -53,9 +53,9 @@ constexpr const char* usage_text =
     "eval defaults to 1 thread so its MB/s are single-core figures.\n"
     "--max-output: the most bytes decompress writes (default 4G; suffixes K, M, G, T\n"
     "  are powers of 1024); a stream that decodes to more is refused before decoding.\n"
-    "pipelines: fast, ratio, ratio-flat, rle, plain, or PREDICTOR:QUANTIZER:ENCODER with\n"
+    "pipelines: fast, ratio, ratio-flat, rle, plain, max (host only), or PREDICTOR:QUANTIZER:ENCODER with\n"
     "  PREDICTOR none|lorenzo|lorenzo1|lorenzo2|lorenzo3, QUANTIZER sign|linear,\n"
-    "  ENCODER bitpack|rle|huffman (e.g. lorenzo2:sign:huffman). lorenzoK predicts\n"
+    "  ENCODER bitpack|rle|huffman|ans (e.g. lorenzo2:sign:huffman). lorenzoK predicts\n"
     "  along the last min(K, rank-1) axes of a tensor of rank >= 3 and along the\n"
     "  flattened tensor below rank 3 (lorenzo1: the last axis); 'ebac info' shows\n"
     "  the axes a stream used.\n";

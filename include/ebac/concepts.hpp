@@ -59,6 +59,9 @@ concept encoder = std::is_trivially_copyable_v<E> &&
 /// host backend gathers `statistics` over the chunks in any grouping, learns
 /// the codebook, serializes it, and encodes with the functor bound to it;
 /// decoding deserializes and binds (encoder/huffman.hpp is the model).
+/// Statistics constructible from the tensor's `extents` are constructed so
+/// (an encoder whose contexts need the row width: encoder/context_ans.hpp);
+/// the codebook then carries what the decoder needs of the geometry.
 template <class E>
 concept codebook_encoder = encoder<E> && E::needs_codebook &&
     requires(typename E::statistics& s, const typename E::statistics& cs, const typename E::codebook& cb, const std::uint32_t* codes,

@@ -62,13 +62,13 @@ struct pipeline_spec {
 };
 
 /// The named pipelines, in the order `--pipeline all` reports them.
-inline constexpr std::array<std::string_view, 5> pipeline_names = {"fast", "ratio", "ratio-flat", "rle", "plain"};
+inline constexpr std::array<std::string_view, 6> pipeline_names = {"fast", "ratio", "ratio-flat", "rle", "plain", "max"};
 
 /// Parses a named pipeline ("fast", "ratio", ...) or an explicit
 /// "predictor:quantizer:encoder" triple, e.g. "lorenzo2:sign:huffman".
 ///   predictor: none | lorenzo (flat 1-D) | lorenzo1 | lorenzo2 | lorenzo3 (last axes)
 ///   quantizer: sign (zero/sign preserving) | linear
-///   encoder:   the name of a registered encoder (encoder/registry.hpp): bitpack | rle | huffman
+///   encoder:   the name of a registered encoder (encoder/registry.hpp): bitpack | rle | huffman | ans
 inline bool parse_pipeline(std::string_view name, pipeline_spec& s) {
   s = pipeline_spec{};
   if (name == "fast") return true;  // flat Lorenzo + sign-preserving + bit-packing
@@ -76,6 +76,10 @@ inline bool parse_pipeline(std::string_view name, pipeline_spec& s) {
   if (name == "ratio-flat") { s.encoder = encoder_id::huffman; return true; }
   if (name == "rle") { s.encoder = encoder_id::run_length; return true; }
   if (name == "plain") { s.predictor = predictor_id::none; return true; }
+  // Host only (the CUDA backend refuses it): ratio's stages with the
+  // context-modelled ANS encoder, smaller than ratio at every bound measured
+  // (docs/benchmarks.md) at about half its speed.
+  if (name == "max") { s.lorenzo_auto_dims = 2; s.encoder = encoder_id::context_ans; return true; }
   const auto c1 = name.find(':');
   if (c1 == std::string_view::npos) return false;
   const auto c2 = name.find(':', c1 + 1);

@@ -31,7 +31,7 @@ CORPUS = None
 WORK = None
 FAILURES = []
 
-PIPELINES = ["fast", "ratio", "ratio-flat", "rle", "plain"]
+PIPELINES = ["fast", "ratio", "ratio-flat", "rle", "plain", "max"]
 JSON_KEYS = {"pipeline", "ratio", "max_abs_error", "bound_held", "psnr", "compress_MBps",
              "decompress_MBps", "bytes_in", "bytes_out", "eb_abs"}
 
@@ -184,7 +184,7 @@ def group_roundtrip():
     base[base < 0] = 0
     for dtype in ("f16", "bf16", "f32"):
         xbits = to_bits(base, dtype)
-        for pipeline in PIPELINES + ["none:linear:rle", "lorenzo2:sign:huffman"]:
+        for pipeline in PIPELINES + ["none:linear:rle", "lorenzo2:sign:huffman", "lorenzo2:sign:ans"]:
             for mode, eb in (("abs", 1e-2), ("rel", 1e-3)):
                 res = roundtrip(xbits, dtype, dims, eb, mode, pipeline, "synthetic-" + dtype)
         # info describes the stream.

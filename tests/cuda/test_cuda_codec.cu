@@ -718,6 +718,35 @@ TEST_CASE("device Huffman: one device-scope call builds the codebook on the devi
                                 100, 7, ebac::cuda::kernel_path::fused) > 0);
 }
 
+TEST_CASE("the ANS encoder has no CUDA kernels: compress and decompress refuse it (unsupported), nothing is decoded wrong") {
+  using pipe_t = ebac::pipeline<ebac::lorenzo, ebac::sign_preserving_quantizer, ebac::context_ans>;
+  const auto x = activations(20000, 17);
+  const ebac::extents e{20000};
+  ebac::compress_options opt;
+  opt.bound = {1e-2, ebac::bound_mode::relative};
+  device_vector<float> d_in(x);
+  auto status_of = [](auto&& f) {
+    try {
+      f();
+    } catch (const ebac::error& err) {
+      return err.code();
+    }
+    return ebac::status::ok;
+  };
+  CHECK(status_of([&] { (void)ebac::cuda::compress(d_in.p, e, pipe_t{}, opt); }) == ebac::status::unsupported);
+  std::size_t temp = 0;
+  CHECK(ebac::cuda::compress(nullptr, temp, d_in.p, e, pipe_t{}, opt, nullptr, 0, nullptr, nullptr) == cudaErrorNotSupported);
+  // A host stream: the host decodes it within the bound, the device refuses it.
+  const auto stream = ebac::host::compress(x.data(), e, pipe_t{}, opt);
+  const auto h = ebac::host::inspect(stream.data(), stream.size());
+  REQUIRE(h.encoder == ebac::encoder_id::context_ans);
+  device_vector<std::byte> d_stream(stream);
+  device_vector<float> out(x.size());
+  CHECK(status_of([&] { ebac::cuda::decompress(d_stream.p, stream.size(), out.p, x.size()); }) == ebac::status::unsupported);
+  std::size_t dtemp = 0;
+  CHECK(ebac::cuda::decompress<float>(nullptr, dtemp, h, d_stream.p, stream.size(), out.p, x.size(), nullptr) == cudaErrorNotSupported);
+}
+
 TEST_CASE("device path handles f16 and bf16, relative and absolute bounds, every pipeline and path") {
   const std::size_t m = sized(100002, 10003);  // multiples of 7 (the 1 x 7 x m/7 shape), not of 32
   for (std::uint32_t seed : {7u, 8u}) {  // signed, then ReLU'd

@@ -12,7 +12,7 @@
 //            its input sizes (1 + b % 16) and kernel (1 + (b >> 4) % 3).
 //            Bool elements are their bytes' low bit (a bool holds 0 or 1).
 //   byte 7   pipeline: predictor (none, flat, last 1, last 2, last 3 axes),
-//            quantizer (sign, linear), encoder (bitpack, rle, huffman)
+//            quantizer (sign, linear), encoder (bitpack, rle, huffman, ans)
 //   byte 8   chunk size (32, 64, 96, 1024, 16384) and Lorenzo tile
 //   then     the elements, little-endian raw bits of the dtype
 #pragma once
@@ -76,7 +76,7 @@ inline bool read_compress_case(const std::uint8_t* p, std::size_t size, compress
   }
 
   c.spec = ebac::pipeline_spec{};
-  const int pred = p[7] % 5, quant = (p[7] / 5) % 2, enc = (p[7] / 10) % 3;
+  const int pred = p[7] % 5, quant = (p[7] / 5) % 2, enc = (p[7] / 10) % 4;
   static constexpr std::uint32_t chunks[] = {32, 64, 96, 1024, 16384};
   static constexpr std::uint32_t tiles[] = {1, 3, 16, 64, 4096};
   c.spec.chunk_elements = chunks[p[8] % 5];
@@ -88,7 +88,9 @@ inline bool read_compress_case(const std::uint8_t* p, std::size_t size, compress
     c.spec.lorenzo_params = pred == 1 ? ebac::lorenzo::flat(tile) : ebac::lorenzo::along_last(std::min(pred - 1, rank), rank, tile);
   }
   c.spec.quantizer = quant ? ebac::quantizer_id::linear : ebac::quantizer_id::sign_preserving;
-  c.spec.encoder = enc == 0 ? ebac::encoder_id::block_bitpack : enc == 1 ? ebac::encoder_id::run_length : ebac::encoder_id::huffman;
+  constexpr ebac::encoder_id encoders[] = {ebac::encoder_id::block_bitpack, ebac::encoder_id::run_length, ebac::encoder_id::huffman,
+                                           ebac::encoder_id::context_ans};
+  c.spec.encoder = encoders[enc];
   return true;
 }
 

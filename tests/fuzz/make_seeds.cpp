@@ -83,7 +83,7 @@ int write_compress_inputs(const std::filesystem::path& dir) {
     in[4] = static_cast<std::uint8_t>(k / 3);
     in[5] = static_cast<std::uint8_t>((k % 2) | ((k % 2 ? 30 : 30 + k % 20) << 1));  // rel ~2^-10, abs 2^-10..2^9
     in[6] = static_cast<std::uint8_t>(17 * k);
-    in[7] = static_cast<std::uint8_t>(k % 30);                  // every predictor x quantizer x encoder
+    in[7] = static_cast<std::uint8_t>(k % 40);                  // every predictor x quantizer x encoder
     in[8] = static_cast<std::uint8_t>(k % 25);                  // every chunk x tile
     for (float f : x) {
       if (dt == 0) {
@@ -136,10 +136,10 @@ int write_compress_inputs(const std::filesystem::path& dir) {
 /// stored forms, so the decoders' integer paths have seeds too.
 int write_integer_streams(const std::filesystem::path& dir) {
   int written = 0;
-  const char* pipes[] = {"fast", "ratio", "plain", "lorenzo1:linear:rle", "none:linear:huffman"};
-  for (int k = 0; k < 30; ++k) {
+  const char* pipes[] = {"fast", "ratio", "plain", "lorenzo1:linear:rle", "none:linear:huffman", "lorenzo2:sign:ans"};
+  for (int k = 0; k < 36; ++k) {
     ebac::pipeline_spec spec;
-    (void)ebac::parse_pipeline(pipes[k % 5], spec);
+    (void)ebac::parse_pipeline(pipes[k % 6], spec);
     spec.chunk_elements = k % 2 ? 64 : ebac::default_chunk_elements;
     const ebac::extents shape{2, 3, 6, 6};  // as if 2x3 channels pooled 12x12 -> 6x6
     ebac::compress_options opt;
@@ -195,7 +195,8 @@ int main(int argc, char** argv) {
   std::filesystem::create_directories(dir);
 
   std::vector<std::string> pipelines(ebac::pipeline_names.begin(), ebac::pipeline_names.end());
-  for (const char* triple : {"lorenzo1:linear:rle", "lorenzo2:linear:bitpack", "lorenzo3:sign:huffman", "none:linear:huffman"})
+  for (const char* triple : {"lorenzo1:linear:rle", "lorenzo2:linear:bitpack", "lorenzo3:sign:huffman", "none:linear:huffman",
+                             "lorenzo2:sign:ans", "none:sign:ans"})
     pipelines.emplace_back(triple);
   const ebac::extents shapes[] = {{300}, {6, 50}, {3, 4, 25}, {2, 3, 5, 10}, {0}};
   const std::uint32_t chunks[] = {32, 64, 128, ebac::default_chunk_elements};

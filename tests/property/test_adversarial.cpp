@@ -101,7 +101,7 @@ TEST_CASE("adversarial: a constant tensor under a relative bound compresses like
   const std::size_t n = 100000;
   // With a predictor the codes are all 0 but the first of each tile; without
   // one every code is 1 (plain, none:*: checked below a byte per element).
-  for (const std::string p : {"fast", "ratio", "ratio-flat", "rle", "lorenzo2:linear:huffman", "plain", "none:sign:huffman"}) {
+  for (const std::string p : {"fast", "ratio", "ratio-flat", "rle", "lorenzo2:linear:huffman", "plain", "none:sign:huffman", "lorenzo2:sign:ans", "none:linear:ans"}) {
     CAPTURE(p);
     const bool predicted = p != "plain" && p.rfind("none:", 0) != 0;
     const ebac::extents e{10, 100, 100};

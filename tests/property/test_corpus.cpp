@@ -104,10 +104,11 @@ void check_file(const corpus_file& f, std::size_t index) {
   }
   // Rotate further settings over the files so the suite stays quick.
   const std::string extra[] = {"lorenzo3:linear:huffman", "none:sign:rle", "lorenzo1:sign:bitpack", "lorenzo2:linear:rle",
-                               "none:linear:huffman", "lorenzo:sign:huffman"};
+                               "none:linear:huffman", "lorenzo:sign:huffman", "lorenzo2:sign:ans", "none:linear:ans"};
   const ebac::error_bound bounds[] = {{1e-2, ebac::bound_mode::absolute}, {1e-5, ebac::bound_mode::relative},
                                       {1e-1, ebac::bound_mode::relative}, {1e-4, ebac::bound_mode::absolute}};
-  check_roundtrip(x, f.shape, extra[index % 6], bounds[index % 4], label);
+  check_roundtrip(x, f.shape, extra[index % 8], bounds[index % 4], label);
+  check_roundtrip(x, f.shape, "lorenzo2:sign:ans", bounds[(index + 2) % 4], label);
   check_roundtrip(x, f.shape, "fast", bounds[(index + 1) % 4], label);
 }
 

@@ -92,7 +92,7 @@ void sweep_integers(std::uint64_t& cases) {
     }
     data = {{"all bit patterns", full}, {"small", small}, {"ramp", ramp}, {"extremes", extremes}, {"labels", labels}};
     for (const auto& [label, x] : data)
-      for (const char* pipe : {"fast", "ratio", "ratio-flat", "rle", "plain", "lorenzo3:sign:huffman", "lorenzo2:linear:bitpack"}) {
+      for (const char* pipe : {"fast", "ratio", "ratio-flat", "rle", "plain", "lorenzo3:sign:huffman", "lorenzo2:linear:bitpack", "lorenzo2:sign:ans"}) {
         check_lossless<T>(x, e, pipe, label);
         ++cases;
       }

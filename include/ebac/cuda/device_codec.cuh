@@ -83,18 +83,22 @@ template <class Pipeline, element T>
                                    std::size_t out_capacity, std::uint64_t* d_out_bytes, int* d_status,
                                    cudaStream_t stream = nullptr, kernel_path path = kernel_path::staged) {
   if (::ebac::detail::compress_argument_error<T>(shape, pipe, opt)) return cudaErrorInvalidValue;  // the host's rules
-  std::uint64_t n = 0;
-  (void)shape.count(n);
-  if ((n + pipe.chunk_elements - 1) / pipe.chunk_elements > max_chunks) return cudaErrorInvalidValue;
-  auto run = [&](const auto& main_pred, const auto& main_q) {
-    return detail::compress_stages(d_temp, temp_bytes, d_in, shape, pipe, opt, main_pred, main_q, d_out, out_capacity, d_out_bytes,
-                                   d_status, stream, path);
-  };
-  if constexpr (floating_element<T>) {
-    return run(pipe.predictor, typename Pipeline::quantizer_type{});  // made on the device from the bound
+  if constexpr (!has_device_coder<typename Pipeline::encoder_type>) {
+    return cudaErrorNotSupported;
   } else {
-    if (opt.pooling.dims != 0) return run(no_prediction{}, pool_window_quantizer::make(opt.pooling, shape));
-    return run(pipe.predictor, exact_quantizer{});
+    std::uint64_t n = 0;
+    (void)shape.count(n);
+    if ((n + pipe.chunk_elements - 1) / pipe.chunk_elements > max_chunks) return cudaErrorInvalidValue;
+    auto run = [&](const auto& main_pred, const auto& main_q) {
+      return detail::compress_stages(d_temp, temp_bytes, d_in, shape, pipe, opt, main_pred, main_q, d_out, out_capacity, d_out_bytes,
+                                     d_status, stream, path);
+    };
+    if constexpr (floating_element<T>) {
+      return run(pipe.predictor, typename Pipeline::quantizer_type{});  // made on the device from the bound
+    } else {
+      if (opt.pooling.dims != 0) return run(no_prediction{}, pool_window_quantizer::make(opt.pooling, shape));
+      return run(pipe.predictor, exact_quantizer{});
+    }
   }
 }
 

@@ -8,6 +8,7 @@
 #include <ebac/config.hpp>
 #include <ebac/cuda/config.cuh>
 #include <ebac/dtype.hpp>
+#include <ebac/encoder/registry.hpp>
 #include <ebac/extents.hpp>
 #include <ebac/format/chunking.hpp>
 #include <ebac/format/max_compressed_bytes.hpp>
@@ -17,6 +18,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <type_traits>
 
 EBAC_NAMESPACE_BEGIN
 namespace cuda {
@@ -37,6 +39,26 @@ namespace cuda {
 /// measured yet (no GPU so far), so `staged` stays the default until the
 /// GPU check has compared them.
 enum class kernel_path : std::uint8_t { staged, fused, single_pass };
+
+/// Whether the CUDA backend has kernels for encoder E: every encoder without
+/// a codebook (one thread a chunk runs its encode_chunk/decode_chunk) and
+/// Huffman. The context-modelled ANS encoder (encoder/context_ans.hpp) is
+/// host-only for now: its streams are refused with cudaErrorNotSupported
+/// (status::unsupported from codec.cuh), never decoded wrong.
+template <class E>
+inline constexpr bool has_device_coder = !E::needs_codebook || std::is_same_v<E, huffman>;
+
+/// The same for a stream header's encoder id.
+[[nodiscard]] inline bool has_device_coder_for(encoder_id id) noexcept {
+  bool yes = false;
+  (void)::ebac::detail::find_encoder(encoders{}, [&](auto t) {
+    using E = typename decltype(t)::type;
+    if (E::id != id) return false;
+    yes = has_device_coder<E>;
+    return true;
+  });
+  return yes;
+}
 
 /// Whether the fused decoders take a (validated) stream: no prediction, or
 /// flat 1-D Lorenzo with a tile of whole 32-code blocks whose chunks decode

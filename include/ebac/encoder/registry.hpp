@@ -23,6 +23,7 @@
 #include <ebac/concepts.hpp>
 #include <ebac/config.hpp>
 #include <ebac/encoder/block_bitpack.hpp>
+#include <ebac/encoder/context_ans.hpp>
 #include <ebac/encoder/encoder_id.hpp>
 #include <ebac/encoder/huffman.hpp>
 #include <ebac/encoder/run_length.hpp>
@@ -51,11 +52,15 @@ struct encoder_list {};
 /// Ids from here up belong to a program's own encoders; the library's stay below.
 inline constexpr std::uint8_t first_user_encoder_id = 128;
 
+/// The library's encoders.
+#define EBAC_LIBRARY_ENCODERS block_bitpack, run_length, huffman, context_ans
+using library_encoders = encoder_list<EBAC_LIBRARY_ENCODERS>;
+
 /// The registered encoders: the library's, then a program's own.
 #ifdef EBAC_USER_ENCODERS
-using encoders = encoder_list<block_bitpack, run_length, huffman, EBAC_USER_ENCODERS>;
+using encoders = encoder_list<EBAC_LIBRARY_ENCODERS, EBAC_USER_ENCODERS>;
 #else
-using encoders = encoder_list<block_bitpack, run_length, huffman>;
+using encoders = library_encoders;
 #endif
 
 namespace detail {
@@ -155,7 +160,7 @@ consteval bool user_ids_valid(encoder_list<Es...>) {
 }
 }  // namespace detail
 
-static_assert(detail::valid_encoder_list<true>(encoder_list<block_bitpack, run_length, huffman>{}),
+static_assert(detail::valid_encoder_list<true>(library_encoders{}),
               "the library's encoders: ids in [1, first_user_encoder_id), ids and names unique");
 static_assert(detail::valid_encoder_list<false>(encoders{}),
               "every registered encoder satisfies ebac::encoder, with a unique id (not 0) and a unique, non-empty name");

@@ -157,6 +157,15 @@ struct codebook_of<E, true> {
   using type = typename E::codebook;
 };
 
+/// An encoder's empty statistics for a tensor of extents e: constructed from
+/// them when the encoder models the geometry (a row width, as
+/// encoder/context_ans.hpp does), default-constructed otherwise.
+template <class E>
+typename E::statistics make_statistics(const extents& e) {
+  if constexpr (std::is_constructible_v<typename E::statistics, const extents&>) return typename E::statistics(e);
+  else return typename E::statistics{};
+}
+
 /// Encodes one chunk through the call's per-thread buffer, so the chunk's own
 /// vector is sized once to its real length (no zero-fill of the worst case).
 template <class E>
@@ -315,12 +324,12 @@ std::size_t encode_stream(const S* in, std::uint64_t n, const extents& shape, co
     // Chunks are counted in a few groups, not one set of statistics each
     // (a Huffman histogram is 66 KB, as large as a chunk's input).
     const std::uint64_t groups = std::min<std::uint64_t>(chunks, 16);
-    std::vector<typename E::statistics> stats(static_cast<std::size_t>(groups));
+    std::vector<typename E::statistics> stats(static_cast<std::size_t>(groups), make_statistics<E>(shape));
     parallel_for(static_cast<std::int64_t>(groups), threads, [&](std::int64_t gi) {
       const auto g = static_cast<std::uint64_t>(gi);
       for (std::uint64_t c = chunks * g / groups; c < chunks * (g + 1) / groups; ++c) stats[g].add(codes_of(c, true), chunk_len(c));
     });
-    typename E::statistics all;
+    typename E::statistics all = make_statistics<E>(shape);
     for (const auto& s : stats) all.merge(s);
     stats.clear();
     const typename E::codebook codebook = E::learn(all);

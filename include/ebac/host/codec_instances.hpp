@@ -42,7 +42,8 @@ EBAC_NAMESPACE_END
 #define EBAC_HOST_CODEC_PIPELINES_(X, T)                     \
   EBAC_HOST_CODEC_PIPELINES_E_(X, T, ::ebac::block_bitpack) \
   EBAC_HOST_CODEC_PIPELINES_E_(X, T, ::ebac::run_length)    \
-  EBAC_HOST_CODEC_PIPELINES_E_(X, T, ::ebac::huffman)
+  EBAC_HOST_CODEC_PIPELINES_E_(X, T, ::ebac::huffman)       \
+  EBAC_HOST_CODEC_PIPELINES_E_(X, T, ::ebac::context_ans)
 
 // The two compress() overloads for pipeline P and element type T.
 #define EBAC_HOST_CODEC_COMPRESS_DECL_(PREFIX, T, P)                                                                     \

@@ -53,7 +53,7 @@ inline ebac::pipeline_spec parse_or_throw(const std::string& name) {
   ebac::pipeline_spec spec;
   if (!ebac::parse_pipeline(name, spec))
     throw ebac::error(ebac::status::invalid_argument,
-                      "unknown pipeline '" + name + "' (fast, ratio, ratio-flat, rle, plain or PREDICTOR:QUANTIZER:ENCODER)");
+                      "unknown pipeline '" + name + "' (fast, ratio, ratio-flat, rle, plain, max or PREDICTOR:QUANTIZER:ENCODER)");
   return spec;
 }
 

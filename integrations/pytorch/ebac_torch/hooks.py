@@ -267,7 +267,7 @@ class compressed_activations:
         mode: "rel" or "abs".
         pipeline: an ebac pipeline name ("ratio": the default, ~12x on a small
             ResNet at rel 1e-2; "fast": ~6.5x, several times faster on the host;
-            "ratio-flat", "rle", "plain") or a "PREDICTOR:QUANTIZER:ENCODER"
+            "ratio-flat", "rle", "plain", "max" (CPU tensors only)) or a "PREDICTOR:QUANTIZER:ENCODER"
             triple. At one bound all named pipelines reconstruct the same
             values, so the choice never changes training, only size and speed.
         min_numel: floating-point tensors with fewer elements are kept raw.

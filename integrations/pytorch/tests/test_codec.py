@@ -6,7 +6,7 @@ import unittest
 
 from _common import C, ebac_torch, max_err, torch
 
-PIPELINES = ["fast", "ratio", "ratio-flat", "rle", "plain", "lorenzo1:linear:bitpack"]
+PIPELINES = ["fast", "ratio", "ratio-flat", "rle", "plain", "max", "lorenzo1:linear:bitpack"]
 
 
 def activation(shape, seed=0, relu=True, dtype=torch.float32):

@@ -51,6 +51,7 @@ cudaError_t decompress_stages(void* d_temp, std::size_t& temp_bytes, const strea
   // Stage ids this decoder runs (a validated header has them; a caller's own may not).
   const auto encoder = static_cast<std::uint8_t>(h.encoder);
   if (!h.is_stored() && (!quantizer_fits_dtype(h.quantizer, h.type) || !encoder_registered(encoder))) return cudaErrorInvalidValue;
+  if (!h.is_stored() && !has_device_coder_for(h.encoder)) return cudaErrorNotSupported;
   auto refused = [&] {
     return ::ebac::detail::decompress_argument_error(h, dtype_of<T>::value, count, d_out) ||
            in_bytes != h.section_offset(section_count) + (h.has_checksum() ? 8 : 0) || !d_status || (n > 0 && !d_in);
@@ -126,6 +127,8 @@ cudaError_t decompress_stages(void* d_temp, std::size_t& temp_bytes, const strea
       if constexpr (std::is_same_v<E, block_bitpack>) {
         kernels::bitpack_decode_kernel<0><<<static_cast<unsigned>(chunks), kernels::bitpack_threads, 0, stream>>>(
             payload, payload_bytes, chunk_bytes, chunk_offset, n, C, field, d_status);
+      } else if constexpr (!has_device_coder<E>) {
+        // refused above (has_device_coder_for)
       } else if constexpr (E::needs_codebook) {
         kernels::huffman_decode_kernel<0>
             <<<kernels::huffman_blocks(chunks), kernels::huffman_threads, 0, stream>>>(

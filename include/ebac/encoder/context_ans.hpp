@@ -1,0 +1,449 @@
+// ebac/encoder/context_ans.hpp - context-modelled rANS over the codes.
+//
+// Why: Huffman spends at least one bit on every code outside a zero run and
+// models each code alone. Saved activations are mostly zeros and small codes
+// whose size follows their neighbours' (a code after and below zeros is
+// almost surely zero): on training-size tensors (docs/entropy-contexts.md) a
+// model conditioned on the left and upper neighbours reaches up to 2x what
+// order-0 coding does at loose bounds, and an asymmetric numeral system
+// codes a likely symbol in a small fraction of a bit.
+//
+// Model. A code v (zigzagged, as every encoder receives it) is a token and
+// raw bits: v < 32 is token v; above, the token names v's bit width w and the
+// bit below its leading one (32 + 2 (w - 6) + that bit), and the w - 2 bits
+// under those two follow raw. A token is coded with the frequency table of
+// its context: the magnitude classes min(k - 1, bit width) of the code to
+// the left and of the code one row up (row = the tensor's last extent, kept
+// in the codebook), 0 for a neighbour outside the chunk, and optionally
+// (`diagonal`) whether the upper-left or upper-right code is non-zero. The
+// tables are learned from the whole tensor (a codebook_encoder: the stream's
+// codebook section), so their cost is paid once per stream; the writer takes
+// the context set (k = 8, 4, 2 or 1 classes, with or without the diagonal
+// bit) whose tables plus coded tokens are smallest: the richest on tensors
+// of many MB, coarser ones where the tables would cost more than they save.
+//
+// Chunk layout: u32 rANS byte count R; R bytes of rANS (four interleaved
+// 32-bit states, element i on state i % 4, byte-wise renormalisation, the
+// four final states first); the raw bits, LSB first, in element order. The
+// decoder ends with every state back at its initial value, every rANS byte
+// and every raw bit read (trailing bits zero): anything else is a corrupt
+// chunk, so the states double as a check of the chunk's integrity.
+// docs/format.md has the exact steps.
+#pragma once
+
+#include <ebac/config.hpp>
+#include <ebac/detail/bytes.hpp>
+#include <ebac/encoder/encoder_id.hpp>
+#include <ebac/encoder/huffman.hpp>  // detail::bit_writer, detail::bit_reader
+#include <ebac/extents.hpp>
+#include <ebac/status.hpp>
+
+#include <cmath>
+#include <cstddef>
+#include <cstdint>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+EBAC_NAMESPACE_BEGIN
+
+namespace detail {
+struct context_ans_model {
+  static constexpr std::uint32_t direct_tokens = 32;          // codes below are their own token
+  static constexpr std::uint32_t tokens = direct_tokens + 2 * 27;  // two per bit width 6..32
+  static constexpr std::uint32_t max_classes = 8;             // magnitude classes of a neighbour
+  static constexpr std::uint32_t max_contexts = max_classes * max_classes * 2;
+  static constexpr int scale_bits = 14;                       // frequencies sum to 2^14
+  static constexpr std::uint32_t scale = 1u << scale_bits;
+  static constexpr std::uint32_t state_low = 1u << 23;        // a state lives in [2^23, 2^31)
+  static constexpr int lanes = 4;
+
+  EBAC_HOST_DEVICE static std::uint32_t token(std::uint32_t v) noexcept {
+    if (v < direct_tokens) return v;
+    const int w = bit_width(v);
+    return direct_tokens + 2u * static_cast<std::uint32_t>(w - 6) + ((v >> (w - 2)) & 1u);
+  }
+  /// Raw bits after token t, and the code they complete (token_base(t) | bits).
+  EBAC_HOST_DEVICE static int extra_bits(std::uint32_t t) noexcept {
+    return t < direct_tokens ? 0 : static_cast<int>((t - direct_tokens) >> 1) + 4;
+  }
+  EBAC_HOST_DEVICE static std::uint32_t token_base(std::uint32_t t) noexcept {
+    if (t < direct_tokens) return t;
+    const int k = extra_bits(t);  // w - 2
+    return (2u | ((t - direct_tokens) & 1u)) << k;
+  }
+  EBAC_HOST_DEVICE static std::uint32_t magnitude_class(std::uint32_t v, std::uint32_t classes) noexcept {
+    const auto w = static_cast<std::uint32_t>(bit_width(v));
+    return w < classes ? w : classes - 1;
+  }
+  /// The context of element i of a chunk, from codes already coded, in the
+  /// set of `classes` classes a neighbour (1, 2, 4 or 8) and the diagonal bit or not.
+  EBAC_HOST_DEVICE static std::uint32_t context(const std::uint32_t* codes, std::size_t i, std::uint32_t row, std::uint32_t classes,
+                                                bool diagonal) noexcept {
+    const std::uint32_t left = i > 0 ? magnitude_class(codes[i - 1], classes) : 0;
+    const std::uint32_t up = i >= row ? magnitude_class(codes[i - row], classes) : 0;
+    const std::uint32_t c = left * classes + up;
+    if (!diagonal) return c;
+    // Upper-left and upper-right; a row of 1 has neither (up-right would be i).
+    const bool near = row >= 2 && i > row && (codes[i - row - 1] | codes[i - row + 1]) != 0;
+    return 2 * c + (near ? 1u : 0u);
+  }
+};
+
+/// One (context, token)'s encoding step without a division: x / f as a
+/// multiply and shift (exact for x < 2^31), as in ryg_rans's RansEncSymbol.
+struct context_ans_step {
+  std::uint32_t limit = 0;       // renormalise while x >= limit
+  std::uint32_t reciprocal = 0;
+  std::uint32_t bias = 0;
+  std::uint16_t complement = 0;  // 2^14 - f
+  std::uint16_t shift = 0;
+};
+}  // namespace detail
+
+/// The frequency tables of a stream (its codebook section), its context set
+/// and the row width that places a code's upper neighbour.
+struct context_ans_codebook {
+  using model = detail::context_ans_model;
+  std::uint32_t row = 1;
+  // The context set: classes x classes contexts (left, up), twice that with the diagonal bit.
+  std::uint32_t classes = model::max_classes;
+  bool diagonal = false;
+  /// freq[c * tokens + t]; a context whose frequencies are all 0 never occurs.
+  std::vector<std::uint16_t> freq = std::vector<std::uint16_t>(std::size_t{model::max_contexts} * model::tokens, 0);
+  /// Derived, not stored: cumulative[c * (tokens + 1) + t] (sum of freq below
+  /// t), and each (context, token)'s encoding step.
+  std::vector<std::uint16_t> cumulative;
+  std::vector<detail::context_ans_step> steps;
+  /// first_token[c * 256 + b]: the token holding slot 64 b of context c, where
+  /// the decoder's search for a slot in [64 b, 64 b + 64) starts.
+  std::vector<std::uint8_t> first_token;
+
+  [[nodiscard]] std::uint32_t contexts() const noexcept { return classes * classes * (diagonal ? 2 : 1); }
+  /// The context set's byte: bit 0 the diagonal bit, bits 1-2 log2(8 / classes).
+  [[nodiscard]] std::uint8_t context_set() const noexcept {
+    std::uint8_t k = 0;
+    while ((model::max_classes >> k) > classes) ++k;
+    return static_cast<std::uint8_t>((k << 1) | (diagonal ? 1 : 0));
+  }
+
+  /// Layout: u8 version (0), u8 context set (context_set()), varint row
+  /// width, then per context a varint k (0: unused; else its last token with a
+  /// non-zero frequency + 1) and k varint frequencies, which sum to 2^14.
+  void serialize(std::vector<std::byte>& out) const {
+    out.assign(max_serialized_bytes, std::byte{0});
+    std::byte* p = out.data();
+    *p++ = std::byte{0};
+    *p++ = static_cast<std::byte>(context_set());
+    p += detail::put_varint(p, row);
+    for (std::uint32_t c = 0; c < contexts(); ++c) {
+      const std::uint16_t* f = freq.data() + std::size_t{c} * model::tokens;
+      std::uint32_t k = model::tokens;
+      while (k > 0 && f[k - 1] == 0) --k;
+      p += detail::put_varint(p, k);
+      for (std::uint32_t t = 0; t < k; ++t) p += detail::put_varint(p, f[t]);
+    }
+    out.resize(static_cast<std::size_t>(p - out.data()));
+  }
+  static constexpr std::size_t max_serialized_bytes = 2 + 5 + model::max_contexts * (1 + 3 * std::size_t{model::tokens});
+
+  /// Refuses (corrupt_stream) a version other than 0, a context set above
+  /// 7, a row width of 0 or above 2^32 - 1, a context whose
+  /// frequencies do not sum to 2^14 or whose k names a zero frequency, and
+  /// bytes left over.
+  static status deserialize(const std::byte* p, std::size_t bytes, context_ans_codebook& cb) {
+    const std::byte* end = p + bytes;
+    if (end - p < 2 || p[0] != std::byte{0} || static_cast<unsigned>(p[1]) > 7) return status::corrupt_stream;
+    cb.diagonal = (static_cast<unsigned>(p[1]) & 1u) != 0;
+    cb.classes = model::max_classes >> (static_cast<unsigned>(p[1]) >> 1);
+    p += 2;
+    std::uint64_t v = 0;
+    if (!detail::get_varint(p, end, v) || v == 0 || v > 0xffffffffull) return status::corrupt_stream;
+    cb.row = static_cast<std::uint32_t>(v);
+    cb.freq.assign(cb.freq.size(), 0);
+    for (std::uint32_t c = 0; c < cb.contexts(); ++c) {
+      std::uint64_t k = 0;
+      if (!detail::get_varint(p, end, k) || k > model::tokens) return status::corrupt_stream;
+      std::uint16_t* f = cb.freq.data() + std::size_t{c} * model::tokens;
+      std::uint64_t sum = 0;
+      for (std::uint32_t t = 0; t < k; ++t) {
+        std::uint64_t x = 0;
+        if (!detail::get_varint(p, end, x) || x > model::scale) return status::corrupt_stream;
+        f[t] = static_cast<std::uint16_t>(x);
+        sum += x;
+      }
+      if (k > 0 && (sum != model::scale || f[k - 1] == 0)) return status::corrupt_stream;
+    }
+    if (p != end) return status::corrupt_stream;
+    cb.derive();
+    return status::ok;
+  }
+
+  /// Fills `cumulative` and `steps` from `freq`.
+  void derive() {
+    cumulative.assign(std::size_t{model::max_contexts} * (model::tokens + 1), 0);
+    first_token.assign(std::size_t{model::max_contexts} * 256, 0);
+    steps.assign(std::size_t{model::max_contexts} * model::tokens, detail::context_ans_step{});
+    for (std::uint32_t c = 0; c < model::max_contexts; ++c) {
+      std::uint32_t s = 0;
+      for (std::uint32_t t = 0; t < model::tokens; ++t) {
+        const std::uint32_t f = freq[std::size_t{c} * model::tokens + t];
+        cumulative[std::size_t{c} * (model::tokens + 1) + t] = static_cast<std::uint16_t>(s);
+        if (f > 0) {
+          detail::context_ans_step& st = steps[std::size_t{c} * model::tokens + t];
+          st.limit = ((model::state_low >> model::scale_bits) << 8) * f;
+          st.complement = static_cast<std::uint16_t>(model::scale - f);
+          if (f < 2) {  // x / 1: q = x via a reciprocal of 2^32 - 1 and the bias below
+            st.reciprocal = ~0u;
+            st.shift = 0;
+            st.bias = s + model::scale - 1;
+          } else {
+            std::uint32_t shift = 0;
+            while (f > (1u << shift)) ++shift;
+            st.reciprocal = static_cast<std::uint32_t>(((std::uint64_t{1} << (shift + 31)) + f - 1) / f);
+            st.shift = static_cast<std::uint16_t>(shift - 1);
+            st.bias = s;
+          }
+        }
+        s += f;
+      }
+      // 2^14 fits; an unused context's table is all zero and is never entered.
+      cumulative[std::size_t{c} * (model::tokens + 1) + model::tokens] = static_cast<std::uint16_t>(s);
+      if (s == 0) continue;
+      const std::uint16_t* cum = cumulative.data() + std::size_t{c} * (model::tokens + 1);
+      std::uint32_t t = 0;
+      for (std::uint32_t b = 0; b < 256; ++b) {
+        while (cum[t + 1] <= b * 64) ++t;
+        first_token[std::size_t{c} * 256 + b] = static_cast<std::uint8_t>(t);
+      }
+    }
+  }
+};
+
+struct context_ans {
+  using model = detail::context_ans_model;
+  static constexpr encoder_id id = encoder_id::context_ans;
+  static constexpr bool needs_codebook = true;
+  static constexpr std::string_view name = "ans";
+  /// Every non-empty chunk holds its byte count and four states.
+  [[nodiscard]] EBAC_HOST_DEVICE static constexpr std::uint64_t min_payload_bytes(std::uint64_t n) noexcept {
+    return n > 0 ? 4 + 4 * model::lanes : 0;
+  }
+
+  // What bind() points at in a codebook (which must outlive the functor).
+  std::uint32_t row = 1;
+  std::uint32_t classes = model::max_classes;
+  bool diagonal = false;
+  const std::uint16_t* freq = nullptr;        // [context * tokens + token]
+  const std::uint16_t* cumulative = nullptr;  // [context * (tokens + 1) + token]
+  const detail::context_ans_step* steps = nullptr;
+  const std::uint8_t* first_token = nullptr;  // [context * 256 + slot / 64]
+
+  /// Token counts per context of the richer context set (the other is its
+  /// sum over the diagonal bit); chunks are added in any grouping and
+  /// merged. Constructed from the tensor's extents (the host backend does so
+  /// when the statistics type allows it): the last extent is the row width.
+  struct statistics {
+    std::uint32_t row = 1;
+    std::vector<std::uint64_t> counts = std::vector<std::uint64_t>(std::size_t{model::max_contexts} * model::tokens, 0);
+    statistics() = default;
+    explicit statistics(const extents& e) {
+      const std::uint64_t w = e.rank > 0 ? e.dims[e.rank - 1] : 1;
+      row = w == 0 ? 1u : (w > 0xffffffffull ? 0xffffffffu : static_cast<std::uint32_t>(w));
+    }
+    void add(const std::uint32_t* codes, std::size_t n) {
+      for (std::size_t i = 0; i < n; ++i)
+        ++counts[model::context(codes, i, row, model::max_classes, true) * model::tokens + model::token(codes[i])];
+    }
+    void merge(const statistics& o) {
+      for (std::size_t i = 0; i < counts.size(); ++i) counts[i] += o.counts[i];
+    }
+  };
+  using codebook = context_ans_codebook;
+
+  /// The codebook of a tensor whose codes gave `s`: for each context set,
+  /// frequencies proportional to the counts (summing to 2^14, never 0 for a
+  /// token that occurs, so every code of the tensor can be coded); the set
+  /// whose serialized tables plus ideal coded bits are fewest is kept (the
+  /// first of equals, richest first).
+  static codebook learn(const statistics& s) {
+    codebook best;
+    double best_bits = 0;
+    bool first = true;
+    for (std::uint32_t classes = model::max_classes; classes >= 1; classes /= 2) {
+      for (bool diagonal : {true, false}) {
+        codebook cb = learn_set(s, classes, diagonal);
+        const double bits = cost_bits(s, cb);
+        if (first || bits < best_bits) {
+          best = std::move(cb);
+          best_bits = bits;
+          first = false;
+        }
+      }
+    }
+    return best;
+  }
+  static context_ans bind(const context_ans_codebook& cb) noexcept {
+    return context_ans{cb.row, cb.classes, cb.diagonal, cb.freq.data(), cb.cumulative.data(), cb.steps.data(), cb.first_token.data()};
+  }
+
+  /// Four bytes of count, at most two rANS bytes a code and four states,
+  /// at most 30 raw bits (four bytes) a code.
+  [[nodiscard]] EBAC_HOST_DEVICE std::size_t max_chunk_bytes(std::size_t n) const noexcept { return 4 + rans_capacity(n) + 4 * n + 8; }
+  [[nodiscard]] EBAC_HOST_DEVICE std::size_t max_chunk_bytes(std::size_t n, unsigned) const noexcept { return max_chunk_bytes(n); }
+
+  /// Codes n codes that were part of the statistics this codebook was
+  /// learned from (a token its context never had cannot be coded).
+  EBAC_HOST_DEVICE std::size_t encode_chunk(const std::uint32_t* codes, std::size_t n, std::byte* out) const noexcept {
+    // Raw bits first, forward, after the space the rANS bytes may take.
+    std::byte* const raw = out + 4 + rans_capacity(n);
+    detail::bit_writer w{raw};
+    for (std::size_t i = 0; i < n; ++i) {
+      const std::uint32_t v = codes[i];
+      if (v >= model::direct_tokens) {
+        const int k = model::extra_bits(model::token(v));
+        w.put(v & ((1u << k) - 1u), k);
+      }
+    }
+    const std::size_t raw_bytes = static_cast<std::size_t>(w.finish() - raw);
+    // rANS backwards from the end of its space, last element first.
+    std::byte* p = raw;
+    std::uint32_t x[model::lanes];
+    for (auto& s : x) s = model::state_low;
+    for (std::size_t i = n; i-- > 0;) {
+      const detail::context_ans_step& st = steps[model::context(codes, i, row, classes, diagonal) * model::tokens + model::token(codes[i])];
+      std::uint32_t& s = x[i % model::lanes];
+      while (s >= st.limit) {
+        *--p = static_cast<std::byte>(s & 0xffu);
+        s >>= 8;
+      }
+      const auto q = static_cast<std::uint32_t>((static_cast<std::uint64_t>(s) * st.reciprocal) >> 32) >> st.shift;
+      s += st.bias + q * st.complement;
+    }
+    for (int l = model::lanes; l-- > 0;) {
+      p -= 4;
+      detail::store_le<std::uint32_t>(p, x[l]);
+    }
+    const auto rans_bytes = static_cast<std::size_t>(raw - p);
+    detail::store_le<std::uint32_t>(out, static_cast<std::uint32_t>(rans_bytes));
+    // Both moves go to lower addresses, so a forward copy is a memmove.
+    for (std::size_t k = 0; k < rans_bytes; ++k) out[4 + k] = p[k];
+    for (std::size_t k = 0; k < raw_bytes; ++k) out[4 + rans_bytes + k] = raw[k];
+    return 4 + rans_bytes + raw_bytes;
+  }
+
+  [[nodiscard]] EBAC_HOST_DEVICE status decode_chunk(const std::byte* in, std::size_t bytes, std::uint32_t* codes,
+                                                     std::size_t n) const noexcept {
+    if (bytes < 4) return status::corrupt_stream;
+    const std::uint64_t rans_bytes = detail::load_le<std::uint32_t>(in);
+    if (rans_bytes < 4 * model::lanes || rans_bytes > bytes - 4) return status::corrupt_stream;
+    const std::byte* p = in + 4;
+    const std::byte* const rans_end = p + rans_bytes;
+    std::uint32_t x[model::lanes];
+    for (auto& s : x) {
+      s = detail::load_le<std::uint32_t>(p);
+      p += 4;
+      if (s < model::state_low || s >= (model::state_low << 8)) return status::corrupt_stream;
+    }
+    detail::bit_reader r{rans_end, in + bytes};
+    for (std::size_t i = 0; i < n; ++i) {
+      const std::uint32_t c = model::context(codes, i, row, classes, diagonal);
+      const std::uint16_t* cum = cumulative + std::size_t{c} * (model::tokens + 1);
+      if (cum[model::tokens] == 0) return status::corrupt_stream;  // a context the tensor never had
+      std::uint32_t& s = x[i % model::lanes];
+      const std::uint32_t slot = s & (model::scale - 1u);
+      // The token t with cum[t] <= slot < cum[t + 1], from the one holding
+      // the first slot of slot's 64.
+      std::uint32_t t = first_token[std::size_t{c} * 256 + (slot >> 6)];
+      while (cum[t + 1] <= slot) ++t;
+      s = freq[std::size_t{c} * model::tokens + t] * (s >> model::scale_bits) + slot - cum[t];
+      while (s < model::state_low) {
+        if (p == rans_end) return status::corrupt_stream;
+        s = (s << 8) | static_cast<std::uint32_t>(*p++);
+      }
+      std::uint32_t v = model::token_base(t);
+      if (t >= model::direct_tokens) {
+        const int k = model::extra_bits(t);
+        v |= r.peek(k);
+        r.skip(k);
+      }
+      codes[i] = v;
+    }
+    for (std::uint32_t s : x)
+      if (s != model::state_low) return status::corrupt_stream;
+    if (p != rans_end || r.overran()) return status::corrupt_stream;
+    // The raw bits end within the last byte, and its unused bits are zero.
+    const std::uint64_t consumed_bits =
+        static_cast<std::uint64_t>(r.p - rans_end) * 8 + r.phantom_bits - static_cast<std::uint64_t>(r.count);
+    if ((consumed_bits + 7) / 8 != bytes - 4 - rans_bytes) return status::corrupt_stream;
+    if (consumed_bits % 8 != 0 && r.peek(static_cast<int>(8 - consumed_bits % 8)) != 0) return status::corrupt_stream;
+    return status::ok;
+  }
+
+ private:
+  [[nodiscard]] EBAC_HOST_DEVICE static std::size_t rans_capacity(std::size_t n) noexcept { return 2 * n + 4 * model::lanes; }
+
+  /// Token counts of every context of a coarser set: sums of the counts of
+  /// the finest set's contexts that map to it (classes above the set's last
+  /// merge into it; without the diagonal bit both halves merge).
+  static std::vector<std::uint64_t> counts_of(const statistics& s, std::uint32_t classes, bool diagonal) {
+    std::vector<std::uint64_t> out(std::size_t{classes} * classes * (diagonal ? 2 : 1) * model::tokens, 0);
+    constexpr std::uint32_t K = model::max_classes;
+    for (std::uint32_t left = 0; left < K; ++left)
+      for (std::uint32_t up = 0; up < K; ++up)
+        for (std::uint32_t d = 0; d < 2; ++d) {
+          const std::uint32_t l = left < classes ? left : classes - 1, u = up < classes ? up : classes - 1;
+          const std::uint32_t c = diagonal ? 2 * (l * classes + u) + d : l * classes + u;
+          const std::uint64_t* from = s.counts.data() + std::size_t{2 * (left * K + up) + d} * model::tokens;
+          for (std::uint32_t t = 0; t < model::tokens; ++t) out[std::size_t{c} * model::tokens + t] += from[t];
+        }
+    return out;
+  }
+
+  static codebook learn_set(const statistics& s, std::uint32_t classes, bool diagonal) {
+    codebook cb;
+    cb.row = s.row;
+    cb.classes = classes;
+    cb.diagonal = diagonal;
+    const std::vector<std::uint64_t> counts = counts_of(s, classes, diagonal);
+    for (std::uint32_t c = 0; c < cb.contexts(); ++c) {
+      std::uint64_t scaled[model::tokens];
+      std::uint64_t total = 0;
+      for (std::uint32_t t = 0; t < model::tokens; ++t) total += scaled[t] = counts[std::size_t{c} * model::tokens + t];
+      if (total == 0) continue;
+      while (total > (std::uint64_t{1} << 40)) {  // keeps count * 2^14 within 64 bits
+        total = 0;
+        for (std::uint32_t t = 0; t < model::tokens; ++t) total += scaled[t] = scaled[t] ? (scaled[t] + 1) / 2 : 0;
+      }
+      std::uint16_t* f = cb.freq.data() + std::size_t{c} * model::tokens;
+      std::uint32_t sum = 0, largest = 0;
+      for (std::uint32_t t = 0; t < model::tokens; ++t) {
+        std::uint64_t v = (scaled[t] * model::scale + total / 2) / total;
+        if (scaled[t] > 0 && v == 0) v = 1;
+        f[t] = static_cast<std::uint16_t>(v);
+        sum += static_cast<std::uint32_t>(v);
+        if (f[t] > f[largest]) largest = t;
+      }
+      // Rounding moves each frequency by at most one from its share and the
+      // largest is at least 2^14 / 86: it absorbs the difference.
+      f[largest] = static_cast<std::uint16_t>(f[largest] + model::scale - sum);
+    }
+    cb.derive();
+    return cb;
+  }
+
+  /// Serialized table bits plus the ideal coded bits of the counts under cb.
+  static double cost_bits(const statistics& s, const codebook& cb) {
+    std::vector<std::byte> bytes;
+    cb.serialize(bytes);
+    double bits = 8.0 * static_cast<double>(bytes.size());
+    const std::vector<std::uint64_t> counts = counts_of(s, cb.classes, cb.diagonal);
+    for (std::uint32_t c = 0; c < cb.contexts(); ++c)
+      for (std::uint32_t t = 0; t < model::tokens; ++t)
+        if (const std::uint64_t k = counts[std::size_t{c} * model::tokens + t]; k > 0)
+          bits += static_cast<double>(k) * (model::scale_bits - std::log2(static_cast<double>(cb.freq[std::size_t{c} * model::tokens + t])));
+    return bits;
+  }
+};
+
+EBAC_NAMESPACE_END
