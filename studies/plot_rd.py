@@ -24,7 +24,7 @@ import matplotlib.pyplot as plt  # noqa: E402
 KINDS = ["post_relu", "dense", "other"]
 EBAC_PIPELINES = ["fast", "ratio", "ratio-flat", "rle", "plain", "max"]
 PEER_STYLE = {"sz3": ("tab:red", "s"), "zfp": ("tab:purple", "^"), "quant+zstd": ("tab:gray", "D")}
-EBAC_COLORS = ["tab:blue", "tab:green", "tab:cyan", "tab:olive", "tab:orange", "tab:brown"]
+EBAC_COLORS = ["tab:blue", "tab:green", "tab:cyan", "tab:olive", "tab:orange", "tab:brown", "tab:pink", "black"]
 ZSTD_STYLES = ["--", ":", "-."]  # quant+zstd -L: one line style per level, in order of appearance
 
 
