@@ -78,8 +78,15 @@ inline bool parse_pipeline(std::string_view name, pipeline_spec& s) {
   if (name == "plain") { s.predictor = predictor_id::none; return true; }
   // Host only (the CUDA backend refuses it): ratio's stages with the
   // context-modelled ANS encoder, smaller than ratio at every bound measured
-  // (docs/benchmarks.md) at about half its speed.
-  if (name == "max") { s.lorenzo_auto_dims = 2; s.encoder = encoder_id::context_ans; return true; }
+  // (docs/benchmarks.md) at about half its speed. Chunks of 2^16 elements:
+  // each chunk costs 24 bytes (table entry, byte count, four final states),
+  // which at 16384 elements was 60% of a 1e-1 attention map's stream.
+  if (name == "max") {
+    s.lorenzo_auto_dims = 2;
+    s.encoder = encoder_id::context_ans;
+    s.chunk_elements = 1u << 16;
+    return true;
+  }
   const auto c1 = name.find(':');
   if (c1 == std::string_view::npos) return false;
   const auto c2 = name.find(':', c1 + 1);

@@ -214,6 +214,13 @@ TEST_CASE("pipelines: names parse and resolve to the documented stages") {
   CHECK(resolve("rle", r4).encoder == encoder_id::run_length);
   CHECK(resolve("plain", r4).predictor == predictor_id::none);
   CHECK(resolve("plain", r4).quantizer == quantizer_id::sign_preserving);
+  auto max = resolve("max", r4);  // ratio's stages, the ANS encoder, chunks of 2^16
+  CHECK(max.l.dims == 2);
+  CHECK(max.l.axis[0] == 2);
+  CHECK(max.l.axis[1] == 3);
+  CHECK(max.quantizer == quantizer_id::sign_preserving);
+  CHECK(max.encoder == encoder_id::context_ans);
+  CHECK(max.chunk == 65536);
 
   auto l3 = resolve("lorenzo3:linear:rle", r4);
   CHECK(l3.l.dims == 3);

@@ -151,7 +151,8 @@ device_stream compress(const T* d_in, const extents& shape, const Pipeline& pipe
   (void)shape.count(n);
   if (n > 0 && d_in == nullptr) ::ebac::detail::fail(status::invalid_argument, "input pointer is null");
   if constexpr (!has_device_coder<typename Pipeline::encoder_type>)
-    ::ebac::detail::fail(status::unsupported, "the CUDA backend has no kernels for this pipeline's encoder (ans): compress on the host");
+    ::ebac::detail::fail(status::unsupported, "the CUDA backend has no kernels for this pipeline's encoder (" +
+                                                  std::string(Pipeline::encoder_type::name) + "): compress on the host");
   if ((n + pipe.chunk_elements - 1) / pipe.chunk_elements > max_chunks)
     ::ebac::detail::fail(status::invalid_argument, "more than 2^31 - 1 chunks (the CUDA backend's grid limit): use larger chunk_elements");
   std::size_t temp = 0;
@@ -213,7 +214,8 @@ void decompress(const std::byte* d_in, std::size_t in_bytes, T* d_out, std::uint
   if ((count + h.chunk_elements - 1) / h.chunk_elements > max_chunks)
     ::ebac::detail::fail(status::unsupported, "the stream has more than 2^31 - 1 chunks (the CUDA backend's grid limit); decode it on the host");
   if (!h.is_stored() && !has_device_coder_for(h.encoder))
-    ::ebac::detail::fail(status::unsupported, "the CUDA backend has no kernels for the stream's encoder (ans): decode it on the host");
+    ::ebac::detail::fail(status::unsupported, "the CUDA backend has no kernels for the stream's encoder (" +
+                                                  std::string(encoder_name(h.encoder)) + "): decode it on the host");
   // Huffman: the codebook section is read and validated on the host (the
   // host decoder's deserialize), then uploaded as tables.
   detail::uploaded_codebook book;
