@@ -179,7 +179,7 @@ struct context_ans_codebook {
     return status::ok;
   }
 
-  /// Fills `cumulative` and `steps` from `freq`.
+  /// Fills `cumulative`, `steps` and `first_token` from `freq`.
   void derive() {
     cumulative.assign(std::size_t{model::max_contexts} * (model::tokens + 1), 0);
     first_token.assign(std::size_t{model::max_contexts} * 256, 0);
