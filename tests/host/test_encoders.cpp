@@ -1079,6 +1079,13 @@ std::vector<std::byte> bytes_of(std::initializer_list<unsigned> v) {
   for (unsigned x : v) b.push_back(static_cast<std::byte>(x));
   return b;
 }
+/// The chunk context_ans bound to cb writes for `codes`.
+std::vector<std::byte> ans_chunk(const ebac::context_ans_codebook& cb, const std::vector<std::uint32_t>& codes) {
+  const auto enc = ebac::context_ans::bind(cb);
+  std::vector<std::byte> buf(enc.max_chunk_bytes(codes.size()));
+  buf.resize(enc.encode_chunk(codes.data(), codes.size(), buf.data()));
+  return buf;
+}
 }  // namespace
 
 TEST_CASE("context_ans: byte layout") {
@@ -1089,12 +1096,7 @@ TEST_CASE("context_ans: byte layout") {
     const std::vector<std::uint32_t> zeros(10, 0);
     const auto cb = learn_ans(zeros, 5);
     CHECK(cb.freq[0] == 16384);
-    const auto enc = ebac::context_ans::bind(cb);
-    std::vector<std::byte> buf(enc.max_chunk_bytes(10));
-    const std::size_t k = enc.encode_chunk(zeros.data(), 10, buf.data());
-    const auto want = bytes_of({16, 0, 0, 0, 0, 0, 0x80, 0, 0, 0, 0x80, 0, 0, 0, 0x80, 0, 0, 0, 0x80, 0});
-    REQUIRE(k == want.size());
-    CHECK(std::equal(want.begin(), want.end(), buf.begin()));
+    CHECK(ans_chunk(cb, zeros) == bytes_of({16, 0, 0, 0, 0, 0, 0x80, 0, 0, 0, 0x80, 0, 0, 0, 0x80, 0, 0, 0, 0x80, 0}));
   }
   // One code 77 = 0b1001101: bit width 7, the bit below the leading one 0:
   // token 32 + 2 x (7 - 6) + 0 = 34, raw bits 01101 -> byte 0x0d.
@@ -1103,12 +1105,7 @@ TEST_CASE("context_ans: byte layout") {
     const auto cb = learn_ans(one, 1);
     CHECK_FALSE(cb.diagonal);  // the smaller tables win on one code
     CHECK(cb.freq[34] == 16384);
-    const auto enc = ebac::context_ans::bind(cb);
-    std::vector<std::byte> buf(enc.max_chunk_bytes(1));
-    const std::size_t k = enc.encode_chunk(one.data(), 1, buf.data());
-    const auto want = bytes_of({16, 0, 0, 0, 0, 0, 0x80, 0, 0, 0, 0x80, 0, 0, 0, 0x80, 0, 0, 0, 0x80, 0, 0x0d});
-    REQUIRE(k == want.size());
-    CHECK(std::equal(want.begin(), want.end(), buf.begin()));
+    CHECK(ans_chunk(cb, one) == bytes_of({16, 0, 0, 0, 0, 0, 0x80, 0, 0, 0, 0x80, 0, 0, 0, 0x80, 0, 0, 0, 0x80, 0, 0x0d}));
   }
   // A set table of two tokens at 1/2 each, one code 1 (token 1, start
   // 8192): x' = (x / 8192) * 2^14 + x % 8192 + 8192 = 2^24 + 8192 from
@@ -1120,15 +1117,11 @@ TEST_CASE("context_ans: byte layout") {
     cb.freq[0] = 8192;
     cb.freq[1] = 8192;
     cb.derive();
-    const auto enc = ebac::context_ans::bind(cb);
-    std::vector<std::byte> buf(enc.max_chunk_bytes(1));
-    const std::size_t k = enc.encode_chunk(codes.data(), 1, buf.data());
+    const auto buf = ans_chunk(cb, codes);
     // state 0 = 2^24 + 8192 = 0x01002000; no renormalisation (limit 2^9 * 2^8 * 8192 = 2^30)
-    const auto want = bytes_of({16, 0, 0, 0, 0x00, 0x20, 0x00, 0x01, 0, 0, 0x80, 0, 0, 0, 0x80, 0, 0, 0, 0x80, 0});
-    REQUIRE(k == want.size());
-    CHECK(std::equal(want.begin(), want.end(), buf.begin()));
+    CHECK(buf == bytes_of({16, 0, 0, 0, 0x00, 0x20, 0x00, 0x01, 0, 0, 0x80, 0, 0, 0, 0x80, 0, 0, 0, 0x80, 0}));
     std::uint32_t back = 99;
-    CHECK(enc.decode_chunk(buf.data(), k, &back, 1) == ebac::status::ok);
+    CHECK(ebac::context_ans::bind(cb).decode_chunk(buf.data(), buf.size(), &back, 1) == ebac::status::ok);
     CHECK(back == 1);
   }
 }
