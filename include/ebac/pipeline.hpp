@@ -37,6 +37,13 @@ struct pipeline {
 
   Predictor predictor{};
   std::uint32_t chunk_elements = default_chunk_elements;
+  /// Host only (the CUDA backend refuses it). With a Lorenzo predictor: per
+  /// tensor, code with whichever of this predictor, flat 1-D Lorenzo and no
+  /// prediction gives the smallest stream on a sample of the tensor
+  /// (host/predictor_sample.hpp). The stream header names the one used, so
+  /// decoding is unchanged; like everything else, the choice does not depend
+  /// on the thread count.
+  bool choose_predictor = false;
 };
 
 /// A pipeline chosen at run time.
@@ -49,6 +56,8 @@ struct pipeline_spec {
   quantizer_id quantizer = quantizer_id::sign_preserving;
   encoder_id encoder = encoder_id::block_bitpack;
   std::uint32_t chunk_elements = default_chunk_elements;
+  /// pipeline::choose_predictor (host only).
+  bool choose_predictor = false;
 
   /// The concrete Lorenzo parameters for a tensor of this shape.
   [[nodiscard]] lorenzo lorenzo_for(const extents& e) const noexcept {
@@ -80,11 +89,15 @@ inline bool parse_pipeline(std::string_view name, pipeline_spec& s) {
   // context-modelled ANS encoder, smaller than ratio at every bound measured
   // (docs/benchmarks.md) at about half its speed. Chunks of 2^16 elements:
   // each chunk costs 24 bytes (table entry, byte count, four final states),
-  // which at 16384 elements was 60% of a 1e-1 attention map's stream.
+  // which at 16384 elements was 60% of a 1e-1 attention map's stream. The
+  // predictor is chosen per tensor: no prediction codes sparse post-ReLU
+  // maps at loose bounds 5-11% smaller than 2-D Lorenzo, flat Lorenzo some
+  // dense maps 4-10% smaller.
   if (name == "max") {
     s.lorenzo_auto_dims = 2;
     s.encoder = encoder_id::context_ans;
     s.chunk_elements = 1u << 16;
+    s.choose_predictor = true;
     return true;
   }
   const auto c1 = name.find(':');
@@ -119,7 +132,7 @@ decltype(auto) with_pipeline(const pipeline_spec& s, const extents& e, F&& f) {
     using P = decltype(pred);
     using Q = typename decltype(quant_tag)::type;
     return visit_encoder(s.encoder, [&](auto encoder_tag) -> decltype(auto) {
-      return f(pipeline<P, Q, typename decltype(encoder_tag)::type>{pred, s.chunk_elements});
+      return f(pipeline<P, Q, typename decltype(encoder_tag)::type>{pred, s.chunk_elements, s.choose_predictor});
     });
   };
   auto with_quantizer = [&](auto pred) -> decltype(auto) {

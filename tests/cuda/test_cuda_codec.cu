@@ -747,6 +747,28 @@ TEST_CASE("the ANS encoder has no CUDA kernels: compress and decompress refuse i
   CHECK(ebac::cuda::decompress<float>(nullptr, dtemp, h, d_stream.p, stream.size(), out.p, x.size(), nullptr) == cudaErrorNotSupported);
 }
 
+TEST_CASE("a pipeline that chooses its predictor per tensor is host only: both CUDA entries refuse it (unsupported)") {
+  using pipe_t = ebac::pipeline<ebac::lorenzo, ebac::sign_preserving_quantizer, ebac::huffman>;
+  const auto x = activations(20000, 17);
+  const ebac::extents e{20000};
+  ebac::compress_options opt;
+  opt.bound = {1e-2, ebac::bound_mode::relative};
+  device_vector<float> d_in(x);
+  pipe_t choosing{};
+  choosing.choose_predictor = true;
+  ebac::status got = ebac::status::ok;
+  try {
+    (void)ebac::cuda::compress(d_in.p, e, choosing, opt);
+  } catch (const ebac::error& err) {
+    got = err.code();
+  }
+  CHECK(got == ebac::status::unsupported);
+  std::size_t temp = 0;
+  CHECK(ebac::cuda::compress(nullptr, temp, d_in.p, e, choosing, opt, nullptr, 0, nullptr, nullptr) == cudaErrorNotSupported);
+  // The same pipeline without the choice is coded on the device.
+  CHECK(ebac::cuda::compress(nullptr, temp, d_in.p, e, pipe_t{}, opt, nullptr, 0, nullptr, nullptr) == cudaSuccess);
+}
+
 TEST_CASE("device path handles f16 and bf16, relative and absolute bounds, every pipeline and path") {
   const std::size_t m = sized(100002, 10003);  // multiples of 7 (the 1 x 7 x m/7 shape), not of 32
   for (std::uint32_t seed : {7u, 8u}) {  // signed, then ReLU'd

@@ -68,7 +68,16 @@ template <class Pipeline, element T>
            4 * chunks + chunks * per_chunk + n * (1 + sizeof(T)) + 8;
   };
   const std::uint64_t a = bound(pipe.chunk_elements), b = bound(stream_chunk_elements(pipe.predictor, shape, pipe.chunk_elements));
-  return static_cast<std::size_t>(a > b ? a : b);
+  std::uint64_t most = a > b ? a : b;
+  // A pipeline that chooses its predictor per tensor may also cut for flat
+  // Lorenzo (whose codes are no wider than any Lorenzo's).
+  if constexpr (std::is_same_v<typename Pipeline::predictor_type, lorenzo>) {
+    if (pipe.choose_predictor) {
+      const std::uint64_t f = bound(stream_chunk_elements(lorenzo::flat(), shape, pipe.chunk_elements));
+      most = f > most ? f : most;
+    }
+  }
+  return static_cast<std::size_t>(most);
 }
 
 /// Bytes a stream of this shape and element type can take at most, checksum

@@ -32,6 +32,7 @@
 #include <ebac/format/stored_header.hpp>
 #include <ebac/format/stream_stages.hpp>
 #include <ebac/host/parallel.hpp>
+#include <ebac/host/predictor_sample.hpp>
 #include <ebac/host/scratch.hpp>
 #include <ebac/pipeline.hpp>
 #include <ebac/quantizer/exact.hpp>
@@ -391,6 +392,57 @@ std::size_t encode_stream(const S* in, std::uint64_t n, const extents& shape, co
   return stream_bytes;
 }
 
+/// The candidates of pipeline::choose_predictor, in the order of preference
+/// on a tie: the pipeline's own Lorenzo, flat 1-D Lorenzo, no prediction.
+enum class predictor_candidate { pipeline, flat, none };
+
+/// Codes the planned sample of the tensor with each candidate predictor
+/// (quantizer `q`, encoder E, no checksum, never stored) and returns the one
+/// whose stream, scaled to the whole tensor, is smallest. `h` is the
+/// tensor's header, quantizer fields filled.
+template <class E, class S, class Q>
+predictor_candidate cheapest_predictor(const S* in, std::uint64_t n, const extents& shape, const lorenzo& pred, const Q& q,
+                                       const stream_header& h, const compress_options& opt) {
+  const predictor_sample plan = plan_predictor_sample(pred, shape, n);
+  std::vector<S> gathered;
+  const S* x = in;
+  std::uint64_t m = n;
+  if (!plan.whole) {
+    m = plan.elements();
+    gathered.resize(static_cast<std::size_t>(m));
+    gather_predictor_sample(in, plan, gathered.data());
+    x = gathered.data();
+  }
+  compress_options o = opt;
+  o.checksum = false;
+  o.store_when_larger = false;
+  stream_header hs = h;
+  hs.shape = plan.shape;
+  hs.flags = 0;
+  auto predicted = [&](const auto& candidate) {
+    std::vector<std::byte> stream;
+    stream_header sample_header = hs;
+    sample_header.chunk_elements = stream_chunk_elements(candidate, plan.shape, h.chunk_elements);
+    encode_stream<E>(x, m, plan.shape, candidate, q, sample_header, o, [&](std::size_t bytes) {
+      stream.resize(bytes);
+      return stream.data();
+    });
+    stream_header written;
+    const std::uint64_t codebook =
+        read_stream_header(stream.data(), stream.size(), written) == status::ok ? written.section_bytes[section_codebook] : 0;
+    return predicted_stream_bytes(stream.size(), codebook, m, n);
+  };
+  predictor_candidate best = predictor_candidate::pipeline;
+  double best_bytes = predicted(plan.pred);
+  const bool already_flat = pred.dims == 1 && pred.axis[0] == lorenzo_flat_axis && pred.tile[0] == lorenzo::default_flat_tile;
+  if (!already_flat) {
+    const double b = predicted(lorenzo::flat());
+    if (b < best_bytes) best = predictor_candidate::flat, best_bytes = b;
+  }
+  if (predicted(no_prediction{}) < best_bytes) best = predictor_candidate::none;
+  return best;
+}
+
 /// The compressor: picks the stages for this tensor (stage_choice.hpp) and
 /// codes it. The two public compress() overloads differ only in `destination`.
 template <class Pipeline, element T, class Destination>
@@ -413,6 +465,21 @@ std::size_t compress_to(const T* input, const extents& shape, const Pipeline& pi
     h.chunk_elements = stream_chunk_elements(pred, shape, C);
     return detail::encode_stream<E>(in, n, shape, pred, q, h, opt, destination);
   };
+  // The pipeline's predictor, or the candidate a sample codes smallest
+  // (pipeline::choose_predictor).
+  auto code_predicted = [&](const auto& q) {
+    if constexpr (std::is_same_v<typename Pipeline::predictor_type, lorenzo>) {
+      if (pipe.choose_predictor && n > 0) {
+        h.chunk_elements = C;
+        switch (detail::cheapest_predictor<E>(in, n, shape, pipe.predictor, q, h, opt)) {
+          case detail::predictor_candidate::flat: return code(lorenzo::flat(), q);
+          case detail::predictor_candidate::none: return code(no_prediction{}, q);
+          case detail::predictor_candidate::pipeline: break;
+        }
+      }
+    }
+    return code(pipe.predictor, q);
+  };
 
   const level_palette palette = detail::find_levels(in, n, C, opt.max_levels, threads);
   if constexpr (floating_element<T>) {
@@ -433,7 +500,7 @@ std::size_t compress_to(const T* input, const extents& shape, const Pipeline& pi
     }
     h.eb_abs = eb_abs;
     h.top = q.top.value;
-    return code(pipe.predictor, q);
+    return code_predicted(q);
   } else {
     if (palette.count > 0) {
       h.palette = palette;
@@ -443,7 +510,7 @@ std::size_t compress_to(const T* input, const extents& shape, const Pipeline& pi
       h.pool = opt.pooling;
       return code(no_prediction{}, pool_window_quantizer::make(opt.pooling, shape));
     }
-    return code(pipe.predictor, exact_quantizer{});
+    return code_predicted(exact_quantizer{});
   }
 }
 

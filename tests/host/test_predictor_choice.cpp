@@ -1,0 +1,217 @@
+// pipeline::choose_predictor (the `max` pipeline): the sample the candidates
+// are tried on (host/predictor_sample.hpp), and the choice itself, checked
+// against the three candidates' streams computed here one by one.
+#include "test_support.hpp"
+
+#include <ebac/host/predictor_sample.hpp>
+
+#include <cmath>
+#include <cstdint>
+#include <random>
+#include <vector>
+
+using namespace ebac_test;
+
+namespace {
+
+using ans_pipe = ebac::pipeline<ebac::lorenzo, ebac::sign_preserving_quantizer, ebac::context_ans>;
+using ans_none = ebac::pipeline<ebac::no_prediction, ebac::sign_preserving_quantizer, ebac::context_ans>;
+constexpr std::uint32_t chunk = 1u << 16;  // max's chunk size
+
+/// Sparse, uncorrelated post-ReLU values: prediction only adds noise.
+std::vector<float> sparse(std::size_t n, std::uint32_t seed) {
+  std::mt19937 rng(seed);
+  std::normal_distribution<float> g(0.f, 1.f);
+  std::vector<float> x(n);
+  for (auto& v : x) {
+    const float a = g(rng) - 1.2f;
+    v = a > 0 ? a : 0.f;
+  }
+  return x;
+}
+
+/// A smooth 2-D field per plane: 2-D Lorenzo residuals are near zero.
+std::vector<float> smooth_planes(const ebac::extents& e) {
+  const std::uint64_t H = e.dims[e.rank - 2], W = e.dims[e.rank - 1];
+  std::vector<float> x(static_cast<std::size_t>(count_of(e)));
+  for (std::size_t i = 0; i < x.size(); ++i) {
+    const std::uint64_t p = i / (H * W), r = (i / W) % H, c = i % W;
+    x[i] = std::sin(0.11f * static_cast<float>(r) + 0.3f * static_cast<float>(p % 5)) * std::cos(0.07f * static_cast<float>(c));
+  }
+  return x;
+}
+
+/// A random walk along the flattened tensor: flat Lorenzo's residual is one
+/// step, 2-D Lorenzo's the difference of two independent steps.
+std::vector<float> walk(std::size_t n, std::uint32_t seed) {
+  std::mt19937 rng(seed);
+  std::normal_distribution<float> g(0.f, 0.01f);
+  std::vector<float> x(n);
+  float v = 0.f;
+  for (auto& y : x) y = v += g(rng);
+  return x;
+}
+
+ebac::compress_options options(double rel, int threads = 1) {
+  ebac::compress_options o;
+  o.bound = {rel, ebac::bound_mode::relative};
+  o.threads = threads;
+  return o;
+}
+
+}  // namespace
+
+TEST_SUITE("host") {
+
+TEST_CASE("predictor sample: evenly spaced whole planes of the predicted axes, re-addressed for the sample's extents") {
+  const ebac::extents e{80, 32, 28, 28};
+  const ebac::lorenzo l2 = ebac::lorenzo::along_last(2, 4, 64);
+  const auto s = ebac::host::detail::plan_predictor_sample(l2, e, count_of(e), 1u << 17);
+  REQUIRE_FALSE(s.whole);
+  // 2560 planes of 28 x 28; 2^17 / 784 = 167 of them, each whole.
+  CHECK(s.total_blocks == 2560);
+  CHECK(s.blocks == 167);
+  CHECK(s.taken_elements == 784);
+  CHECK(s.shape.rank == 3);
+  CHECK(s.shape.dims[0] == 167);
+  CHECK(s.shape.dims[1] == 28);
+  CHECK(s.shape.dims[2] == 28);
+  CHECK(s.pred.dims == 2);
+  CHECK(s.pred.axis[0] == 1);
+  CHECK(s.pred.axis[1] == 2);
+  CHECK(s.pred.validate(s.shape) == ebac::status::ok);
+  // Spread over the batch: first plane, last sampled plane in the last 1/167 of the tensor.
+  CHECK(s.block_start(0) == 0);
+  CHECK(s.block_start(166) == (166 * 2560 / 167) * 784);
+  CHECK(s.block_start(166) >= count_of(e) - 2 * 2560 / 167 * 784);
+
+  // Planes larger than the sample: 8 of them at most, their first rows.
+  const ebac::extents big{16, 1024, 1024};
+  const auto b = ebac::host::detail::plan_predictor_sample(ebac::lorenzo::along_last(2, 3, 64), big, count_of(big), 1u << 17);
+  REQUIRE_FALSE(b.whole);
+  CHECK(b.blocks == 8);
+  CHECK(b.taken_elements == 16 * 1024);  // 2^17 / 8 = 16 rows of 1024
+  CHECK(b.shape.rank == 3);
+  CHECK(b.shape.dims[0] == 8);
+  CHECK(b.shape.dims[1] == 16);
+  CHECK(b.shape.dims[2] == 1024);
+  CHECK(b.block_start(1) == 2 * 1024 * 1024);
+
+  // Flat: tiles of 4096; 300000 elements hold 73, of which 32 are taken.
+  const ebac::extents flat{300000};
+  const auto f = ebac::host::detail::plan_predictor_sample(ebac::lorenzo::flat(), flat, 300000, 1u << 17);
+  REQUIRE_FALSE(f.whole);
+  CHECK(f.blocks == 32);
+  CHECK(f.shape.rank == 1);
+  CHECK(f.shape.dims[0] == 32 * 4096);
+  CHECK(f.block_start(31) == (31 * 73 / 32) * 4096);
+
+  // Small tensors are tried whole.
+  const ebac::extents small{4, 8, 32, 32};
+  CHECK(ebac::host::detail::plan_predictor_sample(l2, small, count_of(small), 1u << 17).whole);
+}
+
+TEST_CASE("predictor sample: the gathered elements are the planned blocks' first elements, in order") {
+  const ebac::extents e{10, 3, 40, 50};
+  std::vector<std::uint32_t> x(static_cast<std::size_t>(count_of(e)));
+  for (std::size_t i = 0; i < x.size(); ++i) x[i] = static_cast<std::uint32_t>(i);
+  const auto s = ebac::host::detail::plan_predictor_sample(ebac::lorenzo::along_last(2, 4, 64), e, count_of(e), 2000);
+  REQUIRE_FALSE(s.whole);
+  REQUIRE(s.blocks == 1);  // a plane is 2000 elements: one fits
+  const auto t = ebac::host::detail::plan_predictor_sample(ebac::lorenzo::along_last(2, 4, 64), e, count_of(e), 9000);
+  REQUIRE(t.blocks == 4);  // 30 planes, 4 taken: planes 0, 7, 15, 22
+  std::vector<std::uint32_t> g(static_cast<std::size_t>(t.elements()));
+  ebac::host::detail::gather_predictor_sample(x.data(), t, g.data());
+  const std::uint32_t planes[] = {0, 7, 15, 22};
+  for (std::size_t k = 0; k < 4; ++k)
+    for (std::size_t j = 0; j < 2000; ++j) REQUIRE(g[k * 2000 + j] == planes[k] * 2000 + j);
+}
+
+TEST_CASE("choose_predictor on a tensor tried whole: the stream is the smallest of the three candidates', and names its predictor") {
+  const ebac::extents e{4, 6, 40, 64};  // 61440 elements: below the sample size
+  const std::size_t n = static_cast<std::size_t>(count_of(e));
+  struct data_case {
+    const char* name;
+    std::vector<float> x;
+    double rel;
+  };
+  const data_case cases[] = {
+      {"sparse, loose bound", sparse(n, 5), 1e-1},
+      {"smooth planes", smooth_planes(e), 1e-4},
+      {"flat random walk", walk(n, 9), 1e-3},
+  };
+  int winners[3] = {0, 0, 0};
+  for (const auto& c : cases) {
+    CAPTURE(c.name);
+    const auto o = options(c.rel);
+    const ebac::lorenzo l2 = ebac::lorenzo::along_last(2, 4, ebac::lorenzo::default_tile_2d);
+    const auto s_l2 = ebac::host::compress(c.x.data(), e, ans_pipe{l2, chunk}, o);
+    const auto s_flat = ebac::host::compress(c.x.data(), e, ans_pipe{ebac::lorenzo::flat(), chunk}, o);
+    const auto s_none = ebac::host::compress(c.x.data(), e, ans_none{{}, chunk}, o);
+    const std::size_t sizes[3] = {s_l2.size(), s_flat.size(), s_none.size()};
+    int best = 0;
+    for (int k = 1; k < 3; ++k)
+      if (sizes[k] < sizes[best]) best = k;
+    ++winners[best];
+
+    const auto chosen = ebac::host::compress(c.x.data(), e, ans_pipe{l2, chunk, true}, o);
+    CHECK(chosen.size() == sizes[best]);
+    const auto h = ebac::host::inspect(chosen.data(), chosen.size());
+    if (best == 2) {
+      CHECK(h.predictor == ebac::predictor_id::none);
+    } else {
+      REQUIRE(h.predictor == ebac::predictor_id::lorenzo);
+      CHECK(h.lorenzo_params.dims == (best == 0 ? 2 : 1));
+    }
+    // Within the bound the caller asked for, computed here.
+    float lo = c.x[0], hi = c.x[0];
+    for (float v : c.x) lo = std::fmin(lo, v), hi = std::fmax(hi, v);
+    const double eb = c.rel * (static_cast<double>(hi) - static_cast<double>(lo));
+    std::vector<float> y(n);
+    ebac::host::decompress(chosen.data(), chosen.size(), y.data(), n);
+    for (std::size_t i = 0; i < n; ++i) REQUIRE(std::fabs(static_cast<double>(y[i]) - static_cast<double>(c.x[i])) <= eb);
+  }
+  // The three data kinds were built so that each candidate wins once.
+  CHECK(winners[0] == 1);
+  CHECK(winners[1] == 1);
+  CHECK(winners[2] == 1);
+}
+
+TEST_CASE("choose_predictor on a sampled tensor: picks no prediction on sparse maps and 2-D Lorenzo on smooth ones, same bytes for any thread count") {
+  const ebac::extents e{64, 8, 32, 32};  // 524288 elements: a sample of 2^17
+  const std::size_t n = static_cast<std::size_t>(count_of(e));
+  const ebac::lorenzo l2 = ebac::lorenzo::along_last(2, 4, ebac::lorenzo::default_tile_2d);
+  {
+    const auto x = sparse(n, 11);
+    const auto s = ebac::host::compress(x.data(), e, ans_pipe{l2, chunk, true}, options(1e-1));
+    CHECK(ebac::host::inspect(s.data(), s.size()).predictor == ebac::predictor_id::none);
+    const auto l2_only = ebac::host::compress(x.data(), e, ans_pipe{l2, chunk}, options(1e-1));
+    CHECK(s.size() < l2_only.size());
+    CHECK(ebac::host::compress(x.data(), e, ans_pipe{l2, chunk, true}, options(1e-1, 2)) == s);
+  }
+  {
+    const auto x = smooth_planes(e);
+    const auto s = ebac::host::compress(x.data(), e, ans_pipe{l2, chunk, true}, options(1e-4));
+    const auto h = ebac::host::inspect(s.data(), s.size());
+    REQUIRE(h.predictor == ebac::predictor_id::lorenzo);
+    CHECK(h.lorenzo_params.dims == 2);
+    CHECK(s == ebac::host::compress(x.data(), e, ans_pipe{l2, chunk}, options(1e-4)));
+    CHECK(ebac::host::compress(x.data(), e, ans_pipe{l2, chunk, true}, options(1e-4, 2)) == s);
+  }
+}
+
+TEST_CASE("the max pipeline chooses, an explicit triple keeps its predictor") {
+  ebac::pipeline_spec s;
+  REQUIRE(ebac::parse_pipeline("max", s));
+  CHECK(s.choose_predictor);
+  REQUIRE(ebac::parse_pipeline("lorenzo2:sign:ans", s));
+  CHECK_FALSE(s.choose_predictor);
+  const ebac::extents e{64, 8, 32, 32};
+  const auto x = sparse(static_cast<std::size_t>(count_of(e)), 11);
+  const auto chosen = compress(x.data(), e, spec_of("max"), options(1e-1));
+  CHECK(ebac::host::inspect(chosen.data(), chosen.size()).predictor == ebac::predictor_id::none);
+  const auto kept = compress(x.data(), e, spec_of("lorenzo2:sign:ans"), options(1e-1));
+  CHECK(ebac::host::inspect(kept.data(), kept.size()).predictor == ebac::predictor_id::lorenzo);
+}
+
+}  // TEST_SUITE
