@@ -13,7 +13,8 @@
 //            Bool elements are their bytes' low bit (a bool holds 0 or 1).
 //   byte 7   pipeline: predictor (none, flat, last 1, last 2, last 3 axes),
 //            quantizer (sign, linear), encoder (bitpack, rle, huffman, ans)
-//   byte 8   chunk size (32, 64, 96, 1024, 16384) and Lorenzo tile
+//   byte 8   chunk size (32, 64, 96, 1024, 16384), Lorenzo tile (b / 5) and
+//            from b / 25 bit 0: choose the predictor per tensor (choose_predictor)
 //   then     the elements, little-endian raw bits of the dtype
 #pragma once
 
@@ -91,6 +92,7 @@ inline bool read_compress_case(const std::uint8_t* p, std::size_t size, compress
   constexpr ebac::encoder_id encoders[] = {ebac::encoder_id::block_bitpack, ebac::encoder_id::run_length, ebac::encoder_id::huffman,
                                            ebac::encoder_id::context_ans};
   c.spec.encoder = encoders[enc];
+  c.spec.choose_predictor = (p[8] / 25) % 2 == 1;
   return true;
 }
 
