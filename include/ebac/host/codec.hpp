@@ -470,7 +470,6 @@ std::size_t compress_to(const T* input, const extents& shape, const Pipeline& pi
   auto code_predicted = [&](const auto& q) {
     if constexpr (std::is_same_v<typename Pipeline::predictor_type, lorenzo>) {
       if (pipe.choose_predictor && n > 0) {
-        h.chunk_elements = C;
         switch (detail::cheapest_predictor<E>(in, n, shape, pipe.predictor, q, h, opt)) {
           case detail::predictor_candidate::flat: return code(lorenzo::flat(), q);
           case detail::predictor_candidate::none: return code(no_prediction{}, q);
