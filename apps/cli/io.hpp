@@ -425,8 +425,18 @@ inline void start_threads(int requested) {
     throw input_error("cannot start " + std::to_string(t) + " threads (out of memory): use a smaller --threads");
   }
   finish();
+  // Start the team now, while memory is plentiful, and let libgomp make its
+  // lazily allocated work-share blocks here too (more loops in flight than
+  // a team holds inline): under a memory limit its own malloc failing later,
+  // inside the library's first loops, would end the process with libgomp's
+  // message instead of one ebac error line.
 #  pragma omp parallel num_threads(t)
   {
+    for (int k = 0; k < 64; ++k) {
+#  pragma omp for schedule(dynamic, 1) nowait
+      for (int i = 0; i < 4 * t; ++i) {
+      }
+    }
   }
 #else
   (void)requested;
