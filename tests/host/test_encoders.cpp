@@ -1175,6 +1175,13 @@ TEST_CASE("context_ans: learned frequencies sum to 2^14 and never drop a token t
   std::vector<std::byte> ser;
   cb.serialize(ser);
   CHECK(ser.size() <= ebac::context_ans_codebook::max_serialized_bytes);
+  // learn() weighs the sets by serialized_bytes(), which must be what serialize writes.
+  CHECK(cb.serialized_bytes() == ser.size());
+  for (const auto& other : {small, learn_ans(std::vector<std::uint32_t>{0, 3, 900, 0, 1, 70000, 2, 2, 0}, 3)}) {
+    std::vector<std::byte> b;
+    other.serialize(b);
+    CHECK(other.serialized_bytes() == b.size());
+  }
   ebac::context_ans_codebook back;
   auto in = exact_copy(ser.data(), ser.size());
   REQUIRE(ebac::context_ans_codebook::deserialize(in.get(), ser.size(), back) == ebac::status::ok);

@@ -38,6 +38,7 @@
 #include <ebac/extents.hpp>
 #include <ebac/status.hpp>
 
+#include <array>
 #include <cmath>
 #include <cstddef>
 #include <cstdint>
@@ -138,12 +139,29 @@ struct context_ans_codebook {
     p += detail::put_varint(p, row);
     for (std::uint32_t c = 0; c < contexts(); ++c) {
       const std::uint16_t* f = freq.data() + std::size_t{c} * model::tokens;
-      std::uint32_t k = model::tokens;
-      while (k > 0 && f[k - 1] == 0) --k;
+      const std::uint32_t k = stored_tokens(c);
       p += detail::put_varint(p, k);
       for (std::uint32_t t = 0; t < k; ++t) p += detail::put_varint(p, f[t]);
     }
     out.resize(static_cast<std::size_t>(p - out.data()));
+  }
+  /// The size serialize() writes, without writing it.
+  [[nodiscard]] std::size_t serialized_bytes() const noexcept {
+    std::size_t bytes = 2 + detail::varint_size(row);
+    for (std::uint32_t c = 0; c < contexts(); ++c) {
+      const std::uint16_t* f = freq.data() + std::size_t{c} * model::tokens;
+      const std::uint32_t k = stored_tokens(c);
+      bytes += detail::varint_size(k);
+      for (std::uint32_t t = 0; t < k; ++t) bytes += detail::varint_size(f[t]);
+    }
+    return bytes;
+  }
+  /// Context c's stored frequencies: up to its last non-zero one.
+  [[nodiscard]] std::uint32_t stored_tokens(std::uint32_t c) const noexcept {
+    const std::uint16_t* f = freq.data() + std::size_t{c} * model::tokens;
+    std::uint32_t k = model::tokens;
+    while (k > 0 && f[k - 1] == 0) --k;
+    return k;
   }
   static constexpr std::size_t max_serialized_bytes = 2 + 5 + model::max_contexts * (1 + 3 * std::size_t{model::tokens});
 
@@ -179,12 +197,13 @@ struct context_ans_codebook {
     return status::ok;
   }
 
-  /// Fills `cumulative`, `steps` and `first_token` from `freq`.
+  /// Fills `cumulative`, `steps` and `first_token` from `freq` for the set's
+  /// contexts (the tables keep the finest set's size; the rest stay zero).
   void derive() {
     cumulative.assign(std::size_t{model::max_contexts} * (model::tokens + 1), 0);
     first_token.assign(std::size_t{model::max_contexts} * 256, 0);
     steps.assign(std::size_t{model::max_contexts} * model::tokens, detail::context_ans_step{});
-    for (std::uint32_t c = 0; c < model::max_contexts; ++c) {
+    for (std::uint32_t c = 0; c < contexts(); ++c) {
       std::uint32_t s = 0;
       for (std::uint32_t t = 0; t < model::tokens; ++t) {
         const std::uint32_t f = freq[std::size_t{c} * model::tokens + t];
@@ -267,13 +286,18 @@ struct context_ans {
   /// whose serialized tables plus ideal coded bits are fewest is kept (the
   /// first of equals, richest first).
   static codebook learn(const statistics& s) {
+    // Only the frequencies and the serialized size decide between the sets;
+    // the derived tables are built once, for the winner. On a small tensor
+    // most of the 128 finest contexts are empty and are skipped.
+    const context_flags used = used_contexts(s);
     codebook best;
     double best_bits = 0;
     bool first = true;
     for (std::uint32_t classes = model::max_classes; classes >= 1; classes /= 2) {
       for (bool diagonal : {true, false}) {
-        codebook cb = learn_set(s, classes, diagonal);
-        const double bits = cost_bits(s, cb);
+        const std::vector<std::uint64_t> counts = counts_of(s, used, classes, diagonal);
+        codebook cb = frequencies_of(counts, s.row, classes, diagonal);
+        const double bits = cost_bits(counts, cb);
         if (first || bits < best_bits) {
           best = std::move(cb);
           best_bits = bits;
@@ -281,6 +305,7 @@ struct context_ans {
         }
       }
     }
+    best.derive();
     return best;
   }
   static context_ans bind(const context_ans_codebook& cb) noexcept {
@@ -383,29 +408,44 @@ struct context_ans {
  private:
   [[nodiscard]] EBAC_HOST_DEVICE static std::size_t rans_capacity(std::size_t n) noexcept { return 2 * n + 4 * model::lanes; }
 
+  /// Which contexts of the finest set (max_classes, diagonal) occurred.
+  using context_flags = std::array<bool, model::max_contexts>;
+  static context_flags used_contexts(const statistics& s) {
+    context_flags used{};
+    for (std::uint32_t c = 0; c < model::max_contexts; ++c) {
+      const std::uint64_t* from = s.counts.data() + std::size_t{c} * model::tokens;
+      for (std::uint32_t t = 0; t < model::tokens && !used[c]; ++t) used[c] = from[t] != 0;
+    }
+    return used;
+  }
+
   /// Token counts of every context of a coarser set: sums of the counts of
   /// the finest set's contexts that map to it (classes above the set's last
-  /// merge into it; without the diagonal bit both halves merge).
-  static std::vector<std::uint64_t> counts_of(const statistics& s, std::uint32_t classes, bool diagonal) {
+  /// merge into it; without the diagonal bit both halves merge). `used`
+  /// (used_contexts) lets empty finest contexts be skipped.
+  static std::vector<std::uint64_t> counts_of(const statistics& s, const context_flags& used, std::uint32_t classes,
+                                              bool diagonal) {
     std::vector<std::uint64_t> out(std::size_t{classes} * classes * (diagonal ? 2 : 1) * model::tokens, 0);
     constexpr std::uint32_t K = model::max_classes;
     for (std::uint32_t left = 0; left < K; ++left)
       for (std::uint32_t up = 0; up < K; ++up)
         for (std::uint32_t d = 0; d < 2; ++d) {
+          const std::uint32_t fine = 2 * (left * K + up) + d;
+          if (!used[fine]) continue;
           const std::uint32_t l = left < classes ? left : classes - 1, u = up < classes ? up : classes - 1;
           const std::uint32_t c = diagonal ? 2 * (l * classes + u) + d : l * classes + u;
-          const std::uint64_t* from = s.counts.data() + std::size_t{2 * (left * K + up) + d} * model::tokens;
+          const std::uint64_t* from = s.counts.data() + std::size_t{fine} * model::tokens;
           for (std::uint32_t t = 0; t < model::tokens; ++t) out[std::size_t{c} * model::tokens + t] += from[t];
         }
     return out;
   }
 
-  static codebook learn_set(const statistics& s, std::uint32_t classes, bool diagonal) {
+  /// A codebook's frequencies (not yet derived) for a set's counts.
+  static codebook frequencies_of(const std::vector<std::uint64_t>& counts, std::uint32_t row, std::uint32_t classes, bool diagonal) {
     codebook cb;
-    cb.row = s.row;
+    cb.row = row;
     cb.classes = classes;
     cb.diagonal = diagonal;
-    const std::vector<std::uint64_t> counts = counts_of(s, classes, diagonal);
     for (std::uint32_t c = 0; c < cb.contexts(); ++c) {
       std::uint64_t scaled[model::tokens];
       std::uint64_t total = 0;
@@ -428,16 +468,12 @@ struct context_ans {
       // largest is at least 2^14 / 86: it absorbs the difference.
       f[largest] = static_cast<std::uint16_t>(f[largest] + model::scale - sum);
     }
-    cb.derive();
     return cb;
   }
 
-  /// Serialized table bits plus the ideal coded bits of the counts under cb.
-  static double cost_bits(const statistics& s, const codebook& cb) {
-    std::vector<std::byte> bytes;
-    cb.serialize(bytes);
-    double bits = 8.0 * static_cast<double>(bytes.size());
-    const std::vector<std::uint64_t> counts = counts_of(s, cb.classes, cb.diagonal);
+  /// Serialized table bits plus the ideal coded bits of the set's counts under cb.
+  static double cost_bits(const std::vector<std::uint64_t>& counts, const codebook& cb) {
+    double bits = 8.0 * static_cast<double>(cb.serialized_bytes());
     for (std::uint32_t c = 0; c < cb.contexts(); ++c)
       for (std::uint32_t t = 0; t < model::tokens; ++t)
         if (const std::uint64_t k = counts[std::size_t{c} * model::tokens + t]; k > 0)

@@ -323,17 +323,17 @@ std::size_t encode_stream(const S* in, std::uint64_t n, const extents& shape, co
   };
   if constexpr (E::needs_codebook) {  // a codebook_encoder (concepts.hpp): learn the codebook from the codes first
     // Chunks are counted in a few groups, not one set of statistics each
-    // (a Huffman histogram is 66 KB, as large as a chunk's input).
-    const std::uint64_t groups = std::min<std::uint64_t>(chunks, 16);
+    // (a Huffman histogram is 66 KB, as large as a chunk's input); one
+    // thread counts them all in one. Sums do not depend on the grouping.
+    const std::uint64_t groups = resolve_threads(threads) > 1 ? std::min<std::uint64_t>(chunks, 16) : 1;
     std::vector<typename E::statistics> stats(static_cast<std::size_t>(groups), make_statistics<E>(shape));
     parallel_for(static_cast<std::int64_t>(groups), threads, [&](std::int64_t gi) {
       const auto g = static_cast<std::uint64_t>(gi);
       for (std::uint64_t c = chunks * g / groups; c < chunks * (g + 1) / groups; ++c) stats[g].add(codes_of(c, true), chunk_len(c));
     });
-    typename E::statistics all = make_statistics<E>(shape);
-    for (const auto& s : stats) all.merge(s);
-    stats.clear();
-    const typename E::codebook codebook = E::learn(all);
+    for (std::size_t g = 1; g < stats.size(); ++g) stats[0].merge(stats[g]);
+    stats.resize(1);
+    const typename E::codebook codebook = E::learn(stats[0]);
     codebook.serialize(codebook_bytes);
     encode_all(E::bind(codebook), false);  // the statistics pass recorded the outliers
   } else {
