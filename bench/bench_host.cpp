@@ -17,6 +17,9 @@
 //
 //   ebac_bench_host [--corpus=DIR] [--benchmark_filter=compress/fast/f32]
 //
+// learn/<encoder>/<n> times what a codebook encoder (Huffman, ANS) pays per
+// tensor to learn its codebook, on synthetic codes.
+//
 // DIR defaults to the corpus this was built with (EBAC_CORPUS_DIR) or the
 // EBAC_CORPUS environment variable. Without a corpus it falls back to
 // synthetic tensors and says so. Host only: the CUDA backend's throughput
@@ -36,6 +39,7 @@
 #include <sstream>
 #include <string>
 #include <string_view>
+#include <type_traits>
 #include <vector>
 
 #ifndef EBAC_CORPUS_DIR
@@ -228,6 +232,37 @@ void register_for(const std::vector<tensor>& corpus, const char* dtype_name) {
   }
 }
 
+/// The fixed cost of a codebook encoder: learning the codebook from the
+/// statistics of n codes (half zeros, most of the rest small, a few wide;
+/// rows of 32), whatever the tensor's size; Huffman and context ANS.
+///
+///   learn/<encoder>/<n>
+template <class E>
+void register_learn(const char* name) {
+  for (std::size_t n : {std::size_t{512}, std::size_t{1} << 14, std::size_t{1} << 20}) {
+    benchmark::RegisterBenchmark(("learn/" + std::string(name) + "/" + std::to_string(n)).c_str(), [n](benchmark::State& state) {
+      std::mt19937 rng(static_cast<std::uint32_t>(n));
+      std::uniform_real_distribution<double> u(0, 1);
+      std::vector<std::uint32_t> codes(n);
+      for (auto& c : codes) {
+        const double p = u(rng);
+        c = p < 0.5 ? 0u : (p < 0.9 ? static_cast<std::uint32_t>(rng() % 8) : static_cast<std::uint32_t>(rng() % 3000));
+      }
+      typename E::statistics stats = [&] {
+        if constexpr (std::is_constructible_v<typename E::statistics, const ebac::extents&>)
+          return typename E::statistics(ebac::extents{n / 32, 32});
+        else
+          return typename E::statistics{};
+      }();
+      stats.add(codes.data(), codes.size());
+      for (auto _ : state) {
+        auto cb = E::learn(stats);
+        benchmark::DoNotOptimize(cb);
+      }
+    })->Unit(benchmark::kMicrosecond);
+  }
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -256,6 +291,8 @@ int main(int argc, char** argv) {
   register_for<float>(corpus, "f32");
   register_for<ebac::float16>(corpus, "f16");
   register_for<ebac::bfloat16>(corpus, "bf16");
+  register_learn<ebac::huffman>("huffman");
+  register_learn<ebac::context_ans>("ans");
   benchmark::RunSpecifiedBenchmarks();
   benchmark::Shutdown();
   return 0;

@@ -7,11 +7,12 @@
 #   SECONDS_PER_TARGET=3600 bash tools/fuzz-campaign.sh # or a time per target (then RUNS is ignored)
 #   TARGETS="decompress inspect compress"              # default: all three
 #   JOBS=N                                             # build parallelism
+#   FORK=N                                             # fuzzing jobs per target at once (default 1)
 #   OUT=build/fuzz/campaign                            # logs, corpora, artifacts, summary.md
 #
 # It builds the `fuzz` preset (ASan + UBSan + libFuzzer) like tools/fuzz.sh,
 # starts each target from its seeds (and regressions/), keeps going after a
-# crash (-fork=1 -ignore_crashes=1, so one finding does not end the count) and
+# crash (-fork=$FORK -ignore_crashes=1, so one finding does not end the count) and
 # exits non-zero when any target crashed, leaked or timed out. The summary
 # table is printed and written to $OUT/summary.md.
 set -euo pipefail
@@ -21,6 +22,7 @@ RUNS=${RUNS:-10000000}
 SECONDS_PER_TARGET=${SECONDS_PER_TARGET:-}
 TARGETS=${TARGETS:-"decompress inspect compress"}
 JOBS=${JOBS:-$(nproc)}
+FORK=${FORK:-1}
 OUT=${OUT:-build/fuzz/campaign}
 build=build/fuzz
 regressions=tests/fuzz/regressions
@@ -55,7 +57,7 @@ for target in $TARGETS; do
   t0=$(date +%s.%N)
   rc=0
   # shellcheck disable=SC2046
-  "$fuzzer" "${limit[@]}" -fork=1 -ignore_crashes=1 -ignore_timeouts=1 -ignore_ooms=1 -timeout=10 -rss_limit_mb=2048 \
+  "$fuzzer" "${limit[@]}" -fork="$FORK" -ignore_crashes=1 -ignore_timeouts=1 -ignore_ooms=1 -timeout=10 -rss_limit_mb=2048 \
     -print_final_stats=1 -artifact_prefix="$artifacts/" "$corpus" $(seeds_of "$target") >"$log" 2>&1 || rc=$?
   t1=$(date +%s.%N)
   # Fork mode prints "#N: cov: C ft: F corp: K exec/s: E oom/timeout/crash: a/b/c time: Ts job: J dft_time: D"
@@ -75,7 +77,7 @@ for target in $TARGETS; do
 done
 
 {
-  echo "fuzz campaign: $what, $(date -u +%Y-%m-%dT%H:%MZ), $(git rev-parse --short HEAD 2>/dev/null || echo '?'), $(nproc) cores"
+  echo "fuzz campaign: $what, $FORK job(s) per target, $(date -u +%Y-%m-%dT%H:%MZ), $(git rev-parse --short HEAD 2>/dev/null || echo '?'), $(nproc) cores"
   echo
   echo "| target | executions | seconds | exec/s | cov | ft | corpus | findings |"
   echo "|---|---|---|---|---|---|---|---|"
