@@ -39,7 +39,6 @@
 #include <sstream>
 #include <string>
 #include <string_view>
-#include <type_traits>
 #include <vector>
 
 #ifndef EBAC_CORPUS_DIR
@@ -248,12 +247,7 @@ void register_learn(const char* name) {
         const double p = u(rng);
         c = p < 0.5 ? 0u : (p < 0.9 ? static_cast<std::uint32_t>(rng() % 8) : static_cast<std::uint32_t>(rng() % 3000));
       }
-      typename E::statistics stats = [&] {
-        if constexpr (std::is_constructible_v<typename E::statistics, const ebac::extents&>)
-          return typename E::statistics(ebac::extents{n / 32, 32});
-        else
-          return typename E::statistics{};
-      }();
+      typename E::statistics stats = ebac::host::detail::make_statistics<E>(ebac::extents{n / 32, 32});
       stats.add(codes.data(), codes.size());
       for (auto _ : state) {
         auto cb = E::learn(stats);

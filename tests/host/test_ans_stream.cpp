@@ -95,6 +95,27 @@ TEST_CASE("ans streams: byte-identical for any thread count, every truncation re
   const auto one = compress(x, e, "lorenzo2:sign:ans", 1e-2, ebac::bound_mode::relative, 1);
   CHECK(compress(x, e, "lorenzo2:sign:ans", 1e-2, ebac::bound_mode::relative, 2) == one);
   CHECK(compress(x, e, "lorenzo2:sign:ans", 1e-2, ebac::bound_mode::relative, 3) == one);
+  // An empty tensor (no chunks), coded rather than stored: its codebook
+  // records the last extent as the row width whatever the thread count.
+  const ebac::extents empty{0, 24};
+  auto coded_empty = [&](int threads) {
+    ebac::compress_options o;
+    o.bound = {1e-2, ebac::bound_mode::relative};
+    o.threads = threads;
+    o.store_when_larger = false;
+    return ebac::host::compress(static_cast<const float*>(nullptr), empty, ebac::pipeline<ebac::lorenzo, ebac::sign_preserving_quantizer, ebac::context_ans>{}, o);
+  };
+  const auto empty_one = coded_empty(1);
+  for (int threads : {2, 3}) {
+    const auto s = coded_empty(threads);
+    CHECK(s == empty_one);
+    const auto h = ebac::host::inspect(s.data(), s.size());
+    REQUIRE(h.encoder == ebac::encoder_id::context_ans);
+    ebac::context_ans_codebook cb;
+    REQUIRE(ebac::context_ans_codebook::deserialize(s.data() + h.section_offset(ebac::section_codebook),
+                                                    static_cast<std::size_t>(h.section_bytes[ebac::section_codebook]), cb) == ebac::status::ok);
+    CHECK(cb.row == 24);
+  }
   const ebac::extents small{1, 2, 8, 8};
   const auto xs = post_relu(small, 9);
   const auto s = compress(xs, small, "lorenzo2:sign:ans", 1e-2, ebac::bound_mode::relative);

@@ -325,7 +325,8 @@ std::size_t encode_stream(const S* in, std::uint64_t n, const extents& shape, co
     // Chunks are counted in a few groups, not one set of statistics each
     // (a Huffman histogram is 66 KB, as large as a chunk's input); one
     // thread counts them all in one. Sums do not depend on the grouping.
-    const std::uint64_t groups = resolve_threads(threads) > 1 ? std::min<std::uint64_t>(chunks, 16) : 1;
+    // At least one group, built from the extents, even with no chunks.
+    const std::uint64_t groups = resolve_threads(threads) > 1 ? std::clamp<std::uint64_t>(chunks, 1, 16) : 1;
     std::vector<typename E::statistics> stats(static_cast<std::size_t>(groups), make_statistics<E>(shape));
     parallel_for(static_cast<std::int64_t>(groups), threads, [&](std::int64_t gi) {
       const auto g = static_cast<std::uint64_t>(gi);
