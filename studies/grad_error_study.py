@@ -17,6 +17,11 @@ copied) for --steps steps and dumps every BatchNorm2d layer's saved input,
 output gradient and gamma with a bn.tsv index (needs torch: run it with
 /usr/bin/python3 on Debian). --bn DIR then checks the batchnorm model: the
 gamma gradient and the input gradient, predicted vs measured.
+--make-ln DIR trains the two transformers of studies/study_models.py (the
+Fashion-MNIST ViT and the GPT-style byte model on GPL-3) for --steps steps and
+dumps every LayerNorm's saved input, output gradient and gamma for one batch
+of 16 with an ln.tsv index; --ln DIR checks the layernorm model the same way
+(and the inverse map at --targets, default 0.01,0.03,0.1).
 For grouped/dilated convolutions, generate a corpus with
     /usr/bin/python3 studies/make_corpus.py --models mobile --grad-output ...
 """
@@ -163,6 +168,8 @@ def main(argv=None):
     ap.add_argument("--json-out", default="", help="also write every result as JSON lines here")
     ap.add_argument("--make-bn", default="", help="dump BatchNorm2d (input, grad_output, gamma) triples here, then exit")
     ap.add_argument("--bn", default="", help="check the batchnorm model on a --make-bn directory")
+    ap.add_argument("--make-ln", default="", help="dump LayerNorm (input, grad_output, gamma) triples of two transformers here, then exit")
+    ap.add_argument("--ln", default="", help="check the layernorm model on a --make-ln directory")
     ap.add_argument("--sgd-noise", action="store_true", help="print minibatch (SGD) noise / gradient RMS per layer (needs torch)")
     ap.add_argument("--steps", type=int, default=300)
     ap.add_argument("--seed", type=int, default=0)
@@ -172,6 +179,10 @@ def main(argv=None):
         return make_bn(args.make_bn, args.seed, args.steps)
     if args.bn:
         return check_bn(args, sys.stdout)
+    if args.make_ln:
+        return make_ln(args.make_ln, args.seed, args.steps)
+    if args.ln:
+        return check_ln(args, sys.stdout)
     if not args.corpora:
         ap.error("no corpus directory given")
     if args.sgd_noise:
@@ -253,6 +264,103 @@ def check_bn(args, out):
     for name, v in (("gamma gradient", gam), ("input gradient", inp)):
         inb = sum(1 for x in v if 0.8 <= x <= 1.25)
         out.write("\n%s: %d/%d inside 0.8..1.25, min %.3f, max %.3f\n" % (name, inb, len(v), min(v), max(v)))
+    return 0
+
+
+def make_ln(out, seed, steps):
+    """Train the study transformers briefly (AdamW, batch 16) and dump each
+    LayerNorm of one training-mode batch of 16 (dropout on, as in training)."""
+    import torch
+    import torch.nn as nn
+    sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+    import study_models as sm  # the transformers and their data, reused
+    torch.set_num_threads(1)
+    os.makedirs(out, exist_ok=True)
+    rows = []
+    for mi, (mname, build, size) in enumerate((("vit", sm.SmallViT, 28), ("gpt", sm.TinyGPT, 128))):
+        torch.manual_seed(seed + mi)
+        model = build()
+        kind = "text" if mname == "gpt" else "fmnist"
+        opt = torch.optim.AdamW(model.parameters(), lr=1e-3)
+        model.train()
+        batch_of = (lambda s: sm.text_batch(16, size, s)) if kind == "text" else (lambda s: sm.fashion_mnist_batch(16, s))
+        for step in range(steps):
+            x, y = batch_of(seed * 100003 + 7919 * mi + step)
+            opt.zero_grad(set_to_none=True)
+            sm.loss_of(model(x), y).backward()
+            opt.step()
+        saved, grads, hooks = {}, {}, []
+        for name, mod in model.named_modules():
+            if isinstance(mod, nn.LayerNorm):
+                def fwd(m, inp, outp, name=name):
+                    saved[name] = inp[0].detach().clone()
+                    outp.register_hook(lambda g, name=name: grads.__setitem__(name, g.detach().clone()))
+                hooks.append(mod.register_forward_hook(fwd))
+        x, y = batch_of(seed * 100003 + 7919 * mi + steps + 1)
+        model.zero_grad(set_to_none=True)
+        loss = sm.loss_of(model(x), y)
+        loss.backward()
+        for h in hooks:
+            h.remove()
+        print("make_ln: %s trained %d steps, loss %.3f" % (mname, steps, loss.item()), file=sys.stderr)
+        mods = dict(model.named_modules())
+        for k, name in enumerate(saved):
+            base = "%s_ln%02d_%s" % (mname, k, name.replace(".", "_"))
+            x, g = saved[name], grads[name]
+            for suffix, t in (("input", x), ("grad_output", g), ("gamma", mods[name].weight.detach())):
+                t.contiguous().numpy().astype("<f4").tofile(os.path.join(out, "%s_%s.f32" % (base, suffix)))
+            rows.append([mname, name, base + "_input.f32", base + "_grad_output.f32", base + "_gamma.f32",
+                         ",".join(str(d) for d in x.shape), str(x.shape[-1]), repr(mods[name].eps)])
+    with open(os.path.join(out, "ln.tsv"), "w") as f:
+        f.write("model\tmodule\tin_file\tgrad_file\tgamma_file\tinput_shape\tweight_shape\teps\n")
+        for r in rows:
+            f.write("\t".join(r) + "\n")
+    print("make_ln: %d LayerNorm layers in %s" % (len(rows), out), file=sys.stderr)
+    return 0
+
+
+def check_ln(args, out):
+    """Predicted/measured gamma- and input-gradient sigma of every dumped
+    LayerNorm at each relative bound, then measured/target of the inverse map."""
+    with open(os.path.join(args.ln, "ln.tsv")) as f:
+        rows = list(csv.DictReader(f, delimiter="\t"))
+
+    def cmd(row, extra):
+        return [args.ebac, "grad-error", "--json", "--layer", "layernorm",
+                "--activation", os.path.join(args.ln, row["in_file"]),
+                "--grad-output", os.path.join(args.ln, row["grad_file"]),
+                "--gamma", os.path.join(args.ln, row["gamma_file"]), "--eps", row["eps"],
+                "--input-shape", row["input_shape"], "--weight-shape", row["weight_shape"],
+                "--pipeline", args.pipeline] + extra
+
+    out.write("predicted / measured sigma, gamma gradient / input gradient\n\n")
+    out.write("| model | layer | %s |\n|---|---|%s\n" % (" | ".join("%g" % b for b in BOUNDS), "---|" * len(BOUNDS)))
+    gam, inp = [], []
+    for row in rows:
+        cells = []
+        for b in BOUNDS:
+            r = run(cmd(row, ["--eb", repr(b), "--mode", "rel"]))
+            gam.append(r["ratio"])
+            inp.append(r["input_grad_ratio"])
+            cells.append("%.2f / %.2f" % (r["ratio"], r["input_grad_ratio"]))
+        out.write("| %s | %s | %s |\n" % (row["model"], row["module"], " | ".join(cells)))
+    for name, v in (("gamma gradient", gam), ("input gradient", inp)):
+        inb = sum(1 for x in v if 0.8 <= x <= 1.25)
+        out.write("\n%s: %d/%d inside 0.8..1.25, min %.3f, max %.3f, below 0.67: %d\n"
+                  % (name, inb, len(v), min(v), max(v), sum(1 for x in v if x < 0.67)))
+    ts = [float(t) for t in (args.targets or "0.01,0.03,0.1").split(",")]
+    out.write("\nmeasured / target sigma of the gamma gradient, bound from `--target-rel T`\n\n")
+    out.write("| model | layer | %s |\n|---|---|%s\n" % (" | ".join("T=%g" % t for t in ts), "---|" * len(ts)))
+    mt = []
+    for row in rows:
+        cells = []
+        for t in ts:
+            r = run(cmd(row, ["--target-rel", repr(t), "--mode", "rel"]))
+            mt.append(r["measured_over_target"])
+            cells.append("%.2f (eb %.3g)" % (r["measured_over_target"], r["eb"]))
+        out.write("| %s | %s | %s |\n" % (row["model"], row["module"], " | ".join(cells)))
+    inb = sum(1 for x in mt if 0.8 <= x <= 1.25)
+    out.write("\ninverse map: %d/%d inside 0.8..1.25, min %.3f, max %.3f\n" % (inb, len(mt), min(mt), max(mt)))
     return 0
 
 

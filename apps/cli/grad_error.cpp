@@ -1,8 +1,8 @@
 // apps/cli/grad_error.cpp - `ebac grad-error`: the error model checked
 // against measured weight gradients.
 //
-//   ebac grad-error --activation A --grad-output D --layer linear|conv2d|batchnorm2d
-//                   --input-shape N,C[,H,W] [--weight-shape O,C/G[,KH,KW]]
+//   ebac grad-error --activation A --grad-output D --layer linear|conv2d|batchnorm2d|layernorm
+//                   --input-shape N,C[,H,W] [--weight-shape O,C/G[,KH,KW]]   (layernorm: N,...,D and D)
 //                   [--stride S[,S]] [--padding P[,P]] [--dilation D[,D]] [--groups G]
 //                   (--eb X [--mode abs|rel] | --target-rel T | --target-sigma S)
 //                   [--pipeline NAME] [--trials K] [--dtype f32|f16|bf16] [--gamma F] [--json]
@@ -13,6 +13,10 @@
 // measured_sigma. predicted_sigma comes from the model, fed only with the
 // statistics a trainer collects cheaply (output-gradient sums and energies,
 // the compressor's error statistics) - never from the gradients themselves.
+//
+// batchnorm2d and layernorm report the gamma gradient as the weight gradient
+// (beta's gradient does not read the saved input) and, besides, the error the
+// layer hands to the layer before it through its input gradient.
 //
 // A trial is one compression at a bound spread log-evenly over [eb/1.1,
 // eb*1.1] (K = 1: exactly eb). Repeated values (flat image regions) make the
@@ -31,6 +35,7 @@
 #include <ebac/error_model/flat_mask.hpp>
 #include <ebac/error_model/gradient_statistics.hpp>
 #include <ebac/error_model/iid_model.hpp>
+#include <ebac/error_model/layernorm_model.hpp>
 #include <ebac/error_model/inverse.hpp>
 #include <ebac/error_model/quantizer_error.hpp>
 #include <ebac/error_model/reference_gradient.hpp>
@@ -60,7 +65,7 @@ std::pair<long, long> ge_parse_pair(const args& a, const std::string& key, long 
 
 struct ge_trial {
   double eb_requested = 0, eb_abs = 0, predicted = 0, measured = 0, iid = 0, coherent_share = 0, structured_share = 0, kappa = 1, dof = 0, ratio_bytes = 0, margin = 1, repeated_share = 0;
-  double input_predicted = 0, input_measured = 0;  // batchnorm only
+  double input_predicted = 0, input_measured = 0;  // batchnorm2d and layernorm only
 };
 
 struct ge_report {
@@ -106,13 +111,34 @@ ge_report ge_run(const args& a, const std::vector<std::byte>& raw, const ebac::e
   const ebac::pipeline_spec spec = parse_pipeline_arg(rep.pipeline);
   const int threads = threads_arg(a, 0);
   const int K = a.has("trials") ? static_cast<int>(parse_int(a.opt.at("trials"), "--trials", 1, 1000)) : 1;
-  const bool bn = (layer == "batchnorm2d");
+  const bool bn = (layer == "batchnorm2d"), ln = (layer == "layernorm");
+  const bool norm = bn || ln;  // gamma gradient as a depthwise 1x1 weight gradient, plus the input gradient
 
-  // The model's inputs that do not depend on the bound.
+  // LayerNorm: rows x D (g is layernorm_gamma_geometry), statistics per row
+  // saved by the forward pass, gamma per feature.
+  const std::int64_t rows = g.batch, features = g.in_channels;
+  std::vector<double> ln_mean, ln_inv_std;
+  std::vector<float> ln_gamma;
+  if (ln) {
+    const double eps = a.has("eps") ? parse_double(a.opt.at("eps"), "--eps") : 1e-5;
+    if (!(eps >= 0) || !std::isfinite(eps)) throw usage_error("--eps must be >= 0");
+    ln_mean.resize(static_cast<std::size_t>(rows));
+    ln_inv_std.resize(static_cast<std::size_t>(rows));
+    for (std::int64_t r = 0; r < rows; ++r)
+      em::layernorm_saved_statistics(features, x + r * features, eps, ln_mean[static_cast<std::size_t>(r)],
+                                     ln_inv_std[static_cast<std::size_t>(r)]);
+    ln_gamma = a.has("gamma") ? ge_read_f32(a.opt.at("gamma"), static_cast<std::uint64_t>(features), "--gamma")
+                              : std::vector<float>(static_cast<std::size_t>(features), 1.0f);
+  }
+
+  // The model's inputs that do not depend on the bound. LayerNorm's gamma
+  // gradient sees dy scaled row by row by the saved 1/s.
   const em::flat_mask mask = em::find_flat_mask(g, x);
   rep.flat_share = mask.share();
-  em::output_gradient_statistics dstats = em::collect_output_gradient_statistics(g, dy.data(), mask);
-  rep.weights = bn ? g.in_channels : g.weight_count();
+  em::output_gradient_statistics dstats =
+      ln ? em::collect_output_gradient_statistics(g, em::layernorm_scaled_output_gradient(rows, features, dy.data(), ln_inv_std).data(), mask)
+         : em::collect_output_gradient_statistics(g, dy.data(), mask);
+  rep.weights = norm ? g.in_channels : g.weight_count();
 
   // Exact reference with the original input.
   std::vector<double> w0, dx0, gamma, inv_std, mean;
@@ -154,6 +180,10 @@ ge_report ge_run(const args& a, const std::vector<std::byte>& raw, const ebac::e
                                      inv_std[static_cast<std::size_t>(c)]);
     bn_backward(x, w0, dx0);
     rep.input_grad_rms = em::rms(dx0.data(), dx0.size());
+  } else if (ln) {
+    if (em::layernorm_backward(rows, features, x, ln_mean, ln_inv_std, dy.data(), ln_gamma.data(), w0, dx0) != ebac::status::ok)
+      throw usage_error("invalid layernorm shape");
+    rep.input_grad_rms = em::rms(dx0.data(), dx0.size());
   } else {
     w0.assign(static_cast<std::size_t>(g.weight_count()), 0.0);
     if (em::weight_gradient(g, x, dy.data(), w0.data()) != ebac::status::ok) throw usage_error("invalid layer geometry");
@@ -164,8 +194,8 @@ ge_report ge_run(const args& a, const std::vector<std::byte>& raw, const ebac::e
   // The forward check (--eb) gives the model the RMS of the gradient computed
   // with the reconstruction, which is what the trainer has; the inverse map
   // (--target-rel) uses the exact one as the stand-in for the previous step's.
-  // Batchnorm's depthwise view has no such statistic wired: kappa stays 1.
-  dstats.weight_grad_rms = bn ? 0.0 : rep.grad_rms;
+  // The normalizations' depthwise view has no such statistic wired: kappa stays 1.
+  dstats.weight_grad_rms = norm ? 0.0 : rep.grad_rms;
 
   const em::weight_error_model model;
   // Prediction from (x, its reconstruction y): the compressor's statistics and the trainer's.
@@ -174,7 +204,7 @@ ge_report ge_run(const args& a, const std::vector<std::byte>& raw, const ebac::e
   auto predict = [&](const T* y, double eb_abs, ge_trial& t, double trainer_grad_rms = -1) {
     const em::input_error_statistics es = em::collect_input_error_statistics(g, x, y, mask, eb_abs);
     em::output_gradient_statistics ds = dstats;
-    if (trainer_grad_rms >= 0 && !bn) ds.weight_grad_rms = trainer_grad_rms;
+    if (trainer_grad_rms >= 0 && !norm) ds.weight_grad_rms = trainer_grad_rms;
     const em::weight_error_prediction p = model(ds, es);
     if (p.state != ebac::status::ok) throw input_error("error model: inconsistent statistics");
     t.structured_share = p.structured_share;
@@ -182,10 +212,39 @@ ge_report ge_run(const args& a, const std::vector<std::byte>& raw, const ebac::e
     t.dof = p.effective_dof;
     t.margin = p.margin;
     t.repeated_share = p.repeated_share;
-    if (!bn) {
+    if (!norm) {
       t.predicted = p.sigma;
       t.iid = p.iid_sigma;
       t.coherent_share = p.coherent_share;
+      return;
+    }
+    t.iid = p.iid_sigma;
+    t.coherent_share = p.coherent_share;
+    if (ln) {
+      // gamma: the depthwise sums already carry 1/s (scaled dy). dx: row by
+      // row, m1 as backward computes it from the decompressed input.
+      double sg = 0, sx = 0;
+      for (std::int64_t d = 0; d < features; ++d) sg += p.group_sum_squares[static_cast<std::size_t>(d)];
+      for (std::int64_t r = 0; r < rows; ++r) {
+        const auto rr = static_cast<std::size_t>(r);
+        em::layernorm_row_error e;
+        e.inv_std = ln_inv_std[rr];
+        e.features = static_cast<double>(features);
+        double sgx = 0;
+        for (std::int64_t d = 0; d < features; ++d) {
+          const auto j = static_cast<std::size_t>(r * features + d);
+          const double gdy = static_cast<double>(ln_gamma[static_cast<std::size_t>(d)]) * dy[j];
+          const double err = em::detail::as_double(y[j]) - em::detail::as_double(x[j]);
+          sgx += gdy * (em::detail::as_double(y[j]) - ln_mean[rr]) * ln_inv_std[rr];
+          e.sum_sq_gdy += gdy * gdy;
+          e.mean_sq_error += err * err;
+        }
+        e.m1 = sgx / static_cast<double>(features);
+        e.mean_sq_error /= static_cast<double>(features);
+        sx += e.input_grad_square();
+      }
+      t.predicted = std::sqrt(sg / static_cast<double>(features));
+      t.input_predicted = std::sqrt(sx / static_cast<double>(rows));
       return;
     }
     // Batchnorm: the per-channel (depthwise 1x1) sums scaled by the saved 1/s.
@@ -200,8 +259,6 @@ ge_report ge_run(const args& a, const std::vector<std::byte>& raw, const ebac::e
     }
     t.predicted = std::sqrt(sg / C);
     t.input_predicted = std::sqrt(sx / C);
-    t.iid = p.iid_sigma;
-    t.coherent_share = p.coherent_share;
   };
   // Returns the RMS of the weight gradient computed with the reconstruction:
   // the gradient the trainer actually has when it compresses.
@@ -209,6 +266,13 @@ ge_report ge_run(const args& a, const std::vector<std::byte>& raw, const ebac::e
     if (bn) {
       std::vector<double> dg1, dx1;
       bn_backward(y, dg1, dx1);
+      t.measured = em::rms_difference(dg1.data(), w0.data(), w0.size());
+      t.input_measured = em::rms_difference(dx1.data(), dx0.data(), dx0.size());
+      return 0.0;
+    }
+    if (ln) {
+      std::vector<double> dg1, dx1;
+      (void)em::layernorm_backward(rows, features, y, ln_mean, ln_inv_std, dy.data(), ln_gamma.data(), dg1, dx1);
       t.measured = em::rms_difference(dg1.data(), w0.data(), w0.size());
       t.input_measured = em::rms_difference(dx1.data(), dx0.data(), dx0.size());
       return 0.0;
@@ -242,7 +306,7 @@ ge_report ge_run(const args& a, const std::vector<std::byte>& raw, const ebac::e
     if (a.has("target-rel")) {
       const double t = parse_double(a.opt.at("target-rel"), "--target-rel");
       if (!(t > 0) || !std::isfinite(t)) throw usage_error("--target-rel must be > 0");
-      rep.target_sigma = t * (bn ? rep.grad_rms : rep.grad_rms);
+      rep.target_sigma = t * rep.grad_rms;
     } else {
       rep.target_sigma = parse_double(a.opt.at("target-sigma"), "--target-sigma");
       if (!(rep.target_sigma > 0) || !std::isfinite(rep.target_sigma)) throw usage_error("--target-sigma must be > 0");
@@ -268,15 +332,15 @@ ge_report ge_run(const args& a, const std::vector<std::byte>& raw, const ebac::e
     };
     // First guess: the i.i.d. closed form with a uniform error.
     em::iid_weight_error iid;
-    iid.taps = static_cast<double>(bn ? 1 : g.taps());
+    iid.taps = static_cast<double>(norm ? 1 : g.taps());
     iid.sum_dy2 = dstats.total_sum_squares();
-    iid.in_channels_per_group = static_cast<double>(bn ? 1 : g.in_channels_per_group());
+    iid.in_channels_per_group = static_cast<double>(norm ? 1 : g.in_channels_per_group());
     std::size_t nz = 0;
     for (std::size_t i = 0; i < n_in; ++i) nz += (xf[i] != 0);
     iid.nonzero_share = n_in ? static_cast<double>(nz) / static_cast<double>(n_in) : 0.0;
     iid.weights = static_cast<double>(rep.weights);
     double guess = iid.inverse(rep.target_sigma);
-    if (bn) guess = rep.target_sigma / std::max(1e-300, rep.grad_rms) * std::max(1e-12, range.span()) * 0.1;
+    if (norm) guess = rep.target_sigma / std::max(1e-300, rep.grad_rms) * std::max(1e-12, range.span()) * 0.1;
     if (!(guess > 0) || !std::isfinite(guess)) guess = 1e-3 * std::max(1e-12, range.span());
     em::bound_solver solver;
     solver.eb_max = range.span() > 0 ? range.span() : 0.0;
@@ -326,7 +390,7 @@ void ge_print(const ge_report& r, bool json) {
     repeated += t.repeated_share / static_cast<double>(r.trials.size());
     bytes += t.ratio_bytes / static_cast<double>(r.trials.size());
   }
-  const bool bn = r.layer == "batchnorm2d";
+  const bool norm = r.layer == "batchnorm2d" || r.layer == "layernorm";
   const double ipred = ge_quadratic_mean(r.trials, &ge_trial::input_predicted);
   const double imeas = ge_quadratic_mean(r.trials, &ge_trial::input_measured);
   const double eb_abs = r.trials.empty() ? 0 : r.trials[r.trials.size() / 2].eb_abs;
@@ -358,7 +422,7 @@ void ge_print(const ge_report& r, bool json) {
     j["weights"] = static_cast<long long>(r.weights);
     j["repeated_share"] = json_number(repeated);
     j["margin"] = json_number(margin);
-    if (bn) {
+    if (norm) {
       j["input_grad_predicted_sigma"] = json_number(ipred);
       j["input_grad_measured_sigma"] = json_number(imeas);
       j["input_grad_ratio"] = json_number(imeas > 0 ? ipred / imeas : NAN);
@@ -393,7 +457,7 @@ void ge_print(const ge_report& r, bool json) {
   if (margin != 1)
     std::printf("level data (%.0f%% of non-zero inputs repeat): predicted_sigma includes the conservative margin %.2f\n",
                 100 * repeated, margin);
-  if (bn)
+  if (norm)
     std::printf("input_grad_predicted_sigma %.6g  input_grad_measured_sigma %.6g  input_grad_ratio %.4f  input_grad_rms %.6g\n", ipred,
                 imeas, imeas > 0 ? ipred / imeas : NAN, r.input_grad_rms);
   if (r.target_sigma > 0)
@@ -407,7 +471,7 @@ int cmd_grad_error(int argc, char** argv) {
   const args a = parse_command(argc, argv,
                                {{"activation", "--activation", "the saved input (raw array)"},
                                 {"grad-output", "--grad-output", "the output gradient (raw f32)"},
-                                {"layer", "--layer", "linear, conv2d or batchnorm2d"},
+                                {"layer", "--layer", "linear, conv2d, batchnorm2d or layernorm"},
                                 {"input-shape", "--input-shape", "N,C[,H,W]"},
                                 {"weight-shape", "--weight-shape", "O,C/G[,KH,KW]"},
                                 {"stride", "--stride", "S or S,S"},
@@ -419,15 +483,15 @@ int cmd_grad_error(int argc, char** argv) {
                                 {"pipeline", "--pipeline", "pipeline (default fast)"},
                                 {"trials", "--trials", "compressions at bounds around eb"},
                                 {"dtype", "--dtype", "element type of the activation"},
-                                {"gamma", "--gamma", "batchnorm2d: per-channel gamma (raw f32)"},
-                                {"eps", "--eps", "batchnorm2d epsilon"},
+                                {"gamma", "--gamma", "batchnorm2d, layernorm: per-channel / per-feature gamma (raw f32)"},
+                                {"eps", "--eps", "batchnorm2d, layernorm: epsilon"},
                                 {"target-rel", "--target-rel", "target sigma relative to the gradient RMS"},
                                 {"target-sigma", "--target-sigma", "target sigma"},
                                 threads_option},
                                /*json_flag=*/true);
   const std::string layer = a.need("layer");
-  if (layer != "linear" && layer != "conv2d" && layer != "batchnorm2d")
-    throw usage_error("--layer must be linear, conv2d or batchnorm2d, got '" + layer + "'");
+  if (layer != "linear" && layer != "conv2d" && layer != "batchnorm2d" && layer != "layernorm")
+    throw usage_error("--layer must be linear, conv2d, batchnorm2d or layernorm, got '" + layer + "'");
   const ebac::extents in_shape = parse_dims(a.need("input-shape"));
   const ebac::dtype t = a.has("dtype") ? parse_dtype_arg(a.opt.at("dtype")) : ebac::dtype::f32;
   if (!ebac::is_floating(t)) throw usage_error("grad-error: --dtype must be f32, f16 or bf16 (activations under a bound)");
@@ -465,7 +529,20 @@ int cmd_grad_error(int argc, char** argv) {
       throw usage_error("--weight-shape C/G (" + std::to_string(w.dims[1]) + ") times --groups must equal the input channels (" +
                         std::to_string(g.in_channels) + ")");
     for (const char* k : {"gamma", "eps"})
-      if (a.has(k)) throw usage_error(std::string("--") + k + " applies to batchnorm2d only");
+      if (a.has(k)) throw usage_error(std::string("--") + k + " applies to batchnorm2d and layernorm only");
+  } else if (layer == "layernorm") {
+    // Normalized over the last extent D; every leading extent (batch, tokens, ...) is a row.
+    if (in_shape.rank < 2) throw usage_error("--input-shape of a layernorm layer is N,D (or N,...,D)");
+    const ebac::extents w = parse_dims(a.need("weight-shape"));
+    if (w.rank != 1) throw usage_error("--weight-shape of a layernorm layer is D (its gamma)");
+    if (w.dims[0] != in_shape.dims[in_shape.rank - 1])
+      throw usage_error("--weight-shape D (" + std::to_string(w.dims[0]) + ") must equal the input's last extent (" +
+                        std::to_string(in_shape.dims[in_shape.rank - 1]) + ")");
+    for (const char* k : {"stride", "padding", "dilation", "groups"})
+      if (a.has(k)) throw usage_error(std::string("--") + k + " does not apply to a layernorm layer");
+    std::uint64_t rows = 1;
+    for (int i = 0; i + 1 < in_shape.rank; ++i) rows *= in_shape.dims[i];
+    g = em::layernorm_gamma_geometry(static_cast<std::int64_t>(rows), static_cast<std::int64_t>(w.dims[0]));
   } else {
     if (in_shape.rank != 4) throw usage_error("--input-shape of a batchnorm2d layer is N,C,H,W");
     if (a.has("weight-shape") || a.has("stride") || a.has("padding") || a.has("dilation") || a.has("groups"))

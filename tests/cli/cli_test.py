@@ -1004,7 +1004,83 @@ def group_integers():
     expect_failure("integers: unknown dtype", ["compress", src, "-o", out, "--dtype", "u16", "--dims", "4"], "--dtype", "i64")
 
 
-GROUPS = {"integers": group_integers, "info": group_info, "golden": group_golden, "roundtrip": group_roundtrip, "eval_json": group_eval_json, "errors": group_errors,
+def layernorm_backward(x, mu, inv, dy, gamma):
+    """LayerNorm's backward over the last axis with the forward's saved statistics, in float64."""
+    xh = (x.astype(np.float64) - mu[:, None]) * inv[:, None]
+    g = gamma[None, :].astype(np.float64) * dy
+    dgamma = (dy * xh).sum(axis=0)
+    dx = inv[:, None] * (g - g.mean(axis=1, keepdims=True) - xh * (g * xh).mean(axis=1, keepdims=True))
+    return dgamma, dx
+
+
+def group_grad_error():
+    """`grad-error --layer layernorm`: its measured errors equal numpy's backward
+    on the stream `compress` writes, its predictions land near them, and bad
+    shapes are refused."""
+    rng = np.random.default_rng(17)
+    n, t, d = 16, 24, 96  # batch, tokens, features
+    rows = n * t
+    x = (rng.normal(0, 3, (rows, 1)) + (0.5 + np.abs(rng.normal(0, 1, (rows, 1)))) * rng.normal(0, 1, (rows, d))).astype(np.float32)
+    dy = rng.normal(0, 1, (rows, d)).astype(np.float32)
+    gamma = rng.normal(0, 1, d).astype(np.float32)
+    xp, dyp, gp = path("ln.f32"), path("ln-dy.f32"), path("ln-gamma.f32")
+    x.tofile(xp)
+    dy.tofile(dyp)
+    gamma.tofile(gp)
+    eps = 1e-5
+    x64 = x.astype(np.float64)
+    mu = x64.mean(axis=1)
+    inv = 1 / np.sqrt(((x64 - mu[:, None]) ** 2).mean(axis=1) + eps)
+    dg0, dx0 = layernorm_backward(x64, mu, inv, dy.astype(np.float64), gamma)
+    base = ["grad-error", "--activation", xp, "--grad-output", dyp, "--layer", "layernorm", "--input-shape", f"{n},{t},{d}",
+            "--weight-shape", str(d), "--gamma", gp]
+    for eb in (0.01, 0.1):
+        rc, so, se = run(*base, "--eb", eb, "--json")
+        check(rc == 0, f"grad-error layernorm eb {eb}: {se.strip()}")
+        if rc != 0:
+            continue
+        j = json.loads(so)
+        stream, back = path("ln.ebac"), path("ln-back.f32")
+        for f in (stream, back):
+            if os.path.exists(f):
+                os.remove(f)
+        rc1, _, se1 = run("compress", "--input", xp, "--output", stream, "--dtype", "f32", "--dims", f"{n},{t},{d}", "--eb", eb,
+                          "--pipeline", "fast")
+        rc2, _, se2 = run("decompress", "--input", stream, "--output", back)
+        check(rc1 == 0 and rc2 == 0, f"layernorm eb {eb}: compress/decompress failed: {se1} {se2}")
+        y = np.fromfile(back, dtype=np.float32).reshape(rows, d)
+        check(np.abs(y.astype(np.float64) - x64).max() <= eb, f"layernorm eb {eb}: reconstruction breaks the bound")
+        dg1, dx1 = layernorm_backward(y.astype(np.float64), mu, inv, dy.astype(np.float64), gamma)
+        mg = np.sqrt(((dg1 - dg0) ** 2).mean())
+        mx = np.sqrt(((dx1 - dx0) ** 2).mean())
+        check(abs(j["measured_sigma"] / mg - 1) < 1e-6, f"layernorm eb {eb}: measured_sigma {j['measured_sigma']} != numpy {mg}")
+        check(abs(j["input_grad_measured_sigma"] / mx - 1) < 1e-6,
+              f"layernorm eb {eb}: input_grad_measured_sigma {j['input_grad_measured_sigma']} != numpy {mx}")
+        check(abs(j["grad_rms"] / np.sqrt((dg0 ** 2).mean()) - 1) < 1e-9, f"layernorm eb {eb}: grad_rms differs from numpy")
+        check(j["weights"] == d, f"layernorm: weights {j['weights']} != {d}")
+        # gamma has 96 entries: chance alone moves a correct prediction by about +-25%.
+        for key, m in (("predicted_sigma", mg), ("input_grad_predicted_sigma", mx)):
+            check(0.67 <= j[key] / m <= 1.5, f"layernorm eb {eb}: {key} {j[key]} vs measured {m}")
+    rc, so, se = run(*base, "--target-rel", "0.01", "--mode", "rel", "--json")
+    check(rc == 0, f"grad-error layernorm --target-rel: {se.strip()}")
+    if rc == 0:
+        j = json.loads(so)
+        check(0.67 <= j["measured_over_target"] <= 1.5, f"layernorm target 0.01: measured/target {j['measured_over_target']}")
+    expect_failure("layernorm: weight shape", base[:9] + ["--weight-shape", str(d + 1), "--eb", "0.01"], "--weight-shape", str(d))
+    expect_failure("layernorm: 2-D weight", base[:9] + ["--weight-shape", f"{d},{d}", "--eb", "0.01"], "--weight-shape")
+    expect_failure("layernorm: stride", base + ["--stride", "2", "--eb", "0.01"], "--stride", "layernorm")
+    expect_failure("layernorm: 1-D input", ["grad-error", "--activation", xp, "--grad-output", dyp, "--layer", "layernorm",
+                                           "--input-shape", str(rows * d), "--weight-shape", str(d), "--eb", "0.01"],
+                   "--input-shape")
+    short = path("ln-gamma-short.f32")
+    gamma[:-1].tofile(short)
+    expect_failure("layernorm: short gamma", base[:9] + ["--weight-shape", str(d), "--gamma", short, "--eb", "0.01"],
+                   "--gamma")
+    expect_failure("unknown layer", ["grad-error", "--activation", xp, "--grad-output", dyp, "--layer", "rmsnorm",
+                                     "--input-shape", f"{rows},{d}", "--eb", "0.01"], "rmsnorm", "layernorm")
+
+
+GROUPS = {"integers": group_integers, "grad_error": group_grad_error, "info": group_info, "golden": group_golden, "roundtrip": group_roundtrip, "eval_json": group_eval_json, "errors": group_errors,
           "no_overwrite": group_no_overwrite, "adversarial": group_adversarial, "streams": group_streams,
           "outputs": group_outputs, "limits": group_limits, "arguments": group_arguments}
 
