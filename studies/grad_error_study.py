@@ -198,6 +198,31 @@ def main(argv=None):
     return 0
 
 
+def dump_normalizations(model, norm_type, step, out, mname, tag):
+    """Runs step() (one forward and backward) with hooks on every `norm_type`
+    module of `model` and writes each one's saved input, output gradient and
+    gamma as raw f32 under `out`. Returns (module name, module, file stem,
+    input shape) per layer, in forward order."""
+    saved, grads, hooks = {}, {}, []
+    for name, mod in model.named_modules():
+        if isinstance(mod, norm_type):
+            def fwd(m, inp, outp, name=name):
+                saved[name] = inp[0].detach().clone()
+                outp.register_hook(lambda g, name=name: grads.__setitem__(name, g.detach().clone()))
+            hooks.append(mod.register_forward_hook(fwd))
+    step()
+    for h in hooks:
+        h.remove()
+    mods = dict(model.named_modules())
+    layers = []
+    for k, name in enumerate(saved):
+        base = "%s_%s%02d_%s" % (mname, tag, k, name.replace(".", "_"))
+        for suffix, t in (("input", saved[name]), ("grad_output", grads[name]), ("gamma", mods[name].weight.detach())):
+            t.contiguous().numpy().astype("<f4").tofile(os.path.join(out, "%s_%s.f32" % (base, suffix)))
+        layers.append((name, mods[name], base, ",".join(str(d) for d in saved[name].shape)))
+    return layers
+
+
 def make_bn(out, seed, steps):
     """Train the corpus models briefly and dump each BatchNorm2d layer of one batch of 16."""
     import numpy as np
@@ -216,26 +241,13 @@ def make_bn(out, seed, steps):
         stream = mc.BatchStream(xtr.shape[0], seed + 1000 * (mi + 1))
         mc.train(model, xtr, ytr, stream, steps, 16, 0.02)
         model.train()
-        saved, grads, hooks = {}, {}, []
-        for name, mod in model.named_modules():
-            if isinstance(mod, nn.BatchNorm2d):
-                def fwd(m, inp, outp, name=name):
-                    saved[name] = inp[0].detach().clone()
-                    outp.register_hook(lambda g, name=name: grads.__setitem__(name, g.detach().clone()))
-                hooks.append(mod.register_forward_hook(fwd))
         idx = stream.next(16)
-        model.zero_grad(set_to_none=True)
-        F.cross_entropy(model(xtr[idx]), ytr[idx]).backward()
-        for h in hooks:
-            h.remove()
-        mods = dict(model.named_modules())
-        for k, name in enumerate(saved):
-            base = "%s_bn%02d_%s" % (mname, k, name.replace(".", "_"))
-            x, g = saved[name], grads[name]
-            for suffix, t in (("input", x), ("grad_output", g), ("gamma", mods[name].weight.detach())):
-                t.contiguous().numpy().astype("<f4").tofile(os.path.join(out, "%s_%s.f32" % (base, suffix)))
-            rows.append([mname, name, base + "_input.f32", base + "_grad_output.f32", base + "_gamma.f32",
-                         ",".join(str(d) for d in x.shape), repr(mods[name].eps)])
+
+        def step():
+            model.zero_grad(set_to_none=True)
+            F.cross_entropy(model(xtr[idx]), ytr[idx]).backward()
+        for name, mod, base, shape in dump_normalizations(model, nn.BatchNorm2d, step, out, mname, "bn"):
+            rows.append([mname, name, base + "_input.f32", base + "_grad_output.f32", base + "_gamma.f32", shape, repr(mod.eps)])
     with open(os.path.join(out, "bn.tsv"), "w") as f:
         f.write("model\tmodule\tin_file\tgrad_file\tgamma_file\tinput_shape\teps\n")
         for r in rows:
@@ -289,28 +301,17 @@ def make_ln(out, seed, steps):
             opt.zero_grad(set_to_none=True)
             sm.loss_of(model(x), y).backward()
             opt.step()
-        saved, grads, hooks = {}, {}, []
-        for name, mod in model.named_modules():
-            if isinstance(mod, nn.LayerNorm):
-                def fwd(m, inp, outp, name=name):
-                    saved[name] = inp[0].detach().clone()
-                    outp.register_hook(lambda g, name=name: grads.__setitem__(name, g.detach().clone()))
-                hooks.append(mod.register_forward_hook(fwd))
         x, y = batch_of(seed * 100003 + 7919 * mi + steps + 1)
-        model.zero_grad(set_to_none=True)
-        loss = sm.loss_of(model(x), y)
-        loss.backward()
-        for h in hooks:
-            h.remove()
-        print("make_ln: %s trained %d steps, loss %.3f" % (mname, steps, loss.item()), file=sys.stderr)
-        mods = dict(model.named_modules())
-        for k, name in enumerate(saved):
-            base = "%s_ln%02d_%s" % (mname, k, name.replace(".", "_"))
-            x, g = saved[name], grads[name]
-            for suffix, t in (("input", x), ("grad_output", g), ("gamma", mods[name].weight.detach())):
-                t.contiguous().numpy().astype("<f4").tofile(os.path.join(out, "%s_%s.f32" % (base, suffix)))
-            rows.append([mname, name, base + "_input.f32", base + "_grad_output.f32", base + "_gamma.f32",
-                         ",".join(str(d) for d in x.shape), str(x.shape[-1]), repr(mods[name].eps)])
+        losses = []
+
+        def step():
+            model.zero_grad(set_to_none=True)
+            losses.append(sm.loss_of(model(x), y))
+            losses[-1].backward()
+        for name, mod, base, shape in dump_normalizations(model, nn.LayerNorm, step, out, mname, "ln"):
+            rows.append([mname, name, base + "_input.f32", base + "_grad_output.f32", base + "_gamma.f32", shape,
+                         str(mod.normalized_shape[-1]), repr(mod.eps)])
+        print("make_ln: %s trained %d steps, loss %.3f" % (mname, steps, losses[-1].item()), file=sys.stderr)
     with open(os.path.join(out, "ln.tsv"), "w") as f:
         f.write("model\tmodule\tin_file\tgrad_file\tgamma_file\tinput_shape\tweight_shape\teps\n")
         for r in rows:
