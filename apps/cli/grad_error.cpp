@@ -35,8 +35,8 @@
 #include <ebac/error_model/flat_mask.hpp>
 #include <ebac/error_model/gradient_statistics.hpp>
 #include <ebac/error_model/iid_model.hpp>
-#include <ebac/error_model/layernorm_model.hpp>
 #include <ebac/error_model/inverse.hpp>
+#include <ebac/error_model/layernorm_model.hpp>
 #include <ebac/error_model/quantizer_error.hpp>
 #include <ebac/error_model/reference_gradient.hpp>
 #include <ebac/error_model/sampling.hpp>
@@ -221,30 +221,12 @@ ge_report ge_run(const args& a, const std::vector<std::byte>& raw, const ebac::e
     t.iid = p.iid_sigma;
     t.coherent_share = p.coherent_share;
     if (ln) {
-      // gamma: the depthwise sums already carry 1/s (scaled dy). dx: row by
-      // row, m1 as backward computes it from the decompressed input.
-      double sg = 0, sx = 0;
+      // gamma: the depthwise sums already carry 1/s (scaled dy). dx: row by row.
+      double sg = 0;
       for (std::int64_t d = 0; d < features; ++d) sg += p.group_sum_squares[static_cast<std::size_t>(d)];
-      for (std::int64_t r = 0; r < rows; ++r) {
-        const auto rr = static_cast<std::size_t>(r);
-        em::layernorm_row_error e;
-        e.inv_std = ln_inv_std[rr];
-        e.features = static_cast<double>(features);
-        double sgx = 0;
-        for (std::int64_t d = 0; d < features; ++d) {
-          const auto j = static_cast<std::size_t>(r * features + d);
-          const double gdy = static_cast<double>(ln_gamma[static_cast<std::size_t>(d)]) * dy[j];
-          const double err = em::detail::as_double(y[j]) - em::detail::as_double(x[j]);
-          sgx += gdy * (em::detail::as_double(y[j]) - ln_mean[rr]) * ln_inv_std[rr];
-          e.sum_sq_gdy += gdy * gdy;
-          e.mean_sq_error += err * err;
-        }
-        e.m1 = sgx / static_cast<double>(features);
-        e.mean_sq_error /= static_cast<double>(features);
-        sx += e.input_grad_square();
-      }
+      const double sx = em::layernorm_input_grad_mean_square(rows, features, x, y, ln_mean, ln_inv_std, dy.data(), ln_gamma.data());
       t.predicted = std::sqrt(sg / static_cast<double>(features));
-      t.input_predicted = std::sqrt(sx / static_cast<double>(rows));
+      t.input_predicted = std::sqrt(sx);
       return;
     }
     // Batchnorm: the per-channel (depthwise 1x1) sums scaled by the saved 1/s.

@@ -579,6 +579,8 @@ TEST_CASE("error_model: layernorm's input-gradient change is exact and its gamma
       pb += e.input_grad_shift_part() / R;
       pb2 += std::pow(e.input_grad_shift_part() / R, 2);
     }
+    CHECK(em::layernorm_input_grad_mean_square(R, D, x.data(), y.data(), mu, inv, dy.data(), gam.data()) ==
+          doctest::Approx(pa + pb).epsilon(1e-9));
     const double mg = em::rms_difference(dg1.data(), dg0.data(), dg0.size());
     const double mx = em::rms_difference(dx1.data(), dx0.data(), dx0.size());
     // Satterthwaite degrees of freedom, as for batchnorm: gamma has D

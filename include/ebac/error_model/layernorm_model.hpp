@@ -161,5 +161,37 @@ status layernorm_backward(std::int64_t rows, std::int64_t features, const T* in,
   return status::ok;
 }
 
+/// The model's expected mean square of d(dx) over a rows x D LayerNorm
+/// input: layernorm_row_error per row, averaged. Its statistics come from
+/// what a trainer has: the saved statistics (mean, inv_std, from the exact
+/// input), the output gradient dy and gamma (null: 1), the compressor's error
+/// y - x per row, and m1 as backward computes it, from the reconstruction y.
+template <class T, class D>
+double layernorm_input_grad_mean_square(std::int64_t rows, std::int64_t features, const T* x, const T* y,
+                                        const std::vector<double>& mean, const std::vector<double>& inv_std, const D* dy,
+                                        const float* gamma) {
+  if (rows <= 0 || features <= 0) return 0.0;
+  double sum = 0;
+  for (std::int64_t r = 0; r < rows; ++r) {
+    const auto rr = static_cast<std::size_t>(r);
+    layernorm_row_error e;
+    e.inv_std = inv_std[rr];
+    e.features = static_cast<double>(features);
+    double sum_gx = 0;
+    for (std::int64_t d = 0; d < features; ++d) {
+      const auto j = static_cast<std::size_t>(r * features + d);
+      const double gdy = (gamma ? static_cast<double>(gamma[d]) : 1.0) * detail::as_double(dy[j]);
+      const double yv = detail::as_double(y[j]), err = yv - detail::as_double(x[j]);
+      sum_gx += gdy * (yv - mean[rr]) * inv_std[rr];
+      e.sum_sq_gdy += gdy * gdy;
+      e.mean_sq_error += err * err;
+    }
+    e.m1 = sum_gx / static_cast<double>(features);
+    e.mean_sq_error /= static_cast<double>(features);
+    sum += e.input_grad_square();
+  }
+  return sum / static_cast<double>(rows);
+}
+
 }  // namespace error_model
 EBAC_NAMESPACE_END
