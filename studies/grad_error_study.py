@@ -198,6 +198,13 @@ def main(argv=None):
     return 0
 
 
+def write_tsv(path, header, rows):
+    """A tab-separated index: the header row, then one row per dumped layer."""
+    with open(path, "w") as f:
+        for r in [header] + rows:
+            f.write("\t".join(r) + "\n")
+
+
 def dump_normalizations(model, norm_type, step, out, mname, tag):
     """Runs step() (one forward and backward) with hooks on every `norm_type`
     module of `model` and writes each one's saved input, output gradient and
@@ -248,10 +255,7 @@ def make_bn(out, seed, steps):
             F.cross_entropy(model(xtr[idx]), ytr[idx]).backward()
         for name, mod, base, shape in dump_normalizations(model, nn.BatchNorm2d, step, out, mname, "bn"):
             rows.append([mname, name, base + "_input.f32", base + "_grad_output.f32", base + "_gamma.f32", shape, repr(mod.eps)])
-    with open(os.path.join(out, "bn.tsv"), "w") as f:
-        f.write("model\tmodule\tin_file\tgrad_file\tgamma_file\tinput_shape\teps\n")
-        for r in rows:
-            f.write("\t".join(r) + "\n")
+    write_tsv(os.path.join(out, "bn.tsv"), ["model", "module", "in_file", "grad_file", "gamma_file", "input_shape", "eps"], rows)
     print("make_bn: %d BatchNorm2d layers in %s" % (len(rows), out), file=sys.stderr)
     return 0
 
@@ -312,10 +316,8 @@ def make_ln(out, seed, steps):
             rows.append([mname, name, base + "_input.f32", base + "_grad_output.f32", base + "_gamma.f32", shape,
                          str(mod.normalized_shape[-1]), repr(mod.eps)])
         print("make_ln: %s trained %d steps, loss %.3f" % (mname, steps, losses[-1].item()), file=sys.stderr)
-    with open(os.path.join(out, "ln.tsv"), "w") as f:
-        f.write("model\tmodule\tin_file\tgrad_file\tgamma_file\tinput_shape\tweight_shape\teps\n")
-        for r in rows:
-            f.write("\t".join(r) + "\n")
+    write_tsv(os.path.join(out, "ln.tsv"),
+              ["model", "module", "in_file", "grad_file", "gamma_file", "input_shape", "weight_shape", "eps"], rows)
     print("make_ln: %d LayerNorm layers in %s" % (len(rows), out), file=sys.stderr)
     return 0
 
