@@ -20,8 +20,10 @@ gamma gradient and the input gradient, predicted vs measured.
 --make-ln DIR trains the two transformers of studies/study_models.py (the
 Fashion-MNIST ViT and the GPT-style byte model on GPL-3) for --steps steps and
 dumps every LayerNorm's saved input, output gradient and gamma for one batch
-of 16 with an ln.tsv index; --ln DIR checks the layernorm model the same way
-(and the inverse map at --targets, default 0.01,0.03,0.1).
+of 16 with an ln.tsv index, and every GELU's saved input and output gradient
+with an act.tsv index; --ln DIR checks the layernorm model the same way (and
+the inverse map at --targets, default 0.01,0.03,0.1), --act DIR the
+elementwise model on the GELUs (input gradient, and its inverse map).
 For grouped/dilated convolutions, generate a corpus with
     /usr/bin/python3 studies/make_corpus.py --models mobile --grad-output ...
 """
@@ -168,8 +170,9 @@ def main(argv=None):
     ap.add_argument("--json-out", default="", help="also write every result as JSON lines here")
     ap.add_argument("--make-bn", default="", help="dump BatchNorm2d (input, grad_output, gamma) triples here, then exit")
     ap.add_argument("--bn", default="", help="check the batchnorm model on a --make-bn directory")
-    ap.add_argument("--make-ln", default="", help="dump LayerNorm (input, grad_output, gamma) triples of two transformers here, then exit")
+    ap.add_argument("--make-ln", default="", help="dump LayerNorm (input, grad_output, gamma) and GELU (input, grad_output) layers of two transformers here, then exit")
     ap.add_argument("--ln", default="", help="check the layernorm model on a --make-ln directory")
+    ap.add_argument("--act", default="", help="check the elementwise (GELU) model on a --make-ln directory")
     ap.add_argument("--sgd-noise", action="store_true", help="print minibatch (SGD) noise / gradient RMS per layer (needs torch)")
     ap.add_argument("--steps", type=int, default=300)
     ap.add_argument("--seed", type=int, default=0)
@@ -183,6 +186,8 @@ def main(argv=None):
         return make_ln(args.make_ln, args.seed, args.steps)
     if args.ln:
         return check_ln(args, sys.stdout)
+    if args.act:
+        return check_act(args, sys.stdout)
     if not args.corpora:
         ap.error("no corpus directory given")
     if args.sgd_noise:
@@ -205,14 +210,15 @@ def write_tsv(path, header, rows):
             f.write("\t".join(r) + "\n")
 
 
-def dump_normalizations(model, norm_type, step, out, mname, tag):
-    """Runs step() (one forward and backward) with hooks on every `norm_type`
-    module of `model` and writes each one's saved input, output gradient and
-    gamma as raw f32 under `out`. Returns (module name, module, file stem,
-    input shape) per layer, in forward order."""
+def dump_saved_layers(model, tags, step, out, mname):
+    """Runs step() (one forward and backward) with hooks on every module of
+    `model` whose type is a key of `tags` (type -> file tag) and writes each
+    one's saved input, output gradient and (if it has one) gamma as raw f32
+    under `out`. Returns (module name, module, file stem, input shape) per
+    layer, in forward order, numbered per tag."""
     saved, grads, hooks = {}, {}, []
     for name, mod in model.named_modules():
-        if isinstance(mod, norm_type):
+        if isinstance(mod, tuple(tags)):
             def fwd(m, inp, outp, name=name):
                 saved[name] = inp[0].detach().clone()
                 outp.register_hook(lambda g, name=name: grads.__setitem__(name, g.detach().clone()))
@@ -221,10 +227,15 @@ def dump_normalizations(model, norm_type, step, out, mname, tag):
     for h in hooks:
         h.remove()
     mods = dict(model.named_modules())
-    layers = []
-    for k, name in enumerate(saved):
+    layers, count = [], {}
+    for name in saved:
+        tag = tags[type(mods[name])]
+        k = count[tag] = count.get(tag, -1) + 1
         base = "%s_%s%02d_%s" % (mname, tag, k, name.replace(".", "_"))
-        for suffix, t in (("input", saved[name]), ("grad_output", grads[name]), ("gamma", mods[name].weight.detach())):
+        files = [("input", saved[name]), ("grad_output", grads[name])]
+        if getattr(mods[name], "weight", None) is not None:
+            files.append(("gamma", mods[name].weight.detach()))
+        for suffix, t in files:
             t.contiguous().numpy().astype("<f4").tofile(os.path.join(out, "%s_%s.f32" % (base, suffix)))
         layers.append((name, mods[name], base, ",".join(str(d) for d in saved[name].shape)))
     return layers
@@ -253,7 +264,7 @@ def make_bn(out, seed, steps):
         def step():
             model.zero_grad(set_to_none=True)
             F.cross_entropy(model(xtr[idx]), ytr[idx]).backward()
-        for name, mod, base, shape in dump_normalizations(model, nn.BatchNorm2d, step, out, mname, "bn"):
+        for name, mod, base, shape in dump_saved_layers(model, {nn.BatchNorm2d: "bn"}, step, out, mname):
             rows.append([mname, name, base + "_input.f32", base + "_grad_output.f32", base + "_gamma.f32", shape, repr(mod.eps)])
     write_tsv(os.path.join(out, "bn.tsv"), ["model", "module", "in_file", "grad_file", "gamma_file", "input_shape", "eps"], rows)
     print("make_bn: %d BatchNorm2d layers in %s" % (len(rows), out), file=sys.stderr)
@@ -285,14 +296,15 @@ def check_bn(args, out):
 
 def make_ln(out, seed, steps):
     """Train the study transformers briefly (AdamW, batch 16) and dump each
-    LayerNorm of one training-mode batch of 16 (dropout on, as in training)."""
+    LayerNorm (ln.tsv) and GELU (act.tsv) of one training-mode batch of 16
+    (dropout on, as in training)."""
     import torch
     import torch.nn as nn
     sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
     import study_models as sm  # the transformers and their data, reused
     torch.set_num_threads(1)
     os.makedirs(out, exist_ok=True)
-    rows = []
+    rows, act_rows = [], []
     for mi, (mname, build, size) in enumerate((("vit", sm.SmallViT, 28), ("gpt", sm.TinyGPT, 128))):
         torch.manual_seed(seed + mi)
         model = build()
@@ -312,13 +324,17 @@ def make_ln(out, seed, steps):
             model.zero_grad(set_to_none=True)
             losses.append(sm.loss_of(model(x), y))
             losses[-1].backward()
-        for name, mod, base, shape in dump_normalizations(model, nn.LayerNorm, step, out, mname, "ln"):
+        for name, mod, base, shape in dump_saved_layers(model, {nn.LayerNorm: "ln", nn.GELU: "act"}, step, out, mname):
+            if isinstance(mod, nn.GELU):
+                act_rows.append([mname, name, "gelu", base + "_input.f32", base + "_grad_output.f32", shape])
+                continue
             rows.append([mname, name, base + "_input.f32", base + "_grad_output.f32", base + "_gamma.f32", shape,
                          str(mod.normalized_shape[-1]), repr(mod.eps)])
         print("make_ln: %s trained %d steps, loss %.3f" % (mname, steps, losses[-1].item()), file=sys.stderr)
     write_tsv(os.path.join(out, "ln.tsv"),
               ["model", "module", "in_file", "grad_file", "gamma_file", "input_shape", "weight_shape", "eps"], rows)
-    print("make_ln: %d LayerNorm layers in %s" % (len(rows), out), file=sys.stderr)
+    write_tsv(os.path.join(out, "act.tsv"), ["model", "module", "function", "in_file", "grad_file", "input_shape"], act_rows)
+    print("make_ln: %d LayerNorm and %d GELU layers in %s" % (len(rows), len(act_rows), out), file=sys.stderr)
     return 0
 
 
@@ -353,6 +369,47 @@ def check_ln(args, out):
                   % (name, inb, len(v), min(v), max(v), sum(1 for x in v if x < 0.67)))
     ts = [float(t) for t in (args.targets or "0.01,0.03,0.1").split(",")]
     out.write("\nmeasured / target sigma of the gamma gradient, bound from `--target-rel T`\n\n")
+    out.write("| model | layer | %s |\n|---|---|%s\n" % (" | ".join("T=%g" % t for t in ts), "---|" * len(ts)))
+    mt = []
+    for row in rows:
+        cells = []
+        for t in ts:
+            r = run(cmd(row, ["--target-rel", repr(t), "--mode", "rel"]))
+            mt.append(r["measured_over_target"])
+            cells.append("%.2f (eb %.3g)" % (r["measured_over_target"], r["eb"]))
+        out.write("| %s | %s | %s |\n" % (row["model"], row["module"], " | ".join(cells)))
+    inb = sum(1 for x in mt if 0.8 <= x <= 1.25)
+    out.write("\ninverse map: %d/%d inside 0.8..1.25, min %.3f, max %.3f\n" % (inb, len(mt), min(mt), max(mt)))
+    return 0
+
+
+def check_act(args, out):
+    """Predicted/measured input-gradient sigma of every dumped GELU at each
+    relative bound, then measured/target of the inverse map."""
+    with open(os.path.join(args.act, "act.tsv")) as f:
+        rows = list(csv.DictReader(f, delimiter="\t"))
+
+    def cmd(row, extra):
+        return [args.ebac, "grad-error", "--json", "--layer", row["function"],
+                "--activation", os.path.join(args.act, row["in_file"]),
+                "--grad-output", os.path.join(args.act, row["grad_file"]),
+                "--input-shape", row["input_shape"], "--pipeline", args.pipeline] + extra
+
+    out.write("predicted / measured sigma of the input gradient\n\n")
+    out.write("| model | layer | %s |\n|---|---|%s\n" % (" | ".join("%g" % b for b in BOUNDS), "---|" * len(BOUNDS)))
+    ratios = []
+    for row in rows:
+        cells = []
+        for b in BOUNDS:
+            r = run(cmd(row, ["--eb", repr(b), "--mode", "rel"]))
+            ratios.append(r["ratio"])
+            cells.append("%.2f" % r["ratio"])
+        out.write("| %s | %s | %s |\n" % (row["model"], row["module"], " | ".join(cells)))
+    inb = sum(1 for x in ratios if 0.8 <= x <= 1.25)
+    out.write("\ninput gradient: %d/%d inside 0.8..1.25, min %.3f, max %.3f, below 0.67: %d\n"
+              % (inb, len(ratios), min(ratios), max(ratios), sum(1 for x in ratios if x < 0.67)))
+    ts = [float(t) for t in (args.targets or "0.01,0.03,0.1").split(",")]
+    out.write("\nmeasured / target sigma of the input gradient, bound from `--target-rel T`\n\n")
     out.write("| model | layer | %s |\n|---|---|%s\n" % (" | ".join("T=%g" % t for t in ts), "---|" * len(ts)))
     mt = []
     for row in rows:

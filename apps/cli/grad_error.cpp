@@ -1,8 +1,9 @@
 // apps/cli/grad_error.cpp - `ebac grad-error`: the error model checked
 // against measured weight gradients.
 //
-//   ebac grad-error --activation A --grad-output D --layer linear|conv2d|batchnorm2d|layernorm
-//                   --input-shape N,C[,H,W] [--weight-shape O,C/G[,KH,KW]]   (layernorm: N,...,D and D)
+//   ebac grad-error --activation A --grad-output D --layer linear|conv2d|batchnorm2d|layernorm|gelu|silu|tanh|sigmoid
+//                   --input-shape N,C[,H,W] [--weight-shape O,C/G[,KH,KW]]   (layernorm: N,...,D and D;
+//                                                                             gelu, silu, tanh, sigmoid: any shape, no weight)
 //                   [--stride S[,S]] [--padding P[,P]] [--dilation D[,D]] [--groups G]
 //                   (--eb X [--mode abs|rel] | --target-rel T | --target-sigma S)
 //                   [--pipeline NAME] [--trials K] [--dtype f32|f16|bf16] [--gamma F] [--json]
@@ -17,6 +18,9 @@
 // batchnorm2d and layernorm report the gamma gradient as the weight gradient
 // (beta's gradient does not read the saved input) and, besides, the error the
 // layer hands to the layer before it through its input gradient.
+// gelu, silu, tanh and sigmoid have no weight: their sigmas are the input
+// gradient's (elementwise_model.hpp), and --activation is what the function
+// saves (the input of gelu and silu, the output of tanh and sigmoid).
 //
 // A trial is one compression at a bound spread log-evenly over [eb/1.1,
 // eb*1.1] (K = 1: exactly eb). Repeated values (flat image regions) make the
@@ -31,6 +35,7 @@
 #include <ebac/dtype_dispatch.hpp>
 #include <ebac/error_model/batchnorm_model.hpp>
 #include <ebac/error_model/batchnorm_propagation.hpp>
+#include <ebac/error_model/elementwise_model.hpp>
 #include <ebac/error_model/error_statistics.hpp>
 #include <ebac/error_model/flat_mask.hpp>
 #include <ebac/error_model/gradient_statistics.hpp>
@@ -42,6 +47,7 @@
 #include <ebac/error_model/sampling.hpp>
 #include <ebac/error_model/weight_error_model.hpp>
 
+#include <optional>
 #include <type_traits>
 
 namespace ebac_cli {
@@ -354,6 +360,111 @@ ge_report ge_run(const args& a, const std::vector<std::byte>& raw, const ebac::e
   return rep;
 }
 
+/// An elementwise nonlinearity (gelu, silu, tanh, sigmoid): no weight, so
+/// the gradient checked is the input gradient dx = dy g(s), s the saved
+/// tensor. predicted_sigma comes from the dy^2-weighted histogram of what
+/// backward holds (the reconstruction); the inverse map reads the histogram of
+/// the exact tensor, the stand-in for the previous step's.
+template <class T>
+ge_report ge_run_elementwise(const args& a, const std::vector<std::byte>& raw, const ebac::extents& shape,
+                             const std::vector<float>& dy, const std::string& layer, em::elementwise_function f) {
+  const T* s = reinterpret_cast<const T*>(raw.data());
+  const std::size_t n = raw.size() / sizeof(T);
+  ge_report rep;
+  rep.layer = layer;
+  rep.pipeline = a.has("pipeline") ? a.opt.at("pipeline") : "fast";
+  const ebac::pipeline_spec spec = parse_pipeline_arg(rep.pipeline);
+  const int threads = threads_arg(a, 0);
+  const int K = a.has("trials") ? static_cast<int>(parse_int(a.opt.at("trials"), "--trials", 1, 1000)) : 1;
+  const em::saved_domain dom = em::domain_of(f);
+  double sum_dx2 = 0, sum_dy2 = 0, sum_dy4 = 0;
+  for (std::size_t i = 0; i < n; ++i) {
+    const double v = em::detail::as_double(s[i]);
+    if (std::isfinite(v) && (v < dom.lo || v > dom.hi))
+      throw input_error("--activation holds " + std::to_string(v) + ", outside what " + layer + " saves (its output lies in [" +
+                        std::to_string(dom.lo) + ", " + std::to_string(dom.hi) + "])");
+    const double d = dy[i], dx = d * em::backward_factor(f, v);
+    sum_dx2 += std::isfinite(dx) ? dx * dx : 0.0;
+    sum_dy2 += d * d;
+    sum_dy4 += d * d * d * d;
+  }
+  rep.grad_rms = n ? std::sqrt(sum_dx2 / static_cast<double>(n)) : 0.0;
+  rep.input_grad_rms = rep.grad_rms;
+  // Every element's squared change is its own term: the dy-weighted count of them.
+  const double dof = sum_dy4 > 0 ? sum_dy2 * sum_dy2 / sum_dy4 : 0.0;
+  auto run_once = [&](const ebac::error_bound& bound, ge_trial& t) {
+    ebac::compress_options opt;
+    opt.bound = bound;
+    opt.threads = threads;
+    opt.checksum = false;
+    const auto stream = compress_any(raw, ebac::dtype_of<T>::value, shape, spec, opt);
+    const ebac::stream_header h = ebac::host::inspect(stream.data(), stream.size());
+    const auto back = decompress_any(stream, threads);
+    const T* y = reinterpret_cast<const T*>(back.data());
+    t.eb_requested = bound.value;
+    t.eb_abs = h.eb_abs;
+    t.ratio_bytes = static_cast<double>(raw.size()) / static_cast<double>(stream.size());
+    t.measured = std::sqrt(em::elementwise_input_grad_change_mean_square(f, s, y, dy.data(), n));
+    t.predicted = std::sqrt(em::elementwise_input_grad_mean_square(f, em::collect_elementwise_statistics(y, dy.data(), n), h.eb_abs));
+    t.input_measured = t.measured;
+    t.input_predicted = t.predicted;
+    t.dof = dof;
+  };
+  const bool target_mode = a.has("target-rel") || a.has("target-sigma");
+  if (target_mode) {
+    if (a.has("eb")) throw usage_error("--eb and --target-rel/--target-sigma exclude each other");
+    if (a.has("target-rel") && a.has("target-sigma")) throw usage_error("give --target-rel or --target-sigma, not both");
+    if (K != 1) throw usage_error("--trials applies to --eb, not to a target");
+    if (a.has("target-rel")) {
+      const double t = parse_double(a.opt.at("target-rel"), "--target-rel");
+      if (!(t > 0) || !std::isfinite(t)) throw usage_error("--target-rel must be > 0");
+      rep.target_sigma = t * rep.grad_rms;
+    } else {
+      rep.target_sigma = parse_double(a.opt.at("target-sigma"), "--target-sigma");
+      if (!(rep.target_sigma > 0) || !std::isfinite(rep.target_sigma)) throw usage_error("--target-sigma must be > 0");
+    }
+    if (!(rep.grad_rms > 0)) throw input_error("the input gradient is zero: no target relative to it can be met or missed");
+    ebac::value_range range;
+    std::vector<float> xf(n);
+    for (std::size_t i = 0; i < n; ++i) xf[i] = ebac::to_float(s[i]);
+    range.add_block(xf.data(), xf.size());
+    rep.mode = a.has("mode") ? a.opt.at("mode") : "abs";
+    ebac::bound_mode mode = ebac::bound_mode::absolute;
+    if (!ebac::parse_bound_mode(rep.mode, mode)) throw usage_error("unknown --mode '" + rep.mode + "' (expected abs or rel)");
+    const em::elementwise_statistics st = em::collect_elementwise_statistics(s, dy.data(), n);
+    auto sigma_of = [&](double eb_abs) { return std::sqrt(em::elementwise_input_grad_mean_square(f, st, eb_abs)); };
+    // First guess: sigma grows about linearly with the bound, slope sigma(1e-3 span) / (1e-3 span).
+    const double span = std::max(1e-12, range.span()), probe = 1e-3 * span, at_probe = sigma_of(probe);
+    double guess = at_probe > 0 ? probe * rep.target_sigma / at_probe : probe;
+    if (!(guess > 0) || !std::isfinite(guess)) guess = probe;
+    em::bound_solver solver;
+    solver.eb_max = range.span() > 0 ? range.span() : 0.0;
+    const em::bound_solution sol = solver(rep.target_sigma, guess, sigma_of);
+    if (sol.state != ebac::status::ok) throw input_error("the inverse map found no bound for this target");
+    rep.solver_evaluations = sol.evaluations;
+    rep.solver_predicted = sol.predicted_sigma;
+    ebac::error_bound b{sol.eb, ebac::bound_mode::absolute};
+    if (mode == ebac::bound_mode::relative) {
+      if (!(range.span() > 0)) throw input_error("relative mode needs a non-constant activation");
+      b = {sol.eb / range.span(), ebac::bound_mode::relative};
+    }
+    rep.eb = b.value;
+    ge_trial t;
+    run_once(b, t);
+    rep.trials.push_back(t);
+    return rep;
+  }
+  const ebac::error_bound bound = parse_bound(a);
+  rep.mode = std::string(ebac::to_string(bound.mode));
+  rep.eb = bound.value;
+  for (double eb : ge_trial_bounds(bound.value, K)) {
+    ge_trial t;
+    run_once({eb, bound.mode}, t);
+    rep.trials.push_back(t);
+  }
+  return rep;
+}
+
 void ge_print(const ge_report& r, bool json) {
   const double pred = ge_quadratic_mean(r.trials, &ge_trial::predicted);
   const double meas = ge_quadratic_mean(r.trials, &ge_trial::measured);
@@ -373,6 +484,7 @@ void ge_print(const ge_report& r, bool json) {
     bytes += t.ratio_bytes / static_cast<double>(r.trials.size());
   }
   const bool norm = r.layer == "batchnorm2d" || r.layer == "layernorm";
+  const bool elementwise = em::parse_elementwise_function(r.layer).has_value();  // the sigmas are the input gradient's
   const double ipred = ge_quadratic_mean(r.trials, &ge_trial::input_predicted);
   const double imeas = ge_quadratic_mean(r.trials, &ge_trial::input_measured);
   const double eb_abs = r.trials.empty() ? 0 : r.trials[r.trials.size() / 2].eb_abs;
@@ -381,6 +493,7 @@ void ge_print(const ge_report& r, bool json) {
   if (json) {
     nlohmann::ordered_json j;
     j["layer"] = r.layer;
+    j["gradient"] = elementwise ? "input" : norm ? "gamma" : "weight";
     j["pipeline"] = r.pipeline;
     j["mode"] = r.mode;
     j["eb"] = json_number(r.eb);
@@ -431,6 +544,7 @@ void ge_print(const ge_report& r, bool json) {
   }
   std::printf("layer %s  pipeline %s  eb %.6g (%s)  eb_abs %.6g  trials %zu  weights %lld\n", r.layer.c_str(), r.pipeline.c_str(), r.eb,
               r.mode.c_str(), eb_abs, r.trials.size(), static_cast<long long>(r.weights));
+  if (elementwise) std::printf("(no weight: the sigmas below are the input gradient's)\n");
   std::printf("predicted_sigma %.6g  measured_sigma %.6g  ratio %.4f", pred, meas, ratio);
   if (r.trials.size() > 1) std::printf(" (per trial %.4f .. %.4f)", rmin, rmax);
   std::printf("  [measured/true by chance: %.3f .. %.3f at %.0f dof]", iv.low, iv.high, dof);
@@ -453,7 +567,7 @@ int cmd_grad_error(int argc, char** argv) {
   const args a = parse_command(argc, argv,
                                {{"activation", "--activation", "the saved input (raw array)"},
                                 {"grad-output", "--grad-output", "the output gradient (raw f32)"},
-                                {"layer", "--layer", "linear, conv2d, batchnorm2d or layernorm"},
+                                {"layer", "--layer", "linear, conv2d, batchnorm2d, layernorm, gelu, silu, tanh or sigmoid"},
                                 {"input-shape", "--input-shape", "N,C[,H,W]"},
                                 {"weight-shape", "--weight-shape", "O,C/G[,KH,KW]"},
                                 {"stride", "--stride", "S or S,S"},
@@ -472,11 +586,28 @@ int cmd_grad_error(int argc, char** argv) {
                                 threads_option},
                                /*json_flag=*/true);
   const std::string layer = a.need("layer");
-  if (layer != "linear" && layer != "conv2d" && layer != "batchnorm2d" && layer != "layernorm")
-    throw usage_error("--layer must be linear, conv2d, batchnorm2d or layernorm, got '" + layer + "'");
+  const std::optional<em::elementwise_function> elementwise = em::parse_elementwise_function(layer);
+  if (layer != "linear" && layer != "conv2d" && layer != "batchnorm2d" && layer != "layernorm" && !elementwise)
+    throw usage_error("--layer must be linear, conv2d, batchnorm2d, layernorm, gelu, silu, tanh or sigmoid, got '" + layer + "'");
   const ebac::extents in_shape = parse_dims(a.need("input-shape"));
   const ebac::dtype t = a.has("dtype") ? parse_dtype_arg(a.opt.at("dtype")) : ebac::dtype::f32;
   if (!ebac::is_floating(t)) throw usage_error("grad-error: --dtype must be f32, f16 or bf16 (activations under a bound)");
+  if (elementwise) {
+    // The saved tensor (gelu/silu: the input; tanh/sigmoid: the output) and dy share one shape.
+    for (const char* k : {"weight-shape", "stride", "padding", "dilation", "groups", "gamma", "eps"})
+      if (a.has(k)) throw usage_error(std::string("--") + k + " does not apply to an elementwise layer (" + layer + ")");
+    ebac_cli::start_threads(threads_arg(a, 0));
+    const auto raw = read_array(a.need("activation"), in_shape, t);
+    std::uint64_t count = 0;
+    if (in_shape.count(count) != ebac::status::ok) throw usage_error("--input-shape: the element count overflows");
+    const std::vector<float> dy = ge_read_f32(a.need("grad-output"), count, "--grad-output");
+    const ge_report r = ebac::visit_dtype(t, [&]<class T>(std::type_identity<T>) -> ge_report {
+      if constexpr (ebac::floating_element<T>) return ge_run_elementwise<T>(a, raw, in_shape, dy, layer, *elementwise);
+      else throw usage_error("grad-error: --dtype must be f32, f16 or bf16");
+    });
+    ge_print(r, a.json);
+    return 0;
+  }
   em::conv2d_geometry g;
   std::uint64_t dy_count = 0;
   if (layer == "linear") {

@@ -13,6 +13,7 @@ streams, outputs, limits, arguments (or all).
 
 import argparse
 import json
+import math
 import os
 import shutil
 import subprocess
@@ -1014,9 +1015,9 @@ def layernorm_backward(x, mu, inv, dy, gamma):
 
 
 def group_grad_error():
-    """`grad-error --layer layernorm`: its measured errors equal numpy's backward
-    on the stream `compress` writes, its predictions land near them, and bad
-    shapes are refused."""
+    """`grad-error --layer layernorm` and the elementwise kinds (gelu, tanh): their
+    measured errors equal numpy's backward on the stream `compress` writes,
+    their predictions land near them, and bad shapes are refused."""
     rng = np.random.default_rng(17)
     n, t, d = 16, 24, 96  # batch, tokens, features
     rows = n * t
@@ -1078,6 +1079,56 @@ def group_grad_error():
                    "--gamma")
     expect_failure("unknown layer", ["grad-error", "--activation", xp, "--grad-output", dyp, "--layer", "rmsnorm",
                                      "--input-shape", f"{rows},{d}", "--eb", "0.01"], "rmsnorm", "layernorm")
+
+    # Elementwise kinds: no weight, the sigmas are the input gradient's, dx = dy g(saved).
+    erf = np.frompyfunc(math.erf, 1, 1)
+    shape = (16, 24, 256)
+    pre = (rng.normal(0, 1.5, shape)).astype(np.float32)
+    edy = rng.normal(0, 1, shape).astype(np.float32)
+    edyp = path("act-dy.f32")
+    edy.tofile(edyp)
+
+    def gelu_grad(v):
+        return 0.5 * (1 + erf(v / math.sqrt(2)).astype(np.float64)) + v * np.exp(-0.5 * v * v) / math.sqrt(2 * math.pi)
+
+    for fn, saved, grad in (("gelu", pre, gelu_grad), ("tanh", np.tanh(pre).astype(np.float32), lambda t: 1 - t * t)):
+        sp = path(f"act-{fn}.f32")
+        saved.tofile(sp)
+        s64 = saved.astype(np.float64)
+        ebase = ["grad-error", "--activation", sp, "--grad-output", edyp, "--layer", fn, "--input-shape", ",".join(map(str, shape))]
+        for eb in (0.003, 0.03):
+            rc, so, se = run(*ebase, "--eb", eb, "--json")
+            check(rc == 0, f"grad-error {fn} eb {eb}: {se.strip()}")
+            if rc != 0:
+                continue
+            j = json.loads(so)
+            stream, back = path(f"act-{fn}.ebac"), path(f"act-{fn}-back.f32")
+            for f in (stream, back):
+                if os.path.exists(f):
+                    os.remove(f)
+            rc1, _, se1 = run("compress", "--input", sp, "--output", stream, "--dtype", "f32", "--dims", ",".join(map(str, shape)),
+                              "--eb", eb, "--pipeline", "fast")
+            rc2, _, se2 = run("decompress", "--input", stream, "--output", back)
+            check(rc1 == 0 and rc2 == 0, f"{fn} eb {eb}: compress/decompress failed: {se1} {se2}")
+            y = np.fromfile(back, dtype=np.float32).reshape(shape).astype(np.float64)
+            check(np.abs(y - s64).max() <= eb, f"{fn} eb {eb}: reconstruction breaks the bound")
+            d64 = edy.astype(np.float64)
+            measured = np.sqrt(((d64 * (grad(y) - grad(s64))) ** 2).mean())
+            check(j["gradient"] == "input" and j["weights"] == 0, f"{fn}: reports {j['gradient']} gradient, {j['weights']} weights")
+            check(abs(j["measured_sigma"] / measured - 1) < 1e-6, f"{fn} eb {eb}: measured_sigma {j['measured_sigma']} != numpy {measured}")
+            check(abs(j["grad_rms"] / np.sqrt(((d64 * grad(s64)) ** 2).mean()) - 1) < 1e-9, f"{fn} eb {eb}: grad_rms differs from numpy")
+            # 98304 independent terms: a correct prediction lands within a few percent.
+            check(0.9 <= j["predicted_sigma"] / measured <= 1.1, f"{fn} eb {eb}: predicted {j['predicted_sigma']} vs measured {measured}")
+        rc, so, se = run(*ebase, "--target-rel", "0.02", "--mode", "rel", "--json")
+        check(rc == 0, f"grad-error {fn} --target-rel: {se.strip()}")
+        if rc == 0:
+            j = json.loads(so)
+            check(0.9 <= j["measured_over_target"] <= 1.1, f"{fn} target 0.02: measured/target {j['measured_over_target']}")
+        expect_failure(f"{fn}: weight shape", ebase + ["--weight-shape", "256", "--eb", "0.01"], "--weight-shape", fn)
+    expect_failure("tanh: not a tanh output", ["grad-error", "--activation", path("act-gelu.f32"), "--grad-output", edyp, "--layer", "tanh",
+                                               "--input-shape", ",".join(map(str, shape)), "--eb", "0.01"], "outside", "tanh")
+    expect_failure("gelu: short grad-output", ["grad-error", "--activation", path("act-gelu.f32"), "--grad-output", path("ln-dy.f32"),
+                                               "--layer", "gelu", "--input-shape", ",".join(map(str, shape)), "--eb", "0.01"], "--grad-output")
 
 
 GROUPS = {"integers": group_integers, "grad_error": group_grad_error, "info": group_info, "golden": group_golden, "roundtrip": group_roundtrip, "eval_json": group_eval_json, "errors": group_errors,

@@ -7,6 +7,7 @@
 
 #include <ebac/error_model/batchnorm_model.hpp>
 #include <ebac/error_model/channel_moments.hpp>
+#include <ebac/error_model/elementwise_model.hpp>
 #include <ebac/error_model/energy_pyramid.hpp>
 #include <ebac/error_model/error_statistics.hpp>
 #include <ebac/error_model/flat_mask.hpp>
@@ -698,3 +699,95 @@ TEST_CASE("error_model: channel moments (the statistics both backends collect) a
 }
 
 }  // TEST_SUITE
+
+TEST_CASE("error_model: elementwise nonlinearities - backward factors are the derivatives, and the dy^2-weighted histogram predicts the input-gradient change") {
+  // The test's own functions; their derivatives by central differences are
+  // the reference the library's closed forms must match.
+  auto gelu = [](double x) { return 0.5 * x * std::erfc(-x / std::sqrt(2.0)); };
+  auto silu = [](double x) { return x / (1 + std::exp(-x)); };
+  auto sigm = [](double x) { return 1 / (1 + std::exp(-x)); };
+  auto diff = [](auto f, double x) { return (f(x + 1e-5) - f(x - 1e-5)) / 2e-5; };
+  for (const double x : {-4.0, -1.3, -0.2, 0.0, 0.4, 1.0, 2.7}) {
+    CAPTURE(x);
+    CHECK(em::backward_factor(em::elementwise_function::gelu, x) == doctest::Approx(diff(gelu, x)).epsilon(1e-8));
+    CHECK(em::backward_factor(em::elementwise_function::silu, x) == doctest::Approx(diff(silu, x)).epsilon(1e-8));
+    // tanh and sigmoid: backward reads the output, so g is a function of it.
+    CHECK(em::backward_factor(em::elementwise_function::tanh, std::tanh(x)) ==
+          doctest::Approx(diff([](double v) { return std::tanh(v); }, x)).epsilon(1e-8));
+    CHECK(em::backward_factor(em::elementwise_function::sigmoid, sigm(x)) == doctest::Approx(diff(sigm, x)).epsilon(1e-8));
+  }
+  CHECK(em::parse_elementwise_function("gelu") == em::elementwise_function::gelu);
+  CHECK_FALSE(em::parse_elementwise_function("relu").has_value());
+  CHECK(em::saves_output(em::elementwise_function::tanh));
+  CHECK_FALSE(em::saves_output(em::elementwise_function::gelu));
+
+  // Saved tensors as a transformer MLP has them: pre-activations with a
+  // heavy-ish tail and a few exact zeros, output gradients whose scale
+  // grows with |x|. 64 x 1024 elements, the real "fast" pipeline.
+  const std::size_t rows = 64, cols = 1024, n = rows * cols;
+  const auto z = normal(n, 61), u = normal(n, 62), scale = normal(n, 63);
+  std::vector<float> pre(n), dy(n);
+  for (std::size_t i = 0; i < n; ++i) {
+    pre[i] = i % 997 == 0 ? 0.0f : static_cast<float>(z[i] * (1.0 + 0.5 * std::fabs(scale[i])));
+    dy[i] = static_cast<float>(u[i] * (0.5 + std::fabs(scale[(i * 7919) % n]) / 3));
+  }
+  ebac::pipeline_spec spec;
+  REQUIRE(ebac::parse_pipeline("fast", spec));
+  const ebac::extents shape{rows, cols};
+  struct kind {
+    em::elementwise_function f;
+    double (*g)(double);  // the test's derivative in terms of the saved value, by differences
+    std::vector<double> bounds;
+  };
+  const kind kinds[] = {
+      {em::elementwise_function::gelu, [](double s) { return (0.5 * (s + 1e-5) * std::erfc(-(s + 1e-5) / std::sqrt(2.0)) - 0.5 * (s - 1e-5) * std::erfc(-(s - 1e-5) / std::sqrt(2.0))) / 2e-5; }, {0.002, 0.02, 0.2, 1.0}},
+      {em::elementwise_function::silu, [](double s) { return ((s + 1e-5) / (1 + std::exp(-(s + 1e-5))) - (s - 1e-5) / (1 + std::exp(-(s - 1e-5)))) / 2e-5; }, {0.002, 0.02, 0.2, 1.0}},
+      // (differences cancel where tanh and sigmoid saturate: their identities instead)
+      {em::elementwise_function::tanh, [](double t) { return (1 - t) * (1 + t); }, {0.001, 0.01, 0.1}},
+      {em::elementwise_function::sigmoid, [](double p) { return p - p * p; }, {0.001, 0.01, 0.05}},
+  };
+  for (const kind& k : kinds) {
+    std::vector<float> s(n);
+    for (std::size_t i = 0; i < n; ++i)
+      s[i] = k.f == em::elementwise_function::tanh ? std::tanh(pre[i])
+             : k.f == em::elementwise_function::sigmoid ? static_cast<float>(1 / (1 + std::exp(-static_cast<double>(pre[i]))))
+                                                           : pre[i];
+    for (const double eb : k.bounds) {
+      CAPTURE(static_cast<int>(k.f));
+      CAPTURE(eb);
+      ebac::compress_options opt;
+      opt.bound = {eb, ebac::bound_mode::absolute};
+      opt.threads = 1;
+      const auto stream = ebac::with_pipeline(spec, shape, [&](auto pl) { return ebac::host::compress(s.data(), shape, pl, opt); });
+      const auto y = ebac::host::decompress<float>(stream.data(), stream.size(), 1);
+      // Measured with the test's own derivative; also the spread of the terms
+      // gives the measurement's effective degrees of freedom.
+      double sum = 0, sum2 = 0;
+      for (std::size_t i = 0; i < n; ++i) {
+        const double d = dy[i] * (k.g(y[i]) - k.g(s[i]));
+        sum += d * d;
+        sum2 += d * d * d * d;
+      }
+      const double measured = std::sqrt(sum / static_cast<double>(n));
+      CHECK(std::sqrt(em::elementwise_input_grad_change_mean_square(k.f, s.data(), y.data(), dy.data(), n)) ==
+            doctest::Approx(measured).epsilon(1e-6));
+      // The model reads what backward has: the reconstruction and dy.
+      const em::elementwise_statistics st = em::collect_elementwise_statistics(y.data(), dy.data(), n);
+      const double predicted = std::sqrt(em::elementwise_input_grad_mean_square(k.f, st, eb));
+      const double dof = sum * sum / sum2;
+      const em::sigma_ratio_interval iv = em::sampling_interval(dof);
+      MESSAGE("f ", static_cast<int>(k.f), " eb ", eb, ": predicted ", predicted, " measured ", measured, " ratio ",
+              predicted / measured, " dof ", dof);
+      if (k.f == em::elementwise_function::tanh && eb >= 0.1) {
+        // A bin of 0.2 next to tanh's saturation at +-1: the density piles up
+        // against the edge, far from the model's linear density (documented
+        // in docs/error-model.md 6.3); held to the issue's band instead.
+        CHECK(predicted / measured >= 0.8);
+        CHECK(predicted / measured <= 1.25);
+        continue;
+      }
+      CHECK(measured / predicted >= iv.low);
+      CHECK(measured / predicted <= iv.high);
+    }
+  }
+}
