@@ -170,9 +170,10 @@ def main(argv=None):
     ap.add_argument("--json-out", default="", help="also write every result as JSON lines here")
     ap.add_argument("--make-bn", default="", help="dump BatchNorm2d (input, grad_output, gamma) triples here, then exit")
     ap.add_argument("--bn", default="", help="check the batchnorm model on a --make-bn directory")
-    ap.add_argument("--make-ln", default="", help="dump LayerNorm (input, grad_output, gamma) and GELU (input, grad_output) layers of two transformers here, then exit")
+    ap.add_argument("--make-ln", default="", help="dump LayerNorm (input, grad_output, gamma), GELU (input, grad_output) and attention matmul operands of two transformers here, then exit")
     ap.add_argument("--ln", default="", help="check the layernorm model on a --make-ln directory")
     ap.add_argument("--act", default="", help="check the elementwise (GELU) model on a --make-ln directory")
+    ap.add_argument("--mm", default="", help="check the matmul model on the attention operands of a --make-ln directory")
     ap.add_argument("--sgd-noise", action="store_true", help="print minibatch (SGD) noise / gradient RMS per layer (needs torch)")
     ap.add_argument("--steps", type=int, default=300)
     ap.add_argument("--seed", type=int, default=0)
@@ -188,6 +189,8 @@ def main(argv=None):
         return check_ln(args, sys.stdout)
     if args.act:
         return check_act(args, sys.stdout)
+    if args.mm:
+        return check_mm(args, sys.stdout)
     if not args.corpora:
         ap.error("no corpus directory given")
     if args.sgd_noise:
@@ -239,6 +242,44 @@ def dump_saved_layers(model, tags, step, out, mname):
             t.contiguous().numpy().astype("<f4").tofile(os.path.join(out, "%s_%s.f32" % (base, suffix)))
         layers.append((name, mods[name], base, ",".join(str(d) for d in saved[name].shape)))
     return layers
+
+
+def tap_attention(model, out, mname):
+    """Sets a tap on every study Attention module so that the next forward and
+    backward write its two matmuls' saved operands and output gradients under
+    `out`, each as the saved operand A of C = A B (ebac grad-error --layer
+    matmul): P (after dropout) with dO, whose error reaches dV; V^T with dO^T
+    (reaches dP); Q with dS, S = Q K^T before the scale (reaches dK); K with
+    dS^T (reaches dQ). Returns one callable per case giving its mm.tsv row,
+    valid after the backward."""
+    import study_models as sm
+    rows = []
+    for name, mod in model.named_modules():
+        if not isinstance(mod, sm.Attention):
+            continue
+        got = {}
+
+        def tap(got=got, **t):
+            got.update({k: v.detach().clone() for k, v in t.items()})
+            t["scores"].register_hook(lambda g: got.__setitem__("d_scores", g.detach().clone()))
+            t["out"].register_hook(lambda g: got.__setitem__("d_out", g.detach().clone()))
+        mod.tap = tap
+        for case, a, dc, reaches in (("pv", "probs", "d_out", "dV"), ("vp", "v^T", "d_out^T", "dP"),
+                                     ("qk", "q", "d_scores", "dK"), ("kq", "k", "d_scores^T", "dQ")):
+            def row(name=name, got=got, mod=mod, case=case, a=a, dc=dc, reaches=reaches):
+                mod.tap = None
+                def tensor(key):
+                    if key.endswith("^T"):
+                        return got[key[:-2]].transpose(-2, -1)
+                    return got[key]
+                A, C = tensor(a).contiguous(), tensor(dc).contiguous()
+                base = "%s_mm_%s_%s" % (mname, name.replace(".", "_"), case)
+                A.numpy().astype("<f4").tofile(os.path.join(out, base + "_input.f32"))
+                C.numpy().astype("<f4").tofile(os.path.join(out, base + "_grad_output.f32"))
+                return [mname, name, "%s (%s -> %s)" % (case, a, reaches), base + "_input.f32", base + "_grad_output.f32",
+                        ",".join(str(d) for d in A.shape), "%d,%d" % (A.shape[-1], C.shape[-1])]
+            rows.append(row)
+    return rows
 
 
 def make_bn(out, seed, steps):
@@ -304,7 +345,7 @@ def make_ln(out, seed, steps):
     import study_models as sm  # the transformers and their data, reused
     torch.set_num_threads(1)
     os.makedirs(out, exist_ok=True)
-    rows, act_rows = [], []
+    rows, act_rows, mm_rows = [], [], []
     for mi, (mname, build, size) in enumerate((("vit", sm.SmallViT, 28), ("gpt", sm.TinyGPT, 128))):
         torch.manual_seed(seed + mi)
         model = build()
@@ -324,6 +365,7 @@ def make_ln(out, seed, steps):
             model.zero_grad(set_to_none=True)
             losses.append(sm.loss_of(model(x), y))
             losses[-1].backward()
+        mm_rows.extend(tap_attention(model, out, mname))
         for name, mod, base, shape in dump_saved_layers(model, {nn.LayerNorm: "ln", nn.GELU: "act"}, step, out, mname):
             if isinstance(mod, nn.GELU):
                 act_rows.append([mname, name, "gelu", base + "_input.f32", base + "_grad_output.f32", shape])
@@ -334,7 +376,10 @@ def make_ln(out, seed, steps):
     write_tsv(os.path.join(out, "ln.tsv"),
               ["model", "module", "in_file", "grad_file", "gamma_file", "input_shape", "weight_shape", "eps"], rows)
     write_tsv(os.path.join(out, "act.tsv"), ["model", "module", "function", "in_file", "grad_file", "input_shape"], act_rows)
-    print("make_ln: %d LayerNorm and %d GELU layers in %s" % (len(rows), len(act_rows), out), file=sys.stderr)
+    write_tsv(os.path.join(out, "mm.tsv"), ["model", "module", "case", "in_file", "grad_file", "input_shape", "weight_shape"],
+              [r() for r in mm_rows])
+    print("make_ln: %d LayerNorm, %d GELU layers and %d attention matmul cases in %s"
+          % (len(rows), len(act_rows), len(mm_rows), out), file=sys.stderr)
     return 0
 
 
@@ -419,6 +464,56 @@ def check_act(args, out):
             mt.append(r["measured_over_target"])
             cells.append("%.2f (eb %.3g)" % (r["measured_over_target"], r["eb"]))
         out.write("| %s | %s | %s |\n" % (row["model"], row["module"], " | ".join(cells)))
+    inb = sum(1 for x in mt if 0.8 <= x <= 1.25)
+    out.write("\ninverse map: %d/%d inside 0.8..1.25, min %.3f, max %.3f\n" % (inb, len(mt), min(mt), max(mt)))
+    return 0
+
+
+def check_mm(args, out):
+    """Predicted/measured sigma of the gradient each saved attention operand's
+    error reaches (mm.tsv cases), at each relative bound, then the inverse map."""
+    with open(os.path.join(args.mm, "mm.tsv")) as f:
+        rows = list(csv.DictReader(f, delimiter="\t"))
+
+    def cmd(row, extra):
+        return [args.ebac, "grad-error", "--json", "--layer", "matmul",
+                "--activation", os.path.join(args.mm, row["in_file"]),
+                "--grad-output", os.path.join(args.mm, row["grad_file"]),
+                "--input-shape", row["input_shape"], "--weight-shape", row["weight_shape"],
+                "--pipeline", args.pipeline] + extra
+
+    out.write("predicted / measured sigma of the other operand's gradient\n\n")
+    out.write("| model | module | case | %s |\n|---|---|---|%s\n" % (" | ".join("%g" % b for b in BOUNDS), "---|" * len(BOUNDS)))
+    ratios, iid = {}, {}
+    for row in rows:
+        cells = []
+        for b in BOUNDS:
+            r = run(cmd(row, ["--eb", repr(b), "--mode", "rel"]))
+            case = row["case"].split()[0]
+            ratios.setdefault(case, []).append(r["ratio"])
+            iid.setdefault(case, []).append(r["iid_sigma"] / r["measured_sigma"] if r["measured_sigma"] > 0 else float("nan"))
+            cells.append("%.2f" % r["ratio"])
+        out.write("| %s | %s | %s | %s |\n" % (row["model"], row["module"], row["case"], " | ".join(cells)))
+    allr = [x for v in ratios.values() for x in v]
+    for name, v in sorted(ratios.items()) + [("all", allr)]:
+        inb = sum(1 for x in v if 0.8 <= x <= 1.25)
+        out.write("\n%s: %d/%d inside 0.8..1.25, min %.3f, max %.3f, below 0.67: %d\n"
+                  % (name, inb, len(v), min(v), max(v), sum(1 for x in v if x < 0.67)))
+    # The i.i.d. baseline (iid_sigma: no coherence terms) on the same pairs, for comparison.
+    for name, v in sorted(iid.items()):
+        inb = sum(1 for x in v if 0.8 <= x <= 1.25)
+        out.write("\ni.i.d. baseline, %s: %d/%d inside 0.8..1.25, min %.3f, max %.3f\n" % (name, inb, len(v), min(v), max(v)))
+    ts = [float(t) for t in (args.targets or "0.01,0.03,0.1").split(",")]
+    out.write("\nmeasured / target sigma, bound from `--target-rel T`\n\n")
+    out.write("| model | module | case | %s |\n|---|---|---|%s\n" % (" | ".join("T=%g" % t for t in ts), "---|" * len(ts)))
+    mt = []
+    for row in rows:
+        cells = []
+        for t in ts:
+            r = run(cmd(row, ["--target-rel", repr(t), "--mode", "rel"]))
+            mt.append(r["measured_over_target"])
+            cells.append("%.2f (eb %.3g)" % (r["measured_over_target"], r["eb"]))
+        out.write("| %s | %s | %s | %s |\n" % (row["model"], row["module"], row["case"], " | ".join(cells)))
     inb = sum(1 for x in mt if 0.8 <= x <= 1.25)
     out.write("\ninverse map: %d/%d inside 0.8..1.25, min %.3f, max %.3f\n" % (inb, len(mt), min(mt), max(mt)))
     return 0

@@ -113,6 +113,7 @@ class Attention(nn.Module):
         self.proj = nn.Linear(dim, dim)
         self.proj_drop = nn.Dropout(proj_drop)
         self.causal = causal
+        self.tap = None  # callable(q=, k=, v=, scores=, probs=, out=) or None
         if causal:
             self.register_buffer("allowed", torch.ones(context, context, dtype=torch.bool).tril(), persistent=False)
 
@@ -120,11 +121,15 @@ class Attention(nn.Module):
         b, t, c = x.shape
         qkv = self.qkv(x).reshape(b, t, 3, self.heads, c // self.heads).permute(2, 0, 3, 1, 4)
         q, k, v = qkv[0], qkv[1], qkv[2]
-        att = (q @ k.transpose(-2, -1)) * self.scale
+        scores = q @ k.transpose(-2, -1)
+        att = scores * self.scale
         if self.causal:
             att = att.masked_fill(~self.allowed[:t, :t], float("-inf"))
         att = self.attn_drop(att.softmax(dim=-1))
-        y = (att @ v).transpose(1, 2).reshape(b, t, c)
+        out = att @ v
+        if self.tap is not None:  # the two matmuls' operands and outputs, for studies of their saved tensors
+            self.tap(q=q, k=k, v=v, scores=scores, probs=att, out=out)
+        y = out.transpose(1, 2).reshape(b, t, c)
         return self.proj_drop(self.proj(y))
 
 

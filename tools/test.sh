@@ -146,14 +146,15 @@ pytorch() {
     /usr/bin/python3 studies/memory_report.py --smoke --out build/memory-report-smoke
     # Training-size corpus generator, tiny (~20 s): 2 networks, 1 step, a slice; read back and checked.
     OMP_NUM_THREADS=1 /usr/bin/python3 studies/make_training_corpus.py --smoke --out build/training-corpus-smoke
-    # LayerNorm and GELU error models on the two study transformers, tiny (~30 s): 2 training
-    # steps, every LayerNorm and GELU dumped and checked by `ebac grad-error --layer layernorm|gelu`
-    # at 5 bounds and 1 target.
+    # LayerNorm, GELU and attention-matmul error models on the two study transformers, tiny
+    # (~80 s): 2 training steps, every LayerNorm, GELU and attention operand dumped and checked
+    # by `ebac grad-error --layer layernorm|gelu|matmul` at 5 bounds and 1 target.
     local ebac_bin=build/release-cuda/bin/ebac
     [[ -x $ebac_bin ]] || ebac_bin=build/release/bin/ebac
     OMP_NUM_THREADS=1 /usr/bin/python3 studies/grad_error_study.py --make-ln build/ln-smoke --steps 2
     /usr/bin/python3 studies/grad_error_study.py --ebac "$ebac_bin" --ln build/ln-smoke --targets 0.03
     /usr/bin/python3 studies/grad_error_study.py --ebac "$ebac_bin" --act build/ln-smoke --targets 0.03
+    /usr/bin/python3 studies/grad_error_study.py --ebac "$ebac_bin" --mm build/ln-smoke --targets 0.03
   else
     echo "SKIPPED: /usr/bin/python3 lacks torch/numpy/matplotlib (Debian: python3-torch python3-numpy python3-matplotlib)."
   fi

@@ -1,8 +1,9 @@
 // apps/cli/grad_error.cpp - `ebac grad-error`: the error model checked
 // against measured weight gradients.
 //
-//   ebac grad-error --activation A --grad-output D --layer linear|conv2d|batchnorm2d|layernorm|gelu|silu|tanh|sigmoid
+//   ebac grad-error --activation A --grad-output D --layer linear|conv2d|batchnorm2d|layernorm|matmul|gelu|silu|tanh|sigmoid
 //                   --input-shape N,C[,H,W] [--weight-shape O,C/G[,KH,KW]]   (layernorm: N,...,D and D;
+//                                                                             matmul: ...,M,K and K,N;
 //                                                                             gelu, silu, tanh, sigmoid: any shape, no weight)
 //                   [--stride S[,S]] [--padding P[,P]] [--dilation D[,D]] [--groups G]
 //                   (--eb X [--mode abs|rel] | --target-rel T | --target-sigma S)
@@ -18,6 +19,10 @@
 // batchnorm2d and layernorm report the gamma gradient as the weight gradient
 // (beta's gradient does not read the saved input) and, besides, the error the
 // layer hands to the layer before it through its input gradient.
+// matmul is a parameter-free product C = A B per slice of the leading
+// extents with A saved (--activation, [..., M, K]; --grad-output is dC,
+// [..., M, N]): the gradient checked is the other operand's, dB = A^T dC
+// (matmul_model.hpp).
 // gelu, silu, tanh and sigmoid have no weight: their sigmas are the input
 // gradient's (elementwise_model.hpp), and --activation is what the function
 // saves (the input of gelu and silu, the output of tanh and sigmoid).
@@ -42,6 +47,7 @@
 #include <ebac/error_model/iid_model.hpp>
 #include <ebac/error_model/inverse.hpp>
 #include <ebac/error_model/layernorm_model.hpp>
+#include <ebac/error_model/matmul_model.hpp>
 #include <ebac/error_model/quantizer_error.hpp>
 #include <ebac/error_model/reference_gradient.hpp>
 #include <ebac/error_model/sampling.hpp>
@@ -111,6 +117,17 @@ ge_report ge_run(const args& a, const std::vector<std::byte>& raw, const ebac::e
                  const std::vector<float>& dy, const std::string& layer) {
   const T* x = reinterpret_cast<const T*>(raw.data());
   const std::size_t n_in = raw.size() / sizeof(T);
+  // A matmul's saved operand is compressed as saved ([slices, M, K]) and
+  // read by the model with the slices side by side (matmul_model.hpp).
+  const bool mm = (layer == "matmul");
+  auto to_geometry = [&](const T* saved) {
+    return em::matmul_rows_layout(saved, g.groups, g.batch, g.in_channels_per_group());
+  };
+  std::vector<T> x_rows;
+  if (mm) {
+    x_rows = to_geometry(x);
+    x = x_rows.data();
+  }
   ge_report rep;
   rep.layer = layer;
   rep.pipeline = a.has("pipeline") ? a.opt.at("pipeline") : "fast";
@@ -279,6 +296,11 @@ ge_report ge_run(const args& a, const std::vector<std::byte>& raw, const ebac::e
     const ebac::stream_header h = ebac::host::inspect(stream.data(), stream.size());
     const auto back = decompress_any(stream, threads);
     const T* y = reinterpret_cast<const T*>(back.data());
+    std::vector<T> y_rows;
+    if (mm) {
+      y_rows = to_geometry(y);
+      y = y_rows.data();
+    }
     t.eb_requested = bound.value;
     t.eb_abs = h.eb_abs;
     t.ratio_bytes = static_cast<double>(raw.size()) / static_cast<double>(stream.size());
@@ -493,7 +515,7 @@ void ge_print(const ge_report& r, bool json) {
   if (json) {
     nlohmann::ordered_json j;
     j["layer"] = r.layer;
-    j["gradient"] = elementwise ? "input" : norm ? "gamma" : "weight";
+    j["gradient"] = elementwise ? "input" : norm ? "gamma" : r.layer == "matmul" ? "other_operand" : "weight";
     j["pipeline"] = r.pipeline;
     j["mode"] = r.mode;
     j["eb"] = json_number(r.eb);
@@ -567,7 +589,7 @@ int cmd_grad_error(int argc, char** argv) {
   const args a = parse_command(argc, argv,
                                {{"activation", "--activation", "the saved input (raw array)"},
                                 {"grad-output", "--grad-output", "the output gradient (raw f32)"},
-                                {"layer", "--layer", "linear, conv2d, batchnorm2d, layernorm, gelu, silu, tanh or sigmoid"},
+                                {"layer", "--layer", "linear, conv2d, batchnorm2d, layernorm, matmul, gelu, silu, tanh or sigmoid"},
                                 {"input-shape", "--input-shape", "N,C[,H,W]"},
                                 {"weight-shape", "--weight-shape", "O,C/G[,KH,KW]"},
                                 {"stride", "--stride", "S or S,S"},
@@ -587,8 +609,8 @@ int cmd_grad_error(int argc, char** argv) {
                                /*json_flag=*/true);
   const std::string layer = a.need("layer");
   const std::optional<em::elementwise_function> elementwise = em::parse_elementwise_function(layer);
-  if (layer != "linear" && layer != "conv2d" && layer != "batchnorm2d" && layer != "layernorm" && !elementwise)
-    throw usage_error("--layer must be linear, conv2d, batchnorm2d, layernorm, gelu, silu, tanh or sigmoid, got '" + layer + "'");
+  if (layer != "linear" && layer != "conv2d" && layer != "batchnorm2d" && layer != "layernorm" && layer != "matmul" && !elementwise)
+    throw usage_error("--layer must be linear, conv2d, batchnorm2d, layernorm, matmul, gelu, silu, tanh or sigmoid, got '" + layer + "'");
   const ebac::extents in_shape = parse_dims(a.need("input-shape"));
   const ebac::dtype t = a.has("dtype") ? parse_dtype_arg(a.opt.at("dtype")) : ebac::dtype::f32;
   if (!ebac::is_floating(t)) throw usage_error("grad-error: --dtype must be f32, f16 or bf16 (activations under a bound)");
@@ -643,6 +665,20 @@ int cmd_grad_error(int argc, char** argv) {
                         std::to_string(g.in_channels) + ")");
     for (const char* k : {"gamma", "eps"})
       if (a.has(k)) throw usage_error(std::string("--") + k + " applies to batchnorm2d and layernorm only");
+  } else if (layer == "matmul") {
+    // C = A B per slice of the leading extents, A saved: [..., M, K] with the other operand K,N.
+    if (in_shape.rank < 2) throw usage_error("--input-shape of a matmul is [...,]M,K (the saved operand)");
+    const ebac::extents w = parse_dims(a.need("weight-shape"));
+    if (w.rank != 2) throw usage_error("--weight-shape of a matmul is K,N (the other operand, whose gradient reads the saved one)");
+    if (w.dims[0] != in_shape.dims[in_shape.rank - 1])
+      throw usage_error("--weight-shape K (" + std::to_string(w.dims[0]) + ") must equal the saved operand's last extent (" +
+                        std::to_string(in_shape.dims[in_shape.rank - 1]) + ")");
+    for (const char* k : {"stride", "padding", "dilation", "groups", "gamma", "eps"})
+      if (a.has(k)) throw usage_error(std::string("--") + k + " does not apply to a matmul");
+    std::uint64_t slices = 1;
+    for (int i = 0; i + 2 < in_shape.rank; ++i) slices *= in_shape.dims[i];
+    g = em::matmul_geometry(static_cast<std::int64_t>(slices), static_cast<std::int64_t>(in_shape.dims[in_shape.rank - 2]),
+                            static_cast<std::int64_t>(w.dims[0]), static_cast<std::int64_t>(w.dims[1]));
   } else if (layer == "layernorm") {
     // Normalized over the last extent D; every leading extent (batch, tokens, ...) is a row.
     if (in_shape.rank < 2) throw usage_error("--input-shape of a layernorm layer is N,D (or N,...,D)");
@@ -671,7 +707,9 @@ int cmd_grad_error(int argc, char** argv) {
   dy_count = static_cast<std::uint64_t>(g.output_count());
   ebac_cli::start_threads(threads_arg(a, 0));
   const auto raw = read_array(a.need("activation"), in_shape, t);
-  const std::vector<float> dy = ge_read_f32(a.need("grad-output"), dy_count, "--grad-output");
+  std::vector<float> dy = ge_read_f32(a.need("grad-output"), dy_count, "--grad-output");
+  if (layer == "matmul")  // dC arrives as [slices, M, N]; the model reads it with the slices side by side
+    dy = em::matmul_rows_layout(dy.data(), g.groups, g.batch, g.out_channels_per_group());
   const ge_report r = ebac::visit_dtype(t, [&]<class T>(std::type_identity<T>) -> ge_report {
     if constexpr (ebac::floating_element<T>) return ge_run<T>(a, raw, in_shape, g, dy, layer);
     else throw usage_error("grad-error: --dtype must be f32, f16 or bf16");

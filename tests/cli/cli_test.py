@@ -1015,7 +1015,7 @@ def layernorm_backward(x, mu, inv, dy, gamma):
 
 
 def group_grad_error():
-    """`grad-error --layer layernorm` and the elementwise kinds (gelu, tanh): their
+    """`grad-error --layer layernorm`, matmul and the elementwise kinds (gelu, tanh): their
     measured errors equal numpy's backward on the stream `compress` writes,
     their predictions land near them, and bad shapes are refused."""
     rng = np.random.default_rng(17)
@@ -1125,6 +1125,42 @@ def group_grad_error():
             j = json.loads(so)
             check(0.9 <= j["measured_over_target"] <= 1.1, f"{fn} target 0.02: measured/target {j['measured_over_target']}")
         expect_failure(f"{fn}: weight shape", ebase + ["--weight-shape", "256", "--eb", "0.01"], "--weight-shape", fn)
+    # matmul: C = A B per slice, A saved; the gradient checked is dB = A^T dC.
+    g1, g2, m, k, nn = 2, 3, 40, 40, 16
+    logits = rng.normal(0, 2, (g1, g2, m, k))
+    probs = (np.exp(logits) / np.exp(logits).sum(-1, keepdims=True)).astype(np.float32)
+    dc = rng.normal(0, 1, (g1, g2, m, nn)).astype(np.float32)
+    ap, dcp = path("mm-a.f32"), path("mm-dc.f32")
+    probs.tofile(ap)
+    dc.tofile(dcp)
+    mbase = ["grad-error", "--activation", ap, "--grad-output", dcp, "--layer", "matmul", "--input-shape", f"{g1},{g2},{m},{k}"]
+    for eb in (0.001, 0.003):
+        rc, so, se = run(*mbase, "--weight-shape", f"{k},{nn}", "--eb", eb, "--json")
+        check(rc == 0, f"grad-error matmul eb {eb}: {se.strip()}")
+        if rc != 0:
+            continue
+        j = json.loads(so)
+        stream, back = path("mm.ebac"), path("mm-back.f32")
+        for f in (stream, back):
+            if os.path.exists(f):
+                os.remove(f)
+        rc1, _, se1 = run("compress", "--input", ap, "--output", stream, "--dtype", "f32", "--dims", f"{g1},{g2},{m},{k}", "--eb", eb,
+                          "--pipeline", "fast")
+        rc2, _, se2 = run("decompress", "--input", stream, "--output", back)
+        check(rc1 == 0 and rc2 == 0, f"matmul eb {eb}: compress/decompress failed: {se1} {se2}")
+        y = np.fromfile(back, dtype=np.float32).reshape(probs.shape).astype(np.float64)
+        d = np.einsum("abmk,abmn->abkn", y - probs.astype(np.float64), dc.astype(np.float64))
+        measured = np.sqrt((d ** 2).mean())
+        db = np.einsum("abmk,abmn->abkn", probs.astype(np.float64), dc.astype(np.float64))
+        check(j["gradient"] == "other_operand" and j["weights"] == g1 * g2 * k * nn, f"matmul: {j['gradient']}, {j['weights']} weights")
+        check(abs(j["measured_sigma"] / measured - 1) < 1e-6, f"matmul eb {eb}: measured_sigma {j['measured_sigma']} != numpy {measured}")
+        check(abs(j["grad_rms"] / np.sqrt((db ** 2).mean()) - 1) < 1e-6, f"matmul eb {eb}: grad_rms differs from numpy")
+        check(0.8 <= j["predicted_sigma"] / measured <= 1.25, f"matmul eb {eb}: predicted {j['predicted_sigma']} vs measured {measured}")
+    expect_failure("matmul: inner extent", mbase + ["--weight-shape", f"{k + 1},{nn}", "--eb", "0.01"], "--weight-shape", str(k))
+    expect_failure("matmul: 1-D weight", mbase + ["--weight-shape", str(k), "--eb", "0.01"], "--weight-shape", "K,N")
+    expect_failure("matmul: gamma", mbase + ["--weight-shape", f"{k},{nn}", "--gamma", ap, "--eb", "0.01"], "--gamma", "matmul")
+    expect_failure("matmul: short grad-output", mbase + ["--weight-shape", f"{k},{nn * 4}", "--eb", "0.01"],
+                   "--grad-output")
     expect_failure("tanh: not a tanh output", ["grad-error", "--activation", path("act-gelu.f32"), "--grad-output", edyp, "--layer", "tanh",
                                                "--input-shape", ",".join(map(str, shape)), "--eb", "0.01"], "outside", "tanh")
     expect_failure("gelu: short grad-output", ["grad-error", "--activation", path("act-gelu.f32"), "--grad-output", path("ln-dy.f32"),

@@ -16,6 +16,7 @@
 #include <ebac/error_model/inverse.hpp>
 #include <ebac/error_model/layernorm_model.hpp>
 #include <ebac/error_model/layer_geometry.hpp>
+#include <ebac/error_model/matmul_model.hpp>
 #include <ebac/error_model/quantizer_error.hpp>
 #include <ebac/error_model/reference_gradient.hpp>
 #include <ebac/error_model/sampling.hpp>
@@ -790,4 +791,23 @@ TEST_CASE("error_model: elementwise nonlinearities - backward factors are the de
       CHECK(measured / predicted <= iv.high);
     }
   }
+}
+
+TEST_CASE("error_model: a batched matmul's dB = A^T dC is the weight gradient of matmul_geometry on the side-by-side layout") {
+  const std::int64_t G = 3, M = 7, K = 5, N = 4;
+  const auto a = normal(static_cast<std::size_t>(G * M * K), 71), dc = normal(static_cast<std::size_t>(G * M * N), 72);
+  const em::conv2d_geometry g = em::matmul_geometry(G, M, K, N);
+  REQUIRE(g.validate() == ebac::status::ok);
+  const auto x = em::matmul_rows_layout(a.data(), G, M, K), dy = em::matmul_rows_layout(dc.data(), G, M, N);
+  CHECK(x[static_cast<std::size_t>((2 * G + 1) * K + 3)] == a[static_cast<std::size_t>((1 * M + 2) * K + 3)]);  // row 2 of slice 1
+  std::vector<double> w(static_cast<std::size_t>(g.weight_count()));
+  REQUIRE(em::weight_gradient(g, x.data(), dy.data(), w.data()) == ebac::status::ok);
+  for (std::int64_t s = 0; s < G; ++s)
+    for (std::int64_t k = 0; k < K; ++k)
+      for (std::int64_t n = 0; n < N; ++n) {
+        double db = 0;  // the slice's own product, written out
+        for (std::int64_t m = 0; m < M; ++m)
+          db += static_cast<double>(a[static_cast<std::size_t>((s * M + m) * K + k)]) * dc[static_cast<std::size_t>((s * M + m) * N + n)];
+        CHECK(w[static_cast<std::size_t>((s * N + n) * K + k)] == doctest::Approx(db).epsilon(1e-12));
+      }
 }

@@ -16,6 +16,7 @@
 #include <ebac/error_model/inverse.hpp>
 #include <ebac/error_model/layer_geometry.hpp>
 #include <ebac/error_model/layernorm_model.hpp>
+#include <ebac/error_model/matmul_model.hpp>
 #include <ebac/error_model/quantizer_error.hpp>
 #include <ebac/error_model/reference_gradient.hpp>
 #include <ebac/error_model/sampling.hpp>
