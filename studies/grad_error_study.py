@@ -337,8 +337,9 @@ def check_bn(args, out):
 
 def make_ln(out, seed, steps):
     """Train the study transformers briefly (AdamW, batch 16) and dump each
-    LayerNorm (ln.tsv) and GELU (act.tsv) of one training-mode batch of 16
-    (dropout on, as in training)."""
+    LayerNorm (ln.tsv), GELU with the input of the Linear before it (act.tsv)
+    and attention operand (mm.tsv) of one training-mode batch of 16 (dropout
+    on, as in training)."""
     import torch
     import torch.nn as nn
     sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
@@ -366,21 +367,60 @@ def make_ln(out, seed, steps):
             losses.append(sm.loss_of(model(x), y))
             losses[-1].backward()
         mm_rows.extend(tap_attention(model, out, mname))
-        for name, mod, base, shape in dump_saved_layers(model, {nn.LayerNorm: "ln", nn.GELU: "act"}, step, out, mname):
+        # The input of the Linear before each GELU (mlp.fc1 -> mlp.act), whose weight gradient the GELU's error reaches.
+        producer_in, hooks = {}, []
+        for pname, pmod in model.named_modules():
+            if pname.endswith("mlp.fc1"):
+                hooks.append(pmod.register_forward_hook(
+                    lambda m, inp, outp, pname=pname: producer_in.__setitem__(pname, inp[0].detach().clone())))
+        layers = dump_saved_layers(model, {nn.LayerNorm: "ln", nn.GELU: "act"}, step, out, mname)
+        for h in hooks:
+            h.remove()
+        for name, mod, base, shape in layers:
             if isinstance(mod, nn.GELU):
-                act_rows.append([mname, name, "gelu", base + "_input.f32", base + "_grad_output.f32", shape])
+                x_in = producer_in[name[:-len("act")] + "fc1"]
+                x_in.contiguous().numpy().astype("<f4").tofile(os.path.join(out, base + "_producer_input.f32"))
+                act_rows.append([mname, name, "gelu", base + "_input.f32", base + "_grad_output.f32", shape,
+                                 base + "_producer_input.f32", str(x_in.shape[-1])])
                 continue
             rows.append([mname, name, base + "_input.f32", base + "_grad_output.f32", base + "_gamma.f32", shape,
                          str(mod.normalized_shape[-1]), repr(mod.eps)])
         print("make_ln: %s trained %d steps, loss %.3f" % (mname, steps, losses[-1].item()), file=sys.stderr)
     write_tsv(os.path.join(out, "ln.tsv"),
               ["model", "module", "in_file", "grad_file", "gamma_file", "input_shape", "weight_shape", "eps"], rows)
-    write_tsv(os.path.join(out, "act.tsv"), ["model", "module", "function", "in_file", "grad_file", "input_shape"], act_rows)
+    write_tsv(os.path.join(out, "act.tsv"), ["model", "module", "function", "in_file", "grad_file", "input_shape",
+                                             "producer_file", "producer_features"], act_rows)
     write_tsv(os.path.join(out, "mm.tsv"), ["model", "module", "case", "in_file", "grad_file", "input_shape", "weight_shape"],
               [r() for r in mm_rows])
     print("make_ln: %d LayerNorm, %d GELU layers and %d attention matmul cases in %s"
           % (len(rows), len(act_rows), len(mm_rows), out), file=sys.stderr)
     return 0
+
+
+def band_summary(out, name, v):
+    """One line: how many predicted/measured ratios lie in 0.8..1.25, the extremes, and how many fall below 0.67."""
+    inb = sum(1 for x in v if 0.8 <= x <= 1.25)
+    out.write("\n%s: %d/%d inside 0.8..1.25, min %.3f, max %.3f, below 0.67: %d\n"
+              % (name, inb, len(v), min(v), max(v), sum(1 for x in v if x < 0.67)))
+
+
+def inverse_map_table(args, out, rows, cmd, what, labels):
+    """measured/target of `grad-error --target-rel T` for every row and target
+    (--targets, default 0.01,0.03,0.1); `labels` are (row key, column title) of the label columns."""
+    ts = [float(t) for t in (args.targets or "0.01,0.03,0.1").split(",")]
+    out.write("\nmeasured / target sigma%s, bound from `--target-rel T`\n\n" % what)
+    out.write("| %s | %s |\n|%s%s\n" % (" | ".join(t for _, t in labels), " | ".join("T=%g" % t for t in ts),
+                                          "---|" * len(labels), "---|" * len(ts)))
+    mt = []
+    for row in rows:
+        cells = []
+        for t in ts:
+            r = run(cmd(row, ["--target-rel", repr(t), "--mode", "rel"]))
+            mt.append(r["measured_over_target"])
+            cells.append("%.2f (eb %.3g)" % (r["measured_over_target"], r["eb"]))
+        out.write("| %s | %s |\n" % (" | ".join(row[k] for k, _ in labels), " | ".join(cells)))
+    inb = sum(1 for x in mt if 0.8 <= x <= 1.25)
+    out.write("\ninverse map: %d/%d inside 0.8..1.25, min %.3f, max %.3f\n" % (inb, len(mt), min(mt), max(mt)))
 
 
 def check_ln(args, out):
@@ -409,22 +449,8 @@ def check_ln(args, out):
             cells.append("%.2f / %.2f" % (r["ratio"], r["input_grad_ratio"]))
         out.write("| %s | %s | %s |\n" % (row["model"], row["module"], " | ".join(cells)))
     for name, v in (("gamma gradient", gam), ("input gradient", inp)):
-        inb = sum(1 for x in v if 0.8 <= x <= 1.25)
-        out.write("\n%s: %d/%d inside 0.8..1.25, min %.3f, max %.3f, below 0.67: %d\n"
-                  % (name, inb, len(v), min(v), max(v), sum(1 for x in v if x < 0.67)))
-    ts = [float(t) for t in (args.targets or "0.01,0.03,0.1").split(",")]
-    out.write("\nmeasured / target sigma of the gamma gradient, bound from `--target-rel T`\n\n")
-    out.write("| model | layer | %s |\n|---|---|%s\n" % (" | ".join("T=%g" % t for t in ts), "---|" * len(ts)))
-    mt = []
-    for row in rows:
-        cells = []
-        for t in ts:
-            r = run(cmd(row, ["--target-rel", repr(t), "--mode", "rel"]))
-            mt.append(r["measured_over_target"])
-            cells.append("%.2f (eb %.3g)" % (r["measured_over_target"], r["eb"]))
-        out.write("| %s | %s | %s |\n" % (row["model"], row["module"], " | ".join(cells)))
-    inb = sum(1 for x in mt if 0.8 <= x <= 1.25)
-    out.write("\ninverse map: %d/%d inside 0.8..1.25, min %.3f, max %.3f\n" % (inb, len(mt), min(mt), max(mt)))
+        band_summary(out, name, v)
+    inverse_map_table(args, out, rows, cmd, " of the gamma gradient", (("model", "model"), ("module", "layer")))
     return 0
 
 
@@ -435,37 +461,32 @@ def check_act(args, out):
         rows = list(csv.DictReader(f, delimiter="\t"))
 
     def cmd(row, extra):
+        producer = (["--producer-input", os.path.join(args.act, row["producer_file"]),
+                     "--producer-features", row["producer_features"]] if row.get("producer_file") else [])
         return [args.ebac, "grad-error", "--json", "--layer", row["function"],
                 "--activation", os.path.join(args.act, row["in_file"]),
                 "--grad-output", os.path.join(args.act, row["grad_file"]),
-                "--input-shape", row["input_shape"], "--pipeline", args.pipeline] + extra
+                "--input-shape", row["input_shape"], "--pipeline", args.pipeline] + producer + extra
 
-    out.write("predicted / measured sigma of the input gradient\n\n")
+    out.write("predicted / measured sigma: input gradient / weight gradient of the Linear before it (fc1)\n\n")
     out.write("| model | layer | %s |\n|---|---|%s\n" % (" | ".join("%g" % b for b in BOUNDS), "---|" * len(BOUNDS)))
-    ratios = []
+    ratios, prod = [], []
     for row in rows:
         cells = []
         for b in BOUNDS:
             r = run(cmd(row, ["--eb", repr(b), "--mode", "rel"]))
             ratios.append(r["ratio"])
-            cells.append("%.2f" % r["ratio"])
+            if "producer_weight_grad_ratio" in r:
+                prod.append(r["producer_weight_grad_ratio"])
+                cells.append("%.2f / %.2f" % (r["ratio"], r["producer_weight_grad_ratio"]))
+            else:
+                cells.append("%.2f" % r["ratio"])
         out.write("| %s | %s | %s |\n" % (row["model"], row["module"], " | ".join(cells)))
-    inb = sum(1 for x in ratios if 0.8 <= x <= 1.25)
-    out.write("\ninput gradient: %d/%d inside 0.8..1.25, min %.3f, max %.3f, below 0.67: %d\n"
-              % (inb, len(ratios), min(ratios), max(ratios), sum(1 for x in ratios if x < 0.67)))
-    ts = [float(t) for t in (args.targets or "0.01,0.03,0.1").split(",")]
-    out.write("\nmeasured / target sigma of the input gradient, bound from `--target-rel T`\n\n")
-    out.write("| model | layer | %s |\n|---|---|%s\n" % (" | ".join("T=%g" % t for t in ts), "---|" * len(ts)))
-    mt = []
-    for row in rows:
-        cells = []
-        for t in ts:
-            r = run(cmd(row, ["--target-rel", repr(t), "--mode", "rel"]))
-            mt.append(r["measured_over_target"])
-            cells.append("%.2f (eb %.3g)" % (r["measured_over_target"], r["eb"]))
-        out.write("| %s | %s | %s |\n" % (row["model"], row["module"], " | ".join(cells)))
-    inb = sum(1 for x in mt if 0.8 <= x <= 1.25)
-    out.write("\ninverse map: %d/%d inside 0.8..1.25, min %.3f, max %.3f\n" % (inb, len(mt), min(mt), max(mt)))
+    for name, v in (("input gradient", ratios), ("fc1 weight gradient", prod)):
+        if not v:
+            continue
+        band_summary(out, name, v)
+    inverse_map_table(args, out, rows, cmd, " of the input gradient", (("model", "model"), ("module", "layer")))
     return 0
 
 
@@ -496,26 +517,12 @@ def check_mm(args, out):
         out.write("| %s | %s | %s | %s |\n" % (row["model"], row["module"], row["case"], " | ".join(cells)))
     allr = [x for v in ratios.values() for x in v]
     for name, v in sorted(ratios.items()) + [("all", allr)]:
-        inb = sum(1 for x in v if 0.8 <= x <= 1.25)
-        out.write("\n%s: %d/%d inside 0.8..1.25, min %.3f, max %.3f, below 0.67: %d\n"
-                  % (name, inb, len(v), min(v), max(v), sum(1 for x in v if x < 0.67)))
+        band_summary(out, name, v)
     # The i.i.d. baseline (iid_sigma: no coherence terms) on the same pairs, for comparison.
     for name, v in sorted(iid.items()):
         inb = sum(1 for x in v if 0.8 <= x <= 1.25)
         out.write("\ni.i.d. baseline, %s: %d/%d inside 0.8..1.25, min %.3f, max %.3f\n" % (name, inb, len(v), min(v), max(v)))
-    ts = [float(t) for t in (args.targets or "0.01,0.03,0.1").split(",")]
-    out.write("\nmeasured / target sigma, bound from `--target-rel T`\n\n")
-    out.write("| model | module | case | %s |\n|---|---|---|%s\n" % (" | ".join("T=%g" % t for t in ts), "---|" * len(ts)))
-    mt = []
-    for row in rows:
-        cells = []
-        for t in ts:
-            r = run(cmd(row, ["--target-rel", repr(t), "--mode", "rel"]))
-            mt.append(r["measured_over_target"])
-            cells.append("%.2f (eb %.3g)" % (r["measured_over_target"], r["eb"]))
-        out.write("| %s | %s | %s | %s |\n" % (row["model"], row["module"], row["case"], " | ".join(cells)))
-    inb = sum(1 for x in mt if 0.8 <= x <= 1.25)
-    out.write("\ninverse map: %d/%d inside 0.8..1.25, min %.3f, max %.3f\n" % (inb, len(mt), min(mt), max(mt)))
+    inverse_map_table(args, out, rows, cmd, "", (("model", "model"), ("module", "module"), ("case", "case")))
     return 0
 
 

@@ -8,6 +8,7 @@
 //                   [--stride S[,S]] [--padding P[,P]] [--dilation D[,D]] [--groups G]
 //                   (--eb X [--mode abs|rel] | --target-rel T | --target-sigma S)
 //                   [--pipeline NAME] [--trials K] [--dtype f32|f16|bf16] [--gamma F] [--json]
+//                   [--producer-input X --producer-features I]   (gelu, silu, tanh, sigmoid)
 //
 // Compresses the activation with the real pipeline, decompresses it, and
 // computes the exact weight gradient (double, reference_gradient.hpp) with
@@ -25,7 +26,10 @@
 // (matmul_model.hpp).
 // gelu, silu, tanh and sigmoid have no weight: their sigmas are the input
 // gradient's (elementwise_model.hpp), and --activation is what the function
-// saves (the input of gelu and silu, the output of tanh and sigmoid).
+// saves (the input of gelu and silu, the output of tanh and sigmoid). With
+// --producer-input X --producer-features I (X: the input of the linear layer
+// that computed the pre-activation) the change is also carried into that
+// layer's weight gradient.
 //
 // A trial is one compression at a bound spread log-evenly over [eb/1.1,
 // eb*1.1] (K = 1: exactly eb). Repeated values (flat image regions) make the
@@ -53,6 +57,7 @@
 #include <ebac/error_model/sampling.hpp>
 #include <ebac/error_model/weight_error_model.hpp>
 
+#include <initializer_list>
 #include <optional>
 #include <type_traits>
 
@@ -77,7 +82,8 @@ std::pair<long, long> ge_parse_pair(const args& a, const std::string& key, long 
 
 struct ge_trial {
   double eb_requested = 0, eb_abs = 0, predicted = 0, measured = 0, iid = 0, coherent_share = 0, structured_share = 0, kappa = 1, dof = 0, ratio_bytes = 0, margin = 1, repeated_share = 0;
-  double input_predicted = 0, input_measured = 0;  // batchnorm2d and layernorm only
+  double input_predicted = 0, input_measured = 0;  // batchnorm2d, layernorm and the elementwise kinds
+  double producer_predicted = 0, producer_measured = 0;  // elementwise with --producer-input
 };
 
 struct ge_report {
@@ -86,6 +92,7 @@ struct ge_report {
   std::int64_t weights = 0;
   double grad_rms = 0, input_grad_rms = 0, flat_share = 0;
   double target_sigma = 0;  // > 0 in target mode
+  double producer_grad_rms = -1;  // >= 0: the producing linear layer's weight gradient was checked too
   int solver_evaluations = 0;
   double solver_predicted = 0;
   std::vector<ge_trial> trials;
@@ -110,6 +117,90 @@ std::vector<double> ge_trial_bounds(double eb, int k) {
   std::vector<double> v;
   for (int i = 0; i < k; ++i) v.push_back(k == 1 ? eb : eb * std::pow(1.1, 2.0 * i / (k - 1) - 1.0));
   return v;
+}
+
+/// Compresses the saved tensor with the real pipeline at `bound` and
+/// decompresses it: the trial's bound, absolute bound and ratio are filled
+/// in, the reconstruction (same element type and layout) is returned.
+std::vector<std::byte> ge_round_trip(const std::vector<std::byte>& raw, ebac::dtype t, const ebac::extents& shape,
+                                     const ebac::pipeline_spec& spec, const ebac::error_bound& bound, int threads, ge_trial& trial) {
+  ebac::compress_options opt;
+  opt.bound = bound;
+  opt.threads = threads;
+  opt.checksum = false;
+  const auto stream = compress_any(raw, t, shape, spec, opt);
+  const ebac::stream_header h = ebac::host::inspect(stream.data(), stream.size());
+  trial.eb_requested = bound.value;
+  trial.eb_abs = h.eb_abs;
+  trial.ratio_bytes = static_cast<double>(raw.size()) / static_cast<double>(stream.size());
+  return decompress_any(stream, threads);
+}
+
+/// --target-rel T / --target-sigma S: sets rep.target_sigma (T relative to
+/// rep.grad_rms, the RMS of the `what` gradient) and rep.mode; returns the mode.
+ebac::bound_mode ge_parse_target(const args& a, ge_report& rep, int trials, const char* what) {
+  if (a.has("eb")) throw usage_error("--eb and --target-rel/--target-sigma exclude each other");
+  if (a.has("target-rel") && a.has("target-sigma")) throw usage_error("give --target-rel or --target-sigma, not both");
+  if (trials != 1) throw usage_error("--trials applies to --eb, not to a target");
+  if (a.has("target-rel")) {
+    const double t = parse_double(a.opt.at("target-rel"), "--target-rel");
+    if (!(t > 0) || !std::isfinite(t)) throw usage_error("--target-rel must be > 0");
+    rep.target_sigma = t * rep.grad_rms;
+  } else {
+    rep.target_sigma = parse_double(a.opt.at("target-sigma"), "--target-sigma");
+    if (!(rep.target_sigma > 0) || !std::isfinite(rep.target_sigma)) throw usage_error("--target-sigma must be > 0");
+  }
+  if (!(rep.grad_rms > 0))
+    throw input_error(std::string("the ") + what + " gradient is zero: no target relative to it can be met or missed");
+  rep.mode = a.has("mode") ? a.opt.at("mode") : "abs";
+  ebac::bound_mode mode = ebac::bound_mode::absolute;
+  if (!ebac::parse_bound_mode(rep.mode, mode)) throw usage_error("unknown --mode '" + rep.mode + "' (expected abs or rel)");
+  return mode;
+}
+
+template <class T>
+ebac::value_range ge_value_range(const T* x, std::size_t n) {
+  ebac::value_range range;
+  std::vector<float> xf(n);
+  for (std::size_t i = 0; i < n; ++i) xf[i] = ebac::to_float(x[i]);
+  range.add_block(xf.data(), xf.size());
+  return range;
+}
+
+/// The inverse map: solves sigma_of(eb) = rep.target_sigma from `guess`, then
+/// compresses once at the chosen bound, stated in `mode`.
+template <class SigmaOf, class RunOnce>
+void ge_solve_and_run(ge_report& rep, const ebac::value_range& range, ebac::bound_mode mode, double guess, SigmaOf&& sigma_of,
+                      RunOnce&& run_once) {
+  if (!(guess > 0) || !std::isfinite(guess)) guess = 1e-3 * std::max(1e-12, range.span());
+  em::bound_solver solver;
+  solver.eb_max = range.span() > 0 ? range.span() : 0.0;
+  const em::bound_solution sol = solver(rep.target_sigma, guess, sigma_of);
+  if (sol.state != ebac::status::ok) throw input_error("the inverse map found no bound for this target");
+  rep.solver_evaluations = sol.evaluations;
+  rep.solver_predicted = sol.predicted_sigma;
+  ebac::error_bound b{sol.eb, ebac::bound_mode::absolute};
+  if (mode == ebac::bound_mode::relative) {
+    if (!(range.span() > 0)) throw input_error("relative mode needs a non-constant activation");
+    b = {sol.eb / range.span(), ebac::bound_mode::relative};
+  }
+  rep.eb = b.value;
+  ge_trial t;
+  run_once(b, t);
+  rep.trials.push_back(t);
+}
+
+/// --eb: K trials at bounds around it (ge_trial_bounds).
+template <class RunOnce>
+void ge_forward_trials(const args& a, ge_report& rep, int trials, RunOnce&& run_once) {
+  const ebac::error_bound bound = parse_bound(a);
+  rep.mode = std::string(ebac::to_string(bound.mode));
+  rep.eb = bound.value;
+  for (double eb : ge_trial_bounds(bound.value, trials)) {
+    ge_trial t;
+    run_once({eb, bound.mode}, t);
+    rep.trials.push_back(t);
+  }
 }
 
 template <class T>
@@ -288,47 +379,20 @@ ge_report ge_run(const args& a, const std::vector<std::byte>& raw, const ebac::e
     return em::rms(w1.data(), w1.size());
   };
   auto run_once = [&](const ebac::error_bound& bound, ge_trial& t) {
-    ebac::compress_options opt;
-    opt.bound = bound;
-    opt.threads = threads;
-    opt.checksum = false;
-    const auto stream = compress_any(raw, ebac::dtype_of<T>::value, shape, spec, opt);
-    const ebac::stream_header h = ebac::host::inspect(stream.data(), stream.size());
-    const auto back = decompress_any(stream, threads);
+    const auto back = ge_round_trip(raw, ebac::dtype_of<T>::value, shape, spec, bound, threads, t);
     const T* y = reinterpret_cast<const T*>(back.data());
     std::vector<T> y_rows;
     if (mm) {
       y_rows = to_geometry(y);
       y = y_rows.data();
     }
-    t.eb_requested = bound.value;
-    t.eb_abs = h.eb_abs;
-    t.ratio_bytes = static_cast<double>(raw.size()) / static_cast<double>(stream.size());
     const double trainer_rms = measure(y, t);
-    predict(y, h.eb_abs, t, trainer_rms);
+    predict(y, t.eb_abs, t, trainer_rms);
   };
 
-  const bool target_mode = a.has("target-rel") || a.has("target-sigma");
-  if (target_mode) {
-    if (a.has("eb")) throw usage_error("--eb and --target-rel/--target-sigma exclude each other");
-    if (a.has("target-rel") && a.has("target-sigma")) throw usage_error("give --target-rel or --target-sigma, not both");
-    if (K != 1) throw usage_error("--trials applies to --eb, not to a target");
-    if (a.has("target-rel")) {
-      const double t = parse_double(a.opt.at("target-rel"), "--target-rel");
-      if (!(t > 0) || !std::isfinite(t)) throw usage_error("--target-rel must be > 0");
-      rep.target_sigma = t * rep.grad_rms;
-    } else {
-      rep.target_sigma = parse_double(a.opt.at("target-sigma"), "--target-sigma");
-      if (!(rep.target_sigma > 0) || !std::isfinite(rep.target_sigma)) throw usage_error("--target-sigma must be > 0");
-    }
-    if (!(rep.grad_rms > 0)) throw input_error("the weight gradient is zero: no target relative to it can be met or missed");
-    ebac::value_range range;
-    std::vector<float> xf(n_in);
-    for (std::size_t i = 0; i < n_in; ++i) xf[i] = ebac::to_float(x[i]);
-    range.add_block(xf.data(), xf.size());
-    rep.mode = a.has("mode") ? a.opt.at("mode") : "abs";
-    ebac::bound_mode mode = ebac::bound_mode::absolute;
-    if (!ebac::parse_bound_mode(rep.mode, mode)) throw usage_error("unknown --mode '" + rep.mode + "' (expected abs or rel)");
+  if (a.has("target-rel") || a.has("target-sigma")) {
+    const ebac::bound_mode mode = ge_parse_target(a, rep, K, "weight");
+    const ebac::value_range range = ge_value_range(x, n_in);
     // Forward map at a candidate bound: reconstruct as the decoder would (no stream needed).
     std::vector<T> ybuf(n_in);
     auto sigma_of = [&](double eb_abs) {
@@ -346,39 +410,15 @@ ge_report ge_run(const args& a, const std::vector<std::byte>& raw, const ebac::e
     iid.sum_dy2 = dstats.total_sum_squares();
     iid.in_channels_per_group = static_cast<double>(norm ? 1 : g.in_channels_per_group());
     std::size_t nz = 0;
-    for (std::size_t i = 0; i < n_in; ++i) nz += (xf[i] != 0);
+    for (std::size_t i = 0; i < n_in; ++i) nz += (ebac::to_float(x[i]) != 0.0f);
     iid.nonzero_share = n_in ? static_cast<double>(nz) / static_cast<double>(n_in) : 0.0;
     iid.weights = static_cast<double>(rep.weights);
     double guess = iid.inverse(rep.target_sigma);
     if (norm) guess = rep.target_sigma / std::max(1e-300, rep.grad_rms) * std::max(1e-12, range.span()) * 0.1;
-    if (!(guess > 0) || !std::isfinite(guess)) guess = 1e-3 * std::max(1e-12, range.span());
-    em::bound_solver solver;
-    solver.eb_max = range.span() > 0 ? range.span() : 0.0;
-    const em::bound_solution sol = solver(rep.target_sigma, guess, sigma_of);
-    if (sol.state != ebac::status::ok) throw input_error("the inverse map found no bound for this target");
-    rep.solver_evaluations = sol.evaluations;
-    rep.solver_predicted = sol.predicted_sigma;
-    // Compress at the chosen bound, stated in the requested mode.
-    ebac::error_bound b{sol.eb, ebac::bound_mode::absolute};
-    if (mode == ebac::bound_mode::relative) {
-      if (!(range.span() > 0)) throw input_error("relative mode needs a non-constant activation");
-      b = {sol.eb / range.span(), ebac::bound_mode::relative};
-    }
-    rep.eb = b.value;
-    ge_trial t;
-    run_once(b, t);
-    rep.trials.push_back(t);
+    ge_solve_and_run(rep, range, mode, guess, sigma_of, run_once);
     return rep;
   }
-
-  const ebac::error_bound bound = parse_bound(a);
-  rep.mode = std::string(ebac::to_string(bound.mode));
-  rep.eb = bound.value;
-  for (double eb : ge_trial_bounds(bound.value, K)) {
-    ge_trial t;
-    run_once({eb, bound.mode}, t);
-    rep.trials.push_back(t);
-  }
+  ge_forward_trials(a, rep, K, run_once);
   return rep;
 }
 
@@ -414,76 +454,69 @@ ge_report ge_run_elementwise(const args& a, const std::vector<std::byte>& raw, c
   rep.input_grad_rms = rep.grad_rms;
   // Every element's squared change is its own term: the dy-weighted count of them.
   const double dof = sum_dy4 > 0 ? sum_dy2 * sum_dy2 / sum_dy4 : 0.0;
+  // --producer-input: the input X (rows x I) of the linear layer whose output
+  // the function read; its weight gradient dW = (dy g(s))^T X gets the change too.
+  const std::int64_t out_features = shape.rank > 0 ? static_cast<std::int64_t>(shape.dims[shape.rank - 1]) : 1;
+  const std::int64_t rows = out_features > 0 ? static_cast<std::int64_t>(n) / out_features : 0;
+  std::int64_t in_features = 0;
+  std::vector<float> xin;
+  if (a.has("producer-input") != a.has("producer-features"))
+    throw usage_error("--producer-input and --producer-features go together");
+  if (a.has("producer-input")) {
+    if (shape.rank < 2) throw usage_error("--producer-input needs an --input-shape of rank 2 or more (rows x features)");
+    in_features = parse_int(a.opt.at("producer-features"), "--producer-features", 1, 1L << 30);
+    xin = ge_read_f32(a.opt.at("producer-input"), static_cast<std::uint64_t>(rows * in_features), "--producer-input");
+  }
+  // d(dW)[o, i] = sum_n c[n, o] X[n, i] for a per-element change c (rows x O).
+  auto producer_rms = [&](const std::vector<double>& c) {
+    std::vector<double> dw(static_cast<std::size_t>(out_features * in_features), 0.0);
+    for (std::int64_t r = 0; r < rows; ++r)
+      for (std::int64_t o = 0; o < out_features; ++o) {
+        const double cv = c[static_cast<std::size_t>(r * out_features + o)];
+        if (cv == 0) continue;
+        double* row = dw.data() + o * in_features;
+        const float* xr = xin.data() + r * in_features;
+        for (std::int64_t i = 0; i < in_features; ++i) row[i] += cv * xr[i];
+      }
+    return em::rms(dw.data(), dw.size());
+  };
+  if (!xin.empty()) {
+    std::vector<double> dx(n);
+    for (std::size_t i = 0; i < n; ++i) dx[i] = dy[i] * em::backward_factor(f, em::detail::as_double(s[i]));
+    rep.producer_grad_rms = producer_rms(dx);
+  }
   auto run_once = [&](const ebac::error_bound& bound, ge_trial& t) {
-    ebac::compress_options opt;
-    opt.bound = bound;
-    opt.threads = threads;
-    opt.checksum = false;
-    const auto stream = compress_any(raw, ebac::dtype_of<T>::value, shape, spec, opt);
-    const ebac::stream_header h = ebac::host::inspect(stream.data(), stream.size());
-    const auto back = decompress_any(stream, threads);
+    const auto back = ge_round_trip(raw, ebac::dtype_of<T>::value, shape, spec, bound, threads, t);
     const T* y = reinterpret_cast<const T*>(back.data());
-    t.eb_requested = bound.value;
-    t.eb_abs = h.eb_abs;
-    t.ratio_bytes = static_cast<double>(raw.size()) / static_cast<double>(stream.size());
+    const double eb_abs = t.eb_abs;
     t.measured = std::sqrt(em::elementwise_input_grad_change_mean_square(f, s, y, dy.data(), n));
-    t.predicted = std::sqrt(em::elementwise_input_grad_mean_square(f, em::collect_elementwise_statistics(y, dy.data(), n), h.eb_abs));
+    t.predicted = std::sqrt(em::elementwise_input_grad_mean_square(f, em::collect_elementwise_statistics(y, dy.data(), n), eb_abs));
     t.input_measured = t.measured;
     t.input_predicted = t.predicted;
     t.dof = dof;
-  };
-  const bool target_mode = a.has("target-rel") || a.has("target-sigma");
-  if (target_mode) {
-    if (a.has("eb")) throw usage_error("--eb and --target-rel/--target-sigma exclude each other");
-    if (a.has("target-rel") && a.has("target-sigma")) throw usage_error("give --target-rel or --target-sigma, not both");
-    if (K != 1) throw usage_error("--trials applies to --eb, not to a target");
-    if (a.has("target-rel")) {
-      const double t = parse_double(a.opt.at("target-rel"), "--target-rel");
-      if (!(t > 0) || !std::isfinite(t)) throw usage_error("--target-rel must be > 0");
-      rep.target_sigma = t * rep.grad_rms;
-    } else {
-      rep.target_sigma = parse_double(a.opt.at("target-sigma"), "--target-sigma");
-      if (!(rep.target_sigma > 0) || !std::isfinite(rep.target_sigma)) throw usage_error("--target-sigma must be > 0");
+    if (!xin.empty()) {
+      const em::elementwise_statistics st = em::collect_elementwise_statistics(y, dy.data(), n);
+      t.producer_predicted = std::sqrt(em::elementwise_propagated_weight_grad_mean_square(f, st, eb_abs, y, dy.data(), rows,
+                                                                                        out_features, xin.data(), in_features));
+      std::vector<double> change(n);
+      for (std::size_t i = 0; i < n; ++i) {
+        const double sv = em::detail::as_double(s[i]);
+        change[i] = std::isfinite(sv) ? dy[i] * (em::backward_factor(f, em::detail::as_double(y[i])) - em::backward_factor(f, sv)) : 0.0;
+      }
+      t.producer_measured = producer_rms(change);
     }
-    if (!(rep.grad_rms > 0)) throw input_error("the input gradient is zero: no target relative to it can be met or missed");
-    ebac::value_range range;
-    std::vector<float> xf(n);
-    for (std::size_t i = 0; i < n; ++i) xf[i] = ebac::to_float(s[i]);
-    range.add_block(xf.data(), xf.size());
-    rep.mode = a.has("mode") ? a.opt.at("mode") : "abs";
-    ebac::bound_mode mode = ebac::bound_mode::absolute;
-    if (!ebac::parse_bound_mode(rep.mode, mode)) throw usage_error("unknown --mode '" + rep.mode + "' (expected abs or rel)");
+  };
+  if (a.has("target-rel") || a.has("target-sigma")) {
+    const ebac::bound_mode mode = ge_parse_target(a, rep, K, "input");
+    const ebac::value_range range = ge_value_range(s, n);
     const em::elementwise_statistics st = em::collect_elementwise_statistics(s, dy.data(), n);
     auto sigma_of = [&](double eb_abs) { return std::sqrt(em::elementwise_input_grad_mean_square(f, st, eb_abs)); };
     // First guess: sigma grows about linearly with the bound, slope sigma(1e-3 span) / (1e-3 span).
     const double span = std::max(1e-12, range.span()), probe = 1e-3 * span, at_probe = sigma_of(probe);
-    double guess = at_probe > 0 ? probe * rep.target_sigma / at_probe : probe;
-    if (!(guess > 0) || !std::isfinite(guess)) guess = probe;
-    em::bound_solver solver;
-    solver.eb_max = range.span() > 0 ? range.span() : 0.0;
-    const em::bound_solution sol = solver(rep.target_sigma, guess, sigma_of);
-    if (sol.state != ebac::status::ok) throw input_error("the inverse map found no bound for this target");
-    rep.solver_evaluations = sol.evaluations;
-    rep.solver_predicted = sol.predicted_sigma;
-    ebac::error_bound b{sol.eb, ebac::bound_mode::absolute};
-    if (mode == ebac::bound_mode::relative) {
-      if (!(range.span() > 0)) throw input_error("relative mode needs a non-constant activation");
-      b = {sol.eb / range.span(), ebac::bound_mode::relative};
-    }
-    rep.eb = b.value;
-    ge_trial t;
-    run_once(b, t);
-    rep.trials.push_back(t);
+    ge_solve_and_run(rep, range, mode, at_probe > 0 ? probe * rep.target_sigma / at_probe : probe, sigma_of, run_once);
     return rep;
   }
-  const ebac::error_bound bound = parse_bound(a);
-  rep.mode = std::string(ebac::to_string(bound.mode));
-  rep.eb = bound.value;
-  for (double eb : ge_trial_bounds(bound.value, K)) {
-    ge_trial t;
-    run_once({eb, bound.mode}, t);
-    rep.trials.push_back(t);
-  }
+  ge_forward_trials(a, rep, K, run_once);
   return rep;
 }
 
@@ -545,6 +578,14 @@ void ge_print(const ge_report& r, bool json) {
       j["input_grad_ratio"] = json_number(imeas > 0 ? ipred / imeas : NAN);
       j["input_grad_rms"] = json_number(r.input_grad_rms);
     }
+    if (r.producer_grad_rms >= 0) {
+      const double pp = ge_quadratic_mean(r.trials, &ge_trial::producer_predicted);
+      const double pm = ge_quadratic_mean(r.trials, &ge_trial::producer_measured);
+      j["producer_weight_grad_predicted_sigma"] = json_number(pp);
+      j["producer_weight_grad_measured_sigma"] = json_number(pm);
+      j["producer_weight_grad_ratio"] = json_number(pm > 0 ? pp / pm : NAN);
+      j["producer_weight_grad_rms"] = json_number(r.producer_grad_rms);
+    }
     if (r.target_sigma > 0) {
       j["target_sigma"] = json_number(r.target_sigma);
       j["measured_over_target"] = json_number(meas / r.target_sigma);
@@ -578,9 +619,40 @@ void ge_print(const ge_report& r, bool json) {
   if (norm)
     std::printf("input_grad_predicted_sigma %.6g  input_grad_measured_sigma %.6g  input_grad_ratio %.4f  input_grad_rms %.6g\n", ipred,
                 imeas, imeas > 0 ? ipred / imeas : NAN, r.input_grad_rms);
+  if (r.producer_grad_rms >= 0) {
+    const double pp = ge_quadratic_mean(r.trials, &ge_trial::producer_predicted);
+    const double pm = ge_quadratic_mean(r.trials, &ge_trial::producer_measured);
+    std::printf("producer weight gradient: predicted_sigma %.6g  measured_sigma %.6g  ratio %.4f  grad_rms %.6g\n", pp, pm,
+                pm > 0 ? pp / pm : NAN, r.producer_grad_rms);
+  }
   if (r.target_sigma > 0)
     std::printf("target_sigma %.6g  measured_over_target %.4f  (inverse map: %d evaluations, predicted %.6g)\n", r.target_sigma,
                 meas / r.target_sigma, r.solver_evaluations, r.solver_predicted);
+}
+
+/// Refuses any of `keys` with one error line: "--KEY <reason>".
+void ge_refuse(const args& a, std::initializer_list<const char*> keys, const std::string& reason) {
+  for (const char* k : keys)
+    if (a.has(k)) throw usage_error(std::string("--") + k + " " + reason);
+}
+
+/// The product of every extent but the last `trailing` ones (rows, slices).
+std::uint64_t ge_leading(const ebac::extents& shape, int trailing) {
+  std::uint64_t p = 1;
+  for (int i = 0; i + trailing < shape.rank; ++i) p *= shape.dims[i];
+  return p;
+}
+
+/// --weight-shape of `rank` extents (usage: the form to name when it is not)
+/// whose extent `at` must equal the input's last extent, called `name`.
+ebac::extents ge_weight_shape(const args& a, const ebac::extents& in, int rank, int at, const std::string& usage,
+                              const std::string& name, const std::string& whose) {
+  const ebac::extents w = parse_dims(a.need("weight-shape"));
+  if (w.rank != rank) throw usage_error("--weight-shape of " + usage);
+  if (w.dims[at] != in.dims[in.rank - 1])
+    throw usage_error("--weight-shape " + name + " (" + std::to_string(w.dims[at]) + ") must equal " + whose + " last extent (" +
+                      std::to_string(in.dims[in.rank - 1]) + ")");
+  return w;
 }
 
 }  // namespace
@@ -604,6 +676,8 @@ int cmd_grad_error(int argc, char** argv) {
                                 {"gamma", "--gamma", "batchnorm2d, layernorm: per-channel / per-feature gamma (raw f32)"},
                                 {"eps", "--eps", "batchnorm2d, layernorm: epsilon"},
                                 {"target-rel", "--target-rel", "target sigma relative to the gradient RMS"},
+                                {"producer-input", "--producer-input", "gelu, silu, tanh, sigmoid: input of the linear layer that produced the pre-activation (raw f32, rows x I)"},
+                                {"producer-features", "--producer-features", "I, the producing linear layer's input features"},
                                 {"target-sigma", "--target-sigma", "target sigma"},
                                 threads_option},
                                /*json_flag=*/true);
@@ -614,10 +688,12 @@ int cmd_grad_error(int argc, char** argv) {
   const ebac::extents in_shape = parse_dims(a.need("input-shape"));
   const ebac::dtype t = a.has("dtype") ? parse_dtype_arg(a.opt.at("dtype")) : ebac::dtype::f32;
   if (!ebac::is_floating(t)) throw usage_error("grad-error: --dtype must be f32, f16 or bf16 (activations under a bound)");
+  if (!elementwise)
+    ge_refuse(a, {"producer-input", "producer-features"}, "applies to gelu, silu, tanh and sigmoid only");
   if (elementwise) {
     // The saved tensor (gelu/silu: the input; tanh/sigmoid: the output) and dy share one shape.
-    for (const char* k : {"weight-shape", "stride", "padding", "dilation", "groups", "gamma", "eps"})
-      if (a.has(k)) throw usage_error(std::string("--") + k + " does not apply to an elementwise layer (" + layer + ")");
+    ge_refuse(a, {"weight-shape", "stride", "padding", "dilation", "groups", "gamma", "eps"},
+              "does not apply to an elementwise layer (" + layer + ")");
     ebac_cli::start_threads(threads_arg(a, 0));
     const auto raw = read_array(a.need("activation"), in_shape, t);
     std::uint64_t count = 0;
@@ -635,16 +711,10 @@ int cmd_grad_error(int argc, char** argv) {
   if (layer == "linear") {
     // Rows x features; leading dimensions (batch, tokens, ...) are rows.
     if (in_shape.rank < 2) throw usage_error("--input-shape of a linear layer is N,C (or N,...,C)");
-    const ebac::extents w = parse_dims(a.need("weight-shape"));
-    if (w.rank != 2) throw usage_error("--weight-shape of a linear layer is O,C");
-    std::uint64_t rows = 1;
-    for (int i = 0; i + 1 < in_shape.rank; ++i) rows *= in_shape.dims[i];
-    if (w.dims[1] != in_shape.dims[in_shape.rank - 1])
-      throw usage_error("--weight-shape C (" + std::to_string(w.dims[1]) + ") must equal the input's last extent (" +
-                        std::to_string(in_shape.dims[in_shape.rank - 1]) + ")");
+    const ebac::extents w = ge_weight_shape(a, in_shape, 2, 1, "a linear layer is O,C", "C", "the input's");
+    const std::uint64_t rows = ge_leading(in_shape, 1);
     g = em::conv2d_geometry::linear(static_cast<std::int64_t>(rows), static_cast<std::int64_t>(w.dims[1]), static_cast<std::int64_t>(w.dims[0]));
-    for (const char* k : {"stride", "padding", "dilation", "groups", "gamma", "eps"})
-      if (a.has(k)) throw usage_error(std::string("--") + k + " does not apply to a linear layer");
+    ge_refuse(a, {"stride", "padding", "dilation", "groups", "gamma", "eps"}, "does not apply to a linear layer");
   } else if (layer == "conv2d") {
     if (in_shape.rank != 4) throw usage_error("--input-shape of a conv2d layer is N,C,H,W");
     const ebac::extents w = parse_dims(a.need("weight-shape"));
@@ -663,34 +733,22 @@ int cmd_grad_error(int argc, char** argv) {
     if (g.in_channels % g.groups != 0 || static_cast<std::int64_t>(w.dims[1]) * g.groups != g.in_channels)
       throw usage_error("--weight-shape C/G (" + std::to_string(w.dims[1]) + ") times --groups must equal the input channels (" +
                         std::to_string(g.in_channels) + ")");
-    for (const char* k : {"gamma", "eps"})
-      if (a.has(k)) throw usage_error(std::string("--") + k + " applies to batchnorm2d and layernorm only");
+    ge_refuse(a, {"gamma", "eps"}, "applies to batchnorm2d and layernorm only");
   } else if (layer == "matmul") {
     // C = A B per slice of the leading extents, A saved: [..., M, K] with the other operand K,N.
     if (in_shape.rank < 2) throw usage_error("--input-shape of a matmul is [...,]M,K (the saved operand)");
-    const ebac::extents w = parse_dims(a.need("weight-shape"));
-    if (w.rank != 2) throw usage_error("--weight-shape of a matmul is K,N (the other operand, whose gradient reads the saved one)");
-    if (w.dims[0] != in_shape.dims[in_shape.rank - 1])
-      throw usage_error("--weight-shape K (" + std::to_string(w.dims[0]) + ") must equal the saved operand's last extent (" +
-                        std::to_string(in_shape.dims[in_shape.rank - 1]) + ")");
-    for (const char* k : {"stride", "padding", "dilation", "groups", "gamma", "eps"})
-      if (a.has(k)) throw usage_error(std::string("--") + k + " does not apply to a matmul");
-    std::uint64_t slices = 1;
-    for (int i = 0; i + 2 < in_shape.rank; ++i) slices *= in_shape.dims[i];
+    const ebac::extents w = ge_weight_shape(a, in_shape, 2, 0, "a matmul is K,N (the other operand, whose gradient reads the saved one)",
+                                            "K", "the saved operand's");
+    ge_refuse(a, {"stride", "padding", "dilation", "groups", "gamma", "eps"}, "does not apply to a matmul");
+    const std::uint64_t slices = ge_leading(in_shape, 2);
     g = em::matmul_geometry(static_cast<std::int64_t>(slices), static_cast<std::int64_t>(in_shape.dims[in_shape.rank - 2]),
                             static_cast<std::int64_t>(w.dims[0]), static_cast<std::int64_t>(w.dims[1]));
   } else if (layer == "layernorm") {
     // Normalized over the last extent D; every leading extent (batch, tokens, ...) is a row.
     if (in_shape.rank < 2) throw usage_error("--input-shape of a layernorm layer is N,D (or N,...,D)");
-    const ebac::extents w = parse_dims(a.need("weight-shape"));
-    if (w.rank != 1) throw usage_error("--weight-shape of a layernorm layer is D (its gamma)");
-    if (w.dims[0] != in_shape.dims[in_shape.rank - 1])
-      throw usage_error("--weight-shape D (" + std::to_string(w.dims[0]) + ") must equal the input's last extent (" +
-                        std::to_string(in_shape.dims[in_shape.rank - 1]) + ")");
-    for (const char* k : {"stride", "padding", "dilation", "groups"})
-      if (a.has(k)) throw usage_error(std::string("--") + k + " does not apply to a layernorm layer");
-    std::uint64_t rows = 1;
-    for (int i = 0; i + 1 < in_shape.rank; ++i) rows *= in_shape.dims[i];
+    const ebac::extents w = ge_weight_shape(a, in_shape, 1, 0, "a layernorm layer is D (its gamma)", "D", "the input's");
+    ge_refuse(a, {"stride", "padding", "dilation", "groups"}, "does not apply to a layernorm layer");
+    const std::uint64_t rows = ge_leading(in_shape, 1);
     g = em::layernorm_gamma_geometry(static_cast<std::int64_t>(rows), static_cast<std::int64_t>(w.dims[0]));
   } else {
     if (in_shape.rank != 4) throw usage_error("--input-shape of a batchnorm2d layer is N,C,H,W");

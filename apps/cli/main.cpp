@@ -37,7 +37,7 @@ constexpr const char* usage_text =
     "  ebac eval       ([INPUT] --dtype T --dims D0,... [--pool ...] | --manifest M.tsv) --eb X\n"
     "                  [--mode abs|rel] [--pipeline NAME|all] [--json] [--threads N] [--min-time S]\n"
     "  ebac info       [INPUT]\n"
-    "  ebac grad-error --activation A --grad-output D --layer linear|conv2d|batchnorm2d|layernorm|matmul|gelu|silu|tanh|sigmoid --input-shape N,C[,H,W] [--weight-shape O,C[,KH,KW] (layernorm: D; matmul: K,N; none for gelu|silu|tanh|sigmoid)] [--stride S] [--padding P] [--dilation D] [--groups G] (--eb X [--mode abs|rel] | --target-rel T) [--pipeline NAME] [--trials K] [--json]\n"
+    "  ebac grad-error --activation A --grad-output D --layer linear|conv2d|batchnorm2d|layernorm|matmul|gelu|silu|tanh|sigmoid --input-shape N,C[,H,W] [--weight-shape O,C[,KH,KW] (layernorm: D; matmul: K,N; none for gelu|silu|tanh|sigmoid)] [--stride S] [--padding P] [--dilation D] [--groups G] (--eb X [--mode abs|rel] | --target-rel T) [--producer-input X --producer-features I] [--pipeline NAME] [--trials K] [--json]\n"
     "  ebac --version | --help          (ebac COMMAND --help: that command's options)\n"
     "INPUT is a file, a pipe or '-' for standard input (also --input/-i); OUTPUT\n"
     "(--output/-o) defaults to '-', standard output. Regular output files are\n"

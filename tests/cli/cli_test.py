@@ -1014,6 +1014,23 @@ def layernorm_backward(x, mu, inv, dy, gamma):
     return dgamma, dx
 
 
+def fast_round_trip(src, label, dims, eb, original):
+    """`ebac compress --pipeline fast` + `decompress` of the f32 file src (the
+    stream grad-error checks), as float64 in the original's shape; checks the
+    bound against `original`. The outputs go next to src (label.ebac, label-back.f32)."""
+    stream, back = path(label + ".ebac"), path(label + "-back.f32")
+    for f in (stream, back):
+        if os.path.exists(f):
+            os.remove(f)
+    rc1, _, se1 = run("compress", "--input", src, "--output", stream, "--dtype", "f32", "--dims", ",".join(map(str, dims)),
+                      "--eb", eb, "--pipeline", "fast")
+    rc2, _, se2 = run("decompress", "--input", stream, "--output", back)
+    check(rc1 == 0 and rc2 == 0, f"{label} eb {eb}: compress/decompress failed: {se1} {se2}")
+    y = np.fromfile(back, dtype=np.float32).reshape(original.shape).astype(np.float64)
+    check(np.abs(y - original.astype(np.float64)).max() <= eb, f"{label} eb {eb}: reconstruction breaks the bound")
+    return y
+
+
 def group_grad_error():
     """`grad-error --layer layernorm`, matmul and the elementwise kinds (gelu, tanh): their
     measured errors equal numpy's backward on the stream `compress` writes,
@@ -1041,17 +1058,8 @@ def group_grad_error():
         if rc != 0:
             continue
         j = json.loads(so)
-        stream, back = path("ln.ebac"), path("ln-back.f32")
-        for f in (stream, back):
-            if os.path.exists(f):
-                os.remove(f)
-        rc1, _, se1 = run("compress", "--input", xp, "--output", stream, "--dtype", "f32", "--dims", f"{n},{t},{d}", "--eb", eb,
-                          "--pipeline", "fast")
-        rc2, _, se2 = run("decompress", "--input", stream, "--output", back)
-        check(rc1 == 0 and rc2 == 0, f"layernorm eb {eb}: compress/decompress failed: {se1} {se2}")
-        y = np.fromfile(back, dtype=np.float32).reshape(rows, d)
-        check(np.abs(y.astype(np.float64) - x64).max() <= eb, f"layernorm eb {eb}: reconstruction breaks the bound")
-        dg1, dx1 = layernorm_backward(y.astype(np.float64), mu, inv, dy.astype(np.float64), gamma)
+        y = fast_round_trip(xp, "ln", (n, t, d), eb, x)
+        dg1, dx1 = layernorm_backward(y, mu, inv, dy.astype(np.float64), gamma)
         mg = np.sqrt(((dg1 - dg0) ** 2).mean())
         mx = np.sqrt(((dx1 - dx0) ** 2).mean())
         check(abs(j["measured_sigma"] / mg - 1) < 1e-6, f"layernorm eb {eb}: measured_sigma {j['measured_sigma']} != numpy {mg}")
@@ -1102,16 +1110,7 @@ def group_grad_error():
             if rc != 0:
                 continue
             j = json.loads(so)
-            stream, back = path(f"act-{fn}.ebac"), path(f"act-{fn}-back.f32")
-            for f in (stream, back):
-                if os.path.exists(f):
-                    os.remove(f)
-            rc1, _, se1 = run("compress", "--input", sp, "--output", stream, "--dtype", "f32", "--dims", ",".join(map(str, shape)),
-                              "--eb", eb, "--pipeline", "fast")
-            rc2, _, se2 = run("decompress", "--input", stream, "--output", back)
-            check(rc1 == 0 and rc2 == 0, f"{fn} eb {eb}: compress/decompress failed: {se1} {se2}")
-            y = np.fromfile(back, dtype=np.float32).reshape(shape).astype(np.float64)
-            check(np.abs(y - s64).max() <= eb, f"{fn} eb {eb}: reconstruction breaks the bound")
+            y = fast_round_trip(sp, f"act-{fn}", shape, eb, saved)
             d64 = edy.astype(np.float64)
             measured = np.sqrt(((d64 * (grad(y) - grad(s64))) ** 2).mean())
             check(j["gradient"] == "input" and j["weights"] == 0, f"{fn}: reports {j['gradient']} gradient, {j['weights']} weights")
@@ -1140,15 +1139,7 @@ def group_grad_error():
         if rc != 0:
             continue
         j = json.loads(so)
-        stream, back = path("mm.ebac"), path("mm-back.f32")
-        for f in (stream, back):
-            if os.path.exists(f):
-                os.remove(f)
-        rc1, _, se1 = run("compress", "--input", ap, "--output", stream, "--dtype", "f32", "--dims", f"{g1},{g2},{m},{k}", "--eb", eb,
-                          "--pipeline", "fast")
-        rc2, _, se2 = run("decompress", "--input", stream, "--output", back)
-        check(rc1 == 0 and rc2 == 0, f"matmul eb {eb}: compress/decompress failed: {se1} {se2}")
-        y = np.fromfile(back, dtype=np.float32).reshape(probs.shape).astype(np.float64)
+        y = fast_round_trip(ap, "mm", probs.shape, eb, probs)
         d = np.einsum("abmk,abmn->abkn", y - probs.astype(np.float64), dc.astype(np.float64))
         measured = np.sqrt((d ** 2).mean())
         db = np.einsum("abmk,abmn->abkn", probs.astype(np.float64), dc.astype(np.float64))
@@ -1161,6 +1152,33 @@ def group_grad_error():
     expect_failure("matmul: gamma", mbase + ["--weight-shape", f"{k},{nn}", "--gamma", ap, "--eb", "0.01"], "--gamma", "matmul")
     expect_failure("matmul: short grad-output", mbase + ["--weight-shape", f"{k},{nn * 4}", "--eb", "0.01"],
                    "--grad-output")
+    # --producer-input: the GELU's change carried into the weight gradient of the Linear that produced its input.
+    rows_, fin = shape[0] * shape[1], 48
+    xin = rng.normal(0, 1, (rows_, fin)).astype(np.float32)
+    xinp = path("act-producer.f32")
+    xin.tofile(xinp)
+    gp_ = path("act-gelu.f32")
+    pbase = ["grad-error", "--activation", gp_, "--grad-output", edyp, "--layer", "gelu", "--input-shape", ",".join(map(str, shape))]
+    rc, so, se = run(*pbase, "--producer-input", xinp, "--producer-features", fin, "--eb", 0.03, "--json")
+    check(rc == 0, f"grad-error gelu --producer-input: {se.strip()}")
+    if rc == 0:
+        j = json.loads(so)
+        back = path("act-gelu-back.f32")  # written above at eb 0.03, the same bound
+        y = np.fromfile(back, dtype=np.float32).reshape(rows_, -1).astype(np.float64)
+        s64 = pre.astype(np.float64).reshape(rows_, -1)
+        d64 = edy.astype(np.float64).reshape(rows_, -1)
+        ddw = (d64 * (gelu_grad(y) - gelu_grad(s64))).T @ xin.astype(np.float64)
+        dw = (d64 * gelu_grad(s64)).T @ xin.astype(np.float64)
+        pm = np.sqrt((ddw ** 2).mean())
+        check(abs(j["producer_weight_grad_measured_sigma"] / pm - 1) < 1e-6,
+              f"gelu producer: measured {j['producer_weight_grad_measured_sigma']} != numpy {pm}")
+        check(abs(j["producer_weight_grad_rms"] / np.sqrt((dw ** 2).mean()) - 1) < 1e-6, "gelu producer: grad_rms differs from numpy")
+        check(0.9 <= j["producer_weight_grad_predicted_sigma"] / pm <= 1.1,
+              f"gelu producer: predicted {j['producer_weight_grad_predicted_sigma']} vs measured {pm}")
+    expect_failure("gelu: producer without features", pbase + ["--producer-input", xinp, "--eb", "0.01"], "--producer-features")
+    expect_failure("gelu: short producer input", pbase + ["--producer-input", xinp, "--producer-features", str(fin + 1), "--eb", "0.01"],
+                   "--producer-input")
+    expect_failure("layernorm: producer", base + ["--producer-input", xinp, "--producer-features", "4", "--eb", "0.01"], "--producer-input")
     expect_failure("tanh: not a tanh output", ["grad-error", "--activation", path("act-gelu.f32"), "--grad-output", edyp, "--layer", "tanh",
                                                "--input-shape", ",".join(map(str, shape)), "--eb", "0.01"], "outside", "tanh")
     expect_failure("gelu: short grad-output", ["grad-error", "--activation", path("act-gelu.f32"), "--grad-output", path("ln-dy.f32"),

@@ -24,6 +24,8 @@
 // where in the bin x falls. Exact zeros come back
 // exactly and are left out; under the linear quantizer a reconstructed 0 may
 // also stand for |x| < h, which the model then counts as exact.
+// The change reaches the weight gradient of the linear layer that produced
+// a GELU's or SiLU's input (elementwise_propagated_weight_grad_mean_square).
 // docs/error-model.md section 6.3 has the measured tables.
 #pragma once
 
@@ -151,8 +153,7 @@ elementwise_statistics collect_elementwise_statistics(const S* s, const D* dy, s
   return cdf(b) - cdf(a);
 }
 
-/// The model's E[mean d(dx)^2] at absolute bound eb, from the histogram of
-/// the reconstruction:
+/// q(y) of every histogram bin at absolute bound eb (0 for empty bins):
 ///     q(y) = E_x[(g(y) - g(x))^2],   x over the quantizer bin [y - h, y + h],
 /// h = eb (1 - quantizer_bin_margin), by 8-point Gauss-Legendre at each
 /// histogram bin's centre (q is smooth in y; the histogram is far finer than
@@ -160,9 +161,10 @@ elementwise_statistics collect_elementwise_statistics(const S* s, const D* dy, s
 /// slope from the counts of the two neighbouring quantizer bins: at bounds
 /// near the data's spread the density falls across a bin (most of all in the
 /// first bins around a peak at 0), and a uniform x would under-predict.
-[[nodiscard]] inline double elementwise_input_grad_mean_square(elementwise_function f, const elementwise_statistics& st,
-                                                               double eb) {
-  if (st.weight.empty() || st.elements <= 0 || !(eb > 0)) return 0.0;
+[[nodiscard]] inline std::vector<double> elementwise_bin_change_square(elementwise_function f, const elementwise_statistics& st,
+                                                                       double eb) {
+  std::vector<double> q(st.weight.size(), 0.0);
+  if (st.weight.empty() || !(eb > 0)) return q;
   static constexpr double node[4] = {0.18343464249564980, 0.52553240991632899, 0.79666647741362674, 0.96028985649753623};
   static constexpr double wgt[4] = {0.36268378337836198, 0.31370664587788729, 0.22238103445337447, 0.10122853629037626};
   const double h = eb * (1.0 - quantizer_bin_margin), w = st.bin_width();
@@ -170,9 +172,8 @@ elementwise_statistics collect_elementwise_statistics(const S* s, const D* dy, s
   std::vector<double> cumulative(st.count.size());
   double run = 0;
   for (std::size_t b = 0; b < st.count.size(); ++b) cumulative[b] = run += st.count[b];
-  double sum = 0;
   for (std::size_t b = 0; b < st.weight.size(); ++b) {
-    if (st.weight[b] == 0) continue;
+    if (st.count[b] == 0) continue;
     const double y = st.lo + w * (static_cast<double>(b) + 0.5), gy = backward_factor(f, y);
     // p(x) proportional to 1 + slope (x - y) / h over the bin, |slope| <= 1.
     const double here = elementwise_count_between(st, cumulative, y - h, y + h);
@@ -182,17 +183,65 @@ elementwise_statistics collect_elementwise_statistics(const S* s, const D* dy, s
     // The bin, cut to the values the function can save.
     const double a = std::max(y - h, dom.lo), c = std::min(y + h, dom.hi), mid = (a + c) / 2, half = (c - a) / 2;
     if (!(half > 0)) continue;
-    double q = 0, mass = 0;
+    double sum = 0, mass = 0;
     for (int k = 0; k < 4; ++k)
       for (const double sign : {-1.0, 1.0}) {
         const double x = mid + sign * half * node[k], p = wgt[k] * (1 + slope * (x - y) / h);
         const double d = backward_factor(f, x) - gy;
-        q += p * d * d;
+        sum += p * d * d;
         mass += p;
       }
-    sum += st.weight[b] * q / mass;
+    q[b] = sum / mass;
   }
+  return q;
+}
+
+/// The model's E[mean d(dx)^2] at absolute bound eb: (1/N) sum_b W_b q_b.
+[[nodiscard]] inline double elementwise_input_grad_mean_square(elementwise_function f, const elementwise_statistics& st,
+                                                               double eb) {
+  if (st.weight.empty() || st.elements <= 0 || !(eb > 0)) return 0.0;
+  const std::vector<double> q = elementwise_bin_change_square(f, st, eb);
+  double sum = 0;
+  for (std::size_t b = 0; b < q.size(); ++b) sum += st.weight[b] * q[b];
   return sum / static_cast<double>(st.elements);
+}
+
+/// The bin of the histogram a saved value falls in (values outside the range clamp).
+[[nodiscard]] inline std::size_t elementwise_bin_of(const elementwise_statistics& st, double v) noexcept {
+  const double w = st.bin_width();
+  if (st.weight.empty() || !(w > 0) || !(v > st.lo)) return 0;
+  return std::min(st.weight.size() - 1, static_cast<std::size_t>((v - st.lo) / w));
+}
+
+/// The error carried on into the weight gradient of the linear layer that
+/// produced the saved pre-activation (GELU(x W^T + b): W's gradient is
+/// dW = (dy g(s))^T X, X its input, rows x in_features). d(dx) is
+/// independent from element to element, so with
+///     V_n = sum_o E[d(dx)_no^2] = sum_o dy_no^2 q(s^_no),   S_n = sum_i X_ni^2,
+///     E[mean d(dW)^2] = (1 / (O I)) sum_n V_n S_n
+/// over rows n, O = the saved tensor's last extent, I = in_features. s_hat
+/// and dy are rows x O; x_in is rows x in_features.
+template <class S, class D, class X>
+double elementwise_propagated_weight_grad_mean_square(elementwise_function f, const elementwise_statistics& st, double eb,
+                                                      const S* s_hat, const D* dy, std::int64_t rows, std::int64_t out_features,
+                                                      const X* x_in, std::int64_t in_features) {
+  if (rows <= 0 || out_features <= 0 || in_features <= 0 || !(eb > 0) || st.weight.empty()) return 0.0;
+  const std::vector<double> q = elementwise_bin_change_square(f, st, eb);
+  double sum = 0;
+  for (std::int64_t n = 0; n < rows; ++n) {
+    double v = 0, e = 0;
+    for (std::int64_t o = 0; o < out_features; ++o) {
+      const std::int64_t j = n * out_features + o;
+      const double y = detail::as_double(s_hat[j]), d = detail::as_double(dy[j]);
+      if (y != 0 && std::isfinite(y)) v += d * d * q[elementwise_bin_of(st, y)];
+    }
+    for (std::int64_t i = 0; i < in_features; ++i) {
+      const double xv = detail::as_double(x_in[n * in_features + i]);
+      e += xv * xv;
+    }
+    sum += v * e;
+  }
+  return sum / (static_cast<double>(out_features) * static_cast<double>(in_features));
 }
 
 /// The exact change of dx: dy (g(s^) - g(s)) element by element, its mean
