@@ -499,10 +499,8 @@ ge_report ge_run_elementwise(const args& a, const std::vector<std::byte>& raw, c
       t.producer_predicted = std::sqrt(em::elementwise_propagated_weight_grad_mean_square(f, st, eb_abs, y, dy.data(), rows,
                                                                                         out_features, xin.data(), in_features));
       std::vector<double> change(n);
-      for (std::size_t i = 0; i < n; ++i) {
-        const double sv = em::detail::as_double(s[i]);
-        change[i] = std::isfinite(sv) ? dy[i] * (em::backward_factor(f, em::detail::as_double(y[i])) - em::backward_factor(f, sv)) : 0.0;
-      }
+      for (std::size_t i = 0; i < n; ++i)
+        change[i] = em::elementwise_input_grad_change(f, em::detail::as_double(s[i]), em::detail::as_double(y[i]), dy[i]);
       t.producer_measured = producer_rms(change);
     }
   };

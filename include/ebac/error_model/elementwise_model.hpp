@@ -244,17 +244,20 @@ double elementwise_propagated_weight_grad_mean_square(elementwise_function f, co
   return sum / (static_cast<double>(out_features) * static_cast<double>(in_features));
 }
 
-/// The exact change of dx: dy (g(s^) - g(s)) element by element, its mean
-/// square over the n elements (the measurement the model predicts).
+/// The exact change of dx at one element whose saved value s comes back as
+/// s_hat: dy (g(s_hat) - g(s)); 0 for a non-finite s (stored exactly).
+[[nodiscard]] inline double elementwise_input_grad_change(elementwise_function f, double s, double s_hat, double dy) noexcept {
+  return std::isfinite(s) ? dy * (backward_factor(f, s_hat) - backward_factor(f, s)) : 0.0;
+}
+
+/// Its mean square over n elements (the measurement the model predicts).
 template <class S, class D>
 double elementwise_input_grad_change_mean_square(elementwise_function f, const S* s, const S* s_hat, const D* dy,
                                                  std::size_t n) {
   if (n == 0) return 0.0;
   double sum = 0;
   for (std::size_t i = 0; i < n; ++i) {
-    const double a = detail::as_double(s[i]), b = detail::as_double(s_hat[i]);
-    if (!std::isfinite(a)) continue;
-    const double d = detail::as_double(dy[i]) * (backward_factor(f, b) - backward_factor(f, a));
+    const double d = elementwise_input_grad_change(f, detail::as_double(s[i]), detail::as_double(s_hat[i]), detail::as_double(dy[i]));
     sum += d * d;
   }
   return sum / static_cast<double>(n);

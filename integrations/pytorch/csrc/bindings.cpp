@@ -354,6 +354,24 @@ std::uintptr_t storage_id(const at::Tensor& t) {
   return reinterpret_cast<std::uintptr_t>(t.storage().unsafeGetStorageImpl());
 }
 
+/// d(dx) of an elementwise function (error_model/elementwise_model.hpp) at
+/// every element, float64 shaped like x; CPU float copies as above.
+at::Tensor elementwise_input_grad_change_py(const std::string& fn, const at::Tensor& x, const at::Tensor& y, const at::Tensor& dy) {
+  TORCH_CHECK(x.sizes() == y.sizes() && x.sizes() == dy.sizes(),
+              "ebac_torch: elementwise_input_grad_change takes three tensors of one shape");
+  auto host = [](const at::Tensor& t) { return t.detach().to(at::kCPU).to(at::kFloat).contiguous(); };
+  const at::Tensor xf = host(x), yf = host(y), df = host(dy);
+  at::Tensor out = at::empty(x.sizes(), at::TensorOptions().dtype(at::kDouble));
+  try {
+    py::gil_scoped_release nogil;
+    elementwise_input_grad_change(fn, xf.numel(), xf.data_ptr<float>(), yf.data_ptr<float>(), df.data_ptr<float>(),
+                                  out.data_ptr<double>());
+  } catch (const std::invalid_argument& e) {
+    TORCH_CHECK(false, e.what());
+  }
+  return out;
+}
+
 /// predict_weight_error(x, y, dy, eb_abs, kernel, stride, padding, dilation, groups) -> dict
 /// x, y: a Conv2d's saved input and its reconstruction (N, C, H, W), dy its
 /// output gradient (N, O, Ho, Wo); or, for a Linear, x, y (N, F) and dy (N, O)
@@ -501,6 +519,10 @@ PYBIND11_MODULE(TORCH_EXTENSION_NAME, m) {
         py::arg("gamma"), py::arg("eps"),
         "ebac::error_model::batchnorm_input_grad_change: d(dx) of a training-mode BatchNorm2d whose saved "
         "input x is replaced by y (float64, shaped like x).");
+  m.def("elementwise_input_grad_change", &elementwise_input_grad_change_py, py::arg("fn"), py::arg("x"), py::arg("y"),
+        py::arg("dy"),
+        "ebac::error_model::elementwise_input_grad_change: d(dx) = dy (g(y) - g(x)) of an elementwise function "
+        "(gelu, silu, tanh, sigmoid) whose saved tensor x is replaced by y (float64, shaped like x).");
   m.def("ebac_version", &ebac_version);
   m.def("plan_batch", &plan_batch_py, py::arg("budget_bytes"), py::arg("static_bytes"),
         py::arg("uncompressed_bytes_per_sample"), py::arg("bytes_per_sample"), py::arg("compression_ratio"),

@@ -125,6 +125,13 @@ weight_error_estimate predict_weight_error(const layer_geometry& g, const float*
 void batchnorm_input_grad_change(std::int64_t n, std::int64_t c, std::int64_t plane, const float* x, const float* y,
                                  const float* dy, const float* gamma, double eps, double* out);
 
+/// ebac::error_model::elementwise_input_grad_change at every element: the
+/// change of dx = dy g(x) of an elementwise function (`fn`: gelu, silu, tanh,
+/// sigmoid; x what it saves) when x is replaced by y. std::invalid_argument
+/// for an unknown function.
+void elementwise_input_grad_change(const std::string& fn, std::int64_t n, const float* x, const float* y, const float* dy,
+                                   double* out);
+
 /// ebac::adapt::controller behind a small handle (the torch TU never sees
 /// ebac's headers). Bounds are in whatever unit the caller observes them in
 /// (ebac_torch uses value-range relative bounds).

@@ -1,10 +1,12 @@
 // error_model.cpp - ebac's gradient-error model (include/ebac/error_model)
 // for one Conv2d/Linear layer, from tensors the trainer already has, and the
-// BatchNorm propagation term (error_model/batchnorm_propagation.hpp).
+// BatchNorm propagation term (error_model/batchnorm_propagation.hpp) and the
+// elementwise one (error_model/elementwise_model.hpp).
 // Like host_codec.cpp, it includes no torch header.
 #include "codec_api.hpp"
 
 #include <ebac/error_model/batchnorm_propagation.hpp>
+#include <ebac/error_model/elementwise_model.hpp>
 #include <ebac/error_model/error_statistics.hpp>
 #include <ebac/error_model/flat_mask.hpp>
 #include <ebac/error_model/gradient_statistics.hpp>
@@ -56,6 +58,14 @@ void batchnorm_input_grad_change(std::int64_t n, std::int64_t c, std::int64_t pl
                                  const float* dy, const float* gamma, double eps, double* out) {
   if (ebac::error_model::batchnorm_input_grad_change(n, c, plane, x, y, dy, gamma, eps, out) != ebac::status::ok)
     throw std::invalid_argument("ebac_torch: batchnorm_input_grad_change: empty tensor or negative eps");
+}
+
+void elementwise_input_grad_change(const std::string& fn, std::int64_t n, const float* x, const float* y, const float* dy,
+                                   double* out) {
+  namespace em = ebac::error_model;
+  const auto f = em::parse_elementwise_function(fn);
+  if (!f) throw std::invalid_argument("ebac_torch: elementwise_input_grad_change: unknown function '" + fn + "' (gelu, silu, tanh, sigmoid)");
+  for (std::int64_t i = 0; i < n; ++i) out[i] = em::elementwise_input_grad_change(*f, x[i], y[i], dy[i]);
 }
 
 }  // namespace ebac_torch

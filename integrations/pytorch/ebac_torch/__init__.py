@@ -14,11 +14,11 @@ import torch
 from . import _ext
 from .adaptive import LayerAwareCompression, plan_batch
 from .hooks import _ELEM_CODES, KERNEL_PATHS, _check_kernel_path, compressed_activations, stats
-from .propagation import batchnorm_input_grad_error, propagated_weight_error
+from .propagation import batchnorm_input_grad_error, elementwise_input_grad_error, propagated_weight_error
 
 __all__ = ["compressed_activations", "stats", "LayerAwareCompression", "plan_batch", "compress", "decompress",
            "inspect", "predict_weight_error", "propagated_weight_error", "batchnorm_input_grad_error",
-           "load_extension", "has_cuda", "KERNEL_PATHS", "ebac_version", "__version__"]
+           "elementwise_input_grad_error", "load_extension", "has_cuda", "KERNEL_PATHS", "ebac_version", "__version__"]
 
 __version__ = "0.1.0"
 

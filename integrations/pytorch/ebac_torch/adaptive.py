@@ -26,8 +26,16 @@ convolution's gradient RMS, so the two together land at tau. Layers without
 such a BatchNorm keep tau. With s = 0 BatchNorm inputs are not controlled
 and stay at ``other_bound``, as before.
 
+The same holds for a GELU or SiLU that reads a Linear's (or Conv2d's)
+output, as in a transformer's MLP: its backward reads its saved input for
+dx = dy g(x), so the compression error of that input reaches the Linear's
+weight gradient (docs/error-model.md 6.3). Such an activation is a
+controlled follower like the BatchNorm, with the same split of the budget.
+
 Everything else autograd saves (other non-Conv/Linear inputs, BatchNorms
-that do not follow a Conv2d) is compressed at the fixed ``other_bound``.
+that do not follow a Conv2d, activations that do not follow a layer, a
+GELU's tanh approximation, LayerNorm inputs, attention's operands) is
+compressed at the fixed ``other_bound``.
 
 Observed steps hold each layer's (and each controlled BatchNorm's)
 uncompressed input until ``end_iteration()`` (that is how the error
@@ -54,7 +62,7 @@ import torch
 
 from . import _ext
 from .hooks import _FLOAT_CODES, compressed_activations, stats as _last_stats
-from .propagation import ConvOutputs, propagated_weight_error
+from .propagation import ConvOutputs, elementwise_name, propagated_weight_error
 
 nn = torch.nn
 
@@ -76,9 +84,10 @@ class LayerAwareCompression:
             end_iteration()).
         initial_bound: every layer's relative bound before the first update.
         other_bound: the fixed relative bound of all other saved tensors.
-        propagated_share: share s of each Conv2d's variance budget given to
-            the BatchNorm2d that reads its output (see the module docstring);
-            0 leaves BatchNorm inputs at other_bound.
+        propagated_share: share s of a layer's variance budget given to
+            the BatchNorm2d (after a Conv2d) or GELU/SiLU (after a Linear or
+            Conv2d) that reads its output (see the module docstring); 0 leaves
+            their inputs at other_bound.
         pipeline, min_numel, threads: as for compressed_activations.
         eb_min, eb_max, smoothing, max_step, tolerance: the controller's
             bound_update_config (include/ebac/adapt/bound_update.hpp).
@@ -104,12 +113,14 @@ class LayerAwareCompression:
         self.names = [n for n, _ in self.layers]
         self.tau = float(target_relative_error)
         self.propagated_share = float(propagated_share)
-        # Controlled BatchNorms follow the Conv/Linear layers in the controller
+        # Controlled followers (BatchNorm2d after a Conv2d; GELU/SiLU after a
+        # Linear or Conv2d) follow the Conv/Linear layers in the controller
         # (index len(layers) + j); only those found reading a Conv2d's output are used.
-        self.bns = ([(n, m) for n, m in model.named_modules() if isinstance(m, nn.BatchNorm2d)]
+        self.followers = ([(n, m) for n, m in model.named_modules()
+                           if isinstance(m, nn.BatchNorm2d) or elementwise_name(m) is not None]
                     if self.propagated_share > 0 else [])
-        self.bn_index = {n: j for j, (n, _) in enumerate(self.bns)}
-        self.ctrl = self.C.Controller(len(self.layers) + len(self.bns), target_relative_error, window, initial_bound,
+        self.follower_index = {n: j for j, (n, _) in enumerate(self.followers)}
+        self.ctrl = self.C.Controller(len(self.layers) + len(self.followers), target_relative_error, window, initial_bound,
                                       smoothing, max_step, eb_min, eb_max, tolerance)
         self.session = compressed_activations(initial_bound, "rel", pipeline, model=model, policy=self._policy,
                                               min_numel=min_numel, threads=threads)
@@ -120,29 +131,29 @@ class LayerAwareCompression:
         self._producer = {}        # layer index -> producer name (this step)
         self._given = {}           # producer name -> bound handed out this step
         self._obs = {}             # layer index -> {"x": input, "dy": output gradient}
-        self.bn_pairs = {}         # BatchNorm index -> the Conv2d index whose output it reads (previous step)
+        self.follower_pairs = {}   # follower index -> the layer index whose output it reads (previous step)
         self._next_pairs = {}
-        self._conv_out = ConvOutputs()  # Conv2d outputs of this forward pass -> layer index
-        self._bn_obs = {}          # BatchNorm index -> {"x": input, "dy": output gradient}
+        self._conv_out = ConvOutputs()  # Conv2d/Linear outputs of this forward pass -> layer index
+        self._follower_obs = {}    # follower index -> {"x": input, "dy": output gradient}
         self._handles = []
         self._observing = False
 
     # -- the policy -----------------------------------------------------------
     def bound(self, layer_name):
-        """The controller's current bound for a Conv2d/Linear layer's input (or a controlled BatchNorm's)."""
-        if layer_name in self.bn_index:
-            return self.ctrl.bound(len(self.layers) + self.bn_index[layer_name])
+        """The controller's current bound for a Conv2d/Linear layer's input (or a controlled follower's)."""
+        if layer_name in self.follower_index:
+            return self.ctrl.bound(len(self.layers) + self.follower_index[layer_name])
         return self.ctrl.bound(self.names.index(layer_name))
 
     def _bound_of(self, name, consumers, pairs, bound):
         eb = [bound(i) for i in consumers.get(name, ())]
-        j = self.bn_index.get(name)
+        j = self.follower_index.get(name)
         if j is not None and j in pairs:
             eb.append(bound(len(self.layers) + j))
         return min(eb) if eb else self.other_bound
 
     def _policy(self, name, t):
-        eb = self._bound_of(name, self.consumers, self.bn_pairs, self.ctrl.bound)
+        eb = self._bound_of(name, self.consumers, self.follower_pairs, self.ctrl.bound)
         self._given[name] = eb
         return eb
 
@@ -155,16 +166,16 @@ class LayerAwareCompression:
         self._obs = {}
         self._next_pairs = {}
         self._conv_out.clear()
-        self._bn_obs = {}
+        self._follower_obs = {}
         for i, (name, mod) in enumerate(self.layers):
             self._handles.append(mod.register_forward_pre_hook(
                 lambda m, inp, i=i, name=name: self._pre(i, name, inp)))
             self._handles.append(mod.register_forward_hook(
                 lambda m, inp, out, i=i: self._post(i, m, out)))
-        for j, (name, mod) in enumerate(self.bns):
-            self._handles.append(mod.register_forward_pre_hook(lambda m, inp, j=j: self._bn_pre(j, inp)))
+        for j, (name, mod) in enumerate(self.followers):
+            self._handles.append(mod.register_forward_pre_hook(lambda m, inp, j=j: self._follower_pre(j, inp)))
             if self._observing:
-                self._handles.append(mod.register_forward_hook(lambda m, inp, out, j=j: self._bn_post(j, out)))
+                self._handles.append(mod.register_forward_hook(lambda m, inp, out, j=j: self._follower_post(j, out)))
         self.session.__enter__()
         return self
 
@@ -191,25 +202,25 @@ class LayerAwareCompression:
     def _post(self, i, mod, out):
         if not isinstance(out, torch.Tensor):
             return
-        if self.bns and isinstance(mod, nn.Conv2d):
-            self._conv_out.record(i, out)  # a BatchNorm reading this tensor pairs with layer i
+        if self.followers:
+            self._conv_out.record(i, out)  # a BatchNorm or activation reading this tensor pairs with layer i
         if i in self._obs and out.requires_grad:
             _keep_grad(out, self._obs[i])
 
-    def _bn_pre(self, j, inp):
+    def _follower_pre(self, j, inp):
         x = inp[0] if inp else None
         if not isinstance(x, torch.Tensor):
             return
         i = self._conv_out.producer(x)
-        if i is None:
-            return
+        if i is None or (isinstance(self.followers[j][1], nn.BatchNorm2d) and not isinstance(self.layers[i][1], nn.Conv2d)):
+            return  # a BatchNorm's term is modelled after a Conv2d only
         self._next_pairs[j] = i
         if self._observing and x.is_floating_point() and torch.is_grad_enabled():
-            self._bn_obs[j] = {"x": x.detach()}
+            self._follower_obs[j] = {"x": x.detach()}
 
-    def _bn_post(self, j, out):
-        if j in self._bn_obs and isinstance(out, torch.Tensor) and out.requires_grad:
-            _keep_grad(out, self._bn_obs[j])
+    def _follower_post(self, j, out):
+        if j in self._follower_obs and isinstance(out, torch.Tensor) and out.requires_grad:
+            _keep_grad(out, self._follower_obs[j])
 
     # -- after backward -------------------------------------------------------
     def end_iteration(self):
@@ -221,7 +232,7 @@ class LayerAwareCompression:
 
         if self._next_consumers:
             self.consumers = {k: sorted(set(v)) for k, v in self._next_consumers.items()}
-        if self._next_pairs and self._next_pairs != self.bn_pairs:
+        if self._next_pairs and self._next_pairs != self.follower_pairs:
             self._set_pairs(dict(self._next_pairs))
         if self._observing:
             st = self.session.stats()
@@ -242,9 +253,9 @@ class LayerAwareCompression:
                 grad_rms = _rms(mod.weight.grad)  # this step's gradient, computed with compressed inputs
                 pred = predict_weight_error(mod, x, y, rec["dy"], eb_abs, grad_rms=grad_rms)
                 self.ctrl.observe(i, eb, pred["sigma"], grad_rms, _stored_ratio(st, prod, x, blob))
-            self._observe_batchnorms(st, th)
+            self._observe_followers(st, th)
             self._obs = {}
-            self._bn_obs = {}
+            self._follower_obs = {}
         self.step += 1
         if self.ctrl.end_iteration():
             rep = self.ctrl.report()
@@ -252,10 +263,10 @@ class LayerAwareCompression:
             for k, layer in enumerate(rep["layers"]):
                 if k < len(self.layers):
                     layer["layer"] = self.names[k]
-                elif k - len(self.layers) in self.bn_pairs:  # an unpaired BatchNorm is not controlled
+                elif k - len(self.layers) in self.follower_pairs:  # an unpaired follower is not controlled
                     j = k - len(self.layers)
-                    layer["layer"] = self.bns[j][0]
-                    layer["propagates_to"] = self.names[self.bn_pairs[j]]
+                    layer["layer"] = self.followers[j][0]
+                    layer["propagates_to"] = self.names[self.follower_pairs[j]]
                 else:
                     continue
                 layers.append(layer)
@@ -266,31 +277,31 @@ class LayerAwareCompression:
         return None
 
     def _set_pairs(self, pairs):
-        """Splits the budget of every Conv2d that a controlled BatchNorm reads (module docstring)."""
-        self.bn_pairs = pairs
+        """Splits the budget of every layer that a controlled follower reads (module docstring)."""
+        self.follower_pairs = pairs
         s = self.propagated_share
         paired = set(pairs.values())
         for i in range(len(self.layers)):
             self.ctrl.set_target(i, self.tau * math.sqrt(1.0 - s) if i in paired else self.tau)
-        for j in range(len(self.bns)):
+        for j in range(len(self.followers)):
             self.ctrl.set_target(len(self.layers) + j, self.tau * math.sqrt(s))
 
-    def _observe_batchnorms(self, st, th):
-        """The error each controlled BatchNorm's compressed input adds to its Conv2d's weight gradient."""
-        for j, rec in self._bn_obs.items():
-            i = self.bn_pairs.get(j)
+    def _observe_followers(self, st, th):
+        """The error each controlled follower's compressed input adds to its layer's weight gradient."""
+        for j, rec in self._follower_obs.items():
+            i = self.follower_pairs.get(j)
             conv = self._obs.get(i) if i is not None else None
             if conv is None or "x" not in conv or "dy" not in rec:
                 continue
-            bn_name, bn = self.bns[j]
-            eb = self._given.get(bn_name)
+            f_name, follower = self.followers[j]
+            eb = self._given.get(f_name)
             x = rec["x"]
             if eb is None or x.numel() < self.session.min_numel or x.dtype not in _FLOAT_CODES:
                 continue  # not compressed: nothing to control
             y, blob = self._round_trip(x, eb, th)
-            sigma = propagated_weight_error(self.layers[i][1], conv["x"], bn, x, y, rec["dy"])
+            sigma = propagated_weight_error(self.layers[i][1], conv["x"], follower, x, y, rec["dy"])
             grad_rms = _rms(self.layers[i][1].weight.grad)
-            self.ctrl.observe(len(self.layers) + j, eb, sigma, grad_rms, _stored_ratio(st, bn_name, x, blob))
+            self.ctrl.observe(len(self.layers) + j, eb, sigma, grad_rms, _stored_ratio(st, f_name, x, blob))
 
     def _round_trip(self, x, eb, th):
         """x compressed at relative bound eb with this session's pipeline and back: (reconstruction, blob)."""
@@ -299,19 +310,20 @@ class LayerAwareCompression:
 
     # -- reporting ------------------------------------------------------------
     def bounds(self):
-        """{layer name: current relative bound of its saved input}, then {BatchNorm name: its input's bound}
-        for the controlled BatchNorms (those that read a Conv2d's output)."""
+        """{layer name: current relative bound of its saved input}, then {follower name: its input's bound}
+        for the controlled followers (BatchNorms that read a Conv2d's output, GELU/SiLU that read a
+        Linear's or Conv2d's)."""
         b = {n: self.ctrl.bound(i) for i, n in enumerate(self.names)}
-        for j in sorted(self.bn_pairs):
-            b[self.bns[j][0]] = self.ctrl.bound(len(self.layers) + j)
+        for j in sorted(self.follower_pairs):
+            b[self.followers[j][0]] = self.ctrl.bound(len(self.layers) + j)
         return b
 
     def input_bound(self, layer_name):
         """The bound the layer's saved input gets now (the tightest over the layers sharing it).
 
-        For a BatchNorm's name: the bound of its saved input."""
-        if layer_name in self.bn_index:  # other_bound unless the BatchNorm is controlled
-            return self._bound_of(layer_name, self.consumers, self.bn_pairs, self.ctrl.bound)
+        For a BatchNorm's or activation's name: the bound of its saved input."""
+        if layer_name in self.follower_index:  # other_bound unless the follower is controlled
+            return self._bound_of(layer_name, self.consumers, self.follower_pairs, self.ctrl.bound)
         i = self.names.index(layer_name)
         for idx in self.consumers.values():
             if i in idx:
@@ -321,7 +333,7 @@ class LayerAwareCompression:
     def frozen_policy(self):
         """A policy for compressed_activations with the current bounds, fixed (for probes and sweeps)."""
         consumers = {k: list(v) for k, v in self.consumers.items()}
-        pairs = dict(self.bn_pairs)
+        pairs = dict(self.follower_pairs)
         bounds = [self.ctrl.bound(i) for i in range(self.ctrl.layers())]
 
         def policy(name, t):

@@ -22,6 +22,11 @@ BatchNorms and the residual path) are not included: with them the measured
 error is 0.92-1.18x the prediction on the study's layers, except the stem
 at a fixed rel 1e-2 (1.60x).
 
+The same holds for an elementwise function whose backward reads its saved
+input (GELU, SiLU: dx = dy g(x)): the Linear (or Conv2d) that produced x
+receives d(dx) = dy (g(x^) - g(x)) as part of its output gradient
+(include/ebac/error_model/elementwise_model.hpp, docs/error-model.md 6.3).
+
 `propagated_weight_error` computes this first-order term exactly for one
 step's tensors: the change of dx from ebac's
 include/ebac/error_model/batchnorm_propagation.hpp, then one
@@ -39,11 +44,25 @@ from . import _ext
 nn = torch.nn
 
 
-class ConvOutputs:
-    """Which Conv2d produced a tensor, within one forward pass.
+# Elementwise modules whose backward reads their saved input, and the name
+# ebac's error model knows them by (GELU only in its exact erf form).
+ELEMENTWISE = {nn.GELU: "gelu", nn.SiLU: "silu"}
 
-    record() a Conv2d's output under a key (from a forward hook); producer(x)
-    gives that key back when a BatchNorm's input x is one of them, else None.
+
+def elementwise_name(mod):
+    """ebac's name for an elementwise module whose saved input it models, else None."""
+    name = ELEMENTWISE.get(type(mod))
+    if name == "gelu" and getattr(mod, "approximate", "none") != "none":
+        return None  # the tanh approximation has another derivative
+    return name
+
+
+class ConvOutputs:
+    """Which layer produced a tensor, within one forward pass.
+
+    record() a Conv2d's (or Linear's) output under a key (from a forward
+    hook); producer(x) gives that key back when a BatchNorm's (or
+    activation's) input x is one of them, else None.
     The weak reference tells a later tensor that reuses a freed output's id
     apart, and keeps no output alive.
     """
@@ -81,20 +100,48 @@ def batchnorm_input_grad_error(bn, x, x_hat, grad_output):
     return d.to(x.device)
 
 
+def elementwise_input_grad_error(act, x, x_hat, grad_output):
+    """The change of an elementwise module's input gradient (GELU, SiLU) when its saved input `x` is replaced by `x_hat`.
+
+    dy (g(x_hat) - g(x)) element by element, from ebac's
+    error_model::elementwise_input_grad_change on the CPU in float64; returns
+    a float64 tensor shaped like `x`, on x's device.
+    """
+    name = elementwise_name(act)
+    if name is None:
+        raise TypeError("elementwise_input_grad_error: nn.GELU (approximate='none') or nn.SiLU, got %r" % (act,))
+    if x.shape != x_hat.shape or x.shape != grad_output.shape:
+        raise ValueError("elementwise_input_grad_error: x, x_hat and grad_output must have one shape (got %s, %s, %s)"
+                         % (tuple(x.shape), tuple(x_hat.shape), tuple(grad_output.shape)))
+    return _ext.load().elementwise_input_grad_change(name, x, x_hat, grad_output).to(x.device)
+
+
 def propagated_weight_error(layer, layer_input, bn, bn_input, bn_input_hat, bn_grad_output):
     """RMS error of `layer`'s weight gradient caused by `bn` (which reads the layer's output) storing `bn_input_hat`.
 
-    `layer` is the nn.Conv2d whose output is `bn_input`; `layer_input` is
-    its (exact) input; `bn_grad_output` is dL/d(bn output). First order: the
-    change of the BatchNorm's input gradient (batchnorm_input_grad_error)
-    pushed through the layer's weight-gradient product.
+    `bn` is an nn.BatchNorm2d after an nn.Conv2d, or an elementwise module
+    (nn.GELU, nn.SiLU) after an nn.Linear or nn.Conv2d; `layer` produced
+    `bn_input`; `layer_input` is its (exact) input; `bn_grad_output` is
+    dL/d(bn output). First order: the change of the module's input gradient
+    (batchnorm_input_grad_error, elementwise_input_grad_error) pushed through
+    the layer's weight-gradient product.
     """
-    if not isinstance(layer, nn.Conv2d):
+    if elementwise_name(bn) is not None:
+        d = elementwise_input_grad_error(bn, bn_input, bn_input_hat, bn_grad_output)
+    elif isinstance(layer, nn.Conv2d):
+        d = batchnorm_input_grad_error(bn, bn_input, bn_input_hat, bn_grad_output)
+    else:
         raise TypeError("propagated_weight_error: the layer before a BatchNorm2d must be an nn.Conv2d, got %s"
+                        % type(layer).__name__)
+    if isinstance(layer, nn.Linear):
+        x = layer_input.detach().double().reshape(-1, layer.in_features)
+        dw = d.reshape(-1, layer.out_features).t() @ x
+        return float(dw.pow(2).mean().sqrt())
+    if not isinstance(layer, nn.Conv2d):
+        raise TypeError("propagated_weight_error: the layer before an activation must be an nn.Linear or nn.Conv2d, got %s"
                         % type(layer).__name__)
     if isinstance(layer.padding, str) or layer.padding_mode != "zeros":
         raise ValueError("propagated_weight_error: Conv2d with numeric zero padding only")
-    d = batchnorm_input_grad_error(bn, bn_input, bn_input_hat, bn_grad_output)
     dw = torch.nn.grad.conv2d_weight(layer_input.detach().double(), layer.weight.shape, d, layer.stride,
                                      layer.padding, layer.dilation, layer.groups)
     return float(dw.pow(2).mean().sqrt())

@@ -126,6 +126,42 @@ class LayerAware(unittest.TestCase):
         with self.assertRaises(ValueError):
             ebac_torch.LayerAwareCompression(Net(), propagated_share=1.0)
 
+    def test_gelu_input_shares_the_budget(self):
+        torch.manual_seed(0)
+        model = torch.nn.Sequential()
+        model.add_module("fc1", torch.nn.Linear(32, 128))
+        model.add_module("act", torch.nn.GELU())
+        model.add_module("fc2", torch.nn.Linear(128, 10))
+        opt = torch.optim.SGD(model.parameters(), lr=0.05)
+        la = ebac_torch.LayerAwareCompression(model, target_relative_error=0.2, window=4, observe_every=2,
+                                              initial_bound=1e-2, min_numel=256, propagated_share=0.36)
+        for step in range(16):
+            g = torch.Generator().manual_seed(step)
+            x = torch.randn(32, 8, 32, generator=g)
+            y = torch.randint(0, 10, (32, 8), generator=g)
+            opt.zero_grad()
+            with la:
+                loss = F.cross_entropy(model(x).reshape(-1, 10), y.reshape(-1))
+            loss.backward()
+            la.end_iteration()
+            opt.step()
+        # the GELU reads fc1's output: it is controlled and split fc1's budget
+        self.assertIn("act", la.bounds())
+        last = {l["layer"]: l for l in la.history[-1]["layers"]}
+        self.assertEqual(last["act"]["propagates_to"], "fc1")
+        self.assertAlmostEqual(last["act"]["target_relative_error"], 0.2 * 0.6)
+        self.assertAlmostEqual(last["fc1"]["target_relative_error"], 0.2 * 0.8)
+        self.assertAlmostEqual(last["fc2"]["target_relative_error"], 0.2)
+        self.assertGreater(last["act"]["observations"], 0)
+        self.assertGreater(last["act"]["achieved_relative_error"], 0.0)
+        saved = [d for d in la.stats()["details"] if d["module"] == "act" and "eb" in d]
+        self.assertTrue(saved)
+        self.assertAlmostEqual(saved[0]["eb"], last["act"]["previous_eb"])
+        # a GELU in its tanh form is not modelled: not a follower
+        model.act = torch.nn.GELU(approximate="tanh")
+        la2 = ebac_torch.LayerAwareCompression(model, propagated_share=0.36)
+        self.assertNotIn("act", la2.follower_index)
+
     def test_rejects_model_without_layers(self):
         with self.assertRaises(ValueError):
             ebac_torch.LayerAwareCompression(torch.nn.ReLU())

@@ -48,6 +48,49 @@ class Propagation(unittest.TestCase):
             self.assertGreater(err, 0.0)
             self.assertAlmostEqual(predicted / err, 1.0, delta=1e-3, msg="eb %g: %g vs %g" % (eb, predicted, err))
 
+    def test_gelu_term_matches_autograd_when_only_the_gelu_input_is_compressed(self):
+        # A transformer MLP on tokens: fc1 -> GELU -> fc2; the GELU saves fc1's output.
+        torch.manual_seed(0)
+        model = nn.Sequential()
+        model.add_module("fc1", nn.Linear(24, 96))
+        model.add_module("act", nn.GELU())
+        model.add_module("fc2", nn.Linear(96, 10))
+        x = torch.randn(16, 12, 24)
+        target = torch.randn(16, 12, 10)
+        rec = {}
+        h1 = model.fc1.register_forward_hook(lambda m, i, o: rec.update(a=i[0].detach(), z=o.detach()))
+
+        def keep_dy(m, i, o):  # returns None: a forward hook's return value would replace the output
+            o.register_hook(lambda g: rec.update(dy=g.detach()))
+        h2 = model.act.register_forward_hook(keep_dy)
+
+        def fc1_grad(policy=None, eb=1e-2):
+            model.zero_grad(set_to_none=True)
+            if policy is None:
+                F.mse_loss(model(x), target).backward()
+            else:
+                with ebac_torch.compressed_activations(eb, "rel", "ratio", model=model, policy=policy, min_numel=1000):
+                    loss = F.mse_loss(model(x), target)
+                loss.backward()
+            return model.fc1.weight.grad.detach().double().clone()
+        exact = fc1_grad()
+        h1.remove()
+        h2.remove()
+        for eb in (1e-1, 1e-2):
+            measured = fc1_grad(policy=lambda name, t: eb if name == "act" else None, eb=eb)
+            z_hat = ebac_torch.decompress(ebac_torch.compress(rec["z"], eb, "rel", "ratio"))
+            predicted = ebac_torch.propagated_weight_error(model.fc1, rec["a"], model.act, rec["z"], z_hat, rec["dy"])
+            err = float((measured - exact).pow(2).mean().sqrt())
+            self.assertGreater(err, 0.0)
+            self.assertAlmostEqual(predicted / err, 1.0, delta=1e-3, msg="eb %g: %g vs %g" % (eb, predicted, err))
+        # The change itself is dy (g(z^) - g(z)) with g = GELU' (by autograd here).
+        zz = rec["z"].double().requires_grad_()
+        g0 = torch.autograd.grad(F.gelu(zz).sum(), zz)[0]
+        zh = z_hat.double().requires_grad_()
+        g1 = torch.autograd.grad(F.gelu(zh).sum(), zh)[0]
+        d = ebac_torch.elementwise_input_grad_error(model.act, rec["z"], z_hat, rec["dy"])
+        self.assertLess(float((d - rec["dy"].double() * (g1 - g0)).abs().max()), 1e-6)
+
     def test_exact_input_gives_no_error(self):
         bn = nn.BatchNorm2d(3)
         x = torch.randn(4, 3, 5, 5)
@@ -63,6 +106,12 @@ class Propagation(unittest.TestCase):
             ebac_torch.batchnorm_input_grad_error(bn, x, x[:2], x)
         with self.assertRaisesRegex(TypeError, "Conv2d"):
             ebac_torch.propagated_weight_error(nn.Linear(3, 3), x, bn, x, x, x)
+        with self.assertRaisesRegex(TypeError, "GELU"):
+            ebac_torch.elementwise_input_grad_error(nn.GELU(approximate="tanh"), x, x, x)
+        with self.assertRaisesRegex(ValueError, "one shape"):
+            ebac_torch.elementwise_input_grad_error(nn.GELU(), x, x[:2], x)
+        with self.assertRaisesRegex(TypeError, "Linear or nn.Conv2d"):
+            ebac_torch.propagated_weight_error(nn.ReLU(), x, nn.SiLU(), x, x, x)
 
 
 if __name__ == "__main__":
