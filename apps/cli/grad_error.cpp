@@ -119,6 +119,23 @@ std::vector<double> ge_trial_bounds(double eb, int k) {
   return v;
 }
 
+/// The options every kind reads: --pipeline (default fast, also named in
+/// rep), --threads, --trials.
+struct ge_options {
+  ebac::pipeline_spec spec;
+  int threads = 0;
+  int trials = 1;
+};
+
+ge_options ge_parse_options(const args& a, ge_report& rep) {
+  ge_options o;
+  rep.pipeline = a.has("pipeline") ? a.opt.at("pipeline") : "fast";
+  o.spec = parse_pipeline_arg(rep.pipeline);
+  o.threads = threads_arg(a, 0);
+  o.trials = a.has("trials") ? static_cast<int>(parse_int(a.opt.at("trials"), "--trials", 1, 1000)) : 1;
+  return o;
+}
+
 /// Compresses the saved tensor with the real pipeline at `bound` and
 /// decompresses it: the trial's bound, absolute bound and ratio are filled
 /// in, the reconstruction (same element type and layout) is returned.
@@ -221,10 +238,9 @@ ge_report ge_run(const args& a, const std::vector<std::byte>& raw, const ebac::e
   }
   ge_report rep;
   rep.layer = layer;
-  rep.pipeline = a.has("pipeline") ? a.opt.at("pipeline") : "fast";
-  const ebac::pipeline_spec spec = parse_pipeline_arg(rep.pipeline);
-  const int threads = threads_arg(a, 0);
-  const int K = a.has("trials") ? static_cast<int>(parse_int(a.opt.at("trials"), "--trials", 1, 1000)) : 1;
+  const ge_options o = ge_parse_options(a, rep);
+  const ebac::pipeline_spec& spec = o.spec;
+  const int threads = o.threads, K = o.trials;
   const bool bn = (layer == "batchnorm2d"), ln = (layer == "layernorm");
   const bool norm = bn || ln;  // gamma gradient as a depthwise 1x1 weight gradient, plus the input gradient
 
@@ -434,10 +450,9 @@ ge_report ge_run_elementwise(const args& a, const std::vector<std::byte>& raw, c
   const std::size_t n = raw.size() / sizeof(T);
   ge_report rep;
   rep.layer = layer;
-  rep.pipeline = a.has("pipeline") ? a.opt.at("pipeline") : "fast";
-  const ebac::pipeline_spec spec = parse_pipeline_arg(rep.pipeline);
-  const int threads = threads_arg(a, 0);
-  const int K = a.has("trials") ? static_cast<int>(parse_int(a.opt.at("trials"), "--trials", 1, 1000)) : 1;
+  const ge_options o = ge_parse_options(a, rep);
+  const ebac::pipeline_spec& spec = o.spec;
+  const int threads = o.threads, K = o.trials;
   const em::saved_domain dom = em::domain_of(f);
   double sum_dx2 = 0, sum_dy2 = 0, sum_dy4 = 0;
   for (std::size_t i = 0; i < n; ++i) {
