@@ -505,12 +505,12 @@ ge_report ge_run_elementwise(const args& a, const std::vector<std::byte>& raw, c
     const T* y = reinterpret_cast<const T*>(back.data());
     const double eb_abs = t.eb_abs;
     t.measured = std::sqrt(em::elementwise_input_grad_change_mean_square(f, s, y, dy.data(), n));
-    t.predicted = std::sqrt(em::elementwise_input_grad_mean_square(f, em::collect_elementwise_statistics(y, dy.data(), n), eb_abs));
+    const em::elementwise_statistics st = em::collect_elementwise_statistics(y, dy.data(), n);  // what backward holds
+    t.predicted = std::sqrt(em::elementwise_input_grad_mean_square(f, st, eb_abs));
     t.input_measured = t.measured;
     t.input_predicted = t.predicted;
     t.dof = dof;
     if (!xin.empty()) {
-      const em::elementwise_statistics st = em::collect_elementwise_statistics(y, dy.data(), n);
       t.producer_predicted = std::sqrt(em::elementwise_propagated_weight_grad_mean_square(f, st, eb_abs, y, dy.data(), rows,
                                                                                         out_features, xin.data(), in_features));
       std::vector<double> change(n);

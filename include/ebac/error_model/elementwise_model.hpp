@@ -106,6 +106,13 @@ struct elementwise_statistics {
   }
 };
 
+/// The bin of the histogram a saved value falls in (values outside the range clamp).
+[[nodiscard]] inline std::size_t elementwise_bin_of(const elementwise_statistics& st, double v) noexcept {
+  const double w = st.bin_width();
+  if (st.weight.empty() || !(w > 0) || !(v > st.lo)) return 0;
+  return std::min(st.weight.size() - 1, static_cast<std::size_t>((v - st.lo) / w));
+}
+
 /// One pass over n saved values s and their output gradients dy. Zeros and
 /// non-finite values come back exactly and are left out of the bins.
 template <class S, class D>
@@ -123,13 +130,11 @@ elementwise_statistics collect_elementwise_statistics(const S* s, const D* dy, s
   if (!any) return st;
   st.weight.assign(std::max<std::size_t>(bins, 1), 0.0);
   st.count.assign(st.weight.size(), 0.0);
-  const double w = st.bin_width();
-  const std::size_t last = st.weight.size() - 1;
   for (std::size_t i = 0; i < n; ++i) {
     const double v = detail::as_double(s[i]);
     if (v == 0 || !std::isfinite(v)) continue;
     const double d = detail::as_double(dy[i]);
-    const std::size_t b = w > 0 ? std::min(last, static_cast<std::size_t>((v - st.lo) / w)) : 0;
+    const std::size_t b = elementwise_bin_of(st, v);
     st.weight[b] += d * d;
     st.count[b] += 1;
   }
@@ -204,13 +209,6 @@ elementwise_statistics collect_elementwise_statistics(const S* s, const D* dy, s
   double sum = 0;
   for (std::size_t b = 0; b < q.size(); ++b) sum += st.weight[b] * q[b];
   return sum / static_cast<double>(st.elements);
-}
-
-/// The bin of the histogram a saved value falls in (values outside the range clamp).
-[[nodiscard]] inline std::size_t elementwise_bin_of(const elementwise_statistics& st, double v) noexcept {
-  const double w = st.bin_width();
-  if (st.weight.empty() || !(w > 0) || !(v > st.lo)) return 0;
-  return std::min(st.weight.size() - 1, static_cast<std::size_t>((v - st.lo) / w));
 }
 
 /// The error carried on into the weight gradient of the linear layer that
