@@ -34,6 +34,7 @@ packages=(
   clang libclang-rt-14-dev  # libFuzzer + sanitizer runtimes for the fuzz preset
   llvm-14                   # llvm-symbolizer: sanitizer reports with file:line
   python3-torch python3-matplotlib python3-pip pybind11-dev python3-dev  # ebac_torch tests + smoke study, torch 2.x header check
+  libopenblas0-openmp       # a tuned BLAS under python3-torch (the reference BLAS it links by default: ~4 GFLOPS on 2 cores)
   python3-torchvision       # studies/memory_report.py's torchvision networks (the smoke uses only its own)
   dataset-fashion-mnist     # the smoke study trains on it
   libtorch-dev zlib1g-dev   # examples/01_libtorch_autograd (a C++ trainer including ebac's headers)

@@ -3,8 +3,9 @@
 ``LayerAwareCompression`` wraps ``compressed_activations`` with a policy
 whose bounds come from ``ebac::adapt::controller`` (include/ebac/adapt):
 
-* every Conv2d/Linear layer of the model is a controlled layer; its saved
-  input is compressed with that layer's bound (value-range relative). A
+* every Conv2d/Linear layer (and affine LayerNorm, below) of the model is a
+  controlled layer; its saved input is compressed with that layer's bound
+  (value-range relative). A
   tensor that feeds several layers (a block input read by conv1 and the
   projection shortcut) gets the tightest of their bounds;
 * every ``observe_every`` steps it measures, per layer, the predicted
@@ -32,10 +33,20 @@ dx = dy g(x), so the compression error of that input reaches the Linear's
 weight gradient (docs/error-model.md 6.3). Such an activation is a
 controlled follower like the BatchNorm, with the same split of the budget.
 
-Everything else autograd saves (other non-Conv/Linear inputs, BatchNorms
-that do not follow a Conv2d, activations that do not follow a layer, a
-GELU's tanh approximation, LayerNorm inputs, attention's operands) is
-compressed at the fixed ``other_bound``.
+A LayerNorm with an affine weight (a transformer's ln1, ln2 and final
+LayerNorm) is a controlled layer too. Its backward rebuilds the normalized
+input from the saved input and the exactly saved row statistics, so the
+compression error reaches both its weight gradient and the input gradient it
+sends into the residual stream (docs/error-model.md 6.2). It observes both
+exactly on the held input (ebac_torch.propagation.layernorm_error) and aims
+the larger of the two, each relative to its own RMS (dgamma's, and the
+LayerNorm's own share of the input gradient), at tau: conservative, since
+the residual stream's gradient also carries the skip path's.
+
+Everything else autograd saves (other inputs, BatchNorms that do not follow
+a Conv2d, activations that do not follow a layer, a GELU's tanh
+approximation, attention's operands) is compressed at the fixed
+``other_bound``.
 
 Observed steps hold each layer's (and each controlled BatchNorm's)
 uncompressed input until ``end_iteration()`` (that is how the error
@@ -61,8 +72,8 @@ import math
 import torch
 
 from . import _ext
-from .hooks import _FLOAT_CODES, compressed_activations, stats as _last_stats
-from .propagation import ConvOutputs, elementwise_name, propagated_weight_error
+from .hooks import _FLOAT_CODES, compressed_activations, layernorm_input_round_trip, stats as _last_stats
+from .propagation import ConvOutputs, elementwise_name, layernorm_error, propagated_weight_error
 
 nn = torch.nn
 
@@ -72,7 +83,7 @@ def _rms(t):
 
 
 class LayerAwareCompression:
-    """Per-Conv2d/Linear bounds driven by ebac's controller (see the module docstring).
+    """Per-Conv2d/Linear/LayerNorm bounds driven by ebac's controller (see the module docstring).
 
     Args:
         model: the nn.Module trained (a DDP wrapper is fine).
@@ -107,9 +118,9 @@ class LayerAwareCompression:
         self.observe_every = int(observe_every)
         self.threads = threads
         self.layers = [(n, m) for n, m in model.named_modules()
-                       if isinstance(m, (nn.Conv2d, nn.Linear)) and m.weight is not None]
+                       if isinstance(m, (nn.Conv2d, nn.Linear, nn.LayerNorm)) and m.weight is not None]
         if not self.layers:
-            raise ValueError("LayerAwareCompression: the model has no Conv2d or Linear layer")
+            raise ValueError("LayerAwareCompression: the model has no Conv2d, Linear or affine LayerNorm layer")
         self.names = [n for n, _ in self.layers]
         self.tau = float(target_relative_error)
         self.propagated_share = float(propagated_share)
@@ -140,7 +151,7 @@ class LayerAwareCompression:
 
     # -- the policy -----------------------------------------------------------
     def bound(self, layer_name):
-        """The controller's current bound for a Conv2d/Linear layer's input (or a controlled follower's)."""
+        """The controller's current bound for a Conv2d/Linear/LayerNorm layer's input (or a controlled follower's)."""
         if layer_name in self.follower_index:
             return self.ctrl.bound(len(self.layers) + self.follower_index[layer_name])
         return self.ctrl.bound(self.names.index(layer_name))
@@ -202,7 +213,7 @@ class LayerAwareCompression:
     def _post(self, i, mod, out):
         if not isinstance(out, torch.Tensor):
             return
-        if self.followers:
+        if self.followers and not isinstance(self.layers[i][1], nn.LayerNorm):
             self._conv_out.record(i, out)  # a BatchNorm or activation reading this tensor pairs with layer i
         if i in self._obs and out.requires_grad:
             _keep_grad(out, self._obs[i])
@@ -246,13 +257,22 @@ class LayerAwareCompression:
                 if eb is None or rec["x"].numel() < self.session.min_numel:
                     continue  # not compressed (tiny, or kept raw): nothing to control
                 x = rec["x"]
-                y, blob = self._round_trip(x, eb, th)
-                eb_abs = self.C.inspect(blob)["eb_abs"]
-                if not eb_abs > 0:
-                    continue
                 grad_rms = _rms(mod.weight.grad)  # this step's gradient, computed with compressed inputs
-                pred = predict_weight_error(mod, x, y, rec["dy"], eb_abs, grad_rms=grad_rms)
-                self.ctrl.observe(i, eb, pred["sigma"], grad_rms, _stored_ratio(st, prod, x, blob))
+                rows = (layernorm_input_round_trip(x, mod, eb, "rel", self.pipeline, th)
+                        if isinstance(mod, nn.LayerNorm) and self.session.layernorm_rows else None)
+                if rows is not None:  # stored in the LayerNorm's own units, as the session does
+                    y, stored = rows
+                else:
+                    y, blob = self._round_trip(x, eb, th)
+                    stored = blob.numel()
+                    eb_abs = self.C.inspect(blob)["eb_abs"]
+                    if not eb_abs > 0:
+                        continue
+                if isinstance(mod, nn.LayerNorm):
+                    sigma = grad_rms * _layernorm_relative_error(mod, x, y, rec["dy"])
+                else:
+                    sigma = predict_weight_error(mod, x, y, rec["dy"], eb_abs, grad_rms=grad_rms)["sigma"]
+                self.ctrl.observe(i, eb, sigma, grad_rms, _stored_ratio(st, prod, x, stored))
             self._observe_followers(st, th)
             self._obs = {}
             self._follower_obs = {}
@@ -301,7 +321,7 @@ class LayerAwareCompression:
             y, blob = self._round_trip(x, eb, th)
             sigma = propagated_weight_error(self.layers[i][1], conv["x"], follower, x, y, rec["dy"])
             grad_rms = _rms(self.layers[i][1].weight.grad)
-            self.ctrl.observe(len(self.layers) + j, eb, sigma, grad_rms, _stored_ratio(st, f_name, x, blob))
+            self.ctrl.observe(len(self.layers) + j, eb, sigma, grad_rms, _stored_ratio(st, f_name, x, blob.numel()))
 
     def _round_trip(self, x, eb, th):
         """x compressed at relative bound eb with this session's pipeline and back: (reconstruction, blob)."""
@@ -350,12 +370,19 @@ class LayerAwareCompression:
         return plan_batch(budget_bytes, batch, stats=self.session.stats(), **kw)
 
 
-def _stored_ratio(st, module, x, blob):
-    """The ratio the pass measured for what `module` saved, else that of this round trip's blob."""
+def _stored_ratio(st, module, x, stored_bytes):
+    """The ratio the pass measured for what `module` saved, else that of this round trip's bytes."""
     pm = st["per_module"].get(module)
     if pm and pm.get("stored_bytes"):
         return pm["raw_bytes"] / pm["stored_bytes"]
-    return x.numel() * x.element_size() / max(1, blob.numel())
+    return x.numel() * x.element_size() / max(1, stored_bytes)
+
+
+def _layernorm_relative_error(ln, x, x_hat, dy):
+    """The larger of a LayerNorm's two relative errors: its weight gradient's and its input gradient's."""
+    e = layernorm_error(ln, x, x_hat, dy)
+    rel = [e[k] / e[k + "_grad_rms"] for k in ("weight", "input") if e[k + "_grad_rms"] > 0]
+    return max(rel) if rel else 0.0
 
 
 def _keep_grad(t, rec):

@@ -136,6 +136,24 @@ def _row_normalized(t, ln, eb, mode):
     return x / sigma[:, None], sigma, room / smax
 
 
+def layernorm_input_round_trip(t, ln, eb, mode="rel", pipeline="ratio", threads=None):
+    """A LayerNorm's float32 input `t` compressed and back as a session stores it (``layernorm_rows``).
+
+    Returns (reconstruction shaped like t, stored bytes: the blob and the
+    row scales), or None when t does not qualify for the row path (a session
+    then compresses it like any tensor).
+    """
+    rows = _row_normalized(t, ln, eb, mode)
+    if rows is None:
+        return None
+    C = _ext.load()
+    th = threads if threads is not None else torch.get_num_threads()
+    x_rows, sigma, row_eb = rows
+    blob, strides = C.compress(x_rows, row_eb, "abs", pipeline, th, False)
+    y = C.decompress(blob, list(x_rows.shape), list(strides), _FLOAT_CODES[torch.float32], th)
+    return (y * sigma[:, None]).reshape(t.shape), blob.numel() + _nbytes(sigma)
+
+
 class _Packed:
     """What pack() returns for a non-parameter tensor: a blob or the tensor itself."""
 

@@ -145,3 +145,49 @@ def propagated_weight_error(layer, layer_input, bn, bn_input, bn_input_hat, bn_g
     dw = torch.nn.grad.conv2d_weight(layer_input.detach().double(), layer.weight.shape, d, layer.stride,
                                      layer.padding, layer.dilation, layer.groups)
     return float(dw.pow(2).mean().sqrt())
+
+
+def layernorm_error(ln, x, x_hat, grad_output):
+    """What a LayerNorm's backward gets wrong when its saved input `x` comes back as `x_hat`.
+
+    The forward pass saves the input and, exactly, each row's mean mu and
+    1/s; backward rebuilds xhat = (x - mu) / s from them, then
+
+        dgamma = sum over rows of dy * xhat
+        dx     = 1/s * (g - mean(g) - xhat * mean(g * xhat)),   g = dy * gamma
+
+    (means over the normalized dimensions; docs/error-model.md 6.2). Both
+    are computed here in float64 for `x` and for `x_hat`, with mu and 1/s of
+    the exact `x`, as backward does. Returns {"weight": RMS change of dgamma,
+    "input": RMS change of dx, "weight_grad_rms", "input_grad_rms": the RMS of
+    dgamma and dx themselves}; "weight" and "weight_grad_rms" are 0 without
+    an affine weight.
+    """
+    if not isinstance(ln, nn.LayerNorm):
+        raise TypeError("layernorm_error: nn.LayerNorm, got %s" % type(ln).__name__)
+    k = len(ln.normalized_shape)
+    if x.shape != x_hat.shape or x.shape != grad_output.shape or tuple(x.shape[x.dim() - k:]) != tuple(ln.normalized_shape):
+        raise ValueError("layernorm_error: x, x_hat and grad_output must have one shape ending in %s (got %s, %s, %s)"
+                         % (tuple(ln.normalized_shape), tuple(x.shape), tuple(x_hat.shape), tuple(grad_output.shape)))
+    dims = tuple(range(x.dim() - k, x.dim()))
+    x = x.detach().double()
+    dy = grad_output.detach().double()
+    mu = x.mean(dim=dims, keepdim=True)
+    rstd = (x.var(dim=dims, unbiased=False, keepdim=True) + ln.eps).rsqrt()
+    gamma = ln.weight.detach().double() if ln.weight is not None else None
+    g = dy * gamma if gamma is not None else dy
+
+    def backward(saved):
+        xhat = (saved.detach().double() - mu) * rstd
+        dx = rstd * (g - g.mean(dim=dims, keepdim=True) - xhat * (g * xhat).mean(dim=dims, keepdim=True))
+        dgamma = (dy * xhat).reshape(-1, *ln.normalized_shape).sum(0)
+        return dx, dgamma
+
+    dx, dgamma = backward(x)
+    dx_hat, dgamma_hat = backward(x_hat)
+
+    def rms(t):
+        return float(t.pow(2).mean().sqrt()) if t.numel() else 0.0
+    affine = gamma is not None
+    return {"weight": rms(dgamma_hat - dgamma) if affine else 0.0, "input": rms(dx_hat - dx),
+            "weight_grad_rms": rms(dgamma) if affine else 0.0, "input_grad_rms": rms(dx)}

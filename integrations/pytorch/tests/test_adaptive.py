@@ -162,6 +162,50 @@ class LayerAware(unittest.TestCase):
         la2 = ebac_torch.LayerAwareCompression(model, propagated_share=0.36)
         self.assertNotIn("act", la2.follower_index)
 
+    def test_layernorm_is_a_controlled_layer(self):
+        torch.manual_seed(0)
+        model = torch.nn.Sequential()
+        model.add_module("ln", torch.nn.LayerNorm(32))
+        model.add_module("fc", torch.nn.Linear(32, 10))
+        opt = torch.optim.SGD(model.parameters(), lr=0.05)
+        la = ebac_torch.LayerAwareCompression(model, target_relative_error=0.2, window=4, observe_every=2,
+                                              initial_bound=1e-2, min_numel=256)
+        for step in range(16):
+            g = torch.Generator().manual_seed(step)
+            x = torch.randn(32, 8, 32, generator=g) * 2 + 1
+            y = torch.randint(0, 10, (32, 8), generator=g)
+            opt.zero_grad()
+            with la:
+                loss = F.cross_entropy(model(x).reshape(-1, 10), y.reshape(-1))
+            loss.backward()
+            la.end_iteration()
+            opt.step()
+        self.assertIn("ln", la.bounds())
+        last = {l["layer"]: l for l in la.history[-1]["layers"]}
+        self.assertAlmostEqual(last["ln"]["target_relative_error"], 0.2)
+        self.assertGreater(last["ln"]["observations"], 0)
+        # what it observed: the larger relative error of dgamma and dx at the bound it used, by autograd
+        saved = [d for d in la.stats()["details"] if d["module"] == "ln" and "eb" in d]
+        self.assertTrue(saved)
+        eb = saved[0]["eb"]
+        self.assertAlmostEqual(eb, last["ln"]["previous_eb"])
+        x = torch.randn(32, 8, 32, generator=torch.Generator().manual_seed(99)) * 2 + 1
+        x_hat = ebac_torch.decompress(ebac_torch.compress(x, eb, "rel", "ratio"))
+        dy = torch.randn(32, 8, 32, generator=torch.Generator().manual_seed(98))
+
+        def by_autograd(inp):  # mean and 1/s of the exact x, as torch saves them
+            mu = x.double().mean(-1, keepdim=True)
+            rstd = (x.double().var(-1, unbiased=False, keepdim=True) + model.ln.eps).rsqrt()
+            xx = inp.double().requires_grad_()
+            w = model.ln.weight.detach().double().requires_grad_()
+            out = ((xx - mu) * rstd) * w
+            return torch.autograd.grad(out, (xx, w), dy.double())
+        # with mu, rstd held fixed autograd's dx is not the LayerNorm's, so only dgamma is checked this way
+        _, g0 = by_autograd(x)
+        _, g1 = by_autograd(x_hat)
+        e = ebac_torch.propagation.layernorm_error(model.ln, x, x_hat, dy)
+        self.assertAlmostEqual(e["weight"], float((g1 - g0).pow(2).mean().sqrt()), delta=1e-9)
+
     def test_rejects_model_without_layers(self):
         with self.assertRaises(ValueError):
             ebac_torch.LayerAwareCompression(torch.nn.ReLU())

@@ -91,6 +91,48 @@ class Propagation(unittest.TestCase):
         d = ebac_torch.elementwise_input_grad_error(model.act, rec["z"], z_hat, rec["dy"])
         self.assertLess(float((d - rec["dy"].double() * (g1 - g0)).abs().max()), 1e-6)
 
+    def test_layernorm_error_matches_autograd_when_only_its_input_is_compressed(self):
+        # A pre-LN sublayer: LayerNorm -> Linear. Only the LayerNorm's saved input
+        # is compressed (its row statistics stay exact, as torch saves them).
+        torch.manual_seed(0)
+        model = nn.Sequential()
+        model.add_module("ln", nn.LayerNorm(48))
+        model.add_module("fc", nn.Linear(48, 10))
+        with torch.no_grad():  # gamma away from 1, so a wrong scale would show
+            model.ln.weight.uniform_(0.5, 2.0)
+            model.ln.bias.uniform_(-0.5, 0.5)
+        x0 = torch.randn(16, 12, 48) * 3 + torch.linspace(-2, 2, 48)
+        target = torch.randn(16, 12, 10)
+        rec = {}
+
+        def keep_dy(m, i, o):  # returns None: a forward hook's return value would replace the output
+            o.register_hook(lambda g: rec.update(dy=g.detach()))
+        h = model.ln.register_forward_hook(keep_dy)
+
+        def grads(policy=None, eb=1e-2):
+            model.zero_grad(set_to_none=True)
+            x = x0.clone().requires_grad_()  # a leaf that requires grad is saved by reference, like a parameter:
+            if policy is None:                # the LayerNorm reads x * 1
+                F.mse_loss(model(x * 1), target).backward()
+            else:
+                with ebac_torch.compressed_activations(eb, "rel", "ratio", model=model, policy=policy, min_numel=1000):
+                    loss = F.mse_loss(model(x * 1), target)
+                loss.backward()
+            return model.ln.weight.grad.detach().double().clone(), x.grad.detach().double().clone()
+        g0, dx0 = grads()
+        h.remove()
+        for eb in (1e-1, 1e-2):
+            g1, dx1 = grads(policy=lambda name, t: eb if name == "ln" else None, eb=eb)
+            # the session stores a LayerNorm's input row by row in its own units
+            x_hat, _ = ebac_torch.hooks.layernorm_input_round_trip(x0, model.ln, eb, "rel", "ratio")
+            e = ebac_torch.propagation.layernorm_error(model.ln, x0, x_hat, rec["dy"])
+            for key, got, exact in (("weight", g1, g0), ("input", dx1, dx0)):
+                err = float((got - exact).pow(2).mean().sqrt())
+                self.assertGreater(err, 0.0)
+                self.assertAlmostEqual(e[key] / err, 1.0, delta=1e-3, msg="%s, eb %g: %g vs %g" % (key, eb, e[key], err))
+            self.assertAlmostEqual(e["weight_grad_rms"], float(g0.pow(2).mean().sqrt()), delta=1e-6 * e["weight_grad_rms"])
+            self.assertAlmostEqual(e["input_grad_rms"], float(dx0.pow(2).mean().sqrt()), delta=1e-6 * e["input_grad_rms"])
+
     def test_exact_input_gives_no_error(self):
         bn = nn.BatchNorm2d(3)
         x = torch.randn(4, 3, 5, 5)
@@ -112,6 +154,10 @@ class Propagation(unittest.TestCase):
             ebac_torch.elementwise_input_grad_error(nn.GELU(), x, x[:2], x)
         with self.assertRaisesRegex(TypeError, "Linear or nn.Conv2d"):
             ebac_torch.propagated_weight_error(nn.ReLU(), x, nn.SiLU(), x, x, x)
+        with self.assertRaisesRegex(TypeError, "LayerNorm"):
+            ebac_torch.propagation.layernorm_error(bn, x, x, x)
+        with self.assertRaisesRegex(ValueError, "ending in"):
+            ebac_torch.propagation.layernorm_error(nn.LayerNorm(4), x, x, x)
 
 
 if __name__ == "__main__":
