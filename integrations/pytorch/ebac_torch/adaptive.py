@@ -43,10 +43,21 @@ the larger of the two, each relative to its own RMS (dgamma's, and the
 LayerNorm's own share of the input gradient), at tau: conservative, since
 the residual stream's gradient also carries the skip path's.
 
+A module that saves tensors in its own forward and owns Linear (or Conv2d)
+children, as an attention module does (Q, K, the softmax output and V are
+saved by its own matmuls; qkv and proj are its children), is an *operand
+group*: with ``propagated_share`` > 0 its own saved tensors get one
+controlled bound. Their errors reach the gradient it hands its qkv
+projection, so that child splits its budget with the group like a layer
+with a follower. The group is observed by replaying the module on its held
+input, exactly and with its own saved tensors round-tripped
+(ebac_torch.propagation.operand_error), and the child with the largest
+relative weight-gradient change is the one that counts.
+
 Everything else autograd saves (other inputs, BatchNorms that do not follow
 a Conv2d, activations that do not follow a layer, a GELU's tanh
-approximation, attention's operands) is compressed at the fixed
-``other_bound``.
+approximation, what the model's root module saves itself) is compressed at
+the fixed ``other_bound``.
 
 Observed steps hold each layer's (and each controlled BatchNorm's)
 uncompressed input until ``end_iteration()`` (that is how the error
@@ -73,7 +84,7 @@ import torch
 
 from . import _ext
 from .hooks import _FLOAT_CODES, compressed_activations, layernorm_input_round_trip, stats as _last_stats
-from .propagation import ConvOutputs, elementwise_name, layernorm_error, propagated_weight_error
+from .propagation import ConvOutputs, elementwise_name, layernorm_error, operand_error, propagated_weight_error
 
 nn = torch.nn
 
@@ -131,8 +142,22 @@ class LayerAwareCompression:
                            if isinstance(m, nn.BatchNorm2d) or elementwise_name(m) is not None]
                     if self.propagated_share > 0 else [])
         self.follower_index = {n: j for j, (n, _) in enumerate(self.followers)}
-        self.ctrl = self.C.Controller(len(self.layers) + len(self.followers), target_relative_error, window, initial_bound,
-                                      smoothing, max_step, eb_min, eb_max, tolerance)
+        # Operand groups (module docstring): non-root modules with a controlled Conv2d/Linear child,
+        # controlled once their own code is seen saving tensors (index len(layers) + len(followers) + g).
+        layer_ids = {id(m): i for i, (_, m) in enumerate(self.layers)}
+        self.groups = []         # (name, module, [indices of its child layers])
+        if self.propagated_share > 0:
+            for n, m in model.named_modules():
+                kids = [layer_ids[id(c)] for c in m.children() if id(c) in layer_ids and not isinstance(c, nn.LayerNorm)]
+                if n and kids and id(m) not in layer_ids:
+                    self.groups.append((n, m, kids))
+        self.group_index = {n: g for g, (n, _, _) in enumerate(self.groups)}
+        # group -> indices of the children its error reached when last observed (empty before), for the
+        # groups whose own code saved a compressible tensor on the previous step
+        self.active_groups = {}
+        self._next_active = set()
+        self.ctrl = self.C.Controller(len(self.layers) + len(self.followers) + len(self.groups), target_relative_error,
+                                      window, initial_bound, smoothing, max_step, eb_min, eb_max, tolerance)
         self.session = compressed_activations(initial_bound, "rel", pipeline, model=model, policy=self._policy,
                                               min_numel=min_numel, threads=threads)
         self.step = 0
@@ -146,24 +171,36 @@ class LayerAwareCompression:
         self._next_pairs = {}
         self._conv_out = ConvOutputs()  # Conv2d/Linear outputs of this forward pass -> layer index
         self._follower_obs = {}    # follower index -> {"x": input, "dy": output gradient}
+        self._group_obs = {}       # group index -> {"x": input, "dy": output gradient}
         self._handles = []
         self._observing = False
 
     # -- the policy -----------------------------------------------------------
     def bound(self, layer_name):
-        """The controller's current bound for a Conv2d/Linear/LayerNorm layer's input (or a controlled follower's)."""
+        """The controller's current bound for a Conv2d/Linear/LayerNorm layer's input (or a controlled follower's,
+        or an operand group's own saved tensors)."""
         if layer_name in self.follower_index:
             return self.ctrl.bound(len(self.layers) + self.follower_index[layer_name])
+        if layer_name in self.group_index:
+            return self.ctrl.bound(self._group_slot(self.group_index[layer_name]))
         return self.ctrl.bound(self.names.index(layer_name))
 
-    def _bound_of(self, name, consumers, pairs, bound):
+    def _group_slot(self, g):
+        return len(self.layers) + len(self.followers) + g
+
+    def _bound_of(self, name, consumers, pairs, bound, active=None):
         eb = [bound(i) for i in consumers.get(name, ())]
         j = self.follower_index.get(name)
         if j is not None and j in pairs:
             eb.append(bound(len(self.layers) + j))
+        g = self.group_index.get(name)
+        if g is not None and g in (self.active_groups if active is None else active):
+            eb.append(bound(self._group_slot(g)))
         return min(eb) if eb else self.other_bound
 
     def _policy(self, name, t):
+        if name in self.group_index:
+            self._next_active.add(self.group_index[name])
         eb = self._bound_of(name, self.consumers, self.follower_pairs, self.ctrl.bound)
         self._given[name] = eb
         return eb
@@ -178,6 +215,12 @@ class LayerAwareCompression:
         self._next_pairs = {}
         self._conv_out.clear()
         self._follower_obs = {}
+        self._group_obs = {}
+        self._next_active = set()
+        if self._observing:
+            for g, (_, mod, _) in enumerate(self.groups):
+                self._handles.append(mod.register_forward_pre_hook(lambda m, inp, g=g: self._group_pre(g, inp)))
+                self._handles.append(mod.register_forward_hook(lambda m, inp, out, g=g: self._group_post(g, out)))
         for i, (name, mod) in enumerate(self.layers):
             self._handles.append(mod.register_forward_pre_hook(
                 lambda m, inp, i=i, name=name: self._pre(i, name, inp)))
@@ -233,6 +276,14 @@ class LayerAwareCompression:
         if j in self._follower_obs and isinstance(out, torch.Tensor) and out.requires_grad:
             _keep_grad(out, self._follower_obs[j])
 
+    def _group_pre(self, g, inp):
+        if len(inp) == 1 and isinstance(inp[0], torch.Tensor) and inp[0].is_floating_point() and torch.is_grad_enabled():
+            self._group_obs[g] = {"x": inp[0].detach()}
+
+    def _group_post(self, g, out):
+        if g in self._group_obs and isinstance(out, torch.Tensor) and out.requires_grad:
+            _keep_grad(out, self._group_obs[g])
+
     # -- after backward -------------------------------------------------------
     def end_iteration(self):
         """Feeds this step's observations to the controller; call after backward.
@@ -243,6 +294,9 @@ class LayerAwareCompression:
 
         if self._next_consumers:
             self.consumers = {k: sorted(set(v)) for k, v in self._next_consumers.items()}
+        if self._next_active and self._next_active != set(self.active_groups):
+            self.active_groups = {g: self.active_groups.get(g, set()) for g in self._next_active}
+            self._set_pairs(self.follower_pairs)
         if self._next_pairs and self._next_pairs != self.follower_pairs:
             self._set_pairs(dict(self._next_pairs))
         if self._observing:
@@ -274,8 +328,10 @@ class LayerAwareCompression:
                     sigma = predict_weight_error(mod, x, y, rec["dy"], eb_abs, grad_rms=grad_rms)["sigma"]
                 self.ctrl.observe(i, eb, sigma, grad_rms, _stored_ratio(st, prod, x, stored))
             self._observe_followers(st, th)
+            self._observe_groups(st, th)
             self._obs = {}
             self._follower_obs = {}
+            self._group_obs = {}
         self.step += 1
         if self.ctrl.end_iteration():
             rep = self.ctrl.report()
@@ -287,6 +343,10 @@ class LayerAwareCompression:
                     j = k - len(self.layers)
                     layer["layer"] = self.followers[j][0]
                     layer["propagates_to"] = self.names[self.follower_pairs[j]]
+                elif k - len(self.layers) - len(self.followers) in self.active_groups:
+                    g = k - len(self.layers) - len(self.followers)
+                    layer["layer"] = self.groups[g][0]
+                    layer["propagates_to"] = ", ".join(self.names[i] for i in sorted(self.active_groups[g]))
                 else:
                     continue
                 layers.append(layer)
@@ -297,13 +357,16 @@ class LayerAwareCompression:
         return None
 
     def _set_pairs(self, pairs):
-        """Splits the budget of every layer that a controlled follower reads (module docstring)."""
+        """Splits the budget of every layer that a controlled follower reads, or whose
+        operand group is controlled (module docstring)."""
         self.follower_pairs = pairs
         s = self.propagated_share
         paired = set(pairs.values())
+        for reached in self.active_groups.values():
+            paired.update(reached)
         for i in range(len(self.layers)):
             self.ctrl.set_target(i, self.tau * math.sqrt(1.0 - s) if i in paired else self.tau)
-        for j in range(len(self.followers)):
+        for j in range(len(self.followers) + len(self.groups)):
             self.ctrl.set_target(len(self.layers) + j, self.tau * math.sqrt(s))
 
     def _observe_followers(self, st, th):
@@ -323,6 +386,25 @@ class LayerAwareCompression:
             grad_rms = _rms(self.layers[i][1].weight.grad)
             self.ctrl.observe(len(self.layers) + j, eb, sigma, grad_rms, _stored_ratio(st, f_name, x, blob.numel()))
 
+    def _observe_groups(self, st, th):
+        """The error each controlled operand group's own saved tensors add to its children's weight gradients."""
+        for g, rec in self._group_obs.items():
+            name, mod, kids = self.groups[g]
+            eb = self._given.get(name)
+            if g not in self.active_groups or eb is None or "dy" not in rec:
+                continue
+            err = operand_error(mod, rec["x"], rec["dy"], eb, self.pipeline, th, self.session.min_numel)
+            reached = {i for i in kids if err.get(self.names[i].rsplit(".", 1)[-1], (0.0, 0.0))[0] > 0}
+            if reached != self.active_groups[g]:  # only the children it reaches share their budget with it
+                self.active_groups[g] = reached
+                self._set_pairs(self.follower_pairs)
+            worst = max(((e, r) for e, r in err.values() if r > 0), key=lambda er: er[0] / er[1], default=None)
+            if worst is None:
+                continue
+            pm = st["per_module"].get(name) or {}
+            ratio = pm["raw_bytes"] / pm["stored_bytes"] if pm.get("stored_bytes") else 1.0
+            self.ctrl.observe(self._group_slot(g), eb, worst[0], worst[1], ratio)
+
     def _round_trip(self, x, eb, th):
         """x compressed at relative bound eb with this session's pipeline and back: (reconstruction, blob)."""
         blob, strides = self.C.compress(x, eb, "rel", self.pipeline, th, False)
@@ -332,17 +414,21 @@ class LayerAwareCompression:
     def bounds(self):
         """{layer name: current relative bound of its saved input}, then {follower name: its input's bound}
         for the controlled followers (BatchNorms that read a Conv2d's output, GELU/SiLU that read a
-        Linear's or Conv2d's)."""
+        Linear's or Conv2d's), then {group name: the bound of its own saved tensors} for the controlled
+        operand groups (an attention module's Q, K, softmax output and V)."""
         b = {n: self.ctrl.bound(i) for i, n in enumerate(self.names)}
         for j in sorted(self.follower_pairs):
             b[self.followers[j][0]] = self.ctrl.bound(len(self.layers) + j)
+        for g in sorted(self.active_groups):
+            b[self.groups[g][0]] = self.ctrl.bound(self._group_slot(g))
         return b
 
     def input_bound(self, layer_name):
         """The bound the layer's saved input gets now (the tightest over the layers sharing it).
 
-        For a BatchNorm's or activation's name: the bound of its saved input."""
-        if layer_name in self.follower_index:  # other_bound unless the follower is controlled
+        For a BatchNorm's or activation's name: the bound of its saved input; for an operand group's,
+        that of the tensors its own code saves."""
+        if layer_name in self.follower_index or layer_name in self.group_index:  # other_bound unless controlled
             return self._bound_of(layer_name, self.consumers, self.follower_pairs, self.ctrl.bound)
         i = self.names.index(layer_name)
         for idx in self.consumers.values():
@@ -355,9 +441,10 @@ class LayerAwareCompression:
         consumers = {k: list(v) for k, v in self.consumers.items()}
         pairs = dict(self.follower_pairs)
         bounds = [self.ctrl.bound(i) for i in range(self.ctrl.layers())]
+        active = set(self.active_groups)
 
         def policy(name, t):
-            return self._bound_of(name, consumers, pairs, bounds.__getitem__)
+            return self._bound_of(name, consumers, pairs, bounds.__getitem__, active)
         return policy
 
     def stats(self):

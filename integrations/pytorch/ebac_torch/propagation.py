@@ -191,3 +191,70 @@ def layernorm_error(ln, x, x_hat, grad_output):
     affine = gamma is not None
     return {"weight": rms(dgamma_hat - dgamma) if affine else 0.0, "input": rms(dx_hat - dx),
             "weight_grad_rms": rms(dgamma) if affine else 0.0, "input_grad_rms": rms(dx)}
+
+
+def operand_error(module, x, grad_output, eb, pipeline="ratio", threads=None, min_numel=4096):
+    """What compressing a module's *own* saved tensors does to its child layers' weight gradients.
+
+    An attention module computes its scores, softmax and P V in its own
+    forward: what those operations save (Q, K, the softmax output, V) is
+    attributed to the module itself, while its projections (child Linear
+    layers) save their own inputs. The errors of the operands reach the
+    gradient the module hands its qkv projection (docs/error-model.md 6.4),
+    and from there that projection's weight gradient.
+
+    This replays the module on its held input `x` twice with one RNG state
+    (dropout draws one mask): exact, and with every float tensor of at least
+    `min_numel` elements that the module's own code saves compressed at
+    relative bound `eb` and back (what a session stores); tensors its
+    children save stay exact. Backward takes `grad_output`. Returns
+    {child name: (RMS change of its weight gradient, RMS of the exact one)}
+    for every direct child with a weight that the change reaches.
+    """
+    from .hooks import _FLOAT_CODES  # noqa: PLC0415 (hooks imports this module)
+
+    C = _ext.load()
+    th = threads if threads is not None else torch.get_num_threads()
+    children = [(n, c) for n, c in module.named_children()
+                if isinstance(getattr(c, "weight", None), torch.Tensor) and c.weight.requires_grad]
+    if not children:
+        return {}
+    depth = [0]
+    handles = []
+    for sub in module.modules():
+        if sub is not module:
+            handles.append(sub.register_forward_pre_hook(lambda m, i: depth.__setitem__(0, depth[0] + 1)))
+            handles.append(sub.register_forward_hook(lambda m, i, o: depth.__setitem__(0, depth[0] - 1)))
+
+    def round_trip(t):
+        if (depth[0] != 0 or t.dtype not in _FLOAT_CODES or t.numel() < min_numel or t.device.type != "cpu"
+                or (t.requires_grad and t.is_leaf)):
+            return t
+        blob, strides = C.compress(t.detach(), eb, "rel", pipeline, th, False)
+        return C.decompress(blob, list(t.shape), list(strides), _FLOAT_CODES[t.dtype], th)
+
+    def grads(compress):
+        if compress:
+            with torch.autograd.graph.saved_tensors_hooks(round_trip, lambda t: t):
+                out = module(x.detach())
+        else:
+            out = module(x.detach())
+        return torch.autograd.grad(out, [c.weight for _, c in children], grad_output, allow_unused=True)
+
+    rng = torch.get_rng_state()
+    try:
+        with torch.random.fork_rng(devices=[]):
+            torch.set_rng_state(rng)
+            exact = grads(False)
+            torch.set_rng_state(rng)
+            approx = grads(True)
+    finally:
+        for h in handles:
+            h.remove()
+    out = {}
+    for (n, _), g0, g1 in zip(children, exact, approx):
+        if g0 is None or g1 is None:
+            continue
+        g0, g1 = g0.double(), g1.double()
+        out[n] = (float((g1 - g0).pow(2).mean().sqrt()), float(g0.pow(2).mean().sqrt()))
+    return out

@@ -206,6 +206,41 @@ class LayerAware(unittest.TestCase):
         e = ebac_torch.propagation.layernorm_error(model.ln, x, x_hat, dy)
         self.assertAlmostEqual(e["weight"], float((g1 - g0).pow(2).mean().sqrt()), delta=1e-9)
 
+    def test_attention_operands_are_a_controlled_group(self):
+        from test_propagation import TinyAttention
+        torch.manual_seed(0)
+        model = torch.nn.Sequential()
+        model.add_module("attn", TinyAttention())
+        model.add_module("head", torch.nn.Linear(32, 10))
+        opt = torch.optim.SGD(model.parameters(), lr=0.05)
+        la = ebac_torch.LayerAwareCompression(model, target_relative_error=0.2, window=4, observe_every=2,
+                                              initial_bound=1e-2, min_numel=256, propagated_share=0.36)
+        for step in range(16):
+            g = torch.Generator().manual_seed(step)
+            x = torch.randn(16, 24, 32, generator=g)
+            y = torch.randint(0, 10, (16, 24), generator=g)
+            opt.zero_grad()
+            with la:
+                loss = F.cross_entropy(model(x).reshape(-1, 10), y.reshape(-1))
+            loss.backward()
+            la.end_iteration()
+            opt.step()
+        self.assertIn("attn", la.bounds())
+        last = {l["layer"]: l for l in la.history[-1]["layers"]}
+        self.assertEqual(last["attn"]["propagates_to"], "attn.qkv")  # proj's gradient is not reached
+        self.assertAlmostEqual(last["attn"]["target_relative_error"], 0.2 * 0.6)
+        self.assertAlmostEqual(last["attn.qkv"]["target_relative_error"], 0.2 * 0.8)
+        self.assertAlmostEqual(last["attn.proj"]["target_relative_error"], 0.2)
+        self.assertGreater(last["attn"]["observations"], 0)
+        self.assertGreater(last["attn"]["achieved_relative_error"], 0.0)
+        # the group's bound is what the attention's own saved tensors got
+        own = [d for d in la.stats()["details"] if d["module"] == "attn" and "eb" in d]
+        self.assertGreaterEqual(len(own), 3)
+        for d in own:
+            self.assertAlmostEqual(d["eb"], last["attn"]["previous_eb"])
+        # without a propagated share there are no groups
+        self.assertEqual(ebac_torch.LayerAwareCompression(model, propagated_share=0).groups, [])
+
     def test_rejects_model_without_layers(self):
         with self.assertRaises(ValueError):
             ebac_torch.LayerAwareCompression(torch.nn.ReLU())

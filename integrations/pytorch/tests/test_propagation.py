@@ -20,6 +20,22 @@ def conv1_grad(model, x, y, policy=None, eb=1e-2):
     return model.conv1.weight.grad.detach().double().clone()
 
 
+class TinyAttention(nn.Module):
+    """Self-attention whose scores, softmax and P V run in its own forward (they save Q, K, P, V)."""
+
+    def __init__(self, dim=32, heads=2):
+        super().__init__()
+        self.heads = heads
+        self.qkv = nn.Linear(dim, 3 * dim)
+        self.proj = nn.Linear(dim, dim)
+
+    def forward(self, x):
+        b, t, c = x.shape
+        q, k, v = self.qkv(x).reshape(b, t, 3, self.heads, c // self.heads).permute(2, 0, 3, 1, 4)
+        p = (q @ k.transpose(-2, -1) * (c // self.heads) ** -0.5).softmax(dim=-1)
+        return self.proj((p @ v).transpose(1, 2).reshape(b, t, c))
+
+
 class Propagation(unittest.TestCase):
     def test_matches_autograd_when_only_the_batchnorm_input_is_compressed(self):
         torch.manual_seed(0)
@@ -132,6 +148,38 @@ class Propagation(unittest.TestCase):
                 self.assertAlmostEqual(e[key] / err, 1.0, delta=1e-3, msg="%s, eb %g: %g vs %g" % (key, eb, e[key], err))
             self.assertAlmostEqual(e["weight_grad_rms"], float(g0.pow(2).mean().sqrt()), delta=1e-6 * e["weight_grad_rms"])
             self.assertAlmostEqual(e["input_grad_rms"], float(dx0.pow(2).mean().sqrt()), delta=1e-6 * e["input_grad_rms"])
+
+    def test_operand_error_matches_autograd_when_only_the_operands_are_compressed(self):
+        torch.manual_seed(0)
+        model = nn.Sequential()
+        model.add_module("attn", TinyAttention())
+        x0 = torch.randn(8, 24, 32)
+        target = torch.randn(8, 24, 32)
+        rec = {}
+        h = model.attn.register_forward_hook(lambda m, i, o: o.register_hook(lambda g: rec.update(dy=g.detach())) and None)
+
+        def qkv_grad(policy=None, eb=1e-2):
+            model.zero_grad(set_to_none=True)
+            if policy is None:
+                F.mse_loss(model(x0), target).backward()
+            else:
+                with ebac_torch.compressed_activations(eb, "rel", "ratio", model=model, policy=policy, min_numel=1000):
+                    loss = F.mse_loss(model(x0), target)
+                loss.backward()
+            return model.attn.qkv.weight.grad.detach().double().clone(), model.attn.proj.weight.grad.detach().double().clone()
+        g0, p0 = qkv_grad()
+        h.remove()
+        for eb in (1e-1, 1e-2):
+            # only what the attention's own code saves (Q, K, P, V) is compressed
+            g1, p1 = qkv_grad(policy=lambda name, t: eb if name == "attn" else None, eb=eb)
+            e = ebac_torch.propagation.operand_error(model.attn, x0, rec["dy"], eb, "ratio", min_numel=1000)
+            err = float((g1 - g0).pow(2).mean().sqrt())
+            self.assertGreater(err, 0.0)
+            self.assertAlmostEqual(e["qkv"][0] / err, 1.0, delta=1e-6, msg="eb %g: %g vs %g" % (eb, e["qkv"][0], err))
+            self.assertAlmostEqual(e["qkv"][1], float(g0.pow(2).mean().sqrt()), delta=1e-9)
+            # proj reads P V, computed exactly in forward: its gradient does not change
+            self.assertEqual(float((p1 - p0).abs().max()), 0.0)
+            self.assertEqual(e["proj"][0], 0.0)
 
     def test_exact_input_gives_no_error(self):
         bn = nn.BatchNorm2d(3)
