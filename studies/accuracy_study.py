@@ -1,6 +1,7 @@
 #!/usr/bin/env python3
-"""Accuracy-error study: train the same small ResNet on Fashion-MNIST with and
-without ebac-compressed activations, side by side, in one run.
+"""Accuracy-error study: train the same small network (a ResNet, or with
+--model vit a ViT) on Fashion-MNIST with and without ebac-compressed
+activations, side by side, in one run.
 
 Every configuration starts from the same initial weights (same seed) and sees
 the same mini-batches in the same order; only what autograd saves for backward
@@ -13,6 +14,17 @@ plots to --out.
 
     /usr/bin/python3 studies/accuracy_study.py --smoke          # CI: a few minutes on 2 cores (adds the controller)
     /usr/bin/python3 studies/accuracy_study.py --out docs/study --train-n 20000 --epochs 3
+    /usr/bin/python3 studies/accuracy_study.py --model vit --configs baseline,ratio@1e-2,controller
+    /usr/bin/python3 studies/accuracy_study.py --model gpt --configs baseline,ratio@1e-2,controller
+
+Models (--model): resnet, SmallResNet of studies/make_corpus.py, SGD with
+momentum (lr 0.05); vit, SmallViT of studies/study_models.py (d 96, 3 pre-LN
+blocks, dropout 0.1), AdamW (lr 1e-3, weight decay 0.05); gpt, TinyGPT of
+studies/study_models.py (byte-level, context 128, 4 pre-LN blocks), AdamW,
+on the license texts of Debian's base-files (/usr/share/common-licenses, GPL-2
+held out for validation; --train-n counts windows), judged by validation loss.
+Dropout draws the same masks in every configuration (the same seed), and the
+gradient probe replays one RNG state for its uncompressed and compressed pass.
 
 Configurations (--configs, comma-separated):
     baseline          plain training
@@ -22,9 +34,11 @@ Configurations (--configs, comma-separated):
     controller[@TAU][/S][+K]
                       per-layer bounds from ebac's controller (include/ebac/adapt)
                       aiming at a weight-gradient error of TAU x its RMS (default
-                      0.1) for every Conv2d/Linear input, starting at rel 1e-2;
-                      a BatchNorm reading a Conv2d's output gets the share S of
-                      that Conv2d's budget (default 0.25; /0: not controlled);
+                      0.1) for every Conv2d/Linear/LayerNorm input, starting at
+                      rel 1e-2; a BatchNorm reading a Conv2d's output, a
+                      GELU/SiLU reading a Linear's, or an attention's own
+                      operands (Q, K, softmax output, V) get the share S of
+                      that layer's budget (default 0.25; /0: not controlled);
                       all other saved tensors at rel 1e-2; "ratio" pipeline
 
 The extension is built in-tree on first use (torch.utils.cpp_extension), so
@@ -57,9 +71,113 @@ sys.path.insert(0, HERE)
 sys.path.insert(0, os.environ.get("EBAC_TORCH_PATH") or os.path.join(REPO, "integrations", "pytorch"))
 
 import make_corpus as mc  # noqa: E402  (data loader, SmallResNet, BatchStream, evaluate)
+import study_models as sm  # noqa: E402  (SmallViT)
 import ebac_torch  # noqa: E402
 
 MB = 1e6
+
+# --model: what is trained and how ("lr" is the peak of the cosine schedule unless --lr is given).
+MODELS = {
+    "resnet": {"make": lambda: mc.SmallResNet(), "title": "SmallResNet", "lr": 0.05,
+               "optimizer": "SGD momentum 0.9, weight decay 5e-4",
+               "describe": "`SmallResNet` from studies/make_corpus.py (stem 16, stages 16/32/64, one basic block "
+                           "each)"},
+    "vit": {"make": lambda: sm.SmallViT(), "title": "SmallViT", "lr": 1e-3,
+            "optimizer": "AdamW, weight decay 0.05",
+            "describe": "`SmallViT` from studies/study_models.py (4x4 patches, d 96, 3 pre-LN blocks of 3 heads, "
+                        "MLP 384 with GELU, attention and MLP dropout 0.1)"},
+    "gpt": {"make": lambda: sm.TinyGPT(context=TEXT_CONTEXT), "title": "TinyGPT", "lr": 1e-3,
+            "optimizer": "AdamW, weight decay 0.05",
+            "describe": "`TinyGPT` from studies/study_models.py (byte-level, context %d, d 64, 4 pre-LN blocks of "
+                        "4 heads, causal attention, GELU MLP, dropout 0.1)" % 128},
+}
+
+# --model gpt: a byte-level language model on the license texts Debian's base-files ships. One
+# document is held out for validation; training windows start every TEXT_STRIDE bytes of the others.
+TEXT_DIR = "/usr/share/common-licenses"
+TEXT_VALIDATION = "GPL-2"
+TEXT_CONTEXT = 128
+TEXT_STRIDE = 16
+
+
+def text_windows(data, stride):
+    """(inputs, next-byte targets) of every window of TEXT_CONTEXT + 1 bytes starting at a multiple of stride."""
+    starts = np.arange(0, data.size - TEXT_CONTEXT - 1, stride)
+    win = torch.from_numpy(np.stack([data[o:o + TEXT_CONTEXT + 1] for o in starts]).astype(np.int64))
+    return win[:, :-1].contiguous(), win[:, 1:].contiguous()
+
+
+def load_text(directory=TEXT_DIR, held_out=TEXT_VALIDATION):
+    """Training windows (every regular file but `held_out`, in name order, each once) and validation
+    windows (`held_out`, not overlapping)."""
+    names = sorted(n for n in os.listdir(directory)
+                   if os.path.isfile(os.path.join(directory, n)) and not os.path.islink(os.path.join(directory, n)))
+    if held_out not in names or len(names) < 2:
+        raise SystemExit("accuracy_study: %s needs %s and at least one other text (Debian: base-files)"
+                         % (directory, held_out))
+
+    def read(n):
+        with open(os.path.join(directory, n), "rb") as f:
+            return np.frombuffer(f.read(), dtype=np.uint8)
+    train = np.concatenate([read(n) for n in names if n != held_out])
+    xtr, ytr = text_windows(train, TEXT_STRIDE)
+    xva, yva = text_windows(read(held_out), TEXT_CONTEXT)
+    return xtr, ytr, xva, yva, names
+
+
+class Quality:
+    """How a run is judged: test accuracy (images) or validation loss (the language model), and the
+    target (issue #5 for the ResNet, issue 17 for the transformers)."""
+
+    def __init__(self, model):
+        self.lm = model == "gpt"
+        self.label = "final val loss (nats/byte)" if self.lm else "final test acc"
+        self.delta_label = "vs baseline (%)" if self.lm else "vs baseline (points)"
+        self.min_ratio = 10.0 if model == "resnet" else 8.0
+        self.issue = "issue #5" if model == "resnet" else "issue 17"
+
+    def number(self, e):
+        """The judged figure: loss, or accuracy in percent."""
+        return e["val_loss"] if self.lm else 100 * e["test_acc"]
+
+    def value(self, e):
+        return "%.4f" % e["val_loss"] if self.lm else "%.2f%%" % (100 * e["test_acc"])
+
+    def delta(self, e, b):
+        """Change against the baseline's epoch b: percent of its loss, or accuracy points."""
+        if self.lm:
+            return 100 * (e["val_loss"] - b["val_loss"]) / b["val_loss"]
+        return 100 * (e["test_acc"] - b["test_acc"])
+
+    def ok(self, d):
+        return d <= 1.0 if self.lm else d >= -0.3
+
+    def target(self):
+        return ("validation loss within 1%% of the baseline with all saved bytes at least %gx smaller" % self.min_ratio
+                if self.lm else "final accuracy within 0.3 points of the baseline with all saved bytes at least "
+                "%gx smaller" % self.min_ratio)
+
+
+def make_optimizer(name, model, lr):
+    if name in ("vit", "gpt"):
+        return torch.optim.AdamW(model.parameters(), lr=lr, weight_decay=0.05)
+    return torch.optim.SGD(model.parameters(), lr=lr, momentum=0.9, weight_decay=5e-4)
+
+
+def evaluate(model, x, y, n):
+    """(accuracy, mean cross entropy) over the first n samples: a class, or every next byte."""
+    model.eval()
+    n = min(n, x.shape[0])
+    correct, loss, count = 0, 0.0, 0
+    with torch.no_grad():
+        for i in range(0, n, 250):
+            j = min(n, i + 250)
+            out = model(x[i:j])
+            correct += (out.argmax(-1) == y[i:j]).sum().item()
+            loss += F.cross_entropy(out.reshape(-1, out.shape[-1]), y[i:j].reshape(-1), reduction="sum").item()
+            count += y[i:j].numel()
+    model.train()
+    return (correct / count, loss / count) if count else (float("nan"), float("nan"))
 
 
 # --------------------------------------------------------------------------
@@ -125,28 +243,35 @@ def gradient_probe(model, xb, yb, cfg, threads, policy=None, layer_bound=None):
       direct: the layer's own input compressed, exact delta (what the formula models);
       total:  every saved tensor compressed, as in training (errors upstream
               also perturb delta).
-    Propagation (Conv2d layers whose output a BatchNorm2d reads): the error
-    the BatchNorm's compressed input adds to the layer's weight gradient
-    through the gradient it passes back (ebac_torch.propagated_weight_error,
-    first order, this batch's tensors); "model total" combines it with the
-    model's own-input prediction in quadrature (independent errors).
+    Propagation (Conv2d layers whose output a BatchNorm2d reads, Conv2d or
+    Linear layers whose output a GELU/SiLU reads): the error the follower's
+    compressed input adds to the layer's weight gradient through the gradient
+    it passes back (ebac_torch.propagated_weight_error, first order, this
+    batch's tensors); "model total" combines it with the model's own-input
+    prediction in quadrature (independent errors).
+
+    Both passes replay the same RNG state, so dropout draws the same masks.
     """
     m = copy.deepcopy(model)
     m.train()
     state = copy.deepcopy(m.state_dict())
     layers = [(n, mod) for n, mod in m.named_modules() if isinstance(mod, (nn.Conv2d, nn.Linear))]
-    bns = [(n, mod) for n, mod in m.named_modules() if isinstance(mod, nn.BatchNorm2d)]
+    bns = [(n, mod) for n, mod in m.named_modules()
+           if isinstance(mod, nn.BatchNorm2d) or ebac_torch.propagation.elementwise_name(mod) is not None]
     rec, bn_after = {}, {}
     conv_out = ebac_torch.propagation.ConvOutputs()
+    layer_mod = dict(layers)
 
     def pre(mod, inp, name):
         rec.setdefault(name, {})["a"] = inp[0].detach().clone()
-        conv = conv_out.producer(inp[0]) if isinstance(mod, nn.BatchNorm2d) else None
-        if conv is not None:
-            bn_after[conv] = name  # this BatchNorm reads that Conv2d's output
+        if name in layer_mod:
+            return
+        prod = conv_out.producer(inp[0])
+        if prod is not None and (isinstance(layer_mod[prod], nn.Conv2d) or not isinstance(mod, nn.BatchNorm2d)):
+            bn_after[prod] = name  # this follower reads that layer's output (a BatchNorm after a Conv2d only)
 
     def post(mod, inp, out, name):
-        if isinstance(mod, nn.Conv2d):
+        if name in layer_mod:
             conv_out.record(name, out)
 
         def g(grad):
@@ -157,18 +282,23 @@ def gradient_probe(model, xb, yb, cfg, threads, policy=None, layer_bound=None):
     for n, mod in layers + bns:
         hs.append(mod.register_forward_pre_hook(lambda mod, i, n=n: pre(mod, i, n)))
         hs.append(mod.register_forward_hook(lambda mod, i, o, n=n: post(mod, i, o, n)))
+    rng = torch.get_rng_state()
     m.zero_grad(set_to_none=True)
-    F.cross_entropy(m(xb), yb).backward()
+    with torch.random.fork_rng(devices=[]):
+        torch.set_rng_state(rng)
+        sm.loss_of(m(xb), yb).backward()
     for h in hs:
         h.remove()
     g_base = {n: mod.weight.grad.detach().double().clone() for n, mod in layers}
 
     m.load_state_dict(state)
     m.zero_grad(set_to_none=True)
-    with ebac_torch.compressed_activations(cfg["eb"], cfg["mode"], cfg["pipeline"], model=m, threads=threads,
-                                           measure_error=True, policy=policy):
-        loss = F.cross_entropy(m(xb), yb)
-    loss.backward()
+    with torch.random.fork_rng(devices=[]):
+        torch.set_rng_state(rng)
+        with ebac_torch.compressed_activations(cfg["eb"], cfg["mode"], cfg["pipeline"], model=m, threads=threads,
+                                               measure_error=True, policy=policy):
+            loss = sm.loss_of(m(xb), yb)
+        loss.backward()
     st = ebac_torch.stats()
     g_comp = {n: mod.weight.grad.detach().double().clone() for n, mod in layers}
 
@@ -186,7 +316,8 @@ def gradient_probe(model, xb, yb, cfg, threads, policy=None, layer_bound=None):
         dsq = float(delta.double().pow(2).sum())
         g_rms = _rms(g_base[n])
         direct = _weight_grad(mod, a_hat, delta) - _weight_grad(mod, a, delta)
-        model_pred = ebac_torch.predict_weight_error(mod, a, a_hat, delta, eb_abs)
+        # the model gauges coherence by the true gradient's RMS; mod.weight.grad is the compressed pass's
+        model_pred = ebac_torch.predict_weight_error(mod, a, a_hat, delta, eb_abs, grad_rms=g_rms)
         prop, bn_eb = 0.0, None
         if n in bn_after:
             k = bn_after[n]
@@ -236,7 +367,7 @@ def pipeline_sweep(model, xb, yb, cfg, threads, policy=None):
         m = copy.deepcopy(model)
         m.train()
         with ebac_torch.compressed_activations(cfg["eb"], cfg["mode"], pipe, model=m, threads=threads, policy=policy):
-            loss = F.cross_entropy(m(xb), yb)
+            loss = sm.loss_of(m(xb), yb)
         loss.backward()
         st = ebac_torch.stats()
         comp_raw = sum(d["raw_bytes"] for d in st["details"] if "eb" in d)
@@ -264,9 +395,9 @@ def run_config(cfg, args, data, log):
     seed = args.seed + cfg["seed_offset"]
     torch.manual_seed(seed)
     np.random.seed(seed)
-    model = mc.SmallResNet()
+    model = MODELS[args.model]["make"]()
     stream = mc.BatchStream(xtr.shape[0], seed + 1000)
-    opt = torch.optim.SGD(model.parameters(), lr=args.lr, momentum=0.9, weight_decay=5e-4)
+    opt = make_optimizer(args.model, model, args.lr)
     steps_per_epoch = args.steps_per_epoch or max(1, xtr.shape[0] // args.batch)
     total = steps_per_epoch * args.epochs
     threads = torch.get_num_threads()
@@ -296,9 +427,9 @@ def run_config(cfg, args, data, log):
             opt.zero_grad(set_to_none=True)
             if ctx is not None:
                 with ctx:
-                    loss = F.cross_entropy(model(xb), yb)
+                    loss = sm.loss_of(model(xb), yb)
             else:
-                loss = F.cross_entropy(model(xb), yb)
+                loss = sm.loss_of(model(xb), yb)
             loss.backward()
             if la is not None:
                 la.end_iteration()
@@ -318,8 +449,8 @@ def run_config(cfg, args, data, log):
             step += 1
             if bad:  # diverged: further steps only move NaNs around
                 break
-        acc = mc.evaluate(model, xte, yte, args.eval_n)
-        e = {"epoch": ep + 1, "steps": step, "test_acc": acc, "loss_mean": float(np.mean(losses)),
+        acc, val_loss = evaluate(model, xte, yte, args.eval_n)
+        e = {"epoch": ep + 1, "steps": step, "test_acc": acc, "val_loss": val_loss, "loss_mean": float(np.mean(losses)),
              "loss_last": losses[-1], "nonfinite_losses": bad,
              "step_seconds": float(np.median(times)), "step_seconds_mean": float(np.mean(times))}
         if raw:
@@ -338,8 +469,8 @@ def run_config(cfg, args, data, log):
             if ep + 1 == args.epochs:
                 res["pipelines"] = pipeline_sweep(model, xprobe, yprobe, cfg, threads, policy=policy)
         res["epochs"].append(e)
-        log("  %-14s epoch %d/%d: acc %.4f  loss %.4f  step %.3fs%s" % (
-            cfg["name"], ep + 1, args.epochs, acc, e["loss_mean"], e["step_seconds"],
+        log("  %-14s epoch %d/%d: acc %.4f  val loss %.4f  loss %.4f  step %.3fs%s" % (
+            cfg["name"], ep + 1, args.epochs, acc, val_loss, e["loss_mean"], e["step_seconds"],
             ("  saved %.2f -> %.2f MB (%.1fx)" % (e["raw_bytes"] / MB, e["compressed_bytes"] / MB, e["ratio"]))
             if raw else ""))
         if bad:
@@ -366,7 +497,9 @@ def run_config(cfg, args, data, log):
 # report
 # --------------------------------------------------------------------------
 
-def plots(results, out, log):
+def plots(results, out, log, model):
+    qual = Quality(model)
+    model_title = MODELS[model]["title"]
     try:
         import matplotlib
         matplotlib.use("Agg")
@@ -380,12 +513,13 @@ def plots(results, out, log):
     fig, ax = plt.subplots(figsize=(6.4, 4.2))
     for r in results:
         ep = [e["epoch"] for e in r["epochs"]]
-        ax.plot(ep, [100 * e["test_acc"] for e in r["epochs"]], marker="o", label=r["config"]["name"],
+        ax.plot(ep, [qual.number(e) for e in r["epochs"]], marker="o", label=r["config"]["name"],
                 linestyle="--" if not r["config"]["compress"] else "-")
     ax.set_xlabel("epoch")
     ax.xaxis.set_major_locator(matplotlib.ticker.MaxNLocator(integer=True))
-    ax.set_ylabel("test accuracy (%)")
-    ax.set_title("Fashion-MNIST, SmallResNet: accuracy per epoch")
+    ax.set_ylabel("validation loss (nats/byte)" if qual.lm else "test accuracy (%)")
+    ax.set_title("%s, %s: %s per epoch" % ("license texts" if qual.lm else "Fashion-MNIST", model_title,
+                                           "validation loss" if qual.lm else "accuracy"))
     ax.grid(alpha=0.3)
     ax.legend(fontsize=8)
     fig.tight_layout()
@@ -469,15 +603,23 @@ def source_state():
 
 def write_report(results, args, out, figures, wall, cmd, default_name):
     base = next((r for r in results if r["config"]["name"] == "baseline"), None)
+    qual = Quality(args.model)
     L = []
     L.append("# Accuracy-error study%s\n" % (" (smoke run)" if args.smoke else ""))
     L.append("Generated by `studies/accuracy_study.py`:\n")
     L.append("```\n%s\n```\n" % cmd)
-    L.append("- model: `SmallResNet` from studies/make_corpus.py (stem 16, stages 16/32/64, one basic block each), "
-             "SGD momentum 0.9, weight decay 5e-4, peak lr %g, cosine decay, batch %d" % (args.lr, args.batch))
-    L.append("- data: Fashion-MNIST, %d training images (seeded subset; %d steps per epoch), %d epochs, "
-             "test accuracy on %d test images" % (args.train_n, results[0]["epochs"][0]["steps"],
-                                                  args.epochs, args.eval_n))
+    L.append("- model: %s, %s, peak lr %g, cosine decay, batch %d" % (
+        MODELS[args.model]["describe"], MODELS[args.model]["optimizer"], args.lr, args.batch))
+    if qual.lm:
+        L.append("- data: the license texts of Debian's base-files (%s), bytes; %s held out for validation; "
+                 "%d training windows of %d bytes (every %d bytes of the others; %d steps per epoch), %d epochs, "
+                 "validation loss and next-byte accuracy on %d windows" % (
+                     TEXT_DIR, TEXT_VALIDATION, args.train_n, TEXT_CONTEXT, TEXT_STRIDE,
+                     results[0]["epochs"][0]["steps"], args.epochs, args.eval_n))
+    else:
+        L.append("- data: Fashion-MNIST, %d training images (seeded subset; %d steps per epoch), %d epochs, "
+                 "test accuracy on %d test images" % (args.train_n, results[0]["epochs"][0]["steps"],
+                                                      args.epochs, args.eval_n))
     L.append("- every configuration: seed %d, same initial weights, same mini-batches in the same order" % args.seed)
     L.append("- torch %s, %d thread(s), CPU (%s), OMP_WAIT_POLICY=%s; total wall time %.1f min" % (
         torch.__version__, torch.get_num_threads(), platform.processor() or platform.machine(),
@@ -489,12 +631,12 @@ def write_report(results, args, out, figures, wall, cmd, default_name):
     L.append("- step time: median wall time of forward + backward + optimizer step on a shared machine; "
              "CPU host backend only (no GPU figure is claimed here)\n")
     L.append("## Results\n")
-    L.append("| configuration | final test acc | vs baseline (points) | saved MB/step raw | compressed | ratio | "
-             "batch in the same memory | step s | vs baseline | pack s | unpack s |")
+    L.append("| configuration | %s | %s | saved MB/step raw | compressed | ratio | "
+             "batch in the same memory | step s | vs baseline | pack s | unpack s |" % (qual.label, qual.delta_label))
     L.append("|---|---|---|---|---|---|---|---|---|---|---|")
     for r in results:
         e = r["epochs"][-1]
-        d = (100 * (e["test_acc"] - base["epochs"][-1]["test_acc"])) if base else float("nan")
+        d = qual.delta(e, base["epochs"][-1]) if base else float("nan")
         raw = e.get("raw_bytes")
         ref_raw = next((x["epochs"][-1].get("raw_bytes") for x in results if x["epochs"][-1].get("raw_bytes")), None)
         if raw is None:
@@ -516,8 +658,8 @@ def write_report(results, args, out, figures, wall, cmd, default_name):
             fit = plan.get("state", "-")
         else:
             fit = "-"  # a run from before the planner column (re-rendered with --from-json)
-        L.append("| %s | %.2f%% | %+.2f | %s | %s | %s | %s | %s | %s | %s | %s |" % (
-            name, 100 * e["test_acc"], d, raw_s, comp_s, ratio_s, fit, st, rel, ps, us))
+        L.append("| %s | %s | %+.2f | %s | %s | %s | %s | %s | %s | %s | %s |" % (
+            name, qual.value(e), d, raw_s, comp_s, ratio_s, fit, st, rel, ps, us))
     L.append("")
     L.append("*batch in the same memory*: ebac's batch planner (`ebac_torch.plan_batch`, include/ebac/adapt) "
              "given the saved-activation bytes plain training needs at batch %d as the budget (no safety margin, "
@@ -526,18 +668,46 @@ def write_report(results, args, out, figures, wall, cmd, default_name):
     if base and default_name:
         r = next(x for x in results if x["config"]["name"] == default_name)
         e = r["epochs"][-1]
-        d = 100 * (e["test_acc"] - base["epochs"][-1]["test_acc"])
-        ok_acc, ok_mem = d >= -0.3, e["ratio"] >= 10
-        L.append("**Target** (DESIGN.md, issue #5): final accuracy within 0.3 points of the baseline with "
-                 "saved-activation memory at least 10x smaller. Default `%s`: %+.2f points, %.1fx -> "
-                 "accuracy %s, memory %s.\n" % (default_name, d, e["ratio"], "met" if ok_acc else "NOT met",
-                                                "met" if ok_mem else "NOT met"))
+        d = qual.delta(e, base["epochs"][-1])
+        ok_acc, ok_mem = qual.ok(d), e["ratio"] >= qual.min_ratio
+        L.append("**Target** (DESIGN.md, %s): %s. Default `%s`: %+.2f %s, %.1fx -> "
+                 "quality %s, memory %s.\n" % (qual.issue, qual.target(), default_name, d,
+                                               "%" if qual.lm else "points", e["ratio"], "met" if ok_acc else "NOT met",
+                                               "met" if ok_mem else "NOT met"))
+    seeds = sorted({r["config"]["seed_offset"] for r in results})
+    bases = {r["config"]["seed_offset"]: r for r in results if not r["config"]["compress"]
+             and r["config"]["name"] in ("baseline", "baseline+%d" % r["config"]["seed_offset"])}
+    labels = [k for k in dict.fromkeys(bound_label(r["config"]) for r in results) if k != "none"]
+    if len(seeds) > 1 and bases and labels:
+        L.append("### Per seed, against the baseline of the same seed\n")
+        L.append("Each compressed run starts from its seed's initial weights and sees its seed's mini-batches "
+                 "and dropout masks, like that seed's baseline: %s, and the ratio of all saved bytes. The "
+                 "target (%s) holds on a seed when every entry of its row meets it.\n" % (qual.delta_label, qual.target()))
+        L.append("| seed | baseline | " + " | ".join(labels) + " |")
+        L.append("|---|---|" + "---|" * len(labels))
+        for k in seeds:
+            b = bases.get(k)
+            if b is None:
+                continue
+            cells = []
+            for lab in labels:
+                r = next((x for x in results if x["config"]["seed_offset"] == k and bound_label(x["config"]) == lab),
+                         None)
+                if r is None:
+                    cells.append("-")
+                    continue
+                e = r["epochs"][-1]
+                d = qual.delta(e, b["epochs"][-1])
+                met = qual.ok(d) and e.get("ratio", 0) >= qual.min_ratio
+                cells.append("%+.2f, %.1fx%s" % (d, e.get("ratio", float("nan")), "" if met else " (missed)"))
+            L.append("| +%d | %s | %s |" % (k, qual.value(b["epochs"][-1]), " | ".join(cells)))
+        L.append("")
     spread = [r for r in results if r["config"]["name"].startswith("baseline+")]
     if base and spread:
         L.append("Seed-to-seed spread of plain training (baseline vs %s): %s points; differences of that "
                  "size between configurations are noise, not an effect of compression.\n" % (
                      ", ".join(r["config"]["name"] for r in spread),
-                     ", ".join("%+.2f" % (100 * (r["epochs"][-1]["test_acc"] - base["epochs"][-1]["test_acc"]))
+                     ", ".join("%+.2f" % qual.delta(r["epochs"][-1], base["epochs"][-1])
                                for r in spread)))
     groups = {}
     for r in results:
@@ -546,16 +716,18 @@ def write_report(results, args, out, figures, wall, cmd, default_name):
     if any(len(v) > 1 for v in groups.values()):
         L.append("### Across seeds\n")
         L.append("Configurations with the same bound but different seeds (the pipeline does not change "
-                 "training, see below). Final test accuracy:\n")
-        L.append("| bound | runs | mean | min | max | mean vs no compression (points) |")
+                 "training, see below). %s:\n" % qual.label.replace("final", "Final"))
+        L.append("| bound | runs | mean | min | max | mean vs no compression (%s) |" % ("%" if qual.lm else "points"))
         L.append("|---|---|---|---|---|---|")
         ref = groups.get("none")
-        ref_mean = np.mean([x["epochs"][-1]["test_acc"] for x in ref]) if ref else None
+        ref_mean = np.mean([qual.number(x["epochs"][-1]) for x in ref]) if ref else None
         for k, v in groups.items():
-            accs = [x["epochs"][-1]["test_acc"] for x in v]
-            L.append("| %s | %s | %.2f%% | %.2f%% | %.2f%% | %s |" % (
-                k, ", ".join(x["config"]["name"] for x in v), 100 * np.mean(accs), 100 * min(accs),
-                100 * max(accs), ("%+.2f" % (100 * (np.mean(accs) - ref_mean))) if ref_mean is not None else "-"))
+            accs = [qual.number(x["epochs"][-1]) for x in v]
+            fmt = "%.4f" if qual.lm else "%.2f%%"
+            d = (100 * (np.mean(accs) - ref_mean) / (ref_mean if qual.lm else 100.0)) if ref_mean is not None else None
+            L.append("| %s | %s | %s | %s | %s | %s |" % (
+                k, ", ".join(x["config"]["name"] for x in v), fmt % np.mean(accs), fmt % min(accs),
+                fmt % max(accs), ("%+.2f" % d) if d is not None else "-"))
         L.append("")
     sweeps = [r for r in results if r.get("pipelines")]
     if sweeps:
@@ -563,21 +735,22 @@ def write_report(results, args, out, figures, wall, cmd, default_name):
         L.append("Every pipeline uses the same zero/sign-preserving quantizer, so at one bound they reconstruct "
                  "identical values and train identically (the runs above are bit-for-bit the same whichever "
                  "pipeline is chosen); they differ in stream size and speed. Measured on the probe batch of %d "
-                 "images with the final weights of each run; MB/s are of compressed tensors' raw bytes, on %d "
-                 "thread(s) of a shared machine.\n" % (args.probe_n, torch.get_num_threads()))
+                 "%s with the final weights of each run; MB/s are of compressed tensors' raw bytes, on %d "
+                 "thread(s) of a shared machine.\n" % (args.probe_n, "text windows" if qual.lm else "images",
+                                                       torch.get_num_threads()))
         L.append("| configuration | bound | pipeline | ratio | compress MB/s | decompress MB/s |")
         L.append("|---|---|---|---|---|---|")
         for r in sweeps:
-            for p in PIPELINES:
+            for p in (p for p in PIPELINES if p in r["pipelines"]):  # runs from before a pipeline existed lack it
                 x = r["pipelines"][p]
                 L.append("| %s | %s | %s | %.1fx | %.0f | %.0f |" % (r["config"]["name"], bound_label(r["config"]), p,
                                                                    x["ratio"], x["pack_MBps"], x["unpack_MBps"]))
         L.append("")
-    L.append("### Test accuracy per epoch\n")
+    L.append("### %s per epoch\n" % ("Validation loss" if qual.lm else "Test accuracy"))
     L.append("| configuration | " + " | ".join("epoch %d" % (i + 1) for i in range(args.epochs)) + " |")
     L.append("|---|" + "---|" * args.epochs)
     for r in results:
-        cells = ["%.2f%%" % (100 * e["test_acc"]) for e in r["epochs"]]
+        cells = [qual.value(e) for e in r["epochs"]]
         cells += ["-"] * (args.epochs - len(cells))
         L.append("| %s | %s |" % (r["config"]["name"], " | ".join(cells)))
     L.append("")
@@ -589,14 +762,17 @@ def write_report(results, args, out, figures, wall, cmd, default_name):
         share = r["config"].get("propagated_share", 0.0)
         L.append("`ebac_torch.LayerAwareCompression`: ebac's controller (include/ebac/adapt) sets the relative bound "
                  "of every Conv2d/Linear input so that the layer's predicted weight-gradient error (ebac's error "
-                 "model) is tau = %g of its gradient RMS; it observes every %d steps and updates every %d steps "
+                 "model) is tau = %g of its gradient RMS (a LayerNorm's input: the larger of its weight- and "
+                 "input-gradient errors, observed exactly); it observes every %d steps and updates every %d steps "
                  "(%d updates in this run). " % (r["config"]["tau"], c["observe_every"], c["window"],
                                                  len(c["history"])))
         if share > 0:
-            L.append("Propagation-aware budget, BatchNorm share s = %g: a Conv2d whose output a BatchNorm reads "
-                     "aims at tau sqrt(1 - s) = %.3g for its own input, and the BatchNorm's input (listed by the "
-                     "BatchNorm's name) at tau sqrt(s) = %.3g of that Conv2d's gradient RMS, measured as the error "
-                     "it adds through the gradient it passes back (`ebac_torch.propagated_weight_error`). All "
+            L.append("Propagation-aware budget, share s = %g: a Conv2d whose output a BatchNorm reads (a Linear "
+                     "whose output a GELU reads, an attention's qkv projection) aims at tau sqrt(1 - s) = %.3g for "
+                     "its own input, and the BatchNorm's input (the GELU's input, the attention's own saved "
+                     "operands; listed by that module's name) at tau sqrt(s) = %.3g of the layer's gradient RMS, "
+                     "measured as the error it adds through the gradient it passes back "
+                     "(`ebac_torch.propagated_weight_error`, `ebac_torch.propagation.operand_error`). All "
                      "other saved tensors stay at rel %g. " % (share, r["config"]["tau"] * math.sqrt(1 - share),
                                                                r["config"]["tau"] * math.sqrt(share),
                                                                r["config"]["eb"]))
@@ -616,7 +792,7 @@ def write_report(results, args, out, figures, wall, cmd, default_name):
         L.append("")
     if any(r["probe"] for r in results):
         L.append("## Gradient error: predicted vs measured\n")
-        L.append("On a fixed probe batch of %d training images, after the last epoch, with that configuration's "
+        L.append("On a fixed probe batch of %d training samples, after the last epoch, with that configuration's "
                  "weights, for every Conv2d/Linear layer: the RMS error of its weight gradient, relative to the "
                  "layer's RMS weight gradient. *model*: ebac's error model (include/ebac/error_model, through "
                  "`ebac_torch.predict_weight_error`), from the compressor's error statistics and the output "
@@ -669,33 +845,43 @@ def write_report(results, args, out, figures, wall, cmd, default_name):
         f.write("\n".join(L) + "\n")
 
 
-def check_smoke(results, default_name):
+def check_smoke(results, default_name, model="resnet"):
     """Sanity checks a CI smoke run must pass; returns a list of failures.
 
     A loose bound that makes training diverge is a finding, not a failure;
     the error bound being broken, the baseline or the default configuration
     not learning, or the default not compressing are failures.
+
+    On the ResNet the training-time prediction (own input + BatchNorm
+    propagation) must explain every layer's measured error with everything
+    compressed. On the ViT the errors of attention's operands (Q, K, the
+    softmax output, V) reach the qkv projections and everything upstream, and
+    nothing predicts them yet (docs/error-model.md 6.4): there the check is
+    on the setting the model describes, the layer's own input compressed.
     """
     fails = []
+    pred_key, meas_key, what = (("predicted_total", "measured_total", "training-time") if model == "resnet"
+                                else ("predicted", "measured_direct", "own-input"))
     for r in results:
         name = r["config"]["name"]
         for p in r["probe"]:
             if p["bound_violations"]:
                 fails.append("%s: %d error-bound violations" % (name, p["bound_violations"]))
-        # The training-time prediction (own input + BatchNorm propagation) must
-        # explain the measured error of every layer within a factor of 2 (the
-        # full runs land within 0.8-1.25; 2 leaves room for a 64-image probe).
+        # Within a factor of 2 (the full runs land within 0.8-1.25; 2 leaves
+        # room for a 64-image probe).
         for p in r["probe"][-1:]:
             for L in p["layers"]:
-                tot = L.get("predicted_total", 0.0)
-                if tot > 0 and L["measured_total"] > 0 and not 0.5 <= L["measured_total"] / tot <= 2.0:
-                    fails.append("%s: %s measured / predicted training-time gradient error %.2f outside 0.5..2"
-                                 % (name, L["layer"], L["measured_total"] / tot))
+                pred, meas = L.get(pred_key, 0.0), L[meas_key]
+                if pred > 0 and meas > 0 and not 0.5 <= meas / pred <= 2.0:
+                    fails.append("%s: %s measured / predicted %s gradient error %.2f outside 0.5..2"
+                                 % (name, L["layer"], what, meas / pred))
         if name not in ("baseline", default_name):
             continue
         if r["diverged_at_step"]:
             fails.append("%s: non-finite loss at step %d" % (name, r["diverged_at_step"]))
-        if r["epochs"][-1]["test_acc"] < 0.4:
+        if model == "gpt" and not r["epochs"][-1]["val_loss"] < 3.5:  # uniform over 256 bytes: 5.55
+            fails.append("%s: validation loss %.3f >= 3.5" % (name, r["epochs"][-1]["val_loss"]))
+        if model != "gpt" and r["epochs"][-1]["test_acc"] < 0.4:
             fails.append("%s: test accuracy %.3f < 0.4" % (name, r["epochs"][-1]["test_acc"]))
         if r["config"]["compress"] and not r["epochs"][-1]["ratio"] > 4:
             fails.append("%s: ratio %.2f <= 4" % (name, r["epochs"][-1]["ratio"]))
@@ -707,12 +893,13 @@ def rewrite_report(path, out):
     with open(path) as f:
         doc = json.load(f)
     args = argparse.Namespace(**doc["args"])
+    args.model = getattr(args, "model", "resnet")  # results written before --model existed
     args.ext_origin = getattr(args, "ext_origin", "in-tree")
     torch.set_num_threads(args.threads)
     out = out or os.path.dirname(os.path.abspath(path))
     os.makedirs(out, exist_ok=True)
     results = doc["results"]
-    figures = plots(results, out, lambda m: print(m, file=sys.stderr))
+    figures = plots(results, out, lambda m: print(m, file=sys.stderr), args.model)
     default_name = args.default if any(r["config"]["name"] == args.default for r in results) else None
     write_report(results, args, out, figures, doc.get("wall_seconds", float("nan")),
                  doc.get("cmd", "(not recorded)"), default_name)
@@ -736,7 +923,8 @@ def main(argv=None):
     ap.add_argument("--eval-n", type=int, default=10000, help="test images for accuracy")
     ap.add_argument("--probe-n", type=int, default=256, help="probe batch for the gradient check (0: off)")
     ap.add_argument("--batch", type=int, default=128)
-    ap.add_argument("--lr", type=float, default=0.05)
+    ap.add_argument("--model", choices=sorted(MODELS), default="resnet", help="the network trained (see below)")
+    ap.add_argument("--lr", type=float, default=None, help="peak learning rate (default: the model's, see below)")
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--window", type=int, default=50, help="controller: steps between bound updates")
     ap.add_argument("--observe-every", type=int, default=10, help="controller: steps between observations")
@@ -754,7 +942,10 @@ def main(argv=None):
         args.epochs, args.steps_per_epoch, args.batch = 2, 40, 64
         args.train_n, args.eval_n, args.probe_n = min(args.train_n, 5120), min(args.eval_n, 1000), 64
         args.window, args.observe_every = 20, 5
-    out = args.out or os.path.join(REPO, "build", "study-smoke" if args.smoke else "docs/study")
+    if args.lr is None:
+        args.lr = MODELS[args.model]["lr"]
+    default_dir = "docs/study" if args.model == "resnet" else "docs/study-" + args.model
+    out = args.out or os.path.join(REPO, "build" if args.smoke else "", "study-smoke" if args.smoke else default_dir)
     os.makedirs(out, exist_ok=True)
     torch.set_num_threads(args.threads)
     configs = [parse_config(c) for c in args.configs.split(",") if c.strip()]
@@ -770,8 +961,11 @@ def main(argv=None):
     ext = ebac_torch.load_extension()
     args.ext_origin = ebac_torch._ext.origin()
     log("accuracy_study: extension ready (%s, ebac %s)" % (args.ext_origin, ext.ebac_version()))
-    xtr, ytr = mc.load_split(args.data_dir, "train")
-    xte, yte = mc.load_split(args.data_dir, "t10k")
+    if args.model == "gpt":
+        xtr, ytr, xte, yte, args.text_files = load_text()
+    else:
+        xtr, ytr = mc.load_split(args.data_dir, "train")
+        xte, yte = mc.load_split(args.data_dir, "t10k")
     g = torch.Generator().manual_seed(args.seed + 7)
     perm = torch.randperm(xtr.shape[0], generator=g)
     probe_idx, train_idx = perm[:max(args.probe_n, 1)], perm[max(args.probe_n, 1):][:args.train_n]
@@ -786,13 +980,13 @@ def main(argv=None):
     wall = time.time() - t0
     with open(os.path.join(out, "results.json"), "w") as f:
         json.dump({"args": vars(args), "results": results, "cmd": cmd, "wall_seconds": wall}, f, indent=1)
-    figures = plots(results, out, log)
+    figures = plots(results, out, log, args.model)
     default_name = args.default if any(r["config"]["name"] == args.default for r in results) else None
     write_report(results, args, out, figures, time.time() - t0, cmd, default_name)
     log("accuracy_study: wrote %s/report.md, results.json, %s (%.1f min)" % (out, ", ".join(figures),
                                                                             (time.time() - t0) / 60))
     if args.smoke:
-        fails = check_smoke(results, default_name)
+        fails = check_smoke(results, default_name, args.model)
         for f in fails:
             log("accuracy_study: SMOKE FAILURE: " + f)
         return 1 if fails else 0

@@ -143,6 +143,9 @@ pytorch() {
     export EBAC_TORCH_PATH=$PWD/build/ebac_torch_site
     /usr/bin/python3 -m unittest discover -s integrations/pytorch/tests -v
     /usr/bin/python3 studies/accuracy_study.py --smoke --out build/study-smoke
+    # The same on the study ViT (LayerNorm, Linear and GELU inputs controlled), 3 configurations (~4 min).
+    /usr/bin/python3 studies/accuracy_study.py --smoke --model vit --configs baseline,ratio@1e-2,controller \
+      --out build/study-smoke-vit
     # Whole-network memory report, small: 3 networks x 4 ways, each in its own process (~2 min).
     /usr/bin/python3 studies/memory_report.py --smoke --out build/memory-report-smoke
     # Training-size corpus generator, tiny (~20 s): 2 networks, 1 step, a slice; read back and checked.

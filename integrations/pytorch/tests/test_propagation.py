@@ -9,15 +9,23 @@ F = torch.nn.functional
 nn = torch.nn
 
 
-def conv1_grad(model, x, y, policy=None, eb=1e-2):
+def grads_of(model, loss_fn, tensors, policy=None, eb=1e-2):
+    """The gradients of `tensors` (float64 copies) after loss_fn().backward(), with the saved tensors
+    `policy` picks compressed at rel `eb` (none without a policy)."""
     model.zero_grad(set_to_none=True)
+    for t in tensors:
+        t.grad = None
     if policy is None:
-        F.cross_entropy(model(x), y).backward()
+        loss_fn().backward()
     else:
         with ebac_torch.compressed_activations(eb, "rel", "ratio", model=model, policy=policy, min_numel=1000):
-            loss = F.cross_entropy(model(x), y)
+            loss = loss_fn()
         loss.backward()
-    return model.conv1.weight.grad.detach().double().clone()
+    return [t.grad.detach().double().clone() for t in tensors]
+
+
+def conv1_grad(model, x, y, policy=None, eb=1e-2):
+    return grads_of(model, lambda: F.cross_entropy(model(x), y), [model.conv1.weight], policy, eb)[0]
 
 
 class TinyAttention(nn.Module):
@@ -81,14 +89,7 @@ class Propagation(unittest.TestCase):
         h2 = model.act.register_forward_hook(keep_dy)
 
         def fc1_grad(policy=None, eb=1e-2):
-            model.zero_grad(set_to_none=True)
-            if policy is None:
-                F.mse_loss(model(x), target).backward()
-            else:
-                with ebac_torch.compressed_activations(eb, "rel", "ratio", model=model, policy=policy, min_numel=1000):
-                    loss = F.mse_loss(model(x), target)
-                loss.backward()
-            return model.fc1.weight.grad.detach().double().clone()
+            return grads_of(model, lambda: F.mse_loss(model(x), target), [model.fc1.weight], policy, eb)[0]
         exact = fc1_grad()
         h1.remove()
         h2.remove()
@@ -125,16 +126,11 @@ class Propagation(unittest.TestCase):
             o.register_hook(lambda g: rec.update(dy=g.detach()))
         h = model.ln.register_forward_hook(keep_dy)
 
+        # a leaf that requires grad is saved by reference, like a parameter: the LayerNorm reads x * 1
+        x = x0.clone().requires_grad_()
+
         def grads(policy=None, eb=1e-2):
-            model.zero_grad(set_to_none=True)
-            x = x0.clone().requires_grad_()  # a leaf that requires grad is saved by reference, like a parameter:
-            if policy is None:                # the LayerNorm reads x * 1
-                F.mse_loss(model(x * 1), target).backward()
-            else:
-                with ebac_torch.compressed_activations(eb, "rel", "ratio", model=model, policy=policy, min_numel=1000):
-                    loss = F.mse_loss(model(x * 1), target)
-                loss.backward()
-            return model.ln.weight.grad.detach().double().clone(), x.grad.detach().double().clone()
+            return grads_of(model, lambda: F.mse_loss(model(x * 1), target), [model.ln.weight, x], policy, eb)
         g0, dx0 = grads()
         h.remove()
         for eb in (1e-1, 1e-2):
@@ -159,14 +155,8 @@ class Propagation(unittest.TestCase):
         h = model.attn.register_forward_hook(lambda m, i, o: o.register_hook(lambda g: rec.update(dy=g.detach())) and None)
 
         def qkv_grad(policy=None, eb=1e-2):
-            model.zero_grad(set_to_none=True)
-            if policy is None:
-                F.mse_loss(model(x0), target).backward()
-            else:
-                with ebac_torch.compressed_activations(eb, "rel", "ratio", model=model, policy=policy, min_numel=1000):
-                    loss = F.mse_loss(model(x0), target)
-                loss.backward()
-            return model.attn.qkv.weight.grad.detach().double().clone(), model.attn.proj.weight.grad.detach().double().clone()
+            return grads_of(model, lambda: F.mse_loss(model(x0), target), [model.attn.qkv.weight, model.attn.proj.weight],
+                            policy, eb)
         g0, p0 = qkv_grad()
         h.remove()
         for eb in (1e-1, 1e-2):
