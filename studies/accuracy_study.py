@@ -386,7 +386,7 @@ def bound_label(c):
     if not c["compress"]:
         return "none"
     if c.get("controller"):
-        return "controller, tau %g, BatchNorm share %g (per-layer bounds)" % (c["tau"], c.get("propagated_share", 0))
+        return "controller, tau %g, share %g (per-layer bounds)" % (c["tau"], c.get("propagated_share", 0))
     return "rel %g" % c["eb"]
 
 
