@@ -209,7 +209,9 @@ def operand_error(module, x, grad_output, eb, pipeline="ratio", threads=None, mi
     relative bound `eb` and back (what a session stores); tensors its
     children save stay exact. Backward takes `grad_output`. Returns
     {child name: (RMS change of its weight gradient, RMS of the exact one)}
-    for every direct child with a weight that the change reaches.
+    for every direct child with a weight that the change reaches. The
+    module's buffers (a child BatchNorm's running statistics) are put back
+    as they were: the replay leaves no trace in training.
     """
     from .hooks import _FLOAT_CODES  # noqa: PLC0415 (hooks imports this module)
 
@@ -242,6 +244,7 @@ def operand_error(module, x, grad_output, eb, pipeline="ratio", threads=None, mi
         return torch.autograd.grad(out, [c.weight for _, c in children], grad_output, allow_unused=True)
 
     rng = torch.get_rng_state()
+    buffers = [(b, b.detach().clone()) for b in module.buffers()]
     try:
         with torch.random.fork_rng(devices=[]):
             torch.set_rng_state(rng)
@@ -251,6 +254,9 @@ def operand_error(module, x, grad_output, eb, pipeline="ratio", threads=None, mi
     finally:
         for h in handles:
             h.remove()
+        with torch.no_grad():
+            for b, saved in buffers:
+                b.copy_(saved)
     out = {}
     for (n, _), g0, g1 in zip(children, exact, approx):
         if g0 is None or g1 is None:

@@ -171,6 +171,28 @@ class Propagation(unittest.TestCase):
             self.assertEqual(float((p1 - p0).abs().max()), 0.0)
             self.assertEqual(e["proj"][0], 0.0)
 
+    def test_operand_error_leaves_no_trace(self):
+        # a block whose own code saves a tensor (F.relu) and whose BatchNorm child keeps running statistics
+        class Block(nn.Module):
+            def __init__(self):
+                super().__init__()
+                self.conv = nn.Conv2d(3, 8, 3, padding=1)
+                self.bn = nn.BatchNorm2d(8)
+
+            def forward(self, x):
+                return F.relu(self.bn(self.conv(x)))
+        torch.manual_seed(0)
+        blk = Block().train()
+        x = torch.randn(4, 3, 16, 16)
+        before = {k: v.clone() for k, v in blk.state_dict().items()}
+        dy = torch.randn(4, 8, 16, 16)
+        rng = torch.get_rng_state()
+        e = ebac_torch.propagation.operand_error(blk, x, dy, 1e-2, min_numel=100)
+        self.assertIn("conv", e)
+        for k, v in blk.state_dict().items():
+            self.assertTrue(torch.equal(v, before[k]), k)
+        self.assertTrue(torch.equal(torch.get_rng_state(), rng))
+
     def test_exact_input_gives_no_error(self):
         bn = nn.BatchNorm2d(3)
         x = torch.randn(4, 3, 5, 5)
