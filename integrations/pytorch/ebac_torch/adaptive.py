@@ -83,7 +83,7 @@ import math
 import torch
 
 from . import _ext
-from .hooks import _FLOAT_CODES, compressed_activations, layernorm_input_round_trip, stats as _last_stats
+from .hooks import _FLOAT_CODES, compressed_activations, layernorm_input_round_trip, round_trip, stats as _last_stats
 from .propagation import ConvOutputs, elementwise_name, layernorm_error, operand_error, propagated_weight_error
 
 nn = torch.nn
@@ -407,8 +407,7 @@ class LayerAwareCompression:
 
     def _round_trip(self, x, eb, th):
         """x compressed at relative bound eb with this session's pipeline and back: (reconstruction, blob)."""
-        blob, strides = self.C.compress(x, eb, "rel", self.pipeline, th, False)
-        return self.C.decompress(blob, list(x.shape), list(strides), _FLOAT_CODES[x.dtype], th), blob
+        return round_trip(x, eb, "rel", self.pipeline, th)
 
     # -- reporting ------------------------------------------------------------
     def bounds(self):

@@ -136,6 +136,14 @@ def _row_normalized(t, ln, eb, mode):
     return x / sigma[:, None], sigma, room / smax
 
 
+def round_trip(t, eb, mode="rel", pipeline="ratio", threads=None):
+    """A float tensor compressed and back as a session stores it (no checksum): (reconstruction, blob)."""
+    C = _ext.load()
+    th = threads if threads is not None else torch.get_num_threads()
+    blob, strides = C.compress(t.detach(), eb, mode, pipeline, th, False)
+    return C.decompress(blob, list(t.shape), list(strides), _FLOAT_CODES[t.dtype], th), blob
+
+
 def layernorm_input_round_trip(t, ln, eb, mode="rel", pipeline="ratio", threads=None):
     """A LayerNorm's float32 input `t` compressed and back as a session stores it (``layernorm_rows``).
 
@@ -146,11 +154,8 @@ def layernorm_input_round_trip(t, ln, eb, mode="rel", pipeline="ratio", threads=
     rows = _row_normalized(t, ln, eb, mode)
     if rows is None:
         return None
-    C = _ext.load()
-    th = threads if threads is not None else torch.get_num_threads()
     x_rows, sigma, row_eb = rows
-    blob, strides = C.compress(x_rows, row_eb, "abs", pipeline, th, False)
-    y = C.decompress(blob, list(x_rows.shape), list(strides), _FLOAT_CODES[torch.float32], th)
+    y, blob = round_trip(x_rows, row_eb, "abs", pipeline, threads)
     return (y * sigma[:, None]).reshape(t.shape), blob.numel() + _nbytes(sigma)
 
 

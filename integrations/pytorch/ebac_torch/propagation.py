@@ -213,10 +213,8 @@ def operand_error(module, x, grad_output, eb, pipeline="ratio", threads=None, mi
     module's buffers (a child BatchNorm's running statistics) are put back
     as they were: the replay leaves no trace in training.
     """
-    from .hooks import _FLOAT_CODES  # noqa: PLC0415 (hooks imports this module)
+    from .hooks import _FLOAT_CODES, round_trip as stored  # noqa: PLC0415 (hooks imports this module)
 
-    C = _ext.load()
-    th = threads if threads is not None else torch.get_num_threads()
     children = [(n, c) for n, c in module.named_children()
                 if isinstance(getattr(c, "weight", None), torch.Tensor) and c.weight.requires_grad]
     if not children:
@@ -232,8 +230,7 @@ def operand_error(module, x, grad_output, eb, pipeline="ratio", threads=None, mi
         if (depth[0] != 0 or t.dtype not in _FLOAT_CODES or t.numel() < min_numel or t.device.type != "cpu"
                 or (t.requires_grad and t.is_leaf)):
             return t
-        blob, strides = C.compress(t.detach(), eb, "rel", pipeline, th, False)
-        return C.decompress(blob, list(t.shape), list(strides), _FLOAT_CODES[t.dtype], th)
+        return stored(t, eb, "rel", pipeline, threads)[0]
 
     def grads(compress):
         if compress:
