@@ -50,14 +50,7 @@ inline constexpr bool has_device_coder = !E::needs_codebook || std::is_same_v<E,
 
 /// The same for a stream header's encoder id.
 [[nodiscard]] inline bool has_device_coder_for(encoder_id id) noexcept {
-  bool yes = false;
-  (void)::ebac::detail::find_encoder(encoders{}, [&](auto t) {
-    using E = typename decltype(t)::type;
-    if (E::id != id) return false;
-    yes = has_device_coder<E>;
-    return true;
-  });
-  return yes;
+  return ::ebac::detail::encoder_property(id, false, [](auto t) { return has_device_coder<typename decltype(t)::type>; });
 }
 
 /// Whether the fused decoders take a (validated) stream: no prediction, or

@@ -76,6 +76,18 @@ R visit_encoder_in(encoder_list<E0, Es...>, encoder_id id, F& f) {
   if constexpr (sizeof...(Es) > 0) return visit_encoder_in<R>(encoder_list<Es...>{}, id, f);
   else fail(status::invalid_argument, "unknown encoder id");
 }
+/// get(std::type_identity<E>{}) for the registered encoder E with this id,
+/// or `otherwise` for an id none has: the non-throwing, constexpr lookup
+/// behind every per-id property below (visit_encoder is the throwing one).
+template <class R, class Get>
+constexpr R encoder_property(encoder_id id, R otherwise, Get&& get) noexcept {
+  (void)find_encoder(encoders{}, [&](auto t) {
+    if (decltype(t)::type::id != id) return false;
+    otherwise = get(t);
+    return true;
+  });
+  return otherwise;
+}
 }  // namespace detail
 
 /// Calls f(std::type_identity<E>{}) for the registered encoder E with this
@@ -105,14 +117,7 @@ decltype(auto) visit_encoder(encoder_id id, F&& f) {
 
 /// E::name of a registered encoder's id, or "?" for none.
 [[nodiscard]] constexpr std::string_view encoder_name(encoder_id id) noexcept {
-  std::string_view n = "?";
-  (void)detail::find_encoder(encoders{}, [&](auto t) {
-    using E = typename decltype(t)::type;
-    if (E::id != id) return false;
-    n = E::name;
-    return true;
-  });
-  return n;
+  return detail::encoder_property(id, std::string_view("?"), [](auto t) { return decltype(t)::type::name; });
 }
 
 /// Whether encoder `id` keeps a codebook section (codebook_encoder), and the
@@ -120,20 +125,10 @@ decltype(auto) visit_encoder(encoder_id id, F&& f) {
 /// refuses less, before allocating for elements that are not there).
 /// Both false / 0 for an unregistered id.
 [[nodiscard]] constexpr bool encoder_needs_codebook(encoder_id id) noexcept {
-  return detail::find_encoder(encoders{}, [&](auto t) {
-    using E = typename decltype(t)::type;
-    return E::id == id && E::needs_codebook;
-  });
+  return detail::encoder_property(id, false, [](auto t) { return decltype(t)::type::needs_codebook; });
 }
 [[nodiscard]] constexpr std::uint64_t encoder_min_payload_bytes(encoder_id id, std::uint64_t n) noexcept {
-  std::uint64_t b = 0;
-  (void)detail::find_encoder(encoders{}, [&](auto t) {
-    using E = typename decltype(t)::type;
-    if (E::id != id) return false;
-    b = E::min_payload_bytes(n);
-    return true;
-  });
-  return b;
+  return detail::encoder_property(id, std::uint64_t{0}, [n](auto t) { return decltype(t)::type::min_payload_bytes(n); });
 }
 
 

@@ -267,9 +267,11 @@ std::size_t write_stored(const stream_header& coded, const S* in, std::uint64_t 
 /// with everything but the stage ids and the section sizes filled.
 /// `destination(bytes)` is called once, when the stream's size is known and
 /// before anything is written, and returns where to write it (or throws).
+/// `coded`, when given, receives the coded form's complete header (what a
+/// reader would parse back), whether or not the stored form replaced it.
 template <class E, class P, class Q, class S, class Destination>
 std::size_t encode_stream(const S* in, std::uint64_t n, const extents& shape, const P& pred, const Q& q, stream_header h,
-                          const compress_options& opt, Destination&& destination) {
+                          const compress_options& opt, Destination&& destination, stream_header* coded = nullptr) {
   const bool checksum = opt.checksum;
   const int threads = opt.threads;
   const std::uint32_t C = h.chunk_elements;
@@ -352,6 +354,7 @@ std::size_t encode_stream(const S* in, std::uint64_t n, const extents& shape, co
   std::uint64_t payload_total = 0;
   for (const auto& v : payload) payload_total += v.size();
   h.set_sections(codebook_bytes.size(), payload_total, index_bytes.size());
+  if (coded != nullptr) *coded = h;
 
   // Never larger than the raw elements plus a header: store them instead.
   const std::uint64_t coded_bytes = h.section_offset(section_count) + (checksum ? 8 : 0);
@@ -424,14 +427,15 @@ predictor_candidate cheapest_predictor(const S* in, std::uint64_t n, const exten
     std::vector<std::byte> stream;
     stream_header sample_header = hs;
     sample_header.chunk_elements = stream_chunk_elements(candidate, plan.shape, h.chunk_elements);
-    encode_stream<E>(x, m, plan.shape, candidate, q, sample_header, o, [&](std::size_t bytes) {
-      stream.resize(bytes);
-      return stream.data();
-    });
     stream_header written;
-    const std::uint64_t codebook =
-        read_stream_header(stream.data(), stream.size(), written) == status::ok ? written.section_bytes[section_codebook] : 0;
-    return predicted_stream_bytes(stream.size(), codebook, m, n);
+    encode_stream<E>(
+        x, m, plan.shape, candidate, q, sample_header, o,
+        [&](std::size_t bytes) {
+          stream.resize(bytes);
+          return stream.data();
+        },
+        &written);
+    return predicted_stream_bytes(stream.size(), written.section_bytes[section_codebook], m, n);
   };
   predictor_candidate best = predictor_candidate::pipeline;
   double best_bytes = predicted(plan.pred);
