@@ -20,8 +20,10 @@ gamma gradient and the input gradient, predicted vs measured.
 --make-ln DIR trains the two transformers of studies/study_models.py (the
 Fashion-MNIST ViT and the GPT-style byte model on GPL-3) for --steps steps and
 dumps every LayerNorm's saved input, output gradient and gamma for one batch
-of 16 with an ln.tsv index, and every GELU's saved input and output gradient
-with an act.tsv index; --ln DIR checks the layernorm model the same way (and
+of 16 with an ln.tsv index, every GELU's saved input and output gradient
+with an act.tsv index, and every Linear's (attention qkv and proj, MLP fc1
+and fc2, the head) with a layers.tsv index, which makes DIR a corpus of the
+main study above; --ln DIR checks the layernorm model the same way (and
 the inverse map at --targets, default 0.01,0.03,0.1), --act DIR the
 elementwise model on the GELUs (input gradient, and its inverse map).
 For grouped/dilated convolutions, generate a corpus with
@@ -236,7 +238,7 @@ def dump_saved_layers(model, tags, step, out, mname):
         k = count[tag] = count.get(tag, -1) + 1
         base = "%s_%s%02d_%s" % (mname, tag, k, name.replace(".", "_"))
         files = [("input", saved[name]), ("grad_output", grads[name])]
-        if getattr(mods[name], "weight", None) is not None:
+        if getattr(mods[name], "weight", None) is not None and hasattr(mods[name], "eps"):  # a normalization's gamma
             files.append(("gamma", mods[name].weight.detach()))
         for suffix, t in files:
             t.contiguous().numpy().astype("<f4").tofile(os.path.join(out, "%s_%s.f32" % (base, suffix)))
@@ -284,7 +286,6 @@ def tap_attention(model, out, mname):
 
 def make_bn(out, seed, steps):
     """Train the corpus models briefly and dump each BatchNorm2d layer of one batch of 16."""
-    import numpy as np
     import torch
     import torch.nn as nn
     import torch.nn.functional as F
@@ -337,8 +338,8 @@ def check_bn(args, out):
 
 def make_ln(out, seed, steps):
     """Train the study transformers briefly (AdamW, batch 16) and dump each
-    LayerNorm (ln.tsv), GELU with the input of the Linear before it (act.tsv)
-    and attention operand (mm.tsv) of one training-mode batch of 16 (dropout
+    LayerNorm (ln.tsv), GELU with the input of the Linear before it (act.tsv),
+    Linear (layers.tsv) and attention operand (mm.tsv) of one training-mode batch of 16 (dropout
     on, as in training)."""
     import torch
     import torch.nn as nn
@@ -346,7 +347,7 @@ def make_ln(out, seed, steps):
     import study_models as sm  # the transformers and their data, reused
     torch.set_num_threads(1)
     os.makedirs(out, exist_ok=True)
-    rows, act_rows, mm_rows = [], [], []
+    rows, act_rows, mm_rows, lin_rows = [], [], [], []
     for mi, (mname, build, size) in enumerate((("vit", sm.SmallViT, 28), ("gpt", sm.TinyGPT, 128))):
         torch.manual_seed(seed + mi)
         model = build()
@@ -373,10 +374,18 @@ def make_ln(out, seed, steps):
             if pname.endswith("mlp.fc1"):
                 hooks.append(pmod.register_forward_hook(
                     lambda m, inp, outp, pname=pname: producer_in.__setitem__(pname, inp[0].detach().clone())))
-        layers = dump_saved_layers(model, {nn.LayerNorm: "ln", nn.GELU: "act"}, step, out, mname)
+        layers = dump_saved_layers(model, {nn.LayerNorm: "ln", nn.GELU: "act", nn.Linear: "lin"}, step, out, mname)
         for h in hooks:
             h.remove()
         for name, mod, base, shape in layers:
+            if isinstance(mod, nn.Linear):
+                # A Linear reads every leading extent (batch, tokens) as rows: [rows, in_features].
+                dims = [int(d) for d in shape.split(",")]
+                rows_n = math.prod(dims[:-1])
+                lin_rows.append([name, "Linear", base + "_input.f32", base + "_grad_output.f32",
+                                 "%d,%d" % (rows_n, dims[-1]), "%d,%d" % (mod.out_features, mod.in_features),
+                                 "-", "-", "-", "-"])
+                continue
             if isinstance(mod, nn.GELU):
                 x_in = producer_in[name[:-len("act")] + "fc1"]
                 x_in.contiguous().numpy().astype("<f4").tofile(os.path.join(out, base + "_producer_input.f32"))
@@ -392,8 +401,12 @@ def make_ln(out, seed, steps):
                                              "producer_file", "producer_features"], act_rows)
     write_tsv(os.path.join(out, "mm.tsv"), ["model", "module", "case", "in_file", "grad_file", "input_shape", "weight_shape"],
               [r() for r in mm_rows])
-    print("make_ln: %d LayerNorm, %d GELU layers and %d attention matmul cases in %s"
-          % (len(rows), len(act_rows), len(mm_rows), out), file=sys.stderr)
+    # The Linear layers (attention qkv and proj, MLP fc1 and fc2, the head) as a corpus of the main
+    # study: the columns of studies/make_corpus.py's layers.tsv, the model named by the file stem.
+    write_tsv(os.path.join(out, "layers.tsv"), ["module", "type", "in_file", "grad_file", "input_shape", "weight_shape",
+                                                "stride", "padding", "dilation", "groups"], lin_rows)
+    print("make_ln: %d LayerNorm, %d GELU, %d Linear layers and %d attention matmul cases in %s"
+          % (len(rows), len(act_rows), len(lin_rows), len(mm_rows), out), file=sys.stderr)
     return 0
 
 

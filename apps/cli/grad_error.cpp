@@ -16,6 +16,9 @@
 // measured_sigma. predicted_sigma comes from the model, fed only with the
 // statistics a trainer collects cheaply (output-gradient sums and energies,
 // the compressor's error statistics) - never from the gradients themselves.
+// For linear and layernorm, identical input rows are merged first (each
+// group's output gradient summed; distinct_rows.hpp): their errors are
+// identical and add coherently. JSON distinct_rows counts what the model read.
 //
 // batchnorm2d and layernorm report the gamma gradient as the weight gradient
 // (beta's gradient does not read the saved input) and, besides, the error the
@@ -44,6 +47,7 @@
 #include <ebac/dtype_dispatch.hpp>
 #include <ebac/error_model/batchnorm_model.hpp>
 #include <ebac/error_model/batchnorm_propagation.hpp>
+#include <ebac/error_model/distinct_rows.hpp>
 #include <ebac/error_model/elementwise_model.hpp>
 #include <ebac/error_model/error_statistics.hpp>
 #include <ebac/error_model/flat_mask.hpp>
@@ -91,6 +95,7 @@ struct ge_report {
   double eb = 0;  // as requested (or chosen by the inverse map, in --mode units)
   std::int64_t weights = 0;
   double grad_rms = 0, input_grad_rms = 0, flat_share = 0;
+  std::int64_t distinct_rows = 0;  ///< linear, layernorm: the input's distinct rows (the model merges repeats)
   double target_sigma = 0;  // > 0 in target mode
   double producer_grad_rms = -1;  // >= 0: the producing linear layer's weight gradient was checked too
   int solver_evaluations = 0;
@@ -262,12 +267,29 @@ ge_report ge_run(const args& a, const std::vector<std::byte>& raw, const ebac::e
   }
 
   // The model's inputs that do not depend on the bound. LayerNorm's gamma
-  // gradient sees dy scaled row by row by the saved 1/s.
-  const em::flat_mask mask = em::find_flat_mask(g, x);
+  // gradient sees dy scaled row by row by the saved 1/s. A Linear's or a
+  // LayerNorm's identical input rows have identical errors: the model reads
+  // them merged, each group's output gradient summed (distinct_rows.hpp);
+  // gm, xm and dym are the layer it reads, the same as g, x and dy when no
+  // row repeats.
+  const bool merge_rows = layer == "linear" || ln;
+  const em::row_groups groups = merge_rows ? em::group_identical_rows(g.batch, g.in_channels, x) : em::row_groups{};
+  const bool merged = merge_rows && !groups.all_distinct();
+  em::conv2d_geometry gm = g;
+  std::vector<T> x_merged;
+  const T* xm = x;
+  std::vector<double> dym = ln ? em::layernorm_scaled_output_gradient(rows, features, dy.data(), ln_inv_std)
+                               : std::vector<double>(dy.begin(), dy.end());
+  if (merged) {
+    gm.batch = groups.count();
+    x_merged = em::first_rows(groups, g.in_channels, x);
+    xm = x_merged.data();
+    dym = em::summed_rows(groups, g.out_channels, dym.data());
+  }
+  rep.distinct_rows = merge_rows ? groups.count() : 0;
+  const em::flat_mask mask = em::find_flat_mask(gm, xm);
   rep.flat_share = mask.share();
-  em::output_gradient_statistics dstats =
-      ln ? em::collect_output_gradient_statistics(g, em::layernorm_scaled_output_gradient(rows, features, dy.data(), ln_inv_std).data(), mask)
-         : em::collect_output_gradient_statistics(g, dy.data(), mask);
+  em::output_gradient_statistics dstats = em::collect_output_gradient_statistics(gm, dym.data(), mask);
   rep.weights = norm ? g.in_channels : g.weight_count();
 
   // Exact reference with the original input.
@@ -332,7 +354,8 @@ ge_report ge_run(const args& a, const std::vector<std::byte>& raw, const ebac::e
   // trainer_grad_rms < 0: keep dstats' (the exact gradient's RMS, used by the
   // inverse map as the stand-in for the previous step's gradient RMS).
   auto predict = [&](const T* y, double eb_abs, ge_trial& t, double trainer_grad_rms = -1) {
-    const em::input_error_statistics es = em::collect_input_error_statistics(g, x, y, mask, eb_abs);
+    const std::vector<T> y_merged = merged ? em::first_rows(groups, g.in_channels, y) : std::vector<T>{};
+    const em::input_error_statistics es = em::collect_input_error_statistics(gm, xm, merged ? y_merged.data() : y, mask, eb_abs);
     em::output_gradient_statistics ds = dstats;
     if (trainer_grad_rms >= 0 && !norm) ds.weight_grad_rms = trainer_grad_rms;
     const em::weight_error_prediction p = model(ds, es);
@@ -581,6 +604,7 @@ void ge_print(const ge_report& r, bool json) {
     j["effective_dof"] = json_number(dof);
     j["sampling_interval"] = {json_number(iv.low), json_number(iv.high)};
     j["flat_share"] = json_number(r.flat_share);
+    if (r.layer == "linear" || r.layer == "layernorm") j["distinct_rows"] = r.distinct_rows;
     j["compression_ratio"] = json_number(bytes);
     j["weights"] = static_cast<long long>(r.weights);
     j["repeated_share"] = json_number(repeated);

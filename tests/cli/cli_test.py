@@ -1075,6 +1075,37 @@ def group_grad_error():
     if rc == 0:
         j = json.loads(so)
         check(0.67 <= j["measured_over_target"] <= 1.5, f"layernorm target 0.01: measured/target {j['measured_over_target']}")
+    check(json.loads(run(*base, "--eb", 0.01, "--json")[1]).get("distinct_rows") == rows, "layernorm: distinct_rows of distinct rows")
+    # Repeated rows (a ViT's background patches): every other row is one of 4
+    # patterns whose output gradients are alike. Their errors add coherently;
+    # the model reads them merged (distinct_rows.hpp) and still lands near the
+    # measurement (without the merge: 0.28-0.34 of it).
+    xr, dyr = x.copy(), (0.2 * dy).astype(np.float32)
+    pattern_dy = rng.normal(0, 1, (4, d)).astype(np.float32)
+    for r in range(0, rows, 2):
+        xr[r] = x[(r // 2) % 4]
+        dyr[r] += pattern_dy[(r // 2) % 4]
+    xrp, dyrp = path("ln-rep.f32"), path("ln-rep-dy.f32")
+    xr.tofile(xrp)
+    dyr.tofile(dyrp)
+    xr64 = xr.astype(np.float64)
+    mur = xr64.mean(axis=1)
+    invr = 1 / np.sqrt(((xr64 - mur[:, None]) ** 2).mean(axis=1) + eps)
+    rbase = ["grad-error", "--activation", xrp, "--grad-output", dyrp, "--layer", "layernorm", "--input-shape", f"{n},{t},{d}",
+             "--weight-shape", str(d)]
+    for eb in (0.01, 0.1):
+        rc, so, se = run(*rbase, "--eb", eb, "--json")
+        check(rc == 0, f"grad-error layernorm, repeated rows, eb {eb}: {se.strip()}")
+        if rc != 0:
+            continue
+        j = json.loads(so)
+        check(j["distinct_rows"] == len(np.unique(xr, axis=0)), f"layernorm: distinct_rows {j['distinct_rows']}")
+        y = fast_round_trip(xrp, "ln-rep", (n, t, d), eb, xr)
+        dg0r, _ = layernorm_backward(xr64, mur, invr, dyr.astype(np.float64), np.ones(d, np.float32))
+        dg1r, _ = layernorm_backward(y, mur, invr, dyr.astype(np.float64), np.ones(d, np.float32))
+        mg = np.sqrt(((dg1r - dg0r) ** 2).mean())
+        check(abs(j["measured_sigma"] / mg - 1) < 1e-6, f"layernorm, repeated rows, eb {eb}: measured {j['measured_sigma']} != numpy {mg}")
+        check(0.67 <= j["predicted_sigma"] / mg <= 1.5, f"layernorm, repeated rows, eb {eb}: predicted {j['predicted_sigma']} vs {mg}")
     expect_failure("layernorm: weight shape", base[:9] + ["--weight-shape", str(d + 1), "--eb", "0.01"], "--weight-shape", str(d))
     expect_failure("layernorm: 2-D weight", base[:9] + ["--weight-shape", f"{d},{d}", "--eb", "0.01"], "--weight-shape")
     expect_failure("layernorm: stride", base + ["--stride", "2", "--eb", "0.01"], "--stride", "layernorm")
