@@ -784,7 +784,7 @@ def group_limits():
     streams = {}
     for pipeline in ("fast", "ratio"):
         streams[pipeline] = path(f"big-{pipeline}.ebac")
-        rc, so, se = run("compress", "--input", big, "--output", streams[pipeline], "--dtype", "f32", "--dims", f"16,1024,1024", "--eb", "1e-3",
+        rc, so, se = run("compress", "--input", big, "--output", streams[pipeline], "--dtype", "f32", "--dims", "16,1024,1024", "--eb", "1e-3",
                          "--pipeline", pipeline)
         check(rc == 0, f"setup big {pipeline}: {se}")
     outcomes = {}
@@ -1046,18 +1046,26 @@ def group_grad_error():
     dy.tofile(dyp)
     gamma.tofile(gp)
     eps = 1e-5
-    x64 = x.astype(np.float64)
-    mu = x64.mean(axis=1)
-    inv = 1 / np.sqrt(((x64 - mu[:, None]) ** 2).mean(axis=1) + eps)
+
+    def ln_saved(a):
+        """The input in double with the row mean and 1/s a LayerNorm saves."""
+        a64 = a.astype(np.float64)
+        m = a64.mean(axis=1)
+        return a64, m, 1 / np.sqrt(((a64 - m[:, None]) ** 2).mean(axis=1) + eps)
+
+    def run_json(label, *cmd):
+        rc, so, se = run(*cmd, "--json")
+        check(rc == 0, f"grad-error {label}: {se.strip()}")
+        return json.loads(so) if rc == 0 else None
+
+    x64, mu, inv = ln_saved(x)
     dg0, dx0 = layernorm_backward(x64, mu, inv, dy.astype(np.float64), gamma)
     base = ["grad-error", "--activation", xp, "--grad-output", dyp, "--layer", "layernorm", "--input-shape", f"{n},{t},{d}",
             "--weight-shape", str(d), "--gamma", gp]
     for eb in (0.01, 0.1):
-        rc, so, se = run(*base, "--eb", eb, "--json")
-        check(rc == 0, f"grad-error layernorm eb {eb}: {se.strip()}")
-        if rc != 0:
+        j = run_json(f"layernorm eb {eb}", *base, "--eb", eb)
+        if j is None:
             continue
-        j = json.loads(so)
         y = fast_round_trip(xp, "ln", (n, t, d), eb, x)
         dg1, dx1 = layernorm_backward(y, mu, inv, dy.astype(np.float64), gamma)
         mg = np.sqrt(((dg1 - dg0) ** 2).mean())
@@ -1088,17 +1096,13 @@ def group_grad_error():
     xrp, dyrp = path("ln-rep.f32"), path("ln-rep-dy.f32")
     xr.tofile(xrp)
     dyr.tofile(dyrp)
-    xr64 = xr.astype(np.float64)
-    mur = xr64.mean(axis=1)
-    invr = 1 / np.sqrt(((xr64 - mur[:, None]) ** 2).mean(axis=1) + eps)
+    xr64, mur, invr = ln_saved(xr)
     rbase = ["grad-error", "--activation", xrp, "--grad-output", dyrp, "--layer", "layernorm", "--input-shape", f"{n},{t},{d}",
              "--weight-shape", str(d)]
     for eb in (0.01, 0.1):
-        rc, so, se = run(*rbase, "--eb", eb, "--json")
-        check(rc == 0, f"grad-error layernorm, repeated rows, eb {eb}: {se.strip()}")
-        if rc != 0:
+        j = run_json(f"layernorm, repeated rows, eb {eb}", *rbase, "--eb", eb)
+        if j is None:
             continue
-        j = json.loads(so)
         check(j["distinct_rows"] == len(np.unique(xr, axis=0)), f"layernorm: distinct_rows {j['distinct_rows']}")
         y = fast_round_trip(xrp, "ln-rep", (n, t, d), eb, xr)
         dg0r, _ = layernorm_backward(xr64, mur, invr, dyr.astype(np.float64), np.ones(d, np.float32))
