@@ -270,26 +270,20 @@ ge_report ge_run(const args& a, const std::vector<std::byte>& raw, const ebac::e
   // gradient sees dy scaled row by row by the saved 1/s. A Linear's or a
   // LayerNorm's identical input rows have identical errors: the model reads
   // them merged, each group's output gradient summed (distinct_rows.hpp);
-  // gm, xm and dym are the layer it reads, the same as g, x and dy when no
-  // row repeats.
+  // gm and xm (and rows_view's gradient) are the layer it reads: g, x and dy
+  // themselves for other kinds or when no row repeats.
   const bool merge_rows = layer == "linear" || ln;
-  const em::row_groups groups = merge_rows ? em::group_identical_rows(g.batch, g.in_channels, x) : em::row_groups{};
-  const bool merged = merge_rows && !groups.all_distinct();
-  em::conv2d_geometry gm = g;
-  std::vector<T> x_merged;
-  const T* xm = x;
-  std::vector<double> dym = ln ? em::layernorm_scaled_output_gradient(rows, features, dy.data(), ln_inv_std)
-                               : std::vector<double>(dy.begin(), dy.end());
-  if (merged) {
-    gm.batch = groups.count();
-    x_merged = em::first_rows(groups, g.in_channels, x);
-    xm = x_merged.data();
-    dym = em::summed_rows(groups, g.out_channels, dym.data());
-  }
-  rep.distinct_rows = merge_rows ? groups.count() : 0;
+  const std::vector<double> dy_model = ln ? em::layernorm_scaled_output_gradient(rows, features, dy.data(), ln_inv_std)
+                                          : std::vector<double>(dy.begin(), dy.end());
+  std::optional<em::merged_rows<T, double>> rows_view;
+  if (merge_rows) rows_view.emplace(g, x, dy_model.data());
+  const em::conv2d_geometry& gm = rows_view ? rows_view->geometry() : g;
+  const T* const xm = rows_view ? rows_view->input() : x;
+  rep.distinct_rows = rows_view ? rows_view->distinct_rows() : 0;
   const em::flat_mask mask = em::find_flat_mask(gm, xm);
   rep.flat_share = mask.share();
-  em::output_gradient_statistics dstats = em::collect_output_gradient_statistics(gm, dym.data(), mask);
+  em::output_gradient_statistics dstats =
+      em::collect_output_gradient_statistics(gm, rows_view ? rows_view->output_gradient() : dy_model.data(), mask);
   rep.weights = norm ? g.in_channels : g.weight_count();
 
   // Exact reference with the original input.
@@ -354,8 +348,9 @@ ge_report ge_run(const args& a, const std::vector<std::byte>& raw, const ebac::e
   // trainer_grad_rms < 0: keep dstats' (the exact gradient's RMS, used by the
   // inverse map as the stand-in for the previous step's gradient RMS).
   auto predict = [&](const T* y, double eb_abs, ge_trial& t, double trainer_grad_rms = -1) {
-    const std::vector<T> y_merged = merged ? em::first_rows(groups, g.in_channels, y) : std::vector<T>{};
-    const em::input_error_statistics es = em::collect_input_error_statistics(gm, xm, merged ? y_merged.data() : y, mask, eb_abs);
+    std::vector<T> y_rows;
+    const em::input_error_statistics es =
+        em::collect_input_error_statistics(gm, xm, rows_view ? rows_view->rows_of(y, y_rows) : y, mask, eb_abs);
     em::output_gradient_statistics ds = dstats;
     if (trainer_grad_rms >= 0 && !norm) ds.weight_grad_rms = trainer_grad_rms;
     const em::weight_error_prediction p = model(ds, es);

@@ -914,11 +914,25 @@ TEST_CASE("error_model: identical input rows merge exactly: the weight-gradient 
   for (std::size_t k = 0; k < w0.size(); ++k) scale = std::max(scale, std::abs(w1[k] - w0[k]));
   REQUIRE(scale > 0);
   for (std::size_t k = 0; k < w0.size(); ++k) CHECK(std::abs((m1[k] - m0[k]) - (w1[k] - w0[k])) <= 1e-9 * scale);
-  // Nothing repeats: one group per row, and the merge is the identity.
+  // merged_rows, the view the model's callers use, is the same layer.
+  const em::merged_rows<float, double> view(L.g, L.x.data(), dy.data());
+  CHECK(view.merged());
+  CHECK(view.distinct_rows() == groups.count());
+  CHECK(view.geometry().batch == groups.count());
+  CHECK(std::equal(xm.begin(), xm.end(), view.input()));
+  CHECK(std::equal(dym.begin(), dym.end(), view.output_gradient()));
+  std::vector<float> store;
+  CHECK(std::equal(ym.begin(), ym.end(), view.rows_of(y.data(), store)));
+  // Nothing repeats: one group per row, and the merge is the identity (the view reads the caller's arrays).
   const auto white = normal(static_cast<std::size_t>(R * I), 307);
   const em::row_groups none = em::group_identical_rows(R, I, white.data());
   CHECK(none.all_distinct());
   CHECK(em::first_rows(none, I, white.data()) == white);
+  const em::merged_rows<float, double> plain(L.g, white.data(), dy.data());
+  CHECK_FALSE(plain.merged());
+  CHECK(plain.input() == white.data());
+  CHECK(plain.output_gradient() == dy.data());
+  CHECK(plain.geometry().batch == R);
 }
 
 TEST_CASE("error_model: repeated rows with alike gradients: predicted on the merged rows, under-predicted without the merge") {

@@ -19,11 +19,13 @@
 #pragma once
 
 #include <ebac/config.hpp>
+#include <ebac/error_model/layer_geometry.hpp>
 
 #include <cstddef>
 #include <cstdint>
 #include <cstring>
 #include <string_view>
+#include <type_traits>
 #include <unordered_map>
 #include <vector>
 
@@ -70,16 +72,60 @@ std::vector<T> first_rows(const row_groups& g, std::int64_t features, const T* x
 }
 
 /// The sum of every group's rows of dy (rows x features -> count() x
-/// features): the merged layer's output gradient.
-template <class D>
-std::vector<double> summed_rows(const row_groups& g, std::int64_t features, const D* dy) {
-  std::vector<double> out(static_cast<std::size_t>(g.count() * features), 0.0);
+/// features): the merged layer's output gradient (summed in double, stored
+/// as Out).
+template <class Out = double, class D>
+std::vector<Out> summed_rows(const row_groups& g, std::int64_t features, const D* dy) {
+  std::vector<double> sum(static_cast<std::size_t>(g.count() * features), 0.0);
   for (std::int64_t r = 0; r < g.rows(); ++r) {
-    double* o = out.data() + g.group[static_cast<std::size_t>(r)] * features;
+    double* o = sum.data() + g.group[static_cast<std::size_t>(r)] * features;
     for (std::int64_t f = 0; f < features; ++f) o[f] += static_cast<double>(dy[r * features + f]);
   }
-  return out;
+  if constexpr (std::is_same_v<Out, double>) return sum;
+  else return std::vector<Out>(sum.begin(), sum.end());
 }
+
+/// A row layer as the model reads it: g.batch rows of g.in_channels inputs
+/// and g.out_channels output-gradient entries (a Linear, or a LayerNorm's
+/// gamma view with dy scaled by 1/s), identical rows merged. Where no row
+/// repeats it reads the caller's x and dy (no copy). It points into the
+/// caller's arrays, which must outlive it.
+template <class T, class D>
+class merged_rows {
+ public:
+  merged_rows(const conv2d_geometry& g, const T* x, const D* dy)
+      : groups_(group_identical_rows(g.batch, g.in_channels, x)), g_(g), x_(x), dy_(dy) {
+    if (groups_.all_distinct()) return;
+    g_.batch = groups_.count();
+    x_rows_ = first_rows(groups_, g.in_channels, x);
+    dy_rows_ = summed_rows<D>(groups_, g.out_channels, dy);
+    x_ = x_rows_.data();
+    dy_ = dy_rows_.data();
+  }
+  merged_rows(const merged_rows&) = delete;  // x_ and dy_ may point into this object
+  merged_rows& operator=(const merged_rows&) = delete;
+
+  [[nodiscard]] const conv2d_geometry& geometry() const noexcept { return g_; }
+  [[nodiscard]] const T* input() const noexcept { return x_; }
+  [[nodiscard]] const D* output_gradient() const noexcept { return dy_; }
+  [[nodiscard]] std::int64_t distinct_rows() const noexcept { return groups_.count(); }
+  [[nodiscard]] bool merged() const noexcept { return !groups_.all_distinct(); }
+  /// The rows of a reconstruction y that the model reads with input():
+  /// y itself, or its first row of every group (kept in `store`).
+  [[nodiscard]] const T* rows_of(const T* y, std::vector<T>& store) const {
+    if (!merged()) return y;
+    store = first_rows(groups_, g_.in_channels, y);
+    return store.data();
+  }
+
+ private:
+  row_groups groups_;
+  conv2d_geometry g_;
+  std::vector<T> x_rows_;
+  std::vector<D> dy_rows_;
+  const T* x_;
+  const D* dy_;
+};
 
 }  // namespace error_model
 EBAC_NAMESPACE_END

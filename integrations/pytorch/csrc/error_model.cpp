@@ -6,6 +6,7 @@
 #include "codec_api.hpp"
 
 #include <ebac/error_model/batchnorm_propagation.hpp>
+#include <ebac/error_model/distinct_rows.hpp>
 #include <ebac/error_model/elementwise_model.hpp>
 #include <ebac/error_model/error_statistics.hpp>
 #include <ebac/error_model/flat_mask.hpp>
@@ -13,7 +14,9 @@
 #include <ebac/error_model/layer_geometry.hpp>
 #include <ebac/error_model/weight_error_model.hpp>
 
+#include <optional>
 #include <stdexcept>
+#include <vector>
 
 namespace ebac_torch {
 
@@ -40,10 +43,18 @@ weight_error_estimate predict_weight_error(const layer_geometry& lg, const float
     g.groups = lg.groups;
   }
   if (g.validate() != ebac::status::ok) throw std::invalid_argument("ebac_torch: invalid layer geometry");
-  const em::flat_mask mask = em::find_flat_mask(g, x);
-  em::output_gradient_statistics ds = em::collect_output_gradient_statistics(g, dy, mask);
+  // A Linear's identical input rows are merged first, as ebac grad-error does
+  // (error_model/distinct_rows.hpp): their errors are identical and add up.
+  std::optional<em::merged_rows<float, float>> rows_view;
+  if (lg.linear) rows_view.emplace(g, x, dy);
+  const em::conv2d_geometry& gm = rows_view ? rows_view->geometry() : g;
+  const float* const xm = rows_view ? rows_view->input() : x;
+  std::vector<float> y_rows;
+  const float* const ym = rows_view ? rows_view->rows_of(y, y_rows) : y;
+  const em::flat_mask mask = em::find_flat_mask(gm, xm);
+  em::output_gradient_statistics ds = em::collect_output_gradient_statistics(gm, rows_view ? rows_view->output_gradient() : dy, mask);
   ds.weight_grad_rms = weight_grad_rms > 0 ? weight_grad_rms : 0.0;
-  const em::input_error_statistics es = em::collect_input_error_statistics(g, x, y, mask, eb_abs);
+  const em::input_error_statistics es = em::collect_input_error_statistics(gm, xm, ym, mask, eb_abs);
   const em::weight_error_prediction p = em::weight_error_model{}(ds, es);
   if (p.state != ebac::status::ok) throw std::invalid_argument("ebac_torch: error model: inconsistent statistics");
   weight_error_estimate r;

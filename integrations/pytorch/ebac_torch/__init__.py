@@ -90,7 +90,9 @@ def predict_weight_error(layer, x, x_hat, grad_output, eb_abs, grad_rms=None):
     the gradient's entries, to gauge how coherent the gradient is. Returns a
     dict: sigma (the prediction), iid_sigma (the i.i.d. baseline of
     DESIGN.md), coherent_share, flat_share. `layer` is an nn.Conv2d (numeric
-    padding) or an nn.Linear (leading dimensions are flattened into rows).
+    padding) or an nn.Linear (leading dimensions are flattened into rows, and
+    identical rows are merged as `ebac grad-error` does: their errors are
+    identical and add up; docs/error-model.md section 3.6).
     """
     C = _ext.load()
     if grad_rms is None:

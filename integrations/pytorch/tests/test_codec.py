@@ -206,6 +206,25 @@ class ErrorModel(unittest.TestCase):
     def test_linear(self):
         self.check(torch.nn.Linear(64, 32), activation((128, 64), seed=13))
 
+    def test_linear_repeated_rows(self):
+        # Every other row is one of 4 patterns with alike output gradients (a
+        # ViT's background patches): their errors add coherently, and the
+        # model reads the rows merged (docs/error-model.md 3.6).
+        g = torch.Generator().manual_seed(21)
+        layer = torch.nn.Linear(48, 32)
+        x = torch.randn(400, 48, generator=g)
+        dy = 0.2 * torch.randn(400, 32, generator=g)
+        px, pdy = torch.randn(4, 48, generator=g), torch.randn(4, 32, generator=g)
+        for r in range(0, 400, 2):
+            x[r] = px[(r // 2) % 4]
+            dy[r] += pdy[(r // 2) % 4]
+        c = ebac_torch.compress(x, 0.05, "abs", "fast")
+        x_hat = ebac_torch.decompress(c)
+        dw = lambda inp: dy.double().t() @ inp.double()  # noqa: E731 (dL/dW of a Linear)
+        measured = float((dw(x_hat) - dw(x)).pow(2).mean().sqrt())
+        p = ebac_torch.predict_weight_error(layer, x, x_hat, dy, 0.05, grad_rms=float(dw(x_hat).pow(2).mean().sqrt()))
+        self.assertLess(abs(p["sigma"] / measured - 1), 0.15, (p, measured))
+
     def test_bad_layer(self):
         with self.assertRaises(TypeError):
             ebac_torch.predict_weight_error(torch.nn.ReLU(), torch.ones(2, 2), torch.ones(2, 2), torch.ones(2, 2), 0.1)
