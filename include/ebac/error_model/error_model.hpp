@@ -7,6 +7,7 @@
 #include <ebac/error_model/batchnorm_propagation.hpp>
 #include <ebac/error_model/channel_moments.hpp>
 #include <ebac/error_model/constexpr_math.hpp>
+#include <ebac/error_model/distinct_rows.hpp>
 #include <ebac/error_model/elementwise_model.hpp>
 #include <ebac/error_model/energy_pyramid.hpp>
 #include <ebac/error_model/error_statistics.hpp>
