@@ -612,12 +612,13 @@ def write_report(results, args, out, figures, wall, cmd, default_name):
         MODELS[args.model]["describe"], MODELS[args.model]["optimizer"], args.lr, args.batch))
     if qual.lm:
         L.append("- data: the license texts of Debian's base-files (%s), bytes; %s held out for validation; "
-                 "%d training windows of %d bytes (every %d bytes of the others; %d steps per epoch), %d epochs, "
-                 "validation loss and next-byte accuracy on %d windows" % (
+                 "%d training windows of %d bytes (every %d bytes of the others; %d steps per epoch), %d epoch(s), "
+                 "validation loss and next-byte accuracy on %d windows (all of %s's, not overlapping)" % (
                      TEXT_DIR, TEXT_VALIDATION, args.train_n, TEXT_CONTEXT, TEXT_STRIDE,
-                     results[0]["epochs"][0]["steps"], args.epochs, args.eval_n))
+                     results[0]["epochs"][0]["steps"], args.epochs, min(args.eval_n, load_text()[2].shape[0]),
+                     TEXT_VALIDATION))
     else:
-        L.append("- data: Fashion-MNIST, %d training images (seeded subset; %d steps per epoch), %d epochs, "
+        L.append("- data: Fashion-MNIST, %d training images (seeded subset; %d steps per epoch), %d epoch(s), "
                  "test accuracy on %d test images" % (args.train_n, results[0]["epochs"][0]["steps"],
                                                       args.epochs, args.eval_n))
     L.append("- every configuration: seed %d, same initial weights, same mini-batches in the same order" % args.seed)
@@ -704,11 +705,11 @@ def write_report(results, args, out, figures, wall, cmd, default_name):
         L.append("")
     spread = [r for r in results if r["config"]["name"].startswith("baseline+")]
     if base and spread:
-        L.append("Seed-to-seed spread of plain training (baseline vs %s): %s points; differences of that "
+        L.append("Seed-to-seed spread of plain training (baseline vs %s): %s %s; differences of that "
                  "size between configurations are noise, not an effect of compression.\n" % (
                      ", ".join(r["config"]["name"] for r in spread),
                      ", ".join("%+.2f" % qual.delta(r["epochs"][-1], base["epochs"][-1])
-                               for r in spread)))
+                               for r in spread), "%" if qual.lm else "points"))
     groups = {}
     for r in results:
         c = r["config"]
