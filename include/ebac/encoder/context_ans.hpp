@@ -38,6 +38,7 @@
 #include <ebac/extents.hpp>
 #include <ebac/status.hpp>
 
+#include <algorithm>
 #include <array>
 #include <cmath>
 #include <cstddef>
@@ -146,11 +147,12 @@ struct context_ans_codebook {
     out.resize(static_cast<std::size_t>(p - out.data()));
   }
   /// The size serialize() writes, without writing it.
-  [[nodiscard]] std::size_t serialized_bytes() const noexcept {
+  [[nodiscard]] std::size_t serialized_bytes() const noexcept { return serialized_bytes_of(freq.data(), contexts(), row); }
+  /// The same for `contexts` tables of frequencies at f (learn() weighs sets before it builds one).
+  static std::size_t serialized_bytes_of(const std::uint16_t* f, std::uint32_t contexts, std::uint32_t row) noexcept {
     std::size_t bytes = 2 + detail::varint_size(row);
-    for (std::uint32_t c = 0; c < contexts(); ++c) {
-      const std::uint16_t* f = freq.data() + std::size_t{c} * model::tokens;
-      const std::uint32_t k = stored_tokens(c);
+    for (std::uint32_t c = 0; c < contexts; ++c, f += model::tokens) {
+      const std::uint32_t k = stored_tokens_of(f);
       bytes += detail::varint_size(k);
       for (std::uint32_t t = 0; t < k; ++t) bytes += detail::varint_size(f[t]);
     }
@@ -158,7 +160,9 @@ struct context_ans_codebook {
   }
   /// Context c's stored frequencies: up to its last non-zero one.
   [[nodiscard]] std::uint32_t stored_tokens(std::uint32_t c) const noexcept {
-    const std::uint16_t* f = freq.data() + std::size_t{c} * model::tokens;
+    return stored_tokens_of(freq.data() + std::size_t{c} * model::tokens);
+  }
+  static std::uint32_t stored_tokens_of(const std::uint16_t* f) noexcept {
     std::uint32_t k = model::tokens;
     while (k > 0 && f[k - 1] == 0) --k;
     return k;
@@ -198,11 +202,12 @@ struct context_ans_codebook {
   }
 
   /// Fills `cumulative`, `steps` and `first_token` from `freq` for the set's
-  /// contexts (the tables keep the finest set's size; the rest stay zero).
+  /// contexts (sized to them: a coarse set's tables are small, which is what
+  /// a small tensor's codebook is).
   void derive() {
-    cumulative.assign(std::size_t{model::max_contexts} * (model::tokens + 1), 0);
-    first_token.assign(std::size_t{model::max_contexts} * 256, 0);
-    steps.assign(std::size_t{model::max_contexts} * model::tokens, detail::context_ans_step{});
+    cumulative.assign(std::size_t{contexts()} * (model::tokens + 1), 0);
+    first_token.assign(std::size_t{contexts()} * 256, 0);
+    steps.assign(std::size_t{contexts()} * model::tokens, detail::context_ans_step{});
     for (std::uint32_t c = 0; c < contexts(); ++c) {
       std::uint32_t s = 0;
       for (std::uint32_t t = 0; t < model::tokens; ++t) {
@@ -286,25 +291,37 @@ struct context_ans {
   /// whose serialized tables plus ideal coded bits are fewest is kept (the
   /// first of equals, richest first).
   static codebook learn(const statistics& s) {
-    // Only the frequencies and the serialized size decide between the sets;
-    // the derived tables are built once, for the winner. On a small tensor
-    // most of the 128 finest contexts are empty and are skipped.
+    // Only the frequencies and the serialized size decide between the sets:
+    // each is weighed in two buffers reused from set to set, and one codebook
+    // is built and derived, for the winner. On a small tensor most of the 128
+    // finest contexts are empty and are skipped.
     const context_flags used = used_contexts(s);
-    codebook best;
+    std::vector<std::uint64_t> counts;
+    std::vector<std::uint16_t> freq, best_freq;
+    std::uint32_t best_classes = model::max_classes;
+    bool best_diagonal = true;
     double best_bits = 0;
     bool first = true;
     for (std::uint32_t classes = model::max_classes; classes >= 1; classes /= 2) {
       for (bool diagonal : {true, false}) {
-        const std::vector<std::uint64_t> counts = counts_of(s, used, classes, diagonal);
-        codebook cb = frequencies_of(counts, s.row, classes, diagonal);
-        const double bits = cost_bits(counts, cb);
+        const std::uint32_t contexts = classes * classes * (diagonal ? 2 : 1);
+        counts_of(s, used, classes, diagonal, counts);
+        frequencies_of(counts, contexts, freq);
+        const double bits = cost_bits(counts, freq, contexts, s.row);
         if (first || bits < best_bits) {
-          best = std::move(cb);
+          best_freq.swap(freq);
+          best_classes = classes;
+          best_diagonal = diagonal;
           best_bits = bits;
           first = false;
         }
       }
     }
+    codebook best;
+    best.row = s.row;
+    best.classes = best_classes;
+    best.diagonal = best_diagonal;
+    std::copy(best_freq.begin(), best_freq.end(), best.freq.begin());
     best.derive();
     return best;
   }
@@ -338,10 +355,15 @@ struct context_ans {
     for (std::size_t i = n; i-- > 0;) {
       const detail::context_ans_step& st = steps[model::context(codes, i, row, classes, diagonal) * model::tokens + model::token(codes[i])];
       std::uint32_t& s = x[i % model::lanes];
-      while (s >= st.limit) {
-        *--p = static_cast<std::byte>(s & 0xffu);
-        s >>= 8;
-      }
+      // Renormalise without a data-dependent branch: s < 2^31 and the limit
+      // is at least 2^17, so s gives 0, 1 or 2 bytes. Both are written every
+      // time; p only moves past the ones that count (the rest is overwritten
+      // later, and p never comes within 2 bytes of the space's start).
+      const auto take = static_cast<unsigned>(s >= st.limit) + static_cast<unsigned>((s >> 8) >= st.limit);
+      p[-1] = static_cast<std::byte>(s & 0xffu);
+      p[-2] = static_cast<std::byte>((s >> 8) & 0xffu);
+      p -= take;
+      s >>= 8 * take;
       const auto q = static_cast<std::uint32_t>((static_cast<std::uint64_t>(s) * st.reciprocal) >> 32) >> st.shift;
       s += st.bias + q * st.complement;
     }
@@ -423,9 +445,9 @@ struct context_ans {
   /// the finest set's contexts that map to it (classes above the set's last
   /// merge into it; without the diagonal bit both halves merge). `used`
   /// (used_contexts) lets empty finest contexts be skipped.
-  static std::vector<std::uint64_t> counts_of(const statistics& s, const context_flags& used, std::uint32_t classes,
-                                              bool diagonal) {
-    std::vector<std::uint64_t> out(std::size_t{classes} * classes * (diagonal ? 2 : 1) * model::tokens, 0);
+  static void counts_of(const statistics& s, const context_flags& used, std::uint32_t classes, bool diagonal,
+                        std::vector<std::uint64_t>& out) {
+    out.assign(std::size_t{classes} * classes * (diagonal ? 2 : 1) * model::tokens, 0);
     constexpr std::uint32_t K = model::max_classes;
     for (std::uint32_t left = 0; left < K; ++left)
       for (std::uint32_t up = 0; up < K; ++up)
@@ -437,16 +459,13 @@ struct context_ans {
           const std::uint64_t* from = s.counts.data() + std::size_t{fine} * model::tokens;
           for (std::uint32_t t = 0; t < model::tokens; ++t) out[std::size_t{c} * model::tokens + t] += from[t];
         }
-    return out;
   }
 
-  /// A codebook's frequencies (not yet derived) for a set's counts.
-  static codebook frequencies_of(const std::vector<std::uint64_t>& counts, std::uint32_t row, std::uint32_t classes, bool diagonal) {
-    codebook cb;
-    cb.row = row;
-    cb.classes = classes;
-    cb.diagonal = diagonal;
-    for (std::uint32_t c = 0; c < cb.contexts(); ++c) {
+  /// A set's frequencies for its counts, `contexts` tables of `tokens` (all
+  /// zero for a context that never occurred).
+  static void frequencies_of(const std::vector<std::uint64_t>& counts, std::uint32_t contexts, std::vector<std::uint16_t>& freq) {
+    freq.assign(std::size_t{contexts} * model::tokens, 0);
+    for (std::uint32_t c = 0; c < contexts; ++c) {
       std::uint64_t scaled[model::tokens];
       std::uint64_t total = 0;
       for (std::uint32_t t = 0; t < model::tokens; ++t) total += scaled[t] = counts[std::size_t{c} * model::tokens + t];
@@ -455,7 +474,7 @@ struct context_ans {
         total = 0;
         for (std::uint32_t t = 0; t < model::tokens; ++t) total += scaled[t] = scaled[t] ? (scaled[t] + 1) / 2 : 0;
       }
-      std::uint16_t* f = cb.freq.data() + std::size_t{c} * model::tokens;
+      std::uint16_t* f = freq.data() + std::size_t{c} * model::tokens;
       std::uint32_t sum = 0, largest = 0;
       for (std::uint32_t t = 0; t < model::tokens; ++t) {
         std::uint64_t v = (scaled[t] * model::scale + total / 2) / total;
@@ -468,16 +487,15 @@ struct context_ans {
       // largest is at least 2^14 / 86: it absorbs the difference.
       f[largest] = static_cast<std::uint16_t>(f[largest] + model::scale - sum);
     }
-    return cb;
   }
 
-  /// Serialized table bits plus the ideal coded bits of the set's counts under cb.
-  static double cost_bits(const std::vector<std::uint64_t>& counts, const codebook& cb) {
-    double bits = 8.0 * static_cast<double>(cb.serialized_bytes());
-    for (std::uint32_t c = 0; c < cb.contexts(); ++c)
-      for (std::uint32_t t = 0; t < model::tokens; ++t)
-        if (const std::uint64_t k = counts[std::size_t{c} * model::tokens + t]; k > 0)
-          bits += static_cast<double>(k) * (model::scale_bits - std::log2(static_cast<double>(cb.freq[std::size_t{c} * model::tokens + t])));
+  /// Serialized table bits plus the ideal coded bits of a set's counts under its frequencies.
+  static double cost_bits(const std::vector<std::uint64_t>& counts, const std::vector<std::uint16_t>& freq, std::uint32_t contexts,
+                          std::uint32_t row) {
+    double bits = 8.0 * static_cast<double>(codebook::serialized_bytes_of(freq.data(), contexts, row));
+    for (std::size_t i = 0; i < std::size_t{contexts} * model::tokens; ++i)
+      if (const std::uint64_t k = counts[i]; k > 0)
+        bits += static_cast<double>(k) * (model::scale_bits - std::log2(static_cast<double>(freq[i])));
     return bits;
   }
 };
