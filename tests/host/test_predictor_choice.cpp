@@ -156,6 +156,17 @@ TEST_CASE("choose_predictor on a tensor tried whole: the stream is the smallest 
 
     const auto chosen = ebac::host::compress(c.x.data(), e, ans_pipe{l2, chunk, true}, o);
     CHECK(chosen.size() == sizes[best]);
+    // Byte for byte the winner's own stream (the choice keeps the stream it
+    // coded rather than coding the tensor again), with a checksum too.
+    CHECK(chosen == (best == 0 ? s_l2 : best == 1 ? s_flat : s_none));
+    auto oc = o;
+    oc.checksum = true;
+    const auto chosen_sum = ebac::host::compress(c.x.data(), e, ans_pipe{l2, chunk, true}, oc);
+    CHECK(chosen_sum == (best == 0 ? ebac::host::compress(c.x.data(), e, ans_pipe{l2, chunk}, oc)
+                         : best == 1 ? ebac::host::compress(c.x.data(), e, ans_pipe{ebac::lorenzo::flat(), chunk}, oc)
+                                     : ebac::host::compress(c.x.data(), e, ans_none{{}, chunk}, oc)));
+    REQUIRE_NOTHROW(ebac::host::inspect(chosen_sum.data(), chosen_sum.size()));
+    CHECK(ebac::host::inspect(chosen_sum.data(), chosen_sum.size()).has_checksum());
     const auto h = ebac::host::inspect(chosen.data(), chosen.size());
     if (best == 2) {
       CHECK(h.predictor == ebac::predictor_id::none);
@@ -175,6 +186,46 @@ TEST_CASE("choose_predictor on a tensor tried whole: the stream is the smallest 
   CHECK(winners[0] == 1);
   CHECK(winners[1] == 1);
   CHECK(winners[2] == 1);
+}
+
+TEST_CASE("choose_predictor on a tensor tried whole that does not compress: stored, as the chosen candidate's stream is") {
+  // Uniform noise under a bound far below its spacing: every candidate's
+  // coded stream is larger than the raw elements, so the stream is stored
+  // (store_when_larger) and equals the stored stream of the candidate whose
+  // coded stream is smallest; without storing, the coded one.
+  const ebac::extents e{2, 3, 32, 32};
+  const std::size_t n = static_cast<std::size_t>(count_of(e));
+  std::mt19937 rng(3);
+  std::uniform_real_distribution<float> u(-1.f, 1.f);
+  std::vector<float> x(n);
+  for (auto& v : x) v = u(rng);
+  const ebac::lorenzo l2 = ebac::lorenzo::along_last(2, 4, ebac::lorenzo::default_tile_2d);
+  for (bool store : {true, false}) {
+    CAPTURE(store);
+    auto o = options(1e-9);
+    o.store_when_larger = store;
+    auto coded = options(1e-9);
+    coded.store_when_larger = false;
+    const std::vector<std::byte> unstored[3] = {ebac::host::compress(x.data(), e, ans_pipe{l2, chunk}, coded),
+                                                ebac::host::compress(x.data(), e, ans_pipe{ebac::lorenzo::flat(), chunk}, coded),
+                                                ebac::host::compress(x.data(), e, ans_none{{}, chunk}, coded)};
+    int best = 0;
+    for (int k = 1; k < 3; ++k)
+      if (unstored[k].size() < unstored[best].size()) best = k;
+    REQUIRE(unstored[best].size() > n * sizeof(float));  // the premise: nothing compresses
+    const auto want = best == 0 ? ebac::host::compress(x.data(), e, ans_pipe{l2, chunk}, o)
+                      : best == 1 ? ebac::host::compress(x.data(), e, ans_pipe{ebac::lorenzo::flat(), chunk}, o)
+                                  : ebac::host::compress(x.data(), e, ans_none{{}, chunk}, o);
+    const auto chosen = ebac::host::compress(x.data(), e, ans_pipe{l2, chunk, true}, o);
+    CHECK(chosen == want);
+    CHECK(ebac::host::inspect(chosen.data(), chosen.size()).is_stored() == store);
+    std::vector<float> y(n);
+    ebac::host::decompress(chosen.data(), chosen.size(), y.data(), n);
+    float lo = x[0], hi = x[0];
+    for (float v : x) lo = std::fmin(lo, v), hi = std::fmax(hi, v);
+    const double eb = 1e-9 * (static_cast<double>(hi) - static_cast<double>(lo));
+    for (std::size_t i = 0; i < n; ++i) REQUIRE(std::fabs(static_cast<double>(y[i]) - static_cast<double>(x[i])) <= eb);
+  }
 }
 
 TEST_CASE("choose_predictor on a sampled tensor: picks no prediction on sparse maps and 2-D Lorenzo on smooth ones, same bytes for any thread count") {

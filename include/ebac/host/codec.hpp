@@ -404,10 +404,18 @@ enum class predictor_candidate { pipeline, flat, none };
 /// (quantizer `q`, encoder E, no checksum, never stored) and returns the one
 /// whose stream, scaled to the whole tensor, is smallest. `h` is the
 /// tensor's header, quantizer fields filled.
+///
+/// When the sample is the whole tensor and `whole_stream` is given, the
+/// candidates are coded as the tensor's own stream (h and opt as they are,
+/// but never stored; the sizes shift by the same bytes, so the choice is
+/// the same) and the winner's stream is handed back in it, so that a small
+/// tensor is not coded a fourth time.
 template <class E, class S, class Q>
 predictor_candidate cheapest_predictor(const S* in, std::uint64_t n, const extents& shape, const lorenzo& pred, const Q& q,
-                                       const stream_header& h, const compress_options& opt) {
+                                       const stream_header& h, const compress_options& opt,
+                                       std::vector<std::byte>* whole_stream = nullptr) {
   const predictor_sample plan = plan_predictor_sample(pred, shape, n);
+  const bool keep = plan.whole && whole_stream != nullptr;
   std::vector<S> gathered;
   const S* x = in;
   std::uint64_t m = n;
@@ -418,13 +426,15 @@ predictor_candidate cheapest_predictor(const S* in, std::uint64_t n, const exten
     x = gathered.data();
   }
   compress_options o = opt;
-  o.checksum = false;
   o.store_when_larger = false;
   stream_header hs = h;
-  hs.shape = plan.shape;
-  hs.flags = 0;
+  if (!keep) {
+    o.checksum = false;
+    hs.shape = plan.shape;
+    hs.flags = 0;
+  }
+  std::vector<std::byte> stream, kept;
   auto predicted = [&](const auto& candidate) {
-    std::vector<std::byte> stream;
     stream_header sample_header = hs;
     sample_header.chunk_elements = stream_chunk_elements(candidate, plan.shape, h.chunk_elements);
     stream_header written;
@@ -439,12 +449,16 @@ predictor_candidate cheapest_predictor(const S* in, std::uint64_t n, const exten
   };
   predictor_candidate best = predictor_candidate::pipeline;
   double best_bytes = predicted(plan.pred);
+  if (keep) kept.swap(stream);
+  auto consider = [&](double bytes, predictor_candidate c) {
+    if (!(bytes < best_bytes)) return;
+    best = c, best_bytes = bytes;
+    if (keep) kept.swap(stream);
+  };
   const bool already_flat = pred.dims == 1 && pred.axis[0] == lorenzo_flat_axis && pred.tile[0] == lorenzo::default_flat_tile;
-  if (!already_flat) {
-    const double b = predicted(lorenzo::flat());
-    if (b < best_bytes) best = predictor_candidate::flat, best_bytes = b;
-  }
-  if (predicted(no_prediction{}) < best_bytes) best = predictor_candidate::none;
+  if (!already_flat) consider(predicted(lorenzo::flat()), predictor_candidate::flat);
+  consider(predicted(no_prediction{}), predictor_candidate::none);
+  if (keep) *whole_stream = std::move(kept);
   return best;
 }
 
@@ -475,7 +489,16 @@ std::size_t compress_to(const T* input, const extents& shape, const Pipeline& pi
   auto code_predicted = [&](const auto& q) {
     if constexpr (std::is_same_v<typename Pipeline::predictor_type, lorenzo>) {
       if (pipe.choose_predictor && n > 0) {
-        switch (detail::cheapest_predictor<E>(in, n, shape, pipe.predictor, q, h, opt)) {
+        // A small tensor's candidates were coded whole: the winner's stream
+        // is the stream, unless it might have to be stored (then the usual
+        // path decides; a stream no larger than the raw elements never is).
+        std::vector<std::byte> whole;
+        const detail::predictor_candidate best = detail::cheapest_predictor<E>(in, n, shape, pipe.predictor, q, h, opt, &whole);
+        if (!whole.empty() && !(opt.store_when_larger && whole.size() > n * sizeof(S))) {
+          std::memcpy(destination(whole.size()), whole.data(), whole.size());
+          return whole.size();
+        }
+        switch (best) {
           case detail::predictor_candidate::flat: return code(lorenzo::flat(), q);
           case detail::predictor_candidate::none: return code(no_prediction{}, q);
           case detail::predictor_candidate::pipeline: break;
