@@ -615,12 +615,12 @@ def write_report(results, args, out, figures, wall, cmd, default_name):
                  "%d training windows of %d bytes (every %d bytes of the others; %d steps per epoch), %d epoch(s), "
                  "validation loss and next-byte accuracy on %d windows (all of %s's, not overlapping)" % (
                      TEXT_DIR, TEXT_VALIDATION, args.train_n, TEXT_CONTEXT, TEXT_STRIDE,
-                     results[0]["epochs"][0]["steps"], args.epochs, min(args.eval_n, load_text()[2].shape[0]),
+                     results[0]["epochs"][0]["steps"], args.epochs, args.eval_count,
                      TEXT_VALIDATION))
     else:
         L.append("- data: Fashion-MNIST, %d training images (seeded subset; %d steps per epoch), %d epoch(s), "
                  "test accuracy on %d test images" % (args.train_n, results[0]["epochs"][0]["steps"],
-                                                      args.epochs, args.eval_n))
+                                                      args.epochs, args.eval_count))
     L.append("- every configuration: seed %d, same initial weights, same mini-batches in the same order" % args.seed)
     L.append("- torch %s, %d thread(s), CPU (%s), OMP_WAIT_POLICY=%s; total wall time %.1f min" % (
         torch.__version__, torch.get_num_threads(), platform.processor() or platform.machine(),
@@ -896,6 +896,8 @@ def rewrite_report(path, out):
     args = argparse.Namespace(**doc["args"])
     args.model = getattr(args, "model", "resnet")  # results written before --model existed
     args.ext_origin = getattr(args, "ext_origin", "in-tree")
+    if not hasattr(args, "eval_count"):  # results written before it was recorded
+        args.eval_count = min(args.eval_n, (load_text()[2] if args.model == "gpt" else mc.load_split(args.data_dir, "t10k")[0]).shape[0])
     torch.set_num_threads(args.threads)
     out = out or os.path.dirname(os.path.abspath(path))
     os.makedirs(out, exist_ok=True)
@@ -967,6 +969,7 @@ def main(argv=None):
     else:
         xtr, ytr = mc.load_split(args.data_dir, "train")
         xte, yte = mc.load_split(args.data_dir, "t10k")
+    args.eval_count = min(args.eval_n, int(xte.shape[0]))  # what evaluate() reads, for the report
     g = torch.Generator().manual_seed(args.seed + 7)
     perm = torch.randperm(xtr.shape[0], generator=g)
     probe_idx, train_idx = perm[:max(args.probe_n, 1)], perm[max(args.probe_n, 1):][:args.train_n]

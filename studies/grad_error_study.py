@@ -345,6 +345,7 @@ def make_ln(out, seed, steps):
     import torch.nn as nn
     sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
     import study_models as sm  # the transformers and their data, reused
+    import make_corpus as mc  # layers.tsv's columns
     torch.set_num_threads(1)
     os.makedirs(out, exist_ok=True)
     rows, act_rows, mm_rows, lin_rows = [], [], [], []
@@ -368,15 +369,8 @@ def make_ln(out, seed, steps):
             losses.append(sm.loss_of(model(x), y))
             losses[-1].backward()
         mm_rows.extend(tap_attention(model, out, mname))
-        # The input of the Linear before each GELU (mlp.fc1 -> mlp.act), whose weight gradient the GELU's error reaches.
-        producer_in, hooks = {}, []
-        for pname, pmod in model.named_modules():
-            if pname.endswith("mlp.fc1"):
-                hooks.append(pmod.register_forward_hook(
-                    lambda m, inp, outp, pname=pname: producer_in.__setitem__(pname, inp[0].detach().clone())))
         layers = dump_saved_layers(model, {nn.LayerNorm: "ln", nn.GELU: "act", nn.Linear: "lin"}, step, out, mname)
-        for h in hooks:
-            h.remove()
+        dumped = {name: (mod, base) for name, mod, base, _ in layers}
         for name, mod, base, shape in layers:
             if isinstance(mod, nn.Linear):
                 # A Linear reads every leading extent (batch, tokens) as rows: [rows, in_features].
@@ -387,10 +381,11 @@ def make_ln(out, seed, steps):
                                  "-", "-", "-", "-"])
                 continue
             if isinstance(mod, nn.GELU):
-                x_in = producer_in[name[:-len("act")] + "fc1"]
-                x_in.contiguous().numpy().astype("<f4").tofile(os.path.join(out, base + "_producer_input.f32"))
+                # The Linear before it (mlp.fc1 -> mlp.act), whose weight gradient the GELU's error reaches:
+                # its saved input is already dumped as a Linear of layers.tsv.
+                fc1, fc1_base = dumped[name[:-len("act")] + "fc1"]
                 act_rows.append([mname, name, "gelu", base + "_input.f32", base + "_grad_output.f32", shape,
-                                 base + "_producer_input.f32", str(x_in.shape[-1])])
+                                 fc1_base + "_input.f32", str(fc1.in_features)])
                 continue
             rows.append([mname, name, base + "_input.f32", base + "_grad_output.f32", base + "_gamma.f32", shape,
                          str(mod.normalized_shape[-1]), repr(mod.eps)])
@@ -403,8 +398,7 @@ def make_ln(out, seed, steps):
               [r() for r in mm_rows])
     # The Linear layers (attention qkv and proj, MLP fc1 and fc2, the head) as a corpus of the main
     # study: the columns of studies/make_corpus.py's layers.tsv, the model named by the file stem.
-    write_tsv(os.path.join(out, "layers.tsv"), ["module", "type", "in_file", "grad_file", "input_shape", "weight_shape",
-                                                "stride", "padding", "dilation", "groups"], lin_rows)
+    write_tsv(os.path.join(out, "layers.tsv"), mc.LAYERS_HEADER, lin_rows)
     print("make_ln: %d LayerNorm, %d GELU, %d Linear layers and %d attention matmul cases in %s"
           % (len(rows), len(act_rows), len(lin_rows), len(mm_rows), out), file=sys.stderr)
     return 0

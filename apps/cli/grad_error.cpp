@@ -273,17 +273,19 @@ ge_report ge_run(const args& a, const std::vector<std::byte>& raw, const ebac::e
   // gm and xm (and rows_view's gradient) are the layer it reads: g, x and dy
   // themselves for other kinds or when no row repeats.
   const bool merge_rows = layer == "linear" || ln;
-  const std::vector<double> dy_model = ln ? em::layernorm_scaled_output_gradient(rows, features, dy.data(), ln_inv_std)
-                                          : std::vector<double>(dy.begin(), dy.end());
   std::optional<em::merged_rows<T, double>> rows_view;
-  if (merge_rows) rows_view.emplace(g, x, dy_model.data());
+  std::vector<double> dy_model;  // what rows_view merges: dy, scaled for LayerNorm
+  if (merge_rows) {
+    dy_model = ln ? em::layernorm_scaled_output_gradient(rows, features, dy.data(), ln_inv_std) : std::vector<double>(dy.begin(), dy.end());
+    rows_view.emplace(g, x, dy_model.data());
+  }
   const em::conv2d_geometry& gm = rows_view ? rows_view->geometry() : g;
   const T* const xm = rows_view ? rows_view->input() : x;
   rep.distinct_rows = rows_view ? rows_view->distinct_rows() : 0;
   const em::flat_mask mask = em::find_flat_mask(gm, xm);
   rep.flat_share = mask.share();
-  em::output_gradient_statistics dstats =
-      em::collect_output_gradient_statistics(gm, rows_view ? rows_view->output_gradient() : dy_model.data(), mask);
+  em::output_gradient_statistics dstats = rows_view ? em::collect_output_gradient_statistics(gm, rows_view->output_gradient(), mask)
+                                                    : em::collect_output_gradient_statistics(gm, dy.data(), mask);
   rep.weights = norm ? g.in_channels : g.weight_count();
 
   // Exact reference with the original input.
