@@ -52,6 +52,21 @@ std::vector<float> walk(std::size_t n, std::uint32_t seed) {
   return x;
 }
 
+/// The stream of choose_predictor's candidate k, asked for explicitly:
+/// 0 the 2-D Lorenzo of `max`, 1 flat 1-D Lorenzo, 2 no prediction.
+std::vector<std::byte> candidate_stream(const std::vector<float>& x, const ebac::extents& e, int k, const ebac::compress_options& o) {
+  if (k == 0) return ebac::host::compress(x.data(), e, ans_pipe{ebac::lorenzo::along_last(2, 4, ebac::lorenzo::default_tile_2d), chunk}, o);
+  if (k == 1) return ebac::host::compress(x.data(), e, ans_pipe{ebac::lorenzo::flat(), chunk}, o);
+  return ebac::host::compress(x.data(), e, ans_none{{}, chunk}, o);
+}
+
+/// rel x (max - min) of x, computed here from the caller's request.
+double relative_bound(const std::vector<float>& x, double rel) {
+  float lo = x[0], hi = x[0];
+  for (float v : x) lo = std::fmin(lo, v), hi = std::fmax(hi, v);
+  return rel * (static_cast<double>(hi) - static_cast<double>(lo));
+}
+
 ebac::compress_options options(double rel, int threads = 1) {
   ebac::compress_options o;
   o.bound = {rel, ebac::bound_mode::relative};
@@ -145,10 +160,8 @@ TEST_CASE("choose_predictor on a tensor tried whole: the stream is the smallest 
     CAPTURE(c.name);
     const auto o = options(c.rel);
     const ebac::lorenzo l2 = ebac::lorenzo::along_last(2, 4, ebac::lorenzo::default_tile_2d);
-    const auto s_l2 = ebac::host::compress(c.x.data(), e, ans_pipe{l2, chunk}, o);
-    const auto s_flat = ebac::host::compress(c.x.data(), e, ans_pipe{ebac::lorenzo::flat(), chunk}, o);
-    const auto s_none = ebac::host::compress(c.x.data(), e, ans_none{{}, chunk}, o);
-    const std::size_t sizes[3] = {s_l2.size(), s_flat.size(), s_none.size()};
+    const std::vector<std::byte> streams[3] = {candidate_stream(c.x, e, 0, o), candidate_stream(c.x, e, 1, o), candidate_stream(c.x, e, 2, o)};
+    const std::size_t sizes[3] = {streams[0].size(), streams[1].size(), streams[2].size()};
     int best = 0;
     for (int k = 1; k < 3; ++k)
       if (sizes[k] < sizes[best]) best = k;
@@ -158,13 +171,11 @@ TEST_CASE("choose_predictor on a tensor tried whole: the stream is the smallest 
     CHECK(chosen.size() == sizes[best]);
     // Byte for byte the winner's own stream (the choice keeps the stream it
     // coded rather than coding the tensor again), with a checksum too.
-    CHECK(chosen == (best == 0 ? s_l2 : best == 1 ? s_flat : s_none));
+    CHECK(chosen == streams[best]);
     auto oc = o;
     oc.checksum = true;
     const auto chosen_sum = ebac::host::compress(c.x.data(), e, ans_pipe{l2, chunk, true}, oc);
-    CHECK(chosen_sum == (best == 0 ? ebac::host::compress(c.x.data(), e, ans_pipe{l2, chunk}, oc)
-                         : best == 1 ? ebac::host::compress(c.x.data(), e, ans_pipe{ebac::lorenzo::flat(), chunk}, oc)
-                                     : ebac::host::compress(c.x.data(), e, ans_none{{}, chunk}, oc)));
+    CHECK(chosen_sum == candidate_stream(c.x, e, best, oc));
     REQUIRE_NOTHROW(ebac::host::inspect(chosen_sum.data(), chosen_sum.size()));
     CHECK(ebac::host::inspect(chosen_sum.data(), chosen_sum.size()).has_checksum());
     const auto h = ebac::host::inspect(chosen.data(), chosen.size());
@@ -175,9 +186,7 @@ TEST_CASE("choose_predictor on a tensor tried whole: the stream is the smallest 
       CHECK(h.lorenzo_params.dims == (best == 0 ? 2 : 1));
     }
     // Within the bound the caller asked for, computed here.
-    float lo = c.x[0], hi = c.x[0];
-    for (float v : c.x) lo = std::fmin(lo, v), hi = std::fmax(hi, v);
-    const double eb = c.rel * (static_cast<double>(hi) - static_cast<double>(lo));
+    const double eb = relative_bound(c.x, c.rel);
     std::vector<float> y(n);
     ebac::host::decompress(chosen.data(), chosen.size(), y.data(), n);
     for (std::size_t i = 0; i < n; ++i) REQUIRE(std::fabs(static_cast<double>(y[i]) - static_cast<double>(c.x[i])) <= eb);
@@ -206,24 +215,19 @@ TEST_CASE("choose_predictor on a tensor tried whole that does not compress: stor
     o.store_when_larger = store;
     auto coded = options(1e-9);
     coded.store_when_larger = false;
-    const std::vector<std::byte> unstored[3] = {ebac::host::compress(x.data(), e, ans_pipe{l2, chunk}, coded),
-                                                ebac::host::compress(x.data(), e, ans_pipe{ebac::lorenzo::flat(), chunk}, coded),
-                                                ebac::host::compress(x.data(), e, ans_none{{}, chunk}, coded)};
+    const std::vector<std::byte> unstored[3] = {candidate_stream(x, e, 0, coded), candidate_stream(x, e, 1, coded),
+                                                candidate_stream(x, e, 2, coded)};
     int best = 0;
     for (int k = 1; k < 3; ++k)
       if (unstored[k].size() < unstored[best].size()) best = k;
     REQUIRE(unstored[best].size() > n * sizeof(float));  // the premise: nothing compresses
-    const auto want = best == 0 ? ebac::host::compress(x.data(), e, ans_pipe{l2, chunk}, o)
-                      : best == 1 ? ebac::host::compress(x.data(), e, ans_pipe{ebac::lorenzo::flat(), chunk}, o)
-                                  : ebac::host::compress(x.data(), e, ans_none{{}, chunk}, o);
+    const auto want = candidate_stream(x, e, best, o);
     const auto chosen = ebac::host::compress(x.data(), e, ans_pipe{l2, chunk, true}, o);
     CHECK(chosen == want);
     CHECK(ebac::host::inspect(chosen.data(), chosen.size()).is_stored() == store);
     std::vector<float> y(n);
     ebac::host::decompress(chosen.data(), chosen.size(), y.data(), n);
-    float lo = x[0], hi = x[0];
-    for (float v : x) lo = std::fmin(lo, v), hi = std::fmax(hi, v);
-    const double eb = 1e-9 * (static_cast<double>(hi) - static_cast<double>(lo));
+    const double eb = relative_bound(x, 1e-9);
     for (std::size_t i = 0; i < n; ++i) REQUIRE(std::fabs(static_cast<double>(y[i]) - static_cast<double>(x[i])) <= eb);
   }
 }
