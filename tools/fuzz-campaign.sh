@@ -10,6 +10,10 @@
 #   FORK=N                                             # fuzzing jobs per target at once (default 1)
 #   OUT=build/fuzz/campaign                            # logs, corpora, artifacts, summary.md
 #
+# The corpora stay under $OUT/corpus/<target>: a second run with the same OUT
+# resumes from what the first found (the summary's corpus column shows the
+# count it started from), which is how a campaign longer than a sitting is run.
+#
 # It builds the `fuzz` preset (ASan + UBSan + libFuzzer) like tools/fuzz.sh,
 # starts each target from its seeds (and regressions/), keeps going after a
 # crash (-fork=$FORK -ignore_crashes=1, so one finding does not end the count) and
