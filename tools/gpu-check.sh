@@ -2,7 +2,8 @@
 # One-call GPU check for the lent H200 (device tool), writing under $OUT:
 #   build:    configure + build the CUDA targets (sm_90 only: the machine's chip)
 #   test:     ctest -L "gpu|cuda_host" (the doctest suites; failures go into the summary)
-#   bench:    the GPU throughput benchmark (1 GiB tensor + corpus, memcpy yardstick)
+#   bench:    the GPU throughput benchmark (ANS decode of the training corpus tiled
+#             to 1 GiB; 1 GiB tensor + corpus for the device pipelines; memcpy yardstick)
 #   sanitize: compute-sanitizer memcheck, initcheck and racecheck on a
 #             subset of the GPU tests in quick mode (EBAC_GPU_TEST_QUICK=1:
 #             smaller tensors, no large-tensor case; initcheck also without
@@ -13,7 +14,9 @@
 # Prepare HERE first: `bash tools/gpu-prepare.sh` (the machine has no
 # doctest), then call the device tool with carry ["build/deps"] and
 #   OUT=$OUT bash tools/gpu-check.sh
-# STAGES picks stages (default build,test,bench,sanitize, in that order).
+# STAGES picks stages (default build,test,bench,sanitize, in that order);
+# BENCH_ARGS the benchmark's arguments, SANITIZE_TOOLS and SANITIZE_CASES
+# (doctest's --test-case filter) what the sanitizers run.
 # The whole script keeps to DEADLINE seconds (default 420: one 10-minute
 # call plus the machine's start leaves room in a 15-minute budget for a
 # rerun on the warm machine, where build/gpu is kept): each stage gets at most its own limit (TEST_TIMEOUT,
@@ -30,6 +33,8 @@ DEADLINE=${DEADLINE:-420}
 TEST_TIMEOUT=${TEST_TIMEOUT:-200}
 BENCH_TIMEOUT=${BENCH_TIMEOUT:-150}
 SANITIZE_TIMEOUT=${SANITIZE_TIMEOUT:-90}
+# The benchmark's arguments; "--gib 0 ..." runs its ANS section only.
+BENCH_ARGS=${BENCH_ARGS:---corpus data/corpus/manifest.tsv --gib 1 --eb 1e-3 --reps 20 --training data/training-corpus/manifest.tsv --ans-gib 1}
 RESERVE=15
 start=$SECONDS
 mkdir -p "$OUT"
@@ -99,8 +104,8 @@ bench=build/gpu/bench/cuda/ebac_gpu_throughput
 if want bench; then
   step "GPU throughput (cudaEvent timing, D2D memcpy yardstick)"
   if [[ -x $bench ]]; then
-    timeout -k 10 "$(budget "$BENCH_TIMEOUT")" "$bench" --corpus data/corpus/manifest.tsv --gib 1 --eb 1e-3 --reps 20 \
-      > "$OUT/throughput.md" 2> "$logs/bench.err"
+    # shellcheck disable=SC2086  # BENCH_ARGS is a list of words
+    timeout -k 10 "$(budget "$BENCH_TIMEOUT")" "$bench" $BENCH_ARGS > "$OUT/throughput.md" 2> "$logs/bench.err"
     rc=$?
     cat "$OUT/throughput.md" >> "$summary"
     if [ $rc -ne 0 ]; then
@@ -116,8 +121,8 @@ fi
 if want sanitize; then
   # A subset that still runs every kernel: the round trips (quick sizes),
   # the rejections of corrupt streams, graph capture, statistics.
-  subset='device fast*,fused*,device Huffman*,device path handles*,a finite far outlier*,edge tensors*,device decoder*,device compress is capturable*,cuda statistics*'
-  for tool in memcheck initcheck racecheck; do
+  subset=${SANITIZE_CASES:-'device fast*,fused*,device Huffman*,device path handles*,a finite far outlier*,edge tensors*,device decoder*,device compress is capturable*,cuda statistics*,ANS streams*'}
+  for tool in ${SANITIZE_TOOLS:-memcheck initcheck racecheck}; do
     step "compute-sanitizer --tool $tool"
     if [[ ! -x $tests ]]; then echo "GPU TESTS NOT BUILT" >> "$summary"; status=1; break; fi
     t=$(budget "$SANITIZE_TIMEOUT")

@@ -2,6 +2,13 @@
 // device-to-device memcpy of the same bytes measured in the same run.
 //
 //   gpu_throughput [--corpus data/corpus/manifest.tsv] [--gib 1] [--eb 1e-3] [--reps 20]
+//                  [--training data/training-corpus/manifest.tsv] [--ans-gib 1]
+//
+// First the ANS section (--ans-gib 0 leaves it out): the training corpus's
+// tensors tiled to about --ans-gib, compressed on the host under `max`
+// (the device has no ANS encoder), decoded on the device; whole
+// decompression and the ANS decode kernel alone, checked against the host
+// decoder byte for byte (--gib 0: only this section). Then:
 //
 // Prints a markdown table: input GB/s of compress and decompress per
 // pipeline and dtype, each also as a fraction of the memcpy bandwidth, and
@@ -14,6 +21,7 @@
 #include <ebac/ebac.hpp>
 
 #include <algorithm>
+#include <chrono>
 #include <cmath>
 #include <cstdio>
 #include <stdexcept>
@@ -210,6 +218,192 @@ void all_pipelines(const char* dtype, const std::vector<T>& x, const ebac::exten
   row<ratio_flat_t, T>("ratio-flat (fused)", dtype, x, e, eb, hr, mc, label, kernel_path::fused, nullptr, &ref);
 }
 
+/// The f32 activations a corpus manifest lists (file, dtype, dims, model,
+/// module, kind, role; the bundled corpus's and the training corpus's
+/// format), each with its shape and values.
+struct activation_tensor {
+  std::string file, kind;
+  ebac::extents shape{};
+  std::vector<float> values;
+};
+
+std::vector<activation_tensor> read_activations(const std::string& manifest) {
+  std::vector<activation_tensor> out;
+  std::ifstream mf(manifest);
+  if (!mf) return out;
+  const std::string dir = manifest.substr(0, manifest.find_last_of('/') + 1);
+  std::string line;
+  std::getline(mf, line);
+  while (std::getline(mf, line)) {
+    std::stringstream ss(line);
+    std::string file, dtype, dims, model, module, kind, role;
+    std::getline(ss, file, '\t'); std::getline(ss, dtype, '\t'); std::getline(ss, dims, '\t');
+    std::getline(ss, model, '\t'); std::getline(ss, module, '\t'); std::getline(ss, kind, '\t'); std::getline(ss, role, '\t');
+    if (dtype != "f32" || role != "activation") continue;
+    activation_tensor t{file, kind, {}, {}};
+    std::stringstream ds(dims);
+    std::string d;
+    std::vector<std::uint64_t> ext;
+    while (std::getline(ds, d, ',')) ext.push_back(std::stoull(d));
+    if (ext.empty() || ext.size() > static_cast<std::size_t>(ebac::max_rank)) {
+      std::fprintf(stderr, "gpu_throughput: %s: dims %s\n", file.c_str(), dims.c_str());
+      continue;
+    }
+    t.shape.rank = static_cast<int>(ext.size());
+    for (std::size_t k = 0; k < ext.size(); ++k) t.shape.dims[k] = ext[k];
+    std::ifstream f(dir + file, std::ios::binary | std::ios::ate);
+    std::uint64_t count = 0;
+    (void)t.shape.count(count);
+    if (!f || static_cast<std::uint64_t>(f.tellg()) != 4 * count) {
+      std::fprintf(stderr, "gpu_throughput: cannot read %s%s as %s (listed in %s)\n", dir.c_str(), file.c_str(), dims.c_str(), manifest.c_str());
+      continue;
+    }
+    t.values.resize(count);
+    f.seekg(0);
+    f.read(reinterpret_cast<char*>(t.values.data()), static_cast<std::streamsize>(4 * count));
+    out.push_back(std::move(t));
+  }
+  return out;
+}
+
+/// One ANS row: the tensor compressed on the host under `max` (its
+/// predictor chosen per tensor) in chunks of `chunk`, then decoded on the
+/// device on both paths. Times the whole decompress (every kernel, codebook
+/// uploaded once before) and the ANS decode kernels alone (chunk table read
+/// before), and checks each path's values against the host decoder's, byte
+/// for byte.
+void ans_row(const activation_tensor& t, const std::vector<float>& x, const ebac::extents& e, double eb, std::uint32_t chunk, int reps) {
+  using ebac::cuda::kernels::ans_decode_threads;
+  ebac::pipeline_spec spec;
+  (void)ebac::parse_pipeline("max", spec);
+  spec.chunk_elements = chunk;
+  ebac::compress_options opt;
+  opt.bound = {eb, ebac::bound_mode::relative};
+  opt.checksum = false;
+  opt.threads = 0;
+  const auto t0 = std::chrono::steady_clock::now();
+  const auto stream = ebac::with_pipeline(spec, e, [&](auto p) { return ebac::host::compress(x.data(), e, p, opt); });
+  const auto t1 = std::chrono::steady_clock::now();
+  std::vector<float> host_back(x.size());
+  ebac::host::decompress(stream.data(), stream.size(), host_back.data(), x.size(), 0);
+  const auto t2 = std::chrono::steady_clock::now();
+  const ebac::stream_header h = ebac::host::inspect(stream.data(), stream.size());
+  const std::size_t bytes = x.size() * sizeof(float);
+  auto gbs = [&](double ms) { return static_cast<double>(bytes) / ms / 1e6; };
+  const double host_c_ms = std::chrono::duration<double, std::milli>(t1 - t0).count();
+  const double host_d_ms = std::chrono::duration<double, std::milli>(t2 - t1).count();
+  std::string dims;
+  for (int k = 0; k < e.rank; ++k) dims += (k ? "x" : "") + std::to_string(e.dims[k]);
+  const char* shape = dims.c_str();
+  const char* pred = h.predictor == ebac::predictor_id::none ? "none" : h.lorenzo_params.dims >= 2 ? "lorenzo2" : "lorenzo";
+  if (h.is_stored() || h.encoder != ebac::encoder_id::context_ans) {
+    std::printf("| %s (%s) | %s | %g | %u | | | | | | not an ANS stream (stored) |\n", t.file.c_str(), t.kind.c_str(), shape, eb, chunk);
+    return;
+  }
+  device_memory stream_mem(stream.size()), out_mem(bytes), status_mem(sizeof(int));
+  std::byte* d_stream = stream_mem.as<std::byte>();
+  float* d_out = out_mem.as<float>();
+  int* d_status = status_mem.as<int>();
+  CHECK_CUDA(cudaMemcpy(d_stream, stream.data(), stream.size(), cudaMemcpyHostToDevice));
+  const ebac::cuda::detail::uploaded_codebook book = ebac::cuda::detail::read_codebook(h, d_stream, nullptr, ebac::cuda::default_allocator());
+  using ebac::cuda::kernel_path;
+  timer tm;
+  // Whole decompression on both ANS paths.
+  timing whole[2];
+  const char* verdict = "ok, = host";
+  std::vector<float> back(x.size());
+  for (int k = 0; k < 2; ++k) {
+    const kernel_path path = k == 0 ? kernel_path::staged : kernel_path::fused;
+    std::size_t dtemp = 0;
+    CHECK_CUDA(ebac::cuda::decompress<float>(nullptr, dtemp, h, d_stream, stream.size(), d_out, x.size(), nullptr, nullptr, &book.view, path));
+    device_memory dtemp_mem(dtemp);
+    whole[k] = tm.time(reps, [&] {
+      CHECK_CUDA(ebac::cuda::decompress<float>(dtemp_mem.p, dtemp, h, d_stream, stream.size(), d_out, x.size(), d_status, nullptr, &book.view,
+                                               path));
+    });
+    // Checked after timing, from one more run into poisoned memory.
+    CHECK_CUDA(cudaMemset(d_out, 0xff, bytes));
+    CHECK_CUDA(cudaMemset(d_status, 0xff, sizeof(int)));
+    CHECK_CUDA(ebac::cuda::decompress<float>(dtemp_mem.p, dtemp, h, d_stream, stream.size(), d_out, x.size(), d_status, nullptr, &book.view,
+                                             path));
+    int st = 0;
+    CHECK_CUDA(cudaMemcpy(&st, d_status, sizeof st, cudaMemcpyDeviceToHost));
+    CHECK_CUDA(cudaMemcpy(back.data(), d_out, bytes, cudaMemcpyDeviceToHost));
+    if (st != 0) verdict = k == 0 ? "DECODE ERROR (staged)" : "DECODE ERROR (fused)";
+    else if (std::memcmp(back.data(), host_back.data(), bytes) != 0) verdict = k == 0 ? "VALUES DIFFER FROM HOST (staged)" : "VALUES DIFFER FROM HOST (fused)";
+  }
+  // The decode kernels alone, on the chunk table the decompressor would read.
+  const std::uint64_t n = x.size(), chunks = (n + chunk - 1) / chunk;
+  std::vector<std::uint64_t> sizes(chunks), offsets(chunks);
+  std::uint64_t at = 0;
+  for (std::uint64_t c = 0; c < chunks; ++c) {
+    std::uint32_t b = 0;
+    std::memcpy(&b, stream.data() + h.section_offset(ebac::section_chunk_table) + 4 * c, 4);
+    sizes[c] = b;
+    offsets[c] = at;
+    at += b;
+  }
+  device_memory sizes_mem(chunks * 8), offsets_mem(chunks * 8), field_mem(n * 4),
+      interleaved_mem(ebac::cuda::kernels::ans_interleaved_elements(chunks, chunk) * 4);
+  CHECK_CUDA(cudaMemcpy(sizes_mem.p, sizes.data(), chunks * 8, cudaMemcpyHostToDevice));
+  CHECK_CUDA(cudaMemcpy(offsets_mem.p, offsets.data(), chunks * 8, cudaMemcpyHostToDevice));
+  const std::byte* payload = d_stream + h.section_offset(ebac::section_payload);
+  const std::uint64_t payload_bytes = h.section_bytes[ebac::section_payload];
+  const unsigned blocks = static_cast<unsigned>((chunks + ans_decode_threads - 1) / ans_decode_threads);
+  const timing plain = tm.time(reps, [&] {
+    ebac::cuda::kernels::serial_decode_kernel<ebac::context_ans><<<blocks, ans_decode_threads>>>(
+        book.view.ans, payload, payload_bytes, sizes_mem.as<std::uint64_t>(), offsets_mem.as<std::uint64_t>(), n, chunk, chunks,
+        field_mem.as<std::uint32_t>(), d_status);
+    CHECK_CUDA(cudaGetLastError());
+  });
+  const timing shared = tm.time(reps, [&] {
+    CHECK_CUDA(ebac::cuda::detail::launch_ans_shared(book.view.ans, payload, payload_bytes, sizes_mem.as<std::uint64_t>(),
+                                                     offsets_mem.as<std::uint64_t>(), n, chunk, chunks, interleaved_mem.as<std::uint32_t>(),
+                                                     field_mem.as<std::uint32_t>(), d_status, nullptr));
+  });
+  std::printf("| %s (%s) | %s | %g | %u | %s | %.2f | %.1f / %.1f | %.1f / %.1f | %.2f / %.2f | %s |\n", t.file.c_str(), t.kind.c_str(), shape, eb,
+              chunk, pred, static_cast<double>(bytes) / static_cast<double>(stream.size()), gbs(whole[0].best_ms), gbs(whole[1].best_ms),
+              gbs(plain.best_ms), gbs(shared.best_ms), gbs(host_c_ms), gbs(host_d_ms), verdict);
+}
+
+/// The ANS section: each training-corpus tensor tiled along its first axis
+/// to about `gib`, at three bounds in `max`'s chunks, and at 1e-2 in two
+/// smaller chunk sizes (more chunks, more threads).
+void ans_section(const std::string& manifest, double gib, int reps) {
+  const auto tensors = read_activations(manifest);
+  if (tensors.empty()) {
+    std::printf("ANS section: no training corpus at %s\n\n", manifest.c_str());
+    return;
+  }
+  std::printf("ANS (`max`) streams compressed on the host, decoded on the device (GB/s of decoded f32 per second)\n\n");
+  std::printf("| tensor (kind) | shape | rel | chunk | predictor | ratio | decompress GB/s, staged / fused | ANS kernels GB/s, plain / shared tables + transpose | host compress / decompress GB/s, all cores | status |\n");
+  std::printf("|---|---|---|---|---|---|---|---|---|---|\n");
+  for (const auto& t : tensors) {
+    const std::uint64_t per = t.values.size() * sizeof(float);
+    const std::uint64_t copies = std::max<std::uint64_t>(1, static_cast<std::uint64_t>(gib * (1ull << 30) / static_cast<double>(per) + 0.5));
+    std::vector<float> x(t.values.size() * copies);
+    for (std::uint64_t c = 0; c < copies; ++c) std::copy(t.values.begin(), t.values.end(), x.begin() + static_cast<std::ptrdiff_t>(c * t.values.size()));
+    ebac::extents e = t.shape;
+    e.dims[0] *= copies;
+    for (double eb : {1e-1, 1e-2, 1e-3}) {
+      for (std::uint32_t chunk : {1u << 16, 1u << 14, 1u << 12}) {
+        if (chunk != (1u << 16) && eb != 1e-2) continue;
+        try {
+          ans_row(t, x, e, eb, chunk, reps);
+        } catch (const std::exception& ex) {
+          std::printf("| %s | | %g | %u | | | | | | ERROR: %s |\n", t.file.c_str(), eb, chunk, ex.what());
+        }
+      }
+    }
+  }
+  std::printf("\nTensors tiled along the first axis to about %.2f GiB; GB/s of decoded f32, best of %d runs after a warm-up. \"decompress\": every\n"
+              "kernel (chunk table, ANS decode, unzigzag, inverse prediction, reconstruction, outliers), codebook uploaded once before; staged:\n"
+              "one thread a chunk over the tables in global memory; fused: the tables in shared memory, codes warp-interleaved, then transposed.\n"
+              "\"ANS kernels\": those decode kernels alone (plain: %u threads a block; shared: with its transpose). Host columns: one run each,\n"
+              "all cores (OpenMP), wall clock. Status: one more device run of each path into poisoned memory, compared with the host decoder byte for byte.\n\n",
+              gib, reps, ebac::cuda::kernels::ans_decode_threads);
+}
+
 double memcpy_gbs(std::size_t bytes, int reps) {
   void *a, *b;
   CHECK_CUDA(cudaMalloc(&a, bytes));
@@ -228,8 +422,8 @@ int main(int argc, char** argv) {
   // Line-buffered even into a file: a run stopped by its time limit keeps
   // the rows it finished.
   std::setvbuf(stdout, nullptr, _IOLBF, 0);
-  std::string manifest = "data/corpus/manifest.tsv";
-  double gib = 1.0, eb = 1e-3;
+  std::string manifest = "data/corpus/manifest.tsv", training = "data/training-corpus/manifest.tsv";
+  double gib = 1.0, eb = 1e-3, ans_gib = 1.0;
   int reps = 20;
   for (int i = 1; i + 1 < argc; i += 2) {
     const std::string k = argv[i];
@@ -237,39 +431,23 @@ int main(int argc, char** argv) {
     else if (k == "--gib") gib = std::atof(argv[i + 1]);
     else if (k == "--eb") eb = std::atof(argv[i + 1]);
     else if (k == "--reps") reps = std::atoi(argv[i + 1]);
+    else if (k == "--training") training = argv[i + 1];
+    else if (k == "--ans-gib") ans_gib = std::atof(argv[i + 1]);
   }
   cudaDeviceProp prop;
   CHECK_CUDA(cudaGetDeviceProperties(&prop, 0));
+  std::printf("device: %s\n\n", prop.name);
+  if (ans_gib > 0) ans_section(training, ans_gib, reps);
+  if (gib <= 0) return 0;  // --gib 0: the ANS section only
   const std::size_t n = static_cast<std::size_t>(gib * (1u << 30) / sizeof(float));
   const double mc = memcpy_gbs(n * sizeof(float), reps);
-  std::printf("device: %s; D2D memcpy of %.2f GiB: %.1f GB/s (bytes copied per second; DRAM moves twice that)\n\n", prop.name,
-              gib, mc);
+  std::printf("D2D memcpy of %.2f GiB: %.1f GB/s (bytes copied per second; DRAM moves twice that)\n\n", gib, mc);
   std::printf("| data | pipeline | dtype | ratio | compress GB/s best (median) | best of memcpy | decompress GB/s best (median) | best of memcpy | status |\n");
   std::printf("|---|---|---|---|---|---|---|---|---|\n");
 
   // Bundled corpus: all f32 activations concatenated (flat).
-  std::ifstream mf(manifest);
-  std::string line;
   std::vector<float> corpus;
-  const std::string dir = manifest.substr(0, manifest.find_last_of('/') + 1);
-  std::getline(mf, line);
-  while (std::getline(mf, line)) {
-    std::stringstream ss(line);
-    std::string file, dtype, dims, model, module, kind, role;
-    std::getline(ss, file, '\t'); std::getline(ss, dtype, '\t'); std::getline(ss, dims, '\t');
-    std::getline(ss, model, '\t'); std::getline(ss, module, '\t'); std::getline(ss, kind, '\t'); std::getline(ss, role, '\t');
-    if (dtype != "f32" || role != "activation") continue;
-    std::ifstream f(dir + file, std::ios::binary | std::ios::ate);
-    if (!f) {
-      std::fprintf(stderr, "gpu_throughput: cannot read %s%s (listed in %s)\n", dir.c_str(), file.c_str(), manifest.c_str());
-      continue;
-    }
-    const auto sz = static_cast<std::size_t>(f.tellg());
-    f.seekg(0);
-    const std::size_t old = corpus.size();
-    corpus.resize(old + sz / 4);
-    f.read(reinterpret_cast<char*>(corpus.data() + old), static_cast<std::streamsize>(sz));
-  }
+  for (const auto& t : read_activations(manifest)) corpus.insert(corpus.end(), t.values.begin(), t.values.end());
   // The large tensor: the corpus's activations tiled to the requested size
   // (real activation statistics: ReLU zeros, smooth feature maps), or, with
   // no corpus, a synthetic stand-in: hashed values in [-2, 2) ReLU'd (half

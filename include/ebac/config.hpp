@@ -24,6 +24,15 @@
 #  define EBAC_EXEC_CHECK_DISABLE
 #endif
 
+// After a lambda's parameter list: inline it wherever it is called. A
+// decoder step called from four places (one per rANS state, so that each
+// state is a register) is otherwise left a call by GCC, 10-16% slower.
+#if defined(__GNUC__) || defined(__clang__)
+#  define EBAC_FORCE_INLINE_LAMBDA __attribute__((always_inline))
+#else
+#  define EBAC_FORCE_INLINE_LAMBDA
+#endif
+
 #if defined(_OPENMP)
 #  define EBAC_HAS_OPENMP() 1
 #else

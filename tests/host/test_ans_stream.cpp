@@ -15,23 +15,6 @@ using namespace ebac_test;
 
 namespace {
 
-/// A batch of post-ReLU feature maps: smooth per channel, about half zero.
-std::vector<float> post_relu(const ebac::extents& e, std::uint64_t seed) {
-  std::mt19937 rng(static_cast<std::uint32_t>(seed));
-  std::normal_distribution<float> noise(0.f, 0.08f);
-  const std::uint64_t H = e.dims[2], W = e.dims[3];
-  std::vector<float> x(static_cast<std::size_t>(count_of(e)));
-  for (std::uint64_t p = 0; p < e.dims[0] * e.dims[1]; ++p) {
-    const float a = 0.05f + 0.01f * static_cast<float>(p % 7), b = 0.03f * static_cast<float>(1 + p % 5);
-    for (std::uint64_t i = 0; i < H; ++i)
-      for (std::uint64_t j = 0; j < W; ++j) {
-        const float v = std::sin(a * static_cast<float>(i) + b) * std::cos(0.09f * static_cast<float>(j)) + noise(rng);
-        x[static_cast<std::size_t>((p * H + i) * W + j)] = v > 0 ? v : 0.f;
-      }
-  }
-  return x;
-}
-
 std::vector<std::byte> compress(const std::vector<float>& x, const ebac::extents& e, const std::string& pipeline, double eb,
                                 ebac::bound_mode mode, int threads = 1) {
   ebac::compress_options o;
@@ -57,7 +40,7 @@ TEST_SUITE("host") {
 
 TEST_CASE("ans streams: every element within the requested bound, for every predictor and quantizer, at loose and tight bounds") {
   const ebac::extents e{4, 3, 24, 40};
-  const auto x = post_relu(e, 3);
+  const auto x = post_relu_maps(e, 3);
   for (const char* pipeline : {"lorenzo2:sign:ans", "none:sign:ans", "lorenzo:linear:ans", "lorenzo3:sign:ans"}) {
     for (const auto& [eb, mode] : {std::pair{1e-1, ebac::bound_mode::relative}, std::pair{1e-3, ebac::bound_mode::relative},
                                   std::pair{1e-6, ebac::bound_mode::absolute}}) {
@@ -79,7 +62,7 @@ TEST_CASE("ans streams: every element within the requested bound, for every pred
 
 TEST_CASE("ans streams: the codebook section records the tensor's last extent as its row width") {
   const ebac::extents e{2, 2, 16, 24};
-  const auto x = post_relu(e, 5);
+  const auto x = post_relu_maps(e, 5);
   const auto s = compress(x, e, "none:sign:ans", 1e-2, ebac::bound_mode::relative);
   const auto h = ebac::host::inspect(s.data(), s.size());
   REQUIRE(h.encoder == ebac::encoder_id::context_ans);
@@ -91,7 +74,7 @@ TEST_CASE("ans streams: the codebook section records the tensor's last extent as
 
 TEST_CASE("ans streams: byte-identical for any thread count, every truncation refused") {
   const ebac::extents e{8, 4, 32, 32};
-  const auto x = post_relu(e, 7);
+  const auto x = post_relu_maps(e, 7);
   const auto one = compress(x, e, "lorenzo2:sign:ans", 1e-2, ebac::bound_mode::relative, 1);
   CHECK(compress(x, e, "lorenzo2:sign:ans", 1e-2, ebac::bound_mode::relative, 2) == one);
   CHECK(compress(x, e, "lorenzo2:sign:ans", 1e-2, ebac::bound_mode::relative, 3) == one);
@@ -117,7 +100,7 @@ TEST_CASE("ans streams: byte-identical for any thread count, every truncation re
     CHECK(cb.row == 24);
   }
   const ebac::extents small{1, 2, 8, 8};
-  const auto xs = post_relu(small, 9);
+  const auto xs = post_relu_maps(small, 9);
   const auto s = compress(xs, small, "lorenzo2:sign:ans", 1e-2, ebac::bound_mode::relative);
   for (std::size_t l = 0; l < s.size(); ++l) {
     std::vector<std::byte> t(s.begin(), s.begin() + static_cast<std::ptrdiff_t>(l));
@@ -147,7 +130,7 @@ TEST_CASE("ans streams: smaller than Huffman's on post-ReLU maps (max against ra
   // without prediction at 1e-2 on smooth maps, where codes up to ~100 are
   // spread evenly, Huffman's literal per value beats ANS's token plus raw bits.
   const ebac::extents e{16, 4, 32, 32};
-  const auto x = post_relu(e, 13);
+  const auto x = post_relu_maps(e, 13);
   const std::pair<std::string, double> cases[] = {{"lorenzo2", 1e-1}, {"lorenzo2", 1e-2}, {"lorenzo2", 1e-3}, {"none", 1e-1}};
   for (const auto& [pred, eb] : cases) {
     INFO(pred, " rel ", eb);

@@ -293,4 +293,22 @@ roundtrip_stats check_roundtrip(const std::vector<T>& x, const ebac::extents& e,
   return {h.outlier_count, s1.size(), h.eb_abs};
 }
 
+/// A batch of post-ReLU feature maps of shape e (N, C, H, W): smooth per
+/// channel, about half zero, zeros in runs (what the ANS contexts model).
+inline std::vector<float> post_relu_maps(const ebac::extents& e, std::uint64_t seed) {
+  std::mt19937 rng(static_cast<std::uint32_t>(seed));
+  std::normal_distribution<float> noise(0.f, 0.08f);
+  const std::uint64_t H = e.dims[2], W = e.dims[3];
+  std::vector<float> x(static_cast<std::size_t>(count_of(e)));
+  for (std::uint64_t p = 0; p < e.dims[0] * e.dims[1]; ++p) {
+    const float a = 0.05f + 0.01f * static_cast<float>(p % 7), b = 0.03f * static_cast<float>(1 + p % 5);
+    for (std::uint64_t i = 0; i < H; ++i)
+      for (std::uint64_t j = 0; j < W; ++j) {
+        const float v = std::sin(a * static_cast<float>(i) + b) * std::cos(0.09f * static_cast<float>(j)) + noise(rng);
+        x[static_cast<std::size_t>((p * H + i) * W + j)] = v > 0 ? v : 0.f;
+      }
+  }
+  return x;
+}
+
 }  // namespace ebac_test

@@ -115,11 +115,11 @@ struct device_stream {
 
 namespace detail {
 
-/// A codebook image in device memory, uploaded from the host (synchronizes:
-/// the host image must stay alive until the copy is done).
+/// A stream's codebook in device memory, uploaded from the host
+/// (synchronizes: the host tables must stay alive until the copy is done).
 struct uploaded_codebook {
   device_allocation memory;
-  device_huffman_codebook view;
+  device_codebook view;
 };
 
 inline uploaded_codebook upload_codebook(const huffman_codebook& cb, cudaStream_t stream, const allocator& alloc) {
@@ -128,8 +128,59 @@ inline uploaded_codebook upload_codebook(const huffman_codebook& cb, cudaStream_
   u.memory = device_allocation(img.bytes.size(), stream, alloc);
   check(cudaMemcpyAsync(u.memory.get(), img.bytes.data(), img.bytes.size(), cudaMemcpyHostToDevice, stream), "uploading the Huffman codebook");
   check(cudaStreamSynchronize(stream), "uploading the Huffman codebook");
-  u.view = device_huffman_codebook{static_cast<const std::byte*>(u.memory.get())};
+  u.view.image = static_cast<const std::byte*>(u.memory.get());
   return u;
+}
+
+/// The ANS tables of a derived codebook (context_ans_codebook::derive, which
+/// deserialize runs) in one allocation: steps, then freq, cumulative and
+/// first_token, each at a multiple of 16 bytes; `view.ans` is the codebook
+/// bound to them (context_ans::bind with device pointers).
+inline uploaded_codebook upload_codebook(const context_ans_codebook& cb, cudaStream_t stream, const allocator& alloc) {
+  auto bytes_of = [](const auto& v) { return v.size() * sizeof(v[0]); };
+  auto padded = [](std::size_t b) { return (b + 15) / 16 * 16; };
+  const std::size_t steps = padded(bytes_of(cb.steps)), freq = padded(bytes_of(cb.freq)), cum = padded(bytes_of(cb.cumulative));
+  std::vector<std::byte> image(steps + freq + cum + padded(bytes_of(cb.first_token)));
+  std::memcpy(image.data(), cb.steps.data(), bytes_of(cb.steps));
+  std::memcpy(image.data() + steps, cb.freq.data(), bytes_of(cb.freq));
+  std::memcpy(image.data() + steps + freq, cb.cumulative.data(), bytes_of(cb.cumulative));
+  std::memcpy(image.data() + steps + freq + cum, cb.first_token.data(), bytes_of(cb.first_token));
+  uploaded_codebook u;
+  u.memory = device_allocation(image.size(), stream, alloc);
+  check(cudaMemcpyAsync(u.memory.get(), image.data(), image.size(), cudaMemcpyHostToDevice, stream), "uploading the ANS tables");
+  check(cudaStreamSynchronize(stream), "uploading the ANS tables");
+  const auto* base = static_cast<const std::byte*>(u.memory.get());
+  u.view.ans = context_ans{cb.row,
+                           cb.classes,
+                           cb.diagonal,
+                           reinterpret_cast<const std::uint16_t*>(base + steps),
+                           reinterpret_cast<const std::uint16_t*>(base + steps + freq),
+                           reinterpret_cast<const ::ebac::detail::context_ans_step*>(base),
+                           reinterpret_cast<const std::uint8_t*>(base + steps + freq + cum)};
+  return u;
+}
+
+/// Reads a stream's codebook section to the host, validates it as the host
+/// decoder does (E::codebook::deserialize) and uploads it; a stream without
+/// a codebook gets an empty one.
+inline uploaded_codebook read_codebook(const stream_header& h, const std::byte* d_in, cudaStream_t stream, const allocator& alloc) {
+  uploaded_codebook book;
+  if (h.is_stored()) return book;
+  ::ebac::visit_encoder(h.encoder, [&](auto tag) {
+    using E = typename decltype(tag)::type;
+    if constexpr (E::needs_codebook && has_device_decoder<E>) {
+      const std::string what = "reading the " + std::string(E::name) + " codebook";
+      std::vector<std::byte> bytes(static_cast<std::size_t>(h.section_bytes[section_codebook]));
+      check(cudaMemcpyAsync(bytes.data(), d_in + h.section_offset(section_codebook), bytes.size(), cudaMemcpyDeviceToHost, stream),
+            what.c_str());
+      check(cudaStreamSynchronize(stream), what.c_str());
+      typename E::codebook cb;
+      const status s = E::codebook::deserialize(bytes.data(), bytes.size(), cb);
+      if (s != status::ok) ::ebac::detail::fail(s, "invalid " + std::string(E::name) + " codebook");
+      book = upload_codebook(cb, stream, alloc);
+    }
+  });
+  return book;
 }
 
 }  // namespace detail
@@ -138,7 +189,8 @@ inline uploaded_codebook upload_codebook(const huffman_codebook& cb, cudaStream_
 /// integers and bool losslessly, stages chosen on the device as on the
 /// host). With read_size, waits for the stream and fills `bytes`, and
 /// checks the device status; otherwise nothing syncs (Huffman pipelines
-/// included: their codebook is built on the device). The buffer has room
+/// included: their codebook is built on the device; the ANS encoder is
+/// refused, status::unsupported: compress on the host). The buffer has room
 /// for output_capacity; the stream is its first `bytes` bytes (at most
 /// max_compressed_bytes with opt.store_when_larger). `path` picks the
 /// kernels of a bit-packing pipeline (device_codec.cuh).
@@ -150,7 +202,7 @@ device_stream compress(const T* d_in, const extents& shape, const Pipeline& pipe
   std::uint64_t n = 0;
   (void)shape.count(n);
   if (n > 0 && d_in == nullptr) ::ebac::detail::fail(status::invalid_argument, "input pointer is null");
-  if constexpr (!has_device_coder<typename Pipeline::encoder_type>)
+  if constexpr (!has_device_encoder<typename Pipeline::encoder_type>)
     ::ebac::detail::fail(status::unsupported, "the CUDA backend has no kernels for this pipeline's encoder (" +
                                                   std::string(Pipeline::encoder_type::name) + "): compress on the host");
   if (pipe.choose_predictor)
@@ -215,24 +267,13 @@ void decompress(const std::byte* d_in, std::size_t in_bytes, T* d_out, std::uint
     ::ebac::detail::fail(status::invalid_argument, why);
   if ((count + h.chunk_elements - 1) / h.chunk_elements > max_chunks)
     ::ebac::detail::fail(status::unsupported, "the stream has more than 2^31 - 1 chunks (the CUDA backend's grid limit); decode it on the host");
-  if (!h.is_stored() && !has_device_coder_for(h.encoder))
+  if (!h.is_stored() && !has_device_decoder_for(h.encoder))
     ::ebac::detail::fail(status::unsupported, "the CUDA backend has no kernels for the stream's encoder (" +
                                                   std::string(encoder_name(h.encoder)) + "): decode it on the host");
-  // Huffman: the codebook section is read and validated on the host (the
-  // host decoder's deserialize), then uploaded as tables.
-  detail::uploaded_codebook book;
-  const device_huffman_codebook* codebook = nullptr;
-  if (!h.is_stored() && h.encoder == encoder_id::huffman) {
-    std::vector<std::byte> bytes(static_cast<std::size_t>(h.section_bytes[section_codebook]));
-    detail::check(cudaMemcpyAsync(bytes.data(), d_in + h.section_offset(section_codebook), bytes.size(), cudaMemcpyDeviceToHost, stream),
-                  "reading the Huffman codebook");
-    detail::check(cudaStreamSynchronize(stream), "reading the Huffman codebook");
-    huffman_codebook cb;
-    const status s = huffman_codebook::deserialize(bytes.data(), bytes.size(), cb);
-    if (s != status::ok) ::ebac::detail::fail(s, "invalid Huffman codebook");
-    book = detail::upload_codebook(cb, stream, alloc);
-    codebook = &book.view;
-  }
+  // Huffman and ANS: the codebook section is read and validated on the host
+  // (the host decoder's deserialize), then uploaded as tables.
+  const detail::uploaded_codebook book = detail::read_codebook(h, d_in, stream, alloc);
+  const device_codebook* codebook = &book.view;
   std::size_t temp = 0;
   detail::check(::ebac::cuda::decompress<T>(nullptr, temp, h, d_in, in_bytes, d_out, count, nullptr, stream, codebook, path),
                 "ebac::cuda::decompress (temp query)");

@@ -35,12 +35,19 @@
 // code as huffman_codebook::choose, so the same codebook), and the chunks are
 // encoded with it. Nothing goes back to the host, so these pipelines are
 // capturable too. Decompression of a Huffman stream takes the codebook as a
-// device image (device_huffman_codebook) packed on the host from the
+// device image (device_codebook::image) packed on the host from the
 // stream's codebook section after huffman_codebook::deserialize validated
 // it; the convenience layer (cuda/codec.cuh) does that. The histogram and
 // encode kernels run one warp per chunk (32 segments, host-tested to give
 // the serial tokens and bytes); so does decoding (32 bit ranges whose lanes
 // agree on where their first tokens start: encoder/huffman_lanes.hpp).
+//
+// The context-modelled ANS encoder (`max`) is decode-only here: its
+// codebook is learned on the host, so streams come from host::compress; the
+// device decodes them (one thread a chunk runs context_ans::decode_chunk,
+// the host's code, over the tables of device_codebook::ans, uploaded the
+// same way after context_ans_codebook::deserialize validated them), to the
+// host decoder's values, byte for byte.
 //
 // Layout: the types and limits a caller names are in device_codec_types.cuh;
 // the temp carving and kernel launches in dispatch/; block sizes in
@@ -84,7 +91,7 @@ template <class Pipeline, element T>
                                    cudaStream_t stream = nullptr, kernel_path path = kernel_path::staged) {
   if (::ebac::detail::compress_argument_error<T>(shape, pipe, opt)) return cudaErrorInvalidValue;  // the host's rules
   if (pipe.choose_predictor) return cudaErrorNotSupported;  // a host-only choice (pipeline.hpp)
-  if constexpr (!has_device_coder<typename Pipeline::encoder_type>) {
+  if constexpr (!has_device_encoder<typename Pipeline::encoder_type>) {
     return cudaErrorNotSupported;
   } else {
     std::uint64_t n = 0;
@@ -107,12 +114,14 @@ template <class Pipeline, element T>
 /// dtype, stored streams and every quantizer (stages as the host's
 /// with_stream_stages names them). *d_status receives 0 or a device_status
 /// code (a lossless quantizer's code out of range: device_corrupt_code).
-/// `path` as for compress(); the fused decoder needs no field in temp
+/// Huffman and ANS streams need `codebook` (device_codebook: the stream's
+/// codebook section, validated and uploaded); without it they are refused
+/// (cudaErrorInvalidValue). `path` as for compress(); the fused decoder needs no field in temp
 /// storage, so the temp size depends on it (query with the same path).
 template <element T>
 [[nodiscard]] cudaError_t decompress(void* d_temp, std::size_t& temp_bytes, const stream_header& h, const std::byte* d_in,
                                      std::size_t in_bytes, T* d_out, std::uint64_t count, int* d_status,
-                                     cudaStream_t stream = nullptr, const device_huffman_codebook* codebook = nullptr,
+                                     cudaStream_t stream = nullptr, const device_codebook* codebook = nullptr,
                                      kernel_path path = kernel_path::staged) {
   return detail::decompress_stages(d_temp, temp_bytes, h, d_in, in_bytes, d_out, count, d_status, stream, codebook, path);
 }

@@ -1,13 +1,16 @@
 // ebac/cuda/device_codec_types.cuh - the device-scope API's types and limits.
 //
 // What a caller of cuda/device_codec.cuh names besides the calls
-// themselves: which kernels run a bit-packing pipeline, the device image of
-// a Huffman codebook, the chunk limit and the output capacity.
+// themselves: which kernels run a bit-packing pipeline, which encoders the
+// device codes and decodes, a stream's codebook in device memory (Huffman's
+// image, the ANS tables), the chunk limit and the output capacity.
 #pragma once
 
 #include <ebac/config.hpp>
 #include <ebac/cuda/config.cuh>
 #include <ebac/dtype.hpp>
+#include <ebac/encoder/context_ans.hpp>
+#include <ebac/encoder/huffman.hpp>
 #include <ebac/encoder/registry.hpp>
 #include <ebac/extents.hpp>
 #include <ebac/format/chunking.hpp>
@@ -35,22 +38,35 @@ namespace cuda {
 /// decode a bit-packed chunk straight to values in one kernel, and turn the
 /// codes of other encoders into values in one pass instead of three
 /// (kernels/fused_bitpack_decode.cuh); the same values as `staged`. Other
-/// predictors always run staged. None of the fused kernels has been
-/// measured yet (no GPU so far), so `staged` stays the default until the
-/// GPU check has compared them.
+/// predictors always run staged. ANS streams (decode only): `staged` runs
+/// one thread a chunk over the tables in global memory, `fused` and
+/// `single_pass` the same decoder with the tables in shared memory and a
+/// warp's codes interleaved (kernels/ans_decode.cuh). On the first GPU run
+/// (an H200, docs/cuda.md) the fused paths gave the staged bytes and were
+/// faster on 1 GiB tensors (not on every small one, nor for ANS in chunks
+/// of 2^14); `staged` stays the default until the GPU tests of the fused
+/// decoders on damaged streams have run.
 enum class kernel_path : std::uint8_t { staged, fused, single_pass };
 
-/// Whether the CUDA backend has kernels for encoder E: every encoder without
-/// a codebook (one thread a chunk runs its encode_chunk/decode_chunk) and
-/// Huffman. The context-modelled ANS encoder (encoder/context_ans.hpp) is
-/// host-only for now: its streams are refused with cudaErrorNotSupported
-/// (status::unsupported from codec.cuh), never decoded wrong.
+/// Whether the CUDA backend compresses with encoder E: every encoder without
+/// a codebook (one thread a chunk runs its encode_chunk) and Huffman (its
+/// codebook built on the device). The context-modelled ANS encoder
+/// (encoder/context_ans.hpp) is not: its codebook is learned on the host
+/// (context_ans::learn weighs eight context sets), so device compression
+/// refuses it with cudaErrorNotSupported (status::unsupported from codec.cuh).
 template <class E>
-inline constexpr bool has_device_coder = !E::needs_codebook || std::is_same_v<E, huffman>;
+inline constexpr bool has_device_encoder = !E::needs_codebook || std::is_same_v<E, huffman>;
+
+/// Whether the CUDA backend decodes encoder E's streams: every encoder the
+/// device compresses with, and the ANS encoder (one thread a chunk runs the
+/// host's decode_chunk over the stream's tables in device memory), so a
+/// stream compressed on the host decodes on the device.
+template <class E>
+inline constexpr bool has_device_decoder = has_device_encoder<E> || std::is_same_v<E, context_ans>;
 
 /// The same for a stream header's encoder id.
-[[nodiscard]] inline bool has_device_coder_for(encoder_id id) noexcept {
-  return ::ebac::detail::encoder_property(id, false, [](auto t) { return has_device_coder<typename decltype(t)::type>; });
+[[nodiscard]] inline bool has_device_decoder_for(encoder_id id) noexcept {
+  return ::ebac::detail::encoder_property(id, false, [](auto t) { return has_device_decoder<typename decltype(t)::type>; });
 }
 
 /// Whether the fused decoders take a (validated) stream: no prediction, or
@@ -71,12 +87,18 @@ inline bool fused_decode_tile_blocks(const stream_header& h, std::uint64_t& tile
   return true;
 }
 
-/// A Huffman codebook in device memory for decompression: the image of
-/// pack_huffman_image() copied to `image` (huffman_image_layout::bytes,
-/// 8-byte aligned).
-struct device_huffman_codebook {
-  const std::byte* image = nullptr;
+/// A stream's codebook in device memory, for decompression: for Huffman,
+/// the image of pack_huffman_image() at `image` (huffman_image_layout::bytes,
+/// 8-byte aligned); for the ANS encoder, `ans` bound to the tables of a
+/// validated context_ans_codebook copied to the device (its pointers are
+/// device pointers). cuda/codec.cuh's detail::upload_codebook makes either
+/// from the stream's codebook section.
+struct device_codebook {
+  const std::byte* image = nullptr;  // Huffman
+  context_ans ans{};                 // ANS: freq, cumulative, steps and first_token in device memory
 };
+/// The name of device_codebook before it held the ANS tables too.
+using device_huffman_codebook = device_codebook;
 
 /// Chunks a tensor may have on the CUDA backend: the chunk kernels launch one
 /// block per chunk (with the default chunk of 16384 elements the limit is

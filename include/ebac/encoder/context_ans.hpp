@@ -82,7 +82,16 @@ struct context_ans_model {
   /// set of `classes` classes a neighbour (1, 2, 4 or 8) and the diagonal bit or not.
   EBAC_HOST_DEVICE static std::uint32_t context(const std::uint32_t* codes, std::size_t i, std::uint32_t row, std::uint32_t classes,
                                                 bool diagonal) noexcept {
-    const std::uint32_t left = i > 0 ? magnitude_class(codes[i - 1], classes) : 0;
+    return context(i > 0 ? codes[i - 1] : 0u, codes, i, row, classes, diagonal);
+  }
+  /// The same with the left code given (0 for the chunk's first): the
+  /// decoder keeps it in a register instead of reading back the code it just
+  /// wrote, which on a GPU is a round trip through the cache. `codes` is a
+  /// pointer or anything indexed like one (decode_chunk_to's Codes).
+  template <class Codes>
+  EBAC_HOST_DEVICE static std::uint32_t context(std::uint32_t left_code, const Codes& codes, std::size_t i, std::uint32_t row,
+                                                std::uint32_t classes, bool diagonal) noexcept {
+    const std::uint32_t left = magnitude_class(left_code, classes);
     const std::uint32_t up = i >= row ? magnitude_class(codes[i - row], classes) : 0;
     const std::uint32_t c = left * classes + up;
     if (!diagonal) return c;
@@ -381,6 +390,16 @@ struct context_ans {
 
   [[nodiscard]] EBAC_HOST_DEVICE status decode_chunk(const std::byte* in, std::size_t bytes, std::uint32_t* codes,
                                                      std::size_t n) const noexcept {
+    return decode_chunk_to(in, bytes, codes, n);
+  }
+  /// decode_chunk into any place indexed like a pointer (codes[i] a
+  /// std::uint32_t&, read back for the upper neighbours): the CUDA backend's
+  /// ANS kernel decodes a warp's 32 chunks into one interleaved array, so that
+  /// its lanes' writes and reads of element i fall in one cache line. Reads
+  /// `cumulative` and `first_token` only (a token's frequency is the
+  /// difference of its cumulative bounds, which derive() computed from it).
+  template <class Codes>
+  [[nodiscard]] EBAC_HOST_DEVICE status decode_chunk_to(const std::byte* in, std::size_t bytes, Codes codes, std::size_t n) const noexcept {
     if (bytes < 4) return status::corrupt_stream;
     const std::uint64_t rans_bytes = detail::load_le<std::uint32_t>(in);
     if (rans_bytes < 4 * model::lanes || rans_bytes > bytes - 4) return status::corrupt_stream;
@@ -393,19 +412,22 @@ struct context_ans {
       if (s < model::state_low || s >= (model::state_low << 8)) return status::corrupt_stream;
     }
     detail::bit_reader r{rans_end, in + bytes};
-    for (std::size_t i = 0; i < n; ++i) {
-      const std::uint32_t c = model::context(codes, i, row, classes, diagonal);
+    std::uint32_t left = 0;  // codes[i - 1], 0 before the first
+    // Element i on state s; false for a corrupt chunk.
+    auto step = [&](std::size_t i, std::uint32_t& s) EBAC_FORCE_INLINE_LAMBDA -> bool {
+      const std::uint32_t c = model::context(left, codes, i, row, classes, diagonal);
       const std::uint16_t* cum = cumulative + std::size_t{c} * (model::tokens + 1);
-      if (cum[model::tokens] == 0) return status::corrupt_stream;  // a context the tensor never had
-      std::uint32_t& s = x[i % model::lanes];
+      if (cum[model::tokens] == 0) return false;  // a context the tensor never had
       const std::uint32_t slot = s & (model::scale - 1u);
       // The token t with cum[t] <= slot < cum[t + 1], from the one holding
       // the first slot of slot's 64.
       std::uint32_t t = first_token[std::size_t{c} * 256 + (slot >> 6)];
-      while (cum[t + 1] <= slot) ++t;
-      s = freq[std::size_t{c} * model::tokens + t] * (s >> model::scale_bits) + slot - cum[t];
+      std::uint32_t above = cum[t + 1];
+      while (above <= slot) above = cum[++t + 1];
+      const std::uint32_t below = cum[t];
+      s = (above - below) * (s >> model::scale_bits) + slot - below;
       while (s < model::state_low) {
-        if (p == rans_end) return status::corrupt_stream;
+        if (p == rans_end) return false;
         s = (s << 8) | static_cast<std::uint32_t>(*p++);
       }
       std::uint32_t v = model::token_base(t);
@@ -415,7 +437,26 @@ struct context_ans {
         r.skip(k);
       }
       codes[i] = v;
+      left = v;
+      return true;
+    };
+    // Element i is on state i % 4. On a GPU an array indexed at run time
+    // lives in (local) memory: there a round of four names each state, so
+    // that each is a register. On the host that form measured 4-12% slower
+    // (docs/benchmarks.md), so the host steps one element at a time. The
+    // same steps either way.
+    static_assert(model::lanes == 4);
+#if defined(__CUDA_ARCH__)
+    for (std::size_t i = 0; i < n; i += 4) {
+      if (!step(i, x[0])) return status::corrupt_stream;
+      if (i + 1 < n && !step(i + 1, x[1])) return status::corrupt_stream;
+      if (i + 2 < n && !step(i + 2, x[2])) return status::corrupt_stream;
+      if (i + 3 < n && !step(i + 3, x[3])) return status::corrupt_stream;
     }
+#else
+    for (std::size_t i = 0; i < n; ++i)
+      if (!step(i, x[i % model::lanes])) return status::corrupt_stream;
+#endif
     for (std::uint32_t s : x)
       if (s != model::state_low) return status::corrupt_stream;
     if (p != rans_end || r.overran()) return status::corrupt_stream;

@@ -10,6 +10,7 @@
 #include <ebac/cuda/device_codec_types.cuh>
 #include <ebac/cuda/dispatch/temp_layout.cuh>
 #include <ebac/cuda/tuning/block_sizes.cuh>
+#include <ebac/cuda/kernels/ans_decode.cuh>
 #include <ebac/cuda/kernels/decode.cuh>
 #include <ebac/cuda/kernels/fused_bitpack_decode.cuh>
 #include <ebac/cuda/kernels/predict.cuh>
@@ -38,10 +39,32 @@ EBAC_NAMESPACE_BEGIN
 namespace cuda {
 namespace detail {
 
+/// The ANS decoder with shared-memory tables, then the transpose to tensor
+/// order (kernels/ans_decode.cuh), sized for this device.
+inline cudaError_t launch_ans_shared(const context_ans& enc, const std::byte* payload, std::uint64_t payload_bytes,
+                                     const std::uint64_t* chunk_bytes, const std::uint64_t* chunk_offset, std::uint64_t n, std::uint32_t C,
+                                     std::uint64_t chunks, std::uint32_t* interleaved, std::uint32_t* field, int* d_status,
+                                     cudaStream_t stream) {
+  int device = 0, multiprocessors = 0;
+  cudaError_t e = cudaGetDevice(&device);
+  if (e == cudaSuccess) e = cudaDeviceGetAttribute(&multiprocessors, cudaDevAttrMultiProcessorCount, device);
+  const std::size_t table_bytes = kernels::ans_table_bytes(enc);
+  // Above 48 KB a kernel must be allowed more dynamic shared memory first.
+  if (e == cudaSuccess)
+    e = cudaFuncSetAttribute(kernels::ans_decode_kernel<0>, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(table_bytes));
+  if (e != cudaSuccess) return e;
+  const unsigned threads = kernels::ans_decode_block(chunks, multiprocessors);
+  kernels::ans_decode_kernel<0><<<static_cast<unsigned>((chunks + threads - 1) / threads), threads, table_bytes, stream>>>(
+      enc, payload, payload_bytes, chunk_bytes, chunk_offset, n, C, chunks, interleaved, d_status);
+  kernels::ans_untangle_kernel<0><<<kernels::ans_untangle_blocks(chunks, C), dim3(32, kernels::ans_untangle_rows), 0, stream>>>(
+      interleaved, n, C, chunks, field);
+  return cudaGetLastError();
+}
+
 template <element T>
 cudaError_t decompress_stages(void* d_temp, std::size_t& temp_bytes, const stream_header& h, const std::byte* d_in,
                               std::size_t in_bytes, T* d_out, std::uint64_t count, int* d_status, cudaStream_t stream,
-                              const device_huffman_codebook* codebook, kernel_path path) {
+                              const device_codebook* codebook, kernel_path path) {
   using S = storage_t<T>;
   S* const out = reinterpret_cast<S*>(d_out);  // a bool is written as its byte
   const std::uint64_t n = element_count(h);
@@ -51,7 +74,7 @@ cudaError_t decompress_stages(void* d_temp, std::size_t& temp_bytes, const strea
   // Stage ids this decoder runs (a validated header has them; a caller's own may not).
   const auto encoder = static_cast<std::uint8_t>(h.encoder);
   if (!h.is_stored() && (!quantizer_fits_dtype(h.quantizer, h.type) || !encoder_registered(encoder))) return cudaErrorInvalidValue;
-  if (!h.is_stored() && !has_device_coder_for(h.encoder)) return cudaErrorNotSupported;
+  if (!h.is_stored() && !has_device_decoder_for(h.encoder)) return cudaErrorNotSupported;
   auto refused = [&] {
     return ::ebac::detail::decompress_argument_error(h, dtype_of<T>::value, count, d_out) ||
            in_bytes != h.section_offset(section_count) + (h.has_checksum() ? 8 : 0) || !d_status || (n > 0 && !d_in);
@@ -78,6 +101,9 @@ cudaError_t decompress_stages(void* d_temp, std::size_t& temp_bytes, const strea
   auto* field = t.take<std::uint32_t>(no_field ? 0 : n + 1);
   auto* chunk_bytes = t.take<std::uint64_t>(chunks + 1);
   auto* chunk_offset = t.take<std::uint64_t>(chunks + 1);
+  // ANS off the staged path: the warp-interleaved codes (kernels/ans_decode.cuh).
+  const bool ans_shared = !h.is_stored() && h.encoder == encoder_id::context_ans && path != kernel_path::staged;
+  auto* interleaved = t.take<std::uint32_t>(ans_shared ? kernels::ans_interleaved_elements(chunks, C) : 0);
   // Outliers: one summary per tile of the index section, and the scan of them.
   using outlier_summary = outlier_index_reader::summary;
   const std::uint64_t outlier_count = h.outlier_count;
@@ -99,8 +125,10 @@ cudaError_t decompress_stages(void* d_temp, std::size_t& temp_bytes, const strea
     temp_bytes = t.required();
     return cudaSuccess;
   }
-  if (temp_bytes < t.required() || refused() || (h.encoder == encoder_id::huffman && (codebook == nullptr || codebook->image == nullptr)))
-    return cudaErrorInvalidValue;
+  const bool no_codebook = (h.encoder == encoder_id::huffman && (codebook == nullptr || codebook->image == nullptr)) ||
+                           (h.encoder == encoder_id::context_ans && (codebook == nullptr || codebook->ans.cumulative == nullptr ||
+                                                                     codebook->ans.freq == nullptr || codebook->ans.first_token == nullptr));
+  if (temp_bytes < t.required() || refused() || no_codebook) return cudaErrorInvalidValue;
 
   if ((e = cudaMemsetAsync(d_status, 0, sizeof(int), stream)) != cudaSuccess) return e;
   if (h.has_checksum()) kernels::checksum_kernel<0><<<1, 1, 0, stream>>>(d_in, in_bytes, d_status);
@@ -127,8 +155,16 @@ cudaError_t decompress_stages(void* d_temp, std::size_t& temp_bytes, const strea
       if constexpr (std::is_same_v<E, block_bitpack>) {
         kernels::bitpack_decode_kernel<0><<<static_cast<unsigned>(chunks), kernels::bitpack_threads, 0, stream>>>(
             payload, payload_bytes, chunk_bytes, chunk_offset, n, C, field, d_status);
-      } else if constexpr (!has_device_coder<E>) {
-        // refused above (has_device_coder_for)
+      } else if constexpr (!has_device_decoder<E>) {
+        // refused above (has_device_decoder_for)
+      } else if constexpr (std::is_same_v<E, context_ans>) {
+        if (!ans_shared) {  // one thread a chunk over the uploaded tables (the host's decode_chunk)
+          kernels::serial_decode_kernel<E><<<grid_for(chunks, kernels::ans_decode_threads), kernels::ans_decode_threads, 0, stream>>>(
+              codebook->ans, payload, payload_bytes, chunk_bytes, chunk_offset, n, C, chunks, field, d_status);
+        } else if ((e = launch_ans_shared(codebook->ans, payload, payload_bytes, chunk_bytes, chunk_offset, n, C, chunks, interleaved, field,
+                                          d_status, stream)) != cudaSuccess) {
+          return;
+        }
       } else if constexpr (E::needs_codebook) {
         kernels::huffman_decode_kernel<0>
             <<<kernels::huffman_blocks(chunks), kernels::huffman_threads, 0, stream>>>(
@@ -150,6 +186,7 @@ cudaError_t decompress_stages(void* d_temp, std::size_t& temp_bytes, const strea
       kernels::reconstruct_kernel<Q, S><<<grid_for(n), kernels::elementwise_threads, 0, stream>>>(field, n, q, out, d_status);
     }
   });
+  if (e != cudaSuccess) return e;
   // Outliers last (they overwrite what reconstruction wrote at their
   // indices), in parallel over the index section (format/outlier_index.hpp).
   if (outlier_tiles > 0) {

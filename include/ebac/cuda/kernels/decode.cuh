@@ -11,6 +11,7 @@
 #include <ebac/detail/checksum.hpp>
 #include <ebac/dtype.hpp>
 #include <ebac/encoder/block_bitpack.hpp>
+#include <ebac/encoder/context_ans.hpp>
 #include <ebac/encoder/huffman_image.hpp>
 #include <ebac/encoder/huffman_lanes.hpp>
 #include <ebac/format/outlier_index.hpp>
@@ -19,6 +20,7 @@
 #include <cub/block/block_scan.cuh>
 
 #include <cstdint>
+#include <type_traits>
 
 EBAC_NAMESPACE_BEGIN
 namespace cuda {
@@ -163,15 +165,15 @@ huffman_decode_kernel(const std::byte* image, const std::byte* payload, std::uin
   }
 }
 
-/// Any encoder without a codebook (run_length), one thread a chunk. On
-/// failure the chunk's codes are zeroed so every output element is still
-/// written.
+/// Any encoder without a codebook (run_length), and the ANS encoder bound
+/// to tables in device memory, one thread a chunk. On failure the chunk's
+/// codes are zeroed so every output element is still written.
 template <class E>
 EBAC_KERNEL void serial_decode_kernel(E enc, const std::byte* payload, std::uint64_t payload_bytes,
                                       const std::uint64_t* chunk_bytes, const std::uint64_t* chunk_offset,
                                       std::uint64_t n, std::uint32_t chunk, std::uint64_t chunks, std::uint32_t* field,
                                       int* status) {
-  static_assert(!E::needs_codebook, "Huffman chunks are decoded by huffman_decode_kernel");
+  static_assert(!E::needs_codebook || std::is_same_v<E, context_ans>, "Huffman chunks are decoded by huffman_decode_kernel");
   for (std::uint64_t c = blockIdx.x * std::uint64_t{blockDim.x} + threadIdx.x; c < chunks; c += std::uint64_t{gridDim.x} * blockDim.x) {
     const std::uint64_t first = c * chunk;
     const std::size_t m = static_cast<std::size_t>(detail::chunk_length(c, n, chunk));

@@ -24,6 +24,23 @@ inline constexpr std::uint64_t elementwise_max_blocks = 65535u * 8;
 
 /// Serial encoders and decoders (run-length): one thread a chunk.
 inline constexpr unsigned serial_coder_threads = 64;
+/// ANS decoding, one thread a chunk (kernels/ans_decode.cuh). A stream of
+/// `max` has chunks of 2^16 elements, so a 1 GiB f32 tensor has only 4096
+/// chunks: blocks are made as large as still gives every multiprocessor two
+/// (ans_decode_block), from one warp (few chunks) to ans_decode_max_threads.
+/// Each block holds its own copy of the tables (up to 55 KB), which is what
+/// bounds the blocks a multiprocessor runs.
+inline constexpr unsigned ans_decode_threads = 32;  // the plain kernel (kernel_path::staged)
+inline constexpr unsigned ans_decode_max_threads = 256;
+[[nodiscard]] inline unsigned ans_decode_block(std::uint64_t chunks, int multiprocessors) noexcept {
+  unsigned t = ans_decode_max_threads;
+  const std::uint64_t want = 2 * static_cast<std::uint64_t>(multiprocessors > 0 ? multiprocessors : 1);
+  while (t > 32 && (chunks + t - 1) / t < want) t /= 2;
+  return t;
+}
+/// The transpose after it: 32 x ans_untangle_rows threads move a 32 x 32 tile.
+inline constexpr unsigned ans_untangle_rows = 8;
+inline constexpr unsigned ans_untangle_threads = 32 * ans_untangle_rows;
 
 /// Block bit-packing, staged kernels: one block a chunk.
 inline constexpr int bitpack_threads = 256;
