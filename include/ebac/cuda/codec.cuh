@@ -132,19 +132,20 @@ inline uploaded_codebook upload_codebook(const huffman_codebook& cb, cudaStream_
   return u;
 }
 
-/// The ANS tables of a derived codebook (context_ans_codebook::derive, which
-/// deserialize runs) in one allocation: steps, then freq, cumulative and
+/// The decoding tables of a derived codebook (context_ans_codebook::derive,
+/// which deserialize runs) in one allocation: freq, cumulative and
 /// first_token, each at a multiple of 16 bytes; `view.ans` is the codebook
-/// bound to them (context_ans::bind with device pointers).
+/// bound to them (context_ans::bind with device pointers). The encoding
+/// steps, three quarters of the tables' bytes, stay behind: the device
+/// only decodes ANS (view.ans.steps is null).
 inline uploaded_codebook upload_codebook(const context_ans_codebook& cb, cudaStream_t stream, const allocator& alloc) {
   auto bytes_of = [](const auto& v) { return v.size() * sizeof(v[0]); };
   auto padded = [](std::size_t b) { return (b + 15) / 16 * 16; };
-  const std::size_t steps = padded(bytes_of(cb.steps)), freq = padded(bytes_of(cb.freq)), cum = padded(bytes_of(cb.cumulative));
-  std::vector<std::byte> image(steps + freq + cum + padded(bytes_of(cb.first_token)));
-  std::memcpy(image.data(), cb.steps.data(), bytes_of(cb.steps));
-  std::memcpy(image.data() + steps, cb.freq.data(), bytes_of(cb.freq));
-  std::memcpy(image.data() + steps + freq, cb.cumulative.data(), bytes_of(cb.cumulative));
-  std::memcpy(image.data() + steps + freq + cum, cb.first_token.data(), bytes_of(cb.first_token));
+  const std::size_t freq = padded(bytes_of(cb.freq)), cum = padded(bytes_of(cb.cumulative));
+  std::vector<std::byte> image(freq + cum + padded(bytes_of(cb.first_token)));
+  std::memcpy(image.data(), cb.freq.data(), bytes_of(cb.freq));
+  std::memcpy(image.data() + freq, cb.cumulative.data(), bytes_of(cb.cumulative));
+  std::memcpy(image.data() + freq + cum, cb.first_token.data(), bytes_of(cb.first_token));
   uploaded_codebook u;
   u.memory = device_allocation(image.size(), stream, alloc);
   check(cudaMemcpyAsync(u.memory.get(), image.data(), image.size(), cudaMemcpyHostToDevice, stream), "uploading the ANS tables");
@@ -153,10 +154,10 @@ inline uploaded_codebook upload_codebook(const context_ans_codebook& cb, cudaStr
   u.view.ans = context_ans{cb.row,
                            cb.classes,
                            cb.diagonal,
-                           reinterpret_cast<const std::uint16_t*>(base + steps),
-                           reinterpret_cast<const std::uint16_t*>(base + steps + freq),
-                           reinterpret_cast<const ::ebac::detail::context_ans_step*>(base),
-                           reinterpret_cast<const std::uint8_t*>(base + steps + freq + cum)};
+                           reinterpret_cast<const std::uint16_t*>(base),
+                           reinterpret_cast<const std::uint16_t*>(base + freq),
+                           nullptr,
+                           reinterpret_cast<const std::uint8_t*>(base + freq + cum)};
   return u;
 }
 

@@ -74,6 +74,10 @@ struct context_ans_model {
     const int k = extra_bits(t);  // w - 2
     return (2u | ((t - direct_tokens) & 1u)) << k;
   }
+  /// Contexts of the set of `classes` classes a neighbour, with or without the diagonal bit.
+  EBAC_HOST_DEVICE static std::uint32_t contexts(std::uint32_t classes, bool diagonal) noexcept {
+    return classes * classes * (diagonal ? 2 : 1);
+  }
   EBAC_HOST_DEVICE static std::uint32_t magnitude_class(std::uint32_t v, std::uint32_t classes) noexcept {
     const auto w = static_cast<std::uint32_t>(bit_width(v));
     return w < classes ? w : classes - 1;
@@ -130,7 +134,7 @@ struct context_ans_codebook {
   /// the decoder's search for a slot in [64 b, 64 b + 64) starts.
   std::vector<std::uint8_t> first_token;
 
-  [[nodiscard]] std::uint32_t contexts() const noexcept { return classes * classes * (diagonal ? 2 : 1); }
+  [[nodiscard]] std::uint32_t contexts() const noexcept { return model::contexts(classes, diagonal); }
   /// The context set's byte: bit 0 the diagonal bit, bits 1-2 log2(8 / classes).
   [[nodiscard]] std::uint8_t context_set() const noexcept {
     std::uint8_t k = 0;
@@ -272,6 +276,9 @@ struct context_ans {
   const detail::context_ans_step* steps = nullptr;
   const std::uint8_t* first_token = nullptr;  // [context * 256 + slot / 64]
 
+  /// Contexts of the bound set: the rows of the tables above.
+  [[nodiscard]] EBAC_HOST_DEVICE std::uint32_t contexts() const noexcept { return model::contexts(classes, diagonal); }
+
   /// Token counts per context of the richer context set (the other is its
   /// sum over the diagonal bit); chunks are added in any grouping and
   /// merged. Constructed from the tensor's extents (the host backend does so
@@ -313,7 +320,7 @@ struct context_ans {
     bool first = true;
     for (std::uint32_t classes = model::max_classes; classes >= 1; classes /= 2) {
       for (bool diagonal : {true, false}) {
-        const std::uint32_t contexts = classes * classes * (diagonal ? 2 : 1);
+        const std::uint32_t contexts = model::contexts(classes, diagonal);
         counts_of(s, used, classes, diagonal, counts);
         frequencies_of(counts, contexts, freq);
         const double bits = cost_bits(counts, freq, contexts, s.row);
@@ -488,7 +495,7 @@ struct context_ans {
   /// (used_contexts) lets empty finest contexts be skipped.
   static void counts_of(const statistics& s, const context_flags& used, std::uint32_t classes, bool diagonal,
                         std::vector<std::uint64_t>& out) {
-    out.assign(std::size_t{classes} * classes * (diagonal ? 2 : 1) * model::tokens, 0);
+    out.assign(std::size_t{model::contexts(classes, diagonal)} * model::tokens, 0);
     constexpr std::uint32_t K = model::max_classes;
     for (std::uint32_t left = 0; left < K; ++left)
       for (std::uint32_t up = 0; up < K; ++up)

@@ -56,7 +56,7 @@ inline cudaError_t launch_ans_shared(const context_ans& enc, const std::byte* pa
   const unsigned threads = kernels::ans_decode_block(chunks, multiprocessors);
   kernels::ans_decode_kernel<0><<<static_cast<unsigned>((chunks + threads - 1) / threads), threads, table_bytes, stream>>>(
       enc, payload, payload_bytes, chunk_bytes, chunk_offset, n, C, chunks, interleaved, d_status);
-  kernels::ans_untangle_kernel<0><<<kernels::ans_untangle_blocks(chunks, C), dim3(32, kernels::ans_untangle_rows), 0, stream>>>(
+  kernels::ans_untangle_kernel<0><<<grid_for(kernels::ans_untangle_tiles(chunks, C), 1), dim3(32, kernels::ans_untangle_rows), 0, stream>>>(
       interleaved, n, C, chunks, field);
   return cudaGetLastError();
 }

@@ -47,7 +47,7 @@ inline std::uint64_t ans_interleaved_elements(std::uint64_t chunks, std::uint32_
 /// Shared-memory bytes of a codebook's decoding tables: the cumulative
 /// bounds (u16, tokens + 1 a context), then the first tokens (u8, 256 a context).
 __host__ __device__ inline std::size_t ans_table_bytes(const context_ans& enc) noexcept {
-  const std::size_t contexts = std::size_t{enc.classes} * enc.classes * (enc.diagonal ? 2 : 1);
+  const std::size_t contexts = enc.contexts();
   return contexts * (context_ans::model::tokens + 1) * sizeof(std::uint16_t) + contexts * 256;
 }
 
@@ -59,7 +59,7 @@ EBAC_KERNEL void ans_decode_kernel(context_ans enc, const std::byte* payload, st
                                    const std::uint64_t* chunk_bytes, const std::uint64_t* chunk_offset, std::uint64_t n,
                                    std::uint32_t chunk, std::uint64_t chunks, std::uint32_t* interleaved, int* status) {
   extern __shared__ std::uint16_t ans_tables[];
-  const std::size_t contexts = std::size_t{enc.classes} * enc.classes * (enc.diagonal ? 2 : 1);
+  const std::size_t contexts = enc.contexts();
   const std::size_t cum_count = contexts * (context_ans::model::tokens + 1);
   auto* first = reinterpret_cast<std::uint8_t*>(ans_tables + cum_count);
   for (std::size_t k = threadIdx.x; k < cum_count; k += blockDim.x) ans_tables[k] = enc.cumulative[k];
@@ -80,17 +80,24 @@ EBAC_KERNEL void ans_decode_kernel(context_ans enc, const std::byte* payload, st
   }
 }
 
+/// 32 x 32 tiles of the transpose below: 32 chunks (a warp-group) by 32
+/// consecutive elements.
+__host__ __device__ inline std::uint64_t ans_untangle_tiles(std::uint64_t chunks, std::uint32_t chunk) noexcept {
+  return (chunks + 31) / 32 * ((std::uint64_t{chunk} + 31) / 32);
+}
+
 /// The interleaved codes in tensor order: field[c * chunk + i] = element i of
 /// chunk c, for i below the chunk's length. A block moves 32 x 32 tiles (32
 /// chunks of a group, 32 consecutive elements) through shared memory, so
 /// that both the reads and the writes are whole lines; tile b is group
-/// b / tiles_per_chunk, elements 32 (b % tiles_per_chunk) on.
+/// b / tiles_per_chunk, elements 32 (b % tiles_per_chunk) on; the blocks
+/// loop over the tiles beyond the grid.
 template <int = 0>
 EBAC_KERNEL void __launch_bounds__(ans_untangle_threads)
 ans_untangle_kernel(const std::uint32_t* interleaved, std::uint64_t n, std::uint32_t chunk, std::uint64_t chunks, std::uint32_t* field) {
   __shared__ std::uint32_t tile[32][33];  // +1: the transposed reads fall in 32 banks
   const std::uint64_t tiles_per_chunk = (std::uint64_t{chunk} + 31) / 32;
-  const std::uint64_t tiles = (chunks + 31) / 32 * tiles_per_chunk;
+  const std::uint64_t tiles = ans_untangle_tiles(chunks, chunk);
   for (std::uint64_t b = blockIdx.x; b < tiles; b += gridDim.x) {
     const std::uint64_t group = b / tiles_per_chunk, i0 = b % tiles_per_chunk * 32;
     const std::uint32_t* in = interleaved + group * 32 * std::uint64_t{chunk};
@@ -106,12 +113,6 @@ ans_untangle_kernel(const std::uint32_t* interleaved, std::uint64_t n, std::uint
     }
     __syncthreads();  // the tile is read before the next one is written
   }
-}
-
-/// Blocks of ans_untangle_kernel for `chunks` chunks (it loops beyond).
-inline unsigned ans_untangle_blocks(std::uint64_t chunks, std::uint32_t chunk) noexcept {
-  const std::uint64_t tiles = (chunks + 31) / 32 * ((std::uint64_t{chunk} + 31) / 32);
-  return static_cast<unsigned>(tiles < 1 ? 1 : (tiles > elementwise_max_blocks ? elementwise_max_blocks : tiles));
 }
 
 }  // namespace kernels
