@@ -33,6 +33,11 @@
 #  define EBAC_FORCE_INLINE_LAMBDA
 #endif
 
+// A pointer through which nothing else in its scope is accessed: lets the
+// compiler vectorize a loop that writes bytes beside the words it reads (a
+// byte store may otherwise alias them). GCC, Clang, nvcc and MSVC spell it so.
+#define EBAC_RESTRICT __restrict
+
 #if defined(_OPENMP)
 #  define EBAC_HAS_OPENMP() 1
 #else

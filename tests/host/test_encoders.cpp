@@ -1217,6 +1217,62 @@ TEST_CASE("context_ans: the diagonal context set is kept where it pays, and deco
   }
 }
 
+TEST_CASE("context_ans: a block's contexts (what the encoder and the statistics use) are the format's, for every set and row") {
+  // The format's context of element i, written from docs/format.md: the
+  // magnitude classes min(k - 1, bit width) of the left and upper codes (0
+  // outside the chunk), with the diagonal set times two plus whether the
+  // upper-left or upper-right code is non-zero (a row of at least 2, i > row).
+  auto reference_context = [](const std::vector<std::uint32_t>& c, std::size_t i, std::uint32_t row, std::uint32_t classes, bool diagonal) {
+    auto cls = [&](std::uint32_t v) {
+      std::uint32_t w = 0;
+      while (v) { ++w; v >>= 1; }
+      return std::min<std::uint32_t>(w, classes - 1);
+    };
+    std::uint32_t ctx = (i > 0 ? cls(c[i - 1]) : 0) * classes + (i >= row ? cls(c[i - row]) : 0);
+    if (diagonal) ctx = 2 * ctx + (row >= 2 && i > row && (c[i - row - 1] != 0 || c[i - row + 1] != 0) ? 1 : 0);
+    return ctx;
+  };
+  std::mt19937_64 rng(37);
+  // Zeros, small codes, every bit width up to 32: each class and the diagonal bit both ways.
+  std::vector<std::uint32_t> codes(3000);
+  for (auto& v : codes) v = rng() % 3 == 0 ? 0u : static_cast<std::uint32_t>(rng() >> (32 + rng() % 32));
+  std::size_t compared = 0;
+  for (std::uint32_t row : {1u, 2u, 3u, 28u, 1023u, 2999u, 5000u, 0xffffffffu})
+    for (std::uint32_t classes : {1u, 2u, 4u, 8u})
+      for (bool diagonal : {false, true})
+        for (auto [b, e] : {std::pair<std::size_t, std::size_t>{0, 3000}, {0, 1}, {1, 2}, {27, 29}, {28, 30}, {29, 1053}, {1000, 3000}, {2998, 3000}}) {
+          CAPTURE(row);
+          CAPTURE(classes);
+          CAPTURE(diagonal);
+          CAPTURE(b);
+          std::vector<std::uint8_t> got(e - b, 0xff);
+          ebac::detail::context_ans_model::contexts(codes.data(), b, e, row, classes, diagonal, got.data());
+          for (std::size_t i = b; i < e; ++i, ++compared)
+            if (got[i - b] != reference_context(codes, i, row, classes, diagonal)) {
+              CAPTURE(i);
+              FAIL_CHECK("context differs");
+              break;
+            }
+        }
+  CHECK(compared == 8 * 4 * 2 * (3000 + 1 + 1 + 2 + 2 + 1024 + 2000 + 2));
+  // The encoder codes a chunk in blocks of contexts from its end, four states
+  // a round: lengths around the block's size and every remainder mod 4
+  // decode (by the reference decoder) to the codes.
+  for (std::uint32_t row : {1u, 28u}) {
+    const auto cb = learn_ans(codes, row);
+    const auto enc = ebac::context_ans::bind(cb);
+    for (std::size_t n : {1u, 2u, 3u, 4u, 5u, 1022u, 1023u, 1024u, 1025u, 1026u, 1027u, 2047u, 2048u, 2049u, 2050u, 3000u}) {
+      CAPTURE(row);
+      CAPTURE(n);
+      std::vector<std::byte> buf(enc.max_chunk_bytes(n));
+      const std::size_t k = enc.encode_chunk(codes.data(), n, buf.data());
+      const ref_codes ref = reference_decode(enc, buf.data(), k, n);
+      REQUIRE(ref.has_value());
+      CHECK(std::equal(ref->begin(), ref->end(), codes.begin()));
+    }
+  }
+}
+
 TEST_CASE("context_ans: codebook sections that break the format are refused") {
   // version 0, context set 0, row 3, 64 contexts: the first with two tokens
   // 8192 + 8192 (varint 0x80 0x40), the rest unused.

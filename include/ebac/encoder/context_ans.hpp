@@ -44,6 +44,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <string_view>
+#include <type_traits>
 #include <utility>
 #include <vector>
 
@@ -103,6 +104,62 @@ struct context_ans_model {
     const bool near = row >= 2 && i > row && (codes[i - row - 1] | codes[i - row + 1]) != 0;
     return 2 * c + (near ? 1u : 0u);
   }
+
+  /// context() of elements [b, e) of a chunk into out[0, e - b). The same
+  /// values, computed in a loop the host compiler vectorizes: once an element
+  /// has every neighbour (i > row) the branches of context() are gone and a
+  /// class is a sum of comparisons instead of a bit scan. The encoder and the
+  /// statistics take a block of contexts this way before their serial loops;
+  /// the decoder cannot (a context needs the code decoded just before it).
+  EBAC_HOST_DEVICE static void contexts(const std::uint32_t* codes, std::size_t b, std::size_t e, std::uint32_t row, std::uint32_t classes,
+                                        bool diagonal, std::uint8_t* out) noexcept {
+    std::size_t i = b;
+    for (; i < e && i <= row; ++i) out[i - b] = static_cast<std::uint8_t>(context(codes, i, row, classes, diagonal));
+    if (i == e) return;
+    // Row 1 has no diagonal neighbours: context() gives its bit 0.
+    const int near = diagonal ? (row >= 2 ? 2 : 1) : 0;
+    auto run = [&](auto classes_constant) {
+      constexpr std::uint32_t k = decltype(classes_constant)::value;
+      if (near == 2) inner_contexts<k, 2>(codes, i, e, row, out + (i - b));
+      else if (near == 1) inner_contexts<k, 1>(codes, i, e, row, out + (i - b));
+      else inner_contexts<k, 0>(codes, i, e, row, out + (i - b));
+    };
+    switch (classes) {
+      case 8: run(std::integral_constant<std::uint32_t, 8>{}); break;
+      case 4: run(std::integral_constant<std::uint32_t, 4>{}); break;
+      case 2: run(std::integral_constant<std::uint32_t, 2>{}); break;
+      default: run(std::integral_constant<std::uint32_t, 1>{}); break;
+    }
+  }
+
+ private:
+  /// contexts() for i in [b, e) with b > row (every neighbour exists) into
+  /// out[0, e - b). `Near`: 0 no diagonal bit, 1 the bit of a row of 1
+  /// (always 0), 2 the bit.
+  template <std::uint32_t Classes, int Near>
+  EBAC_HOST_DEVICE static void inner_contexts(const std::uint32_t* codes, std::size_t b, std::size_t e, std::uint32_t row,
+                                              std::uint8_t* out) noexcept {
+    // min(bit_width(v), Classes - 1) as a sum of comparisons: v reaches 2^t for t < Classes - 1.
+    auto cls = [](std::uint32_t v) EBAC_FORCE_INLINE_LAMBDA {
+      std::uint32_t k = 0;
+      for (std::uint32_t t = 0; t + 1 < Classes; ++t) k += static_cast<std::uint32_t>(v >= (1u << t));
+      return k;
+    };
+    // Element b + j's left neighbour is left[j], its upper ones up_left[j],
+    // up[j] and up_right[j] (b > row, so all of them lie in the chunk).
+    const std::uint32_t* EBAC_RESTRICT const left = codes + (b - 1);
+    const std::uint32_t* EBAC_RESTRICT const up = codes + (b - row);
+    const std::uint32_t* EBAC_RESTRICT const up_left = codes + (b - row - 1);
+    const std::uint32_t* EBAC_RESTRICT const up_right = codes + (b - row + 1);
+    std::uint8_t* EBAC_RESTRICT const o = out;
+    const std::size_t m = e - b;
+    for (std::size_t j = 0; j < m; ++j) {
+      const std::uint32_t c = cls(left[j]) * Classes + cls(up[j]);
+      if constexpr (Near == 0) o[j] = static_cast<std::uint8_t>(c);
+      else if constexpr (Near == 1) o[j] = static_cast<std::uint8_t>(2 * c);
+      else o[j] = static_cast<std::uint8_t>(2 * c + static_cast<std::uint32_t>((up_left[j] | up_right[j]) != 0));
+    }
+  }
 };
 
 /// One (context, token)'s encoding step without a division: x / f as a
@@ -131,8 +188,11 @@ struct context_ans_codebook {
   std::vector<std::uint16_t> cumulative;
   std::vector<detail::context_ans_step> steps;
   /// first_token[c * 256 + b]: the token holding slot 64 b of context c, where
-  /// the decoder's search for a slot in [64 b, 64 b + 64) starts.
+  /// the decoder's search for a slot in [64 b, 64 b + 64) starts;
+  /// unused_context in every entry of a context the tensor never had.
   std::vector<std::uint8_t> first_token;
+  static constexpr std::uint8_t unused_context = 0xff;
+  static_assert(unused_context >= model::tokens);
 
   [[nodiscard]] std::uint32_t contexts() const noexcept { return model::contexts(classes, diagonal); }
   /// The context set's byte: bit 0 the diagonal bit, bits 1-2 log2(8 / classes).
@@ -246,7 +306,10 @@ struct context_ans_codebook {
       }
       // 2^14 fits; an unused context's table is all zero and is never entered.
       cumulative[std::size_t{c} * (model::tokens + 1) + model::tokens] = static_cast<std::uint16_t>(s);
-      if (s == 0) continue;
+      if (s == 0) {  // the decoder refuses a context whose first token is no token
+        std::fill_n(first_token.begin() + std::ptrdiff_t{c} * 256, 256, unused_context);
+        continue;
+      }
       const std::uint16_t* cum = cumulative.data() + std::size_t{c} * (model::tokens + 1);
       std::uint32_t t = 0;
       for (std::uint32_t b = 0; b < 256; ++b) {
@@ -292,8 +355,12 @@ struct context_ans {
       row = w == 0 ? 1u : (w > 0xffffffffull ? 0xffffffffu : static_cast<std::uint32_t>(w));
     }
     void add(const std::uint32_t* codes, std::size_t n) {
-      for (std::size_t i = 0; i < n; ++i)
-        ++counts[model::context(codes, i, row, model::max_classes, true) * model::tokens + model::token(codes[i])];
+      std::uint8_t context[context_block];
+      for (std::size_t b = 0; b < n; b += context_block) {
+        const std::size_t e = n - b < context_block ? n : b + context_block;
+        model::contexts(codes, b, e, row, model::max_classes, true, context);
+        for (std::size_t i = b; i < e; ++i) ++counts[std::size_t{context[i - b]} * model::tokens + model::token(codes[i])];
+      }
     }
     void merge(const statistics& o) {
       for (std::size_t i = 0; i < counts.size(); ++i) counts[i] += o.counts[i];
@@ -354,23 +421,35 @@ struct context_ans {
   /// learned from (a token its context never had cannot be coded).
   EBAC_HOST_DEVICE std::size_t encode_chunk(const std::uint32_t* codes, std::size_t n, std::byte* out) const noexcept {
     // Raw bits first, forward, after the space the rANS bytes may take.
+    // Eight codes at a time: none of them 32 or more (most of a sparse map)
+    // puts nothing; otherwise each puts its bits without a branch on the
+    // code (a code below 32 puts 0 bits), which a mix of small and large
+    // codes would mispredict.
     std::byte* const raw = out + 4 + rans_capacity(n);
     detail::bit_writer w{raw};
-    for (std::size_t i = 0; i < n; ++i) {
-      const std::uint32_t v = codes[i];
-      if (v >= model::direct_tokens) {
-        const int k = model::extra_bits(model::token(v));
+    for (std::size_t b = 0; b < n; b += 8) {
+      const std::size_t e = n - b < 8 ? n : b + 8;
+      std::uint32_t any = 0;
+      for (std::size_t i = b; i < e; ++i) any |= codes[i];
+      if (any < model::direct_tokens) continue;
+      for (std::size_t i = b; i < e; ++i) {
+        const std::uint32_t v = codes[i];
+        const int k = v >= model::direct_tokens ? detail::bit_width(v) - 2 : 0;  // extra_bits(token(v))
         w.put(v & ((1u << k) - 1u), k);
       }
     }
     const std::size_t raw_bytes = static_cast<std::size_t>(w.finish() - raw);
-    // rANS backwards from the end of its space, last element first.
+    // rANS backwards from the end of its space, last element first; element
+    // i on state i % 4, each state a named variable (a register; an array
+    // indexed by i % 4 would live in memory).
     std::byte* p = raw;
-    std::uint32_t x[model::lanes];
-    for (auto& s : x) s = model::state_low;
-    for (std::size_t i = n; i-- > 0;) {
-      const detail::context_ans_step& st = steps[model::context(codes, i, row, classes, diagonal) * model::tokens + model::token(codes[i])];
-      std::uint32_t& s = x[i % model::lanes];
+    std::uint32_t x0 = model::state_low, x1 = model::state_low, x2 = model::state_low, x3 = model::state_low;
+    // The contexts of the block [b, e) being coded (zeroed only because
+    // nvcc takes the lambda's capture of it for a read before it is set).
+    std::uint8_t context[context_block] = {};
+    std::size_t b = 0;
+    auto step = [&](std::size_t i, std::uint32_t& s) EBAC_FORCE_INLINE_LAMBDA {
+      const detail::context_ans_step& st = steps[std::size_t{context[i - b]} * model::tokens + model::token(codes[i])];
       // Renormalise without a data-dependent branch: s < 2^31 and the limit
       // is at least 2^17, so s gives 0, 1 or 2 bytes. Both are written every
       // time; p only moves past the ones that count (the rest is overwritten
@@ -382,8 +461,25 @@ struct context_ans {
       s >>= 8 * take;
       const auto q = static_cast<std::uint32_t>((static_cast<std::uint64_t>(s) * st.reciprocal) >> 32) >> st.shift;
       s += st.bias + q * st.complement;
+    };
+    static_assert(model::lanes == 4 && context_block % 4 == 0);
+    for (std::size_t e = n; e > 0; e = b) {
+      b = (e - 1) / context_block * context_block;
+      model::contexts(codes, b, e, row, classes, diagonal, context);
+      // Only the chunk's last block can end inside a round of four.
+      std::size_t i = e - e % 4;
+      if (e % 4 >= 3) step(i + 2, x2);
+      if (e % 4 >= 2) step(i + 1, x1);
+      if (e % 4 >= 1) step(i, x0);
+      for (; i > b; i -= 4) {
+        step(i - 1, x3);
+        step(i - 2, x2);
+        step(i - 3, x1);
+        step(i - 4, x0);
+      }
     }
-    for (int l = model::lanes; l-- > 0;) {
+    const std::uint32_t x[model::lanes] = {x0, x1, x2, x3};
+    for (int l = model::lanes; l-- > 0;) {  // the four final states, state 0 first
       p -= 4;
       detail::store_le<std::uint32_t>(p, x[l]);
     }
@@ -423,12 +519,14 @@ struct context_ans {
     // Element i on state s; false for a corrupt chunk.
     auto step = [&](std::size_t i, std::uint32_t& s) EBAC_FORCE_INLINE_LAMBDA -> bool {
       const std::uint32_t c = model::context(left, codes, i, row, classes, diagonal);
-      const std::uint16_t* cum = cumulative + std::size_t{c} * (model::tokens + 1);
-      if (cum[model::tokens] == 0) return false;  // a context the tensor never had
       const std::uint32_t slot = s & (model::scale - 1u);
       // The token t with cum[t] <= slot < cum[t + 1], from the one holding
-      // the first slot of slot's 64.
+      // the first slot of slot's 64. A context the tensor never had is
+      // refused by its first-token entry, not by a load of its own: the
+      // check then waits for no memory the step does not read anyway.
       std::uint32_t t = first_token[std::size_t{c} * 256 + (slot >> 6)];
+      if (t >= model::tokens) return false;
+      const std::uint16_t* cum = cumulative + std::size_t{c} * (model::tokens + 1);
       std::uint32_t above = cum[t + 1];
       while (above <= slot) above = cum[++t + 1];
       const std::uint32_t below = cum[t];
@@ -476,6 +574,8 @@ struct context_ans {
   }
 
  private:
+  /// Contexts the encoder and the statistics compute at a time (model::contexts), on the stack.
+  static constexpr std::size_t context_block = 1024;
   [[nodiscard]] EBAC_HOST_DEVICE static std::size_t rans_capacity(std::size_t n) noexcept { return 2 * n + 4 * model::lanes; }
 
   /// Which contexts of the finest set (max_classes, diagonal) occurred.
