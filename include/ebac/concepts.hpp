@@ -75,4 +75,14 @@ concept codebook_encoder = encoder<E> && E::needs_codebook &&
       { E::codebook::max_serialized_bytes } -> std::convertible_to<std::size_t>;
     };
 
+/// A codebook encoder that can say, from the statistics and the codebook
+/// learned from them, about how many bits its chunks' payloads take, without
+/// coding anything (per-chunk fixed bytes aside: min_payload_bytes). The
+/// host backend then weighs predictor candidates on a sample by this
+/// estimate instead of coding the sample with each (encoder/context_ans.hpp).
+template <class E>
+concept estimating_encoder = codebook_encoder<E> && requires(const typename E::statistics& cs, const typename E::codebook& cb) {
+  { E::estimated_payload_bits(cs, cb) } -> std::convertible_to<double>;
+};
+
 EBAC_NAMESPACE_END

@@ -40,9 +40,10 @@ struct pipeline {
   /// Host only (the CUDA backend refuses it). With a Lorenzo predictor: per
   /// tensor, code with whichever of this predictor, flat 1-D Lorenzo and no
   /// prediction gives the smallest stream on a sample of the tensor
-  /// (host/predictor_sample.hpp). The stream header names the one used, so
-  /// decoding is unchanged; like everything else, the choice does not depend
-  /// on the thread count.
+  /// (host/predictor_sample.hpp; with the ANS encoder the sample's stream
+  /// size is estimated from its statistics, not coded). The stream header
+  /// names the one used, so decoding is unchanged; like everything else, the
+  /// choice does not depend on the thread count.
   bool choose_predictor = false;
 };
 

@@ -253,6 +253,18 @@ TEST_CASE("choose_predictor on a sampled tensor: picks no prediction on sparse m
     CHECK(s == ebac::host::compress(x.data(), e, ans_pipe{l2, chunk}, options(1e-4)));
     CHECK(ebac::host::compress(x.data(), e, ans_pipe{l2, chunk, true}, options(1e-4, 2)) == s);
   }
+  {
+    // A random walk along the flattened tensor: flat Lorenzo's stream is the
+    // smallest of the three (checked here on the whole tensor, coded), and
+    // the sample's estimate picks it.
+    const auto x = walk(n, 13);
+    const auto o = options(1e-3);
+    const auto s = ebac::host::compress(x.data(), e, ans_pipe{l2, chunk, true}, o);
+    const auto flat = candidate_stream(x, e, 1, o);
+    CHECK(flat.size() < candidate_stream(x, e, 0, o).size());
+    CHECK(flat.size() < candidate_stream(x, e, 2, o).size());
+    CHECK(s == flat);
+  }
 }
 
 TEST_CASE("the max pipeline chooses, an explicit triple keeps its predictor") {

@@ -116,13 +116,10 @@ struct context_ans_model {
     std::size_t i = b;
     for (; i < e && i <= row; ++i) out[i - b] = static_cast<std::uint8_t>(context(codes, i, row, classes, diagonal));
     if (i == e) return;
-    // Row 1 has no diagonal neighbours: context() gives its bit 0.
-    const int near = diagonal ? (row >= 2 ? 2 : 1) : 0;
     auto run = [&](auto classes_constant) {
       constexpr std::uint32_t k = decltype(classes_constant)::value;
-      if (near == 2) inner_contexts<k, 2>(codes, i, e, row, out + (i - b));
-      else if (near == 1) inner_contexts<k, 1>(codes, i, e, row, out + (i - b));
-      else inner_contexts<k, 0>(codes, i, e, row, out + (i - b));
+      if (diagonal) inner_contexts<k, true>(codes, i, e, row, out + (i - b));
+      else inner_contexts<k, false>(codes, i, e, row, out + (i - b));
     };
     switch (classes) {
       case 8: run(std::integral_constant<std::uint32_t, 8>{}); break;
@@ -134,9 +131,8 @@ struct context_ans_model {
 
  private:
   /// contexts() for i in [b, e) with b > row (every neighbour exists) into
-  /// out[0, e - b). `Near`: 0 no diagonal bit, 1 the bit of a row of 1
-  /// (always 0), 2 the bit.
-  template <std::uint32_t Classes, int Near>
+  /// out[0, e - b), with the diagonal bit or without.
+  template <std::uint32_t Classes, bool Diagonal>
   EBAC_HOST_DEVICE static void inner_contexts(const std::uint32_t* codes, std::size_t b, std::size_t e, std::uint32_t row,
                                               std::uint8_t* out) noexcept {
     // min(bit_width(v), Classes - 1) as a sum of comparisons: v reaches 2^t for t < Classes - 1.
@@ -152,12 +148,14 @@ struct context_ans_model {
     const std::uint32_t* EBAC_RESTRICT const up_left = codes + (b - row - 1);
     const std::uint32_t* EBAC_RESTRICT const up_right = codes + (b - row + 1);
     std::uint8_t* EBAC_RESTRICT const o = out;
+    // A row of 1 has no diagonal neighbours (context() gives the bit 0; its
+    // up_right[j] would be the element itself): all of the bit is masked off.
+    const std::uint32_t diagonal_mask = row >= 2 ? 1u : 0u;
     const std::size_t m = e - b;
     for (std::size_t j = 0; j < m; ++j) {
       const std::uint32_t c = cls(left[j]) * Classes + cls(up[j]);
-      if constexpr (Near == 0) o[j] = static_cast<std::uint8_t>(c);
-      else if constexpr (Near == 1) o[j] = static_cast<std::uint8_t>(2 * c);
-      else o[j] = static_cast<std::uint8_t>(2 * c + static_cast<std::uint32_t>((up_left[j] | up_right[j]) != 0));
+      if constexpr (!Diagonal) o[j] = static_cast<std::uint8_t>(c);
+      else o[j] = static_cast<std::uint8_t>(2 * c + (static_cast<std::uint32_t>((up_left[j] | up_right[j]) != 0) & diagonal_mask));
     }
   }
 };
@@ -195,6 +193,16 @@ struct context_ans_codebook {
   static_assert(unused_context >= model::tokens);
 
   [[nodiscard]] std::uint32_t contexts() const noexcept { return model::contexts(classes, diagonal); }
+  /// The context of this set that the finest set's context (left and up
+  /// class of 8, diagonal bit d) falls in: classes above the set's last merge
+  /// into it, and without the diagonal bit both halves merge.
+  [[nodiscard]] std::uint32_t context_of_finest(std::uint32_t left, std::uint32_t up, std::uint32_t d) const noexcept {
+    return context_of_finest(left, up, d, classes, diagonal);
+  }
+  static std::uint32_t context_of_finest(std::uint32_t left, std::uint32_t up, std::uint32_t d, std::uint32_t classes, bool diagonal) noexcept {
+    const std::uint32_t l = left < classes ? left : classes - 1, u = up < classes ? up : classes - 1;
+    return diagonal ? 2 * (l * classes + u) + d : l * classes + u;
+  }
   /// The context set's byte: bit 0 the diagonal bit, bits 1-2 log2(8 / classes).
   [[nodiscard]] std::uint8_t context_set() const noexcept {
     std::uint8_t k = 0;
@@ -408,6 +416,30 @@ struct context_ans {
     best.derive();
     return best;
   }
+  /// The bits encode_chunk writes for the codes that gave `s` under `cb`
+  /// (learned from them), without coding them: each token's ideal cost in
+  /// its context, -log2(f / 2^14), plus its raw bits. Leaves out what each
+  /// chunk adds (its byte count and four final states: min_payload_bytes,
+  /// and up to a byte of padding each) and rANS's loss against the ideal
+  /// cost, which stays below 0.1% once a chunk has a few thousand codes.
+  /// The host backend weighs predictors on a sample with it
+  /// (host/codec.hpp: cheapest_predictor), instead of coding the sample.
+  static double estimated_payload_bits(const statistics& s, const codebook& cb) {
+    constexpr std::uint32_t K = model::max_classes;
+    double bits = 0;
+    for (std::uint32_t left = 0; left < K; ++left)
+      for (std::uint32_t up = 0; up < K; ++up)
+        for (std::uint32_t d = 0; d < 2; ++d) {
+          const std::uint32_t fine = 2 * (left * K + up) + d;
+          const std::uint32_t c = cb.context_of_finest(left, up, d);
+          const std::uint64_t* from = s.counts.data() + std::size_t{fine} * model::tokens;
+          const std::uint16_t* f = cb.freq.data() + std::size_t{c} * model::tokens;
+          for (std::uint32_t t = 0; t < model::tokens; ++t)
+            if (const std::uint64_t k = from[t]; k > 0)
+              bits += static_cast<double>(k) * (model::scale_bits - std::log2(static_cast<double>(f[t])) + model::extra_bits(t));
+        }
+    return bits;
+  }
   static context_ans bind(const context_ans_codebook& cb) noexcept {
     return context_ans{cb.row, cb.classes, cb.diagonal, cb.freq.data(), cb.cumulative.data(), cb.steps.data(), cb.first_token.data()};
   }
@@ -434,7 +466,7 @@ struct context_ans {
       if (any < model::direct_tokens) continue;
       for (std::size_t i = b; i < e; ++i) {
         const std::uint32_t v = codes[i];
-        const int k = v >= model::direct_tokens ? detail::bit_width(v) - 2 : 0;  // extra_bits(token(v))
+        const int k = model::extra_bits(model::token(v));
         w.put(v & ((1u << k) - 1u), k);
       }
     }
@@ -590,8 +622,7 @@ struct context_ans {
   }
 
   /// Token counts of every context of a coarser set: sums of the counts of
-  /// the finest set's contexts that map to it (classes above the set's last
-  /// merge into it; without the diagonal bit both halves merge). `used`
+  /// the finest set's contexts that map to it (codebook::context_of_finest). `used`
   /// (used_contexts) lets empty finest contexts be skipped.
   static void counts_of(const statistics& s, const context_flags& used, std::uint32_t classes, bool diagonal,
                         std::vector<std::uint64_t>& out) {
@@ -602,8 +633,7 @@ struct context_ans {
         for (std::uint32_t d = 0; d < 2; ++d) {
           const std::uint32_t fine = 2 * (left * K + up) + d;
           if (!used[fine]) continue;
-          const std::uint32_t l = left < classes ? left : classes - 1, u = up < classes ? up : classes - 1;
-          const std::uint32_t c = diagonal ? 2 * (l * classes + u) + d : l * classes + u;
+          const std::uint32_t c = codebook::context_of_finest(left, up, d, classes, diagonal);
           const std::uint64_t* from = s.counts.data() + std::size_t{fine} * model::tokens;
           for (std::uint32_t t = 0; t < model::tokens; ++t) out[std::size_t{c} * model::tokens + t] += from[t];
         }

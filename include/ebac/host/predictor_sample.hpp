@@ -6,7 +6,9 @@
 // sparse post-ReLU maps at loose ones (docs/benchmarks.md, "The max
 // pipeline"). Coding the whole tensor once per candidate would multiply the
 // compression time; coding a sample of about 2^17 elements per candidate
-// costs a fraction of one pass on a tensor of training size.
+// costs a fraction of one pass on a tensor of training size (less again
+// where the encoder estimates the sample's size from its statistics instead
+// of coding it: concepts.hpp, estimating_encoder).
 //
 // The sample is made of the predictor's own independent blocks
 // (lorenzo::independent_elements: a plane of the predicted axes, or a flat
