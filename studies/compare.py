@@ -59,7 +59,7 @@ PYDEPS = os.path.join(REPO, "build", "pydeps")
 if os.path.isdir(PYDEPS) and PYDEPS not in sys.path:
     sys.path.append(PYDEPS)  # appended: never shadows Debian's numpy
 
-EBAC_PIPELINES = ["fast", "ratio", "ratio-flat", "rle", "plain", "max"]
+EBAC_PIPELINES = ["fast", "ratio", "ratio-flat", "rle", "plain", "max", "max-bound"]
 PEER_FAMILIES = ["sz3", "zfp", "quant+zstd"]
 KINDS = ["post_relu", "dense", "other"]
 LONG_RUN_S = 1.0  # a timed run this long is measured once (zstd -19 on a tensor of many MB)

@@ -45,6 +45,14 @@ struct pipeline {
   /// names the one used, so decoding is unchanged; like everything else, the
   /// choice does not depend on the thread count.
   bool choose_predictor = false;
+  /// Host only (the CUDA backend refuses it). With a Lorenzo predictor and
+  /// the zero/sign-preserving quantizer: per tensor, code with the linear
+  /// quantizer of the same bound instead where the sample (as above, with
+  /// choose_predictor every predictor for each quantizer) says its stream is
+  /// smaller. This gives up zero and sign preservation (a small value may
+  /// come back as 0): the error bound is all such a stream promises, as
+  /// SZ3's, ZFP's and quantize + zstd's do. The header names the quantizer.
+  bool choose_quantizer = false;
 };
 
 /// A pipeline chosen at run time.
@@ -57,8 +65,9 @@ struct pipeline_spec {
   quantizer_id quantizer = quantizer_id::sign_preserving;
   encoder_id encoder = encoder_id::block_bitpack;
   std::uint32_t chunk_elements = default_chunk_elements;
-  /// pipeline::choose_predictor (host only).
+  /// pipeline::choose_predictor and pipeline::choose_quantizer (host only).
   bool choose_predictor = false;
+  bool choose_quantizer = false;
 
   /// The concrete Lorenzo parameters for a tensor of this shape.
   [[nodiscard]] lorenzo lorenzo_for(const extents& e) const noexcept {
@@ -72,7 +81,7 @@ struct pipeline_spec {
 };
 
 /// The named pipelines, in the order `--pipeline all` reports them.
-inline constexpr std::array<std::string_view, 6> pipeline_names = {"fast", "ratio", "ratio-flat", "rle", "plain", "max"};
+inline constexpr std::array<std::string_view, 7> pipeline_names = {"fast", "ratio", "ratio-flat", "rle", "plain", "max", "max-bound"};
 
 /// Parses a named pipeline ("fast", "ratio", ...) or an explicit
 /// "predictor:quantizer:encoder" triple, e.g. "lorenzo2:sign:huffman".
@@ -102,6 +111,17 @@ inline bool parse_pipeline(std::string_view name, pipeline_spec& s) {
     s.encoder = encoder_id::context_ans;
     s.chunk_elements = 1u << 16;
     s.choose_predictor = true;
+    return true;
+  }
+  // max, without its promise of zeros and signs: per tensor also the linear
+  // quantizer where that codes smaller (pipeline::choose_quantizer). For a
+  // saved tensor whose backward needs only values within the bound (the
+  // input of a convolution, a linear layer or a BatchNorm), not a ReLU mask
+  // read from it. On the training slice its streams are 11-42% smaller than
+  // max's at rel 1e-1, 0-7% at 1e-2 and tighter (docs/benchmarks.md).
+  if (name == "max-bound") {
+    parse_pipeline("max", s);
+    s.choose_quantizer = true;
     return true;
   }
   const auto c1 = name.find(':');
@@ -136,7 +156,7 @@ decltype(auto) with_pipeline(const pipeline_spec& s, const extents& e, F&& f) {
     using P = decltype(pred);
     using Q = typename decltype(quant_tag)::type;
     return visit_encoder(s.encoder, [&](auto encoder_tag) -> decltype(auto) {
-      return f(pipeline<P, Q, typename decltype(encoder_tag)::type>{pred, s.chunk_elements, s.choose_predictor});
+      return f(pipeline<P, Q, typename decltype(encoder_tag)::type>{pred, s.chunk_elements, s.choose_predictor, s.choose_quantizer});
     });
   };
   auto with_quantizer = [&](auto pred) -> decltype(auto) {

@@ -808,6 +808,8 @@ TEST_CASE("ANS streams from the host decode on the device to the host's values, 
     CAPTURE(eb);
     chosen.push_back(device_decodes_as_host<float>(host_stream(x, maps, "max", 0, eb), x.size()).predictor);
     (void)device_decodes_as_host<float>(host_stream(x, maps, "lorenzo2:sign:ans", 4096, eb, false), x.size());
+    // max-bound: the quantizer chosen too (linear where it codes smaller).
+    (void)device_decodes_as_host<float>(host_stream(x, maps, "max-bound", 0, eb), x.size());
   }
   CHECK(std::find(chosen.begin(), chosen.end(), ebac::predictor_id::none) != chosen.end());  // the sparse map at a loose bound
   const ebac::extents big{sized(65, 5), 16, 32, 32};  // 1M elements: 16.25 chunks of 2^16, the richest context set
@@ -869,7 +871,7 @@ TEST_CASE("ANS streams from the host decode on the device to the host's values, 
   (void)device_decodes_as_host<float>(host_stream(z, ebac::extents{z.size()}, "lorenzo:sign:ans", 992, 1e-3), z.size());
 }
 
-TEST_CASE("a pipeline that chooses its predictor per tensor is host only: both CUDA entries refuse it (unsupported)") {
+TEST_CASE("a pipeline that chooses its predictor or quantizer per tensor is host only: both CUDA entries refuse it (unsupported)") {
   using pipe_t = ebac::pipeline<ebac::lorenzo, ebac::sign_preserving_quantizer, ebac::huffman>;
   const auto x = activations(20000, 17);
   const ebac::extents e{20000};
@@ -881,6 +883,10 @@ TEST_CASE("a pipeline that chooses its predictor per tensor is host only: both C
   CHECK(status_of([&] { (void)ebac::cuda::compress(d_in.p, e, choosing, opt); }) == ebac::status::unsupported);
   std::size_t temp = 0;
   CHECK(ebac::cuda::compress(nullptr, temp, d_in.p, e, choosing, opt, nullptr, 0, nullptr, nullptr) == cudaErrorNotSupported);
+  pipe_t choosing_quantizer{};
+  choosing_quantizer.choose_quantizer = true;
+  CHECK(status_of([&] { (void)ebac::cuda::compress(d_in.p, e, choosing_quantizer, opt); }) == ebac::status::unsupported);
+  CHECK(ebac::cuda::compress(nullptr, temp, d_in.p, e, choosing_quantizer, opt, nullptr, 0, nullptr, nullptr) == cudaErrorNotSupported);
   // The same pipeline without the choice is coded on the device.
   CHECK(ebac::cuda::compress(nullptr, temp, d_in.p, e, pipe_t{}, opt, nullptr, 0, nullptr, nullptr) == cudaSuccess);
 }

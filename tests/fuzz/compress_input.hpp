@@ -14,7 +14,8 @@
 //   byte 7   pipeline: predictor (none, flat, last 1, last 2, last 3 axes),
 //            quantizer (sign, linear), encoder (bitpack, rle, huffman, ans)
 //   byte 8   chunk size (32, 64, 96, 1024, 16384), Lorenzo tile (b / 5) and
-//            from b / 25 bit 0: choose the predictor per tensor (choose_predictor)
+//            from b / 25 bit 0: choose the predictor per tensor (choose_predictor),
+//            bit 1: the quantizer too (choose_quantizer)
 //   then     the elements, little-endian raw bits of the dtype
 #pragma once
 
@@ -93,6 +94,7 @@ inline bool read_compress_case(const std::uint8_t* p, std::size_t size, compress
                                            ebac::encoder_id::context_ans};
   c.spec.encoder = encoders[enc];
   c.spec.choose_predictor = (p[8] / 25) % 2 == 1;
+  c.spec.choose_quantizer = (p[8] / 50) % 2 == 1;
   return true;
 }
 

@@ -123,7 +123,9 @@ void run(const ebac_fuzz::compress_case& c) {
 
   const std::vector<T> y = ebac::host::decompress<T>(stream.data(), stream.size(), 1);
   if (y.size() != x.size()) violation("wrong element count");
-  const bool signs = c.spec.quantizer == ebac::quantizer_id::sign_preserving;
+  // Promised by the spec, or (choose_quantizer) by the quantizer the stream names.
+  const bool signs = c.spec.quantizer == ebac::quantizer_id::sign_preserving &&
+                     (!c.spec.choose_quantizer || h.quantizer != ebac::quantizer_id::linear);
   for (std::uint64_t i = 0; i < c.count; ++i) {
     const double xf = ebac::to_float(x[i]), yf = ebac::to_float(y[i]);
     if (!std::isfinite(xf)) {

@@ -84,7 +84,7 @@ int write_compress_inputs(const std::filesystem::path& dir) {
     in[5] = static_cast<std::uint8_t>((k % 2) | ((k % 2 ? 30 : 30 + k % 20) << 1));  // rel ~2^-10, abs 2^-10..2^9
     in[6] = static_cast<std::uint8_t>(17 * k);
     in[7] = static_cast<std::uint8_t>(k % 40);                  // every predictor x quantizer x encoder
-    in[8] = static_cast<std::uint8_t>(k % 25);                  // every chunk x tile
+    in[8] = static_cast<std::uint8_t>(k % 25 + 25 * ((k / 15) % 4));  // every chunk x tile; no choice, predictor, quantizer, both
     for (float f : x) {
       if (dt == 0) {
         const std::uint32_t b = ebac::raw_bits(f);

@@ -267,6 +267,112 @@ TEST_CASE("choose_predictor on a sampled tensor: picks no prediction on sparse m
   }
 }
 
+namespace {
+using ans_linear = ebac::pipeline<ebac::lorenzo, ebac::linear_quantizer, ebac::context_ans>;
+
+/// Causal attention probabilities (b x h x 64 x 64): row i a softmax over
+/// columns 0..i, exact zeros above the diagonal.
+std::vector<float> attention(const ebac::extents& e, std::uint32_t seed) {
+  const std::size_t L = static_cast<std::size_t>(e.dims[e.rank - 1]), rows = static_cast<std::size_t>(count_of(e)) / L;
+  std::mt19937 rng(seed);
+  std::normal_distribution<float> g(0.f, 2.f);
+  std::vector<float> x(rows * L, 0.f);
+  for (std::size_t r = 0; r < rows; ++r) {
+    const std::size_t i = r % L;
+    float sum = 0;
+    for (std::size_t j = 0; j <= i; ++j) sum += x[r * L + j] = std::exp(g(rng));
+    for (std::size_t j = 0; j <= i; ++j) x[r * L + j] /= sum;
+  }
+  return x;
+}
+
+/// Checks |y - x| <= rel x range everywhere, and zeros and signs kept when
+/// the header names the zero/sign-preserving quantizer.
+void check_reconstruction(const std::vector<float>& x, const std::vector<std::byte>& s, double rel) {
+  std::vector<float> y(x.size());
+  ebac::host::decompress(s.data(), s.size(), y.data(), x.size());
+  const double eb = relative_bound(x, rel);
+  const bool keeps_signs = ebac::host::inspect(s.data(), s.size()).quantizer == ebac::quantizer_id::sign_preserving;
+  for (std::size_t i = 0; i < x.size(); ++i) {
+    REQUIRE(std::fabs(static_cast<double>(y[i]) - static_cast<double>(x[i])) <= eb);
+    if (keeps_signs) REQUIRE(((x[i] > 0) - (x[i] < 0)) == ((y[i] > 0) - (y[i] < 0)));
+  }
+}
+}  // namespace
+
+TEST_CASE("choose_quantizer on a tensor tried whole: the stream is the smaller of max's and max's with the linear quantizer") {
+  // Each side is computed here with its quantizer fixed (every predictor
+  // chosen, as both sides of max-bound do); each outcome must occur.
+  const ebac::extents e{4, 8, 32, 32};  // 32768 elements: tried whole
+  const std::size_t n = static_cast<std::size_t>(count_of(e));
+  const ebac::lorenzo l2 = ebac::lorenzo::along_last(2, 4, ebac::lorenzo::default_tile_2d);
+  int linear_won = 0, signs_kept = 0;
+  struct tensor_case {
+    const char* name;
+    std::vector<float> x;
+  };
+  std::vector<float> noisy = smooth_planes(e);
+  std::mt19937 rng(5);
+  std::normal_distribution<float> g(0.f, 0.05f);
+  for (auto& v : noisy) v += g(rng);
+  const tensor_case cases[] = {{"sparse", sparse(n, 3)}, {"smooth", smooth_planes(e)}, {"noisy", noisy}, {"attention", attention(e, 9)}};
+  for (const auto& c : cases) {
+    for (double rel : {1e-1, 1e-2, 1e-3}) {
+      CAPTURE(c.name);
+      CAPTURE(rel);
+      const auto o = options(rel);
+      const auto both = ebac::host::compress(c.x.data(), e, ans_pipe{l2, chunk, true, true}, o);
+      const auto signs = ebac::host::compress(c.x.data(), e, ans_pipe{l2, chunk, true}, o);
+      const auto linear = ebac::host::compress(c.x.data(), e, ans_linear{l2, chunk, true}, o);
+      const bool take_linear = linear.size() < signs.size();
+      CHECK(both == (take_linear ? linear : signs));
+      CHECK(ebac::host::inspect(both.data(), both.size()).quantizer ==
+            (take_linear ? ebac::quantizer_id::linear : ebac::quantizer_id::sign_preserving));
+      (take_linear ? linear_won : signs_kept) += 1;
+      check_reconstruction(c.x, both, rel);
+      CHECK(ebac::host::compress(c.x.data(), e, ans_pipe{l2, chunk, true, true}, options(rel, 2)) == both);
+    }
+  }
+  CHECK(linear_won > 0);
+  CHECK(signs_kept > 0);
+}
+
+TEST_CASE("choose_quantizer on a sampled tensor: the linear quantizer on a dense noisy map at a loose bound, signs kept on attention") {
+  const ebac::extents e{64, 8, 32, 32};  // 524288 elements: a sample of 2^17
+  const ebac::lorenzo l2 = ebac::lorenzo::along_last(2, 4, ebac::lorenzo::default_tile_2d);
+  {
+    std::vector<float> x = smooth_planes(e);
+    std::mt19937 rng(7);
+    std::normal_distribution<float> g(0.f, 0.05f);
+    for (auto& v : x) v += g(rng);
+    const auto s = ebac::host::compress(x.data(), e, ans_pipe{l2, chunk, true, true}, options(1e-1));
+    CHECK(ebac::host::inspect(s.data(), s.size()).quantizer == ebac::quantizer_id::linear);
+    CHECK(s.size() < ebac::host::compress(x.data(), e, ans_pipe{l2, chunk, true}, options(1e-1)).size());
+    check_reconstruction(x, s, 1e-1);
+    CHECK(ebac::host::compress(x.data(), e, ans_pipe{l2, chunk, true, true}, options(1e-1, 2)) == s);
+  }
+  {
+    const ebac::extents a{32, 4, 64, 64};
+    const auto x = attention(a, 11);
+    const auto s = ebac::host::compress(x.data(), a, ans_pipe{l2, chunk, true, true}, options(1e-2));
+    CHECK(ebac::host::inspect(s.data(), s.size()).quantizer == ebac::quantizer_id::sign_preserving);
+    CHECK(s == ebac::host::compress(x.data(), a, ans_pipe{l2, chunk, true}, options(1e-2)));
+    check_reconstruction(x, s, 1e-2);
+  }
+}
+
+TEST_CASE("choose_quantizer: ignored by a pipeline that does not keep signs, and by a tensor coded losslessly") {
+  const ebac::extents e{4, 8, 32, 32};
+  const auto x = smooth_planes(e);
+  const ebac::lorenzo l2 = ebac::lorenzo::along_last(2, 4, ebac::lorenzo::default_tile_2d);
+  CHECK(ebac::host::compress(x.data(), e, ans_linear{l2, chunk, true, true}, options(1e-2)) ==
+        ebac::host::compress(x.data(), e, ans_linear{l2, chunk, true}, options(1e-2)));
+  std::vector<float> mask(x.size());  // two levels: coded as a palette, no quantizer weighed
+  for (std::size_t i = 0; i < x.size(); ++i) mask[i] = x[i] > 0 ? 1.f : 0.f;
+  CHECK(ebac::host::compress(mask.data(), e, ans_pipe{l2, chunk, true, true}, options(1e-2)) ==
+        ebac::host::compress(mask.data(), e, ans_pipe{l2, chunk, true}, options(1e-2)));
+}
+
 TEST_CASE("the max pipeline chooses, an explicit triple keeps its predictor") {
   ebac::pipeline_spec s;
   REQUIRE(ebac::parse_pipeline("max", s));
@@ -279,6 +385,14 @@ TEST_CASE("the max pipeline chooses, an explicit triple keeps its predictor") {
   CHECK(ebac::host::inspect(chosen.data(), chosen.size()).predictor == ebac::predictor_id::none);
   const auto kept = compress(x.data(), e, spec_of("lorenzo2:sign:ans"), options(1e-1));
   CHECK(ebac::host::inspect(kept.data(), kept.size()).predictor == ebac::predictor_id::lorenzo);
+  // max-bound: max's stages and choice, and the quantizer's.
+  REQUIRE(ebac::parse_pipeline("max-bound", s));
+  CHECK(s.choose_predictor);
+  CHECK(s.choose_quantizer);
+  CHECK(s.encoder == ebac::encoder_id::context_ans);
+  CHECK(s.quantizer == ebac::quantizer_id::sign_preserving);
+  REQUIRE(ebac::parse_pipeline("max", s));
+  CHECK_FALSE(s.choose_quantizer);
 }
 
 }  // TEST_SUITE

@@ -208,9 +208,11 @@ roundtrip_stats check_roundtrip(const std::vector<T>& x, const ebac::extents& e,
   CHECK(h.has_checksum());
   // The writer may code the tensor as palette indices (few distinct values)
   // or store it raw (when coding would not shrink it); otherwise the stages
-  // are the pipeline's.
+  // are the pipeline's (with choose_quantizer, the linear quantizer may
+  // stand in for the zero/sign-preserving one).
   if (!h.is_stored()) {
-    CHECK((h.quantizer == spec.quantizer || (max_levels > 0 && h.quantizer == ebac::quantizer_id::levels)));
+    CHECK((h.quantizer == spec.quantizer || (max_levels > 0 && h.quantizer == ebac::quantizer_id::levels) ||
+           (spec.choose_quantizer && h.quantizer == ebac::quantizer_id::linear)));
     CHECK(h.encoder == spec.encoder);
   }
   const double promised = promised_bound(x, eb);
@@ -266,7 +268,9 @@ roundtrip_stats check_roundtrip(const std::vector<T>& x, const ebac::extents& e,
   CHECK_MESSAGE(same_bits(y1, y2), "decompress with 2 threads differs from 1 thread");
   CHECK_MESSAGE(same_bits(y1, y3), "checksum-less stream decodes differently");
 
-  const bool sign_kept = spec.quantizer == ebac::quantizer_id::sign_preserving;
+  // Promised by the spec, or (choose_quantizer) by the quantizer the stream names.
+  const bool sign_kept = spec.quantizer == ebac::quantizer_id::sign_preserving &&
+                         (!spec.choose_quantizer || ebac::host::inspect(s1.data(), s1.size()).quantizer != ebac::quantizer_id::linear);
   std::uint64_t bad = 0;
   std::string first_bad;
   for (std::size_t i = 0; i < x.size(); ++i) {

@@ -208,6 +208,8 @@ device_stream compress(const T* d_in, const extents& shape, const Pipeline& pipe
                                                   std::string(Pipeline::encoder_type::name) + "): compress on the host");
   if (pipe.choose_predictor)
     ::ebac::detail::fail(status::unsupported, "the CUDA backend codes with the pipeline's predictor; choose_predictor is host only");
+  if (pipe.choose_quantizer)
+    ::ebac::detail::fail(status::unsupported, "the CUDA backend codes with the pipeline's quantizer; choose_quantizer is host only");
   if ((n + pipe.chunk_elements - 1) / pipe.chunk_elements > max_chunks)
     ::ebac::detail::fail(status::invalid_argument, "more than 2^31 - 1 chunks (the CUDA backend's grid limit): use larger chunk_elements");
   std::size_t temp = 0;

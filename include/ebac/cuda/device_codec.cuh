@@ -90,7 +90,7 @@ template <class Pipeline, element T>
                                    std::size_t out_capacity, std::uint64_t* d_out_bytes, int* d_status,
                                    cudaStream_t stream = nullptr, kernel_path path = kernel_path::staged) {
   if (::ebac::detail::compress_argument_error<T>(shape, pipe, opt)) return cudaErrorInvalidValue;  // the host's rules
-  if (pipe.choose_predictor) return cudaErrorNotSupported;  // a host-only choice (pipeline.hpp)
+  if (pipe.choose_predictor || pipe.choose_quantizer) return cudaErrorNotSupported;  // host-only choices (pipeline.hpp)
   if constexpr (!has_device_encoder<typename Pipeline::encoder_type>) {
     return cudaErrorNotSupported;
   } else {

@@ -429,6 +429,11 @@ enum class predictor_candidate { pipeline, flat, none };
 /// bytes a chunk of the coded size: tests/host/test_encoders.cpp), which
 /// skips each candidate's coding pass.
 ///
+/// `every_predictor` false tries the pipeline's predictor only (a choice of
+/// quantizer alone: pipeline::choose_quantizer); `predicted_bytes` receives
+/// the winner's predicted stream size, which compress_to compares across
+/// quantizers.
+///
 /// When the sample is the whole tensor and `whole_stream` is given, the
 /// candidates are coded as the tensor's own stream (h and opt as they are,
 /// but never stored; the sizes shift by the same bytes, so the choice is
@@ -437,7 +442,8 @@ enum class predictor_candidate { pipeline, flat, none };
 template <class E, class S, class Q>
 predictor_candidate cheapest_predictor(const S* in, std::uint64_t n, const extents& shape, const lorenzo& pred, const Q& q,
                                        const stream_header& h, const compress_options& opt,
-                                       std::vector<std::byte>* whole_stream = nullptr) {
+                                       std::vector<std::byte>* whole_stream = nullptr, bool every_predictor = true,
+                                       double* predicted_bytes = nullptr) {
   const predictor_sample plan = plan_predictor_sample(pred, shape, n);
   const bool keep = plan.whole && whole_stream != nullptr;
   std::vector<S> gathered;
@@ -484,10 +490,13 @@ predictor_candidate cheapest_predictor(const S* in, std::uint64_t n, const exten
     best = c, best_bytes = bytes;
     if (keep) kept.swap(stream);
   };
-  const bool already_flat = pred.dims == 1 && pred.axis[0] == lorenzo_flat_axis && pred.tile[0] == lorenzo::default_flat_tile;
-  if (!already_flat) consider(predicted(lorenzo::flat()), predictor_candidate::flat);
-  consider(predicted(no_prediction{}), predictor_candidate::none);
+  if (every_predictor) {
+    const bool already_flat = pred.dims == 1 && pred.axis[0] == lorenzo_flat_axis && pred.tile[0] == lorenzo::default_flat_tile;
+    if (!already_flat) consider(predicted(lorenzo::flat()), predictor_candidate::flat);
+    consider(predicted(no_prediction{}), predictor_candidate::none);
+  }
   if (keep) *whole_stream = std::move(kept);
+  if (predicted_bytes != nullptr) *predicted_bytes = best_bytes;
   return best;
 }
 
@@ -513,26 +522,40 @@ std::size_t compress_to(const T* input, const extents& shape, const Pipeline& pi
     h.chunk_elements = stream_chunk_elements(pred, shape, C);
     return detail::encode_stream<E>(in, n, shape, pred, q, h, opt, destination);
   };
+  // The candidates quantizer q's sample (h holding q's eb_abs and top)
+  // weighs smallest (detail::cheapest_predictor): every predictor with
+  // pipeline::choose_predictor, else the pipeline's own.
+  struct weighed {
+    detail::predictor_candidate predictor = detail::predictor_candidate::pipeline;
+    double bytes = 0;
+    std::vector<std::byte> whole;  // a small tensor's candidates were coded whole: the winner's stream
+  };
+  auto weigh = [&](const auto& q) {
+    weighed w;
+    w.predictor = detail::cheapest_predictor<E>(in, n, shape, pipe.predictor, q, h, opt, &w.whole, pipe.choose_predictor, &w.bytes);
+    return w;
+  };
+  // The winner's stream is the stream, unless it might have to be stored
+  // (then the usual path decides; a stream no larger than the raw elements
+  // never is).
+  auto code_weighed = [&](const auto& q, const weighed& w) {
+    if (!w.whole.empty() && !(opt.store_when_larger && w.whole.size() > n * sizeof(S))) {
+      std::memcpy(destination(w.whole.size()), w.whole.data(), w.whole.size());
+      return w.whole.size();
+    }
+    switch (w.predictor) {
+      case detail::predictor_candidate::flat: return code(lorenzo::flat(), q);
+      case detail::predictor_candidate::none: return code(no_prediction{}, q);
+      case detail::predictor_candidate::pipeline: break;
+    }
+    return code(pipe.predictor, q);
+  };
+  constexpr bool lorenzo_pipeline = std::is_same_v<typename Pipeline::predictor_type, lorenzo>;
   // The pipeline's predictor, or the candidate a sample codes smallest
   // (pipeline::choose_predictor).
   auto code_predicted = [&](const auto& q) {
-    if constexpr (std::is_same_v<typename Pipeline::predictor_type, lorenzo>) {
-      if (pipe.choose_predictor && n > 0) {
-        // A small tensor's candidates were coded whole: the winner's stream
-        // is the stream, unless it might have to be stored (then the usual
-        // path decides; a stream no larger than the raw elements never is).
-        std::vector<std::byte> whole;
-        const detail::predictor_candidate best = detail::cheapest_predictor<E>(in, n, shape, pipe.predictor, q, h, opt, &whole);
-        if (!whole.empty() && !(opt.store_when_larger && whole.size() > n * sizeof(S))) {
-          std::memcpy(destination(whole.size()), whole.data(), whole.size());
-          return whole.size();
-        }
-        switch (best) {
-          case detail::predictor_candidate::flat: return code(lorenzo::flat(), q);
-          case detail::predictor_candidate::none: return code(no_prediction{}, q);
-          case detail::predictor_candidate::pipeline: break;
-        }
-      }
+    if constexpr (lorenzo_pipeline) {
+      if (pipe.choose_predictor && n > 0) return code_weighed(q, weigh(q));
     }
     return code(pipe.predictor, q);
   };
@@ -556,6 +579,22 @@ std::size_t compress_to(const T* input, const extents& shape, const Pipeline& pi
     }
     h.eb_abs = eb_abs;
     h.top = q.top.value;
+    // pipeline::choose_quantizer: the linear quantizer of the same bound
+    // where its stream is predicted smaller (a tie keeps zeros and signs).
+    if constexpr (lorenzo_pipeline && std::is_same_v<Q, sign_preserving_quantizer>) {
+      if (pipe.choose_quantizer && n > 0) {
+        const weighed keeping_signs = weigh(q);
+        const double linear_eb = quantizer_bound<linear_quantizer, T>(opt.bound, range);
+        const linear_quantizer linear = linear_quantizer::make(linear_eb).with_top(wants_top ? top_level_of(range) : 0.0f);
+        h.eb_abs = linear_eb;
+        h.top = linear.top.value;
+        const weighed plain = weigh(linear);
+        if (plain.bytes < keeping_signs.bytes) return code_weighed(linear, plain);
+        h.eb_abs = eb_abs;
+        h.top = q.top.value;
+        return code_weighed(q, keeping_signs);
+      }
+    }
     return code_predicted(q);
   } else {
     if (palette.count > 0) {

@@ -291,8 +291,12 @@ class compressed_activations:
         pipeline: an ebac pipeline name ("ratio": the default, ~12x on a small
             ResNet at rel 1e-2; "fast": ~6.5x, several times faster on the host;
             "ratio-flat", "rle", "plain", "max" (CPU tensors only)) or a "PREDICTOR:QUANTIZER:ENCODER"
-            triple. At one bound all named pipelines reconstruct the same
+            triple. At one bound all these named pipelines reconstruct the same
             values, so the choice never changes training, only size and speed.
+            "max-bound" (CPU tensors only) does not: it may quantize linearly,
+            so a value within the bound of 0 comes back as 0, which
+            breaks a ReLU mask read from the tensor; give it per module (in
+            `bounds`) to tensors whose backward needs only their values.
         min_numel: floating-point tensors with fewer elements are kept raw.
         model: optional nn.Module; names per-module statistics with its
             qualified module names and excludes all its parameters and buffers.

@@ -10,7 +10,7 @@ import torch.nn as nn
 
 from _common import C, ebac_torch, torch
 
-PIPELINES = ["fast", "ratio", "ratio-flat", "rle", "plain", "max"]
+PIPELINES = ["fast", "ratio", "ratio-flat", "rle", "plain", "max", "max-bound"]
 INT_DTYPES = [torch.bool, torch.uint8, torch.int8, torch.int16, torch.int32, torch.int64]
 
 
