@@ -39,6 +39,8 @@ def keeps_signs(pipeline):
     """Whether the pipeline promises zeros and signs: not with the linear
     quantizer, nor max-bound (which may choose it per tensor)."""
     return ":linear:" not in pipeline and pipeline != "max-bound"
+
+
 JSON_KEYS = {"pipeline", "ratio", "max_abs_error", "bound_held", "psnr", "compress_MBps",
              "decompress_MBps", "bytes_in", "bytes_out", "eb_abs"}
 

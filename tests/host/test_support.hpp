@@ -270,7 +270,7 @@ roundtrip_stats check_roundtrip(const std::vector<T>& x, const ebac::extents& e,
 
   // Promised by the spec, or (choose_quantizer) by the quantizer the stream names.
   const bool sign_kept = spec.quantizer == ebac::quantizer_id::sign_preserving &&
-                         (!spec.choose_quantizer || ebac::host::inspect(s1.data(), s1.size()).quantizer != ebac::quantizer_id::linear);
+                         (!spec.choose_quantizer || h.quantizer != ebac::quantizer_id::linear);
   std::uint64_t bad = 0;
   std::string first_bad;
   for (std::size_t i = 0; i < x.size(); ++i) {

@@ -193,16 +193,6 @@ struct context_ans_codebook {
   static_assert(unused_context >= model::tokens);
 
   [[nodiscard]] std::uint32_t contexts() const noexcept { return model::contexts(classes, diagonal); }
-  /// The context of this set that the finest set's context (left and up
-  /// class of 8, diagonal bit d) falls in: classes above the set's last merge
-  /// into it, and without the diagonal bit both halves merge.
-  [[nodiscard]] std::uint32_t context_of_finest(std::uint32_t left, std::uint32_t up, std::uint32_t d) const noexcept {
-    return context_of_finest(left, up, d, classes, diagonal);
-  }
-  static std::uint32_t context_of_finest(std::uint32_t left, std::uint32_t up, std::uint32_t d, std::uint32_t classes, bool diagonal) noexcept {
-    const std::uint32_t l = left < classes ? left : classes - 1, u = up < classes ? up : classes - 1;
-    return diagonal ? 2 * (l * classes + u) + d : l * classes + u;
-  }
   /// The context set's byte: bit 0 the diagonal bit, bits 1-2 log2(8 / classes).
   [[nodiscard]] std::uint8_t context_set() const noexcept {
     std::uint8_t k = 0;
@@ -425,20 +415,12 @@ struct context_ans {
   /// The host backend weighs predictors on a sample with it
   /// (host/codec.hpp: cheapest_predictor), instead of coding the sample.
   static double estimated_payload_bits(const statistics& s, const codebook& cb) {
-    constexpr std::uint32_t K = model::max_classes;
-    double bits = 0;
-    for (std::uint32_t left = 0; left < K; ++left)
-      for (std::uint32_t up = 0; up < K; ++up)
-        for (std::uint32_t d = 0; d < 2; ++d) {
-          const std::uint32_t fine = 2 * (left * K + up) + d;
-          const std::uint32_t c = cb.context_of_finest(left, up, d);
-          const std::uint64_t* from = s.counts.data() + std::size_t{fine} * model::tokens;
-          const std::uint16_t* f = cb.freq.data() + std::size_t{c} * model::tokens;
-          for (std::uint32_t t = 0; t < model::tokens; ++t)
-            if (const std::uint64_t k = from[t]; k > 0)
-              bits += static_cast<double>(k) * (model::scale_bits - std::log2(static_cast<double>(f[t])) + model::extra_bits(t));
-        }
-    return bits;
+    std::vector<std::uint64_t> counts;
+    counts_of(s, used_contexts(s), cb.classes, cb.diagonal, counts);
+    double bits = token_bits(counts, cb.freq, cb.contexts());
+    std::uint64_t raw = 0;
+    for (std::size_t i = 0; i < s.counts.size(); ++i) raw += s.counts[i] * model::extra_bits(static_cast<std::uint32_t>(i % model::tokens));
+    return bits + static_cast<double>(raw);
   }
   static context_ans bind(const context_ans_codebook& cb) noexcept {
     return context_ans{cb.row, cb.classes, cb.diagonal, cb.freq.data(), cb.cumulative.data(), cb.steps.data(), cb.first_token.data()};
@@ -622,7 +604,7 @@ struct context_ans {
   }
 
   /// Token counts of every context of a coarser set: sums of the counts of
-  /// the finest set's contexts that map to it (codebook::context_of_finest). `used`
+  /// the finest set's contexts that map to it. `used`
   /// (used_contexts) lets empty finest contexts be skipped.
   static void counts_of(const statistics& s, const context_flags& used, std::uint32_t classes, bool diagonal,
                         std::vector<std::uint64_t>& out) {
@@ -633,7 +615,9 @@ struct context_ans {
         for (std::uint32_t d = 0; d < 2; ++d) {
           const std::uint32_t fine = 2 * (left * K + up) + d;
           if (!used[fine]) continue;
-          const std::uint32_t c = codebook::context_of_finest(left, up, d, classes, diagonal);
+          // Classes above the set's last merge into it; without the diagonal bit both halves merge.
+          const std::uint32_t l = left < classes ? left : classes - 1, u = up < classes ? up : classes - 1;
+          const std::uint32_t c = diagonal ? 2 * (l * classes + u) + d : l * classes + u;
           const std::uint64_t* from = s.counts.data() + std::size_t{fine} * model::tokens;
           for (std::uint32_t t = 0; t < model::tokens; ++t) out[std::size_t{c} * model::tokens + t] += from[t];
         }
@@ -670,7 +654,12 @@ struct context_ans {
   /// Serialized table bits plus the ideal coded bits of a set's counts under its frequencies.
   static double cost_bits(const std::vector<std::uint64_t>& counts, const std::vector<std::uint16_t>& freq, std::uint32_t contexts,
                           std::uint32_t row) {
-    double bits = 8.0 * static_cast<double>(codebook::serialized_bytes_of(freq.data(), contexts, row));
+    return token_bits(counts, freq, contexts, 8.0 * static_cast<double>(codebook::serialized_bytes_of(freq.data(), contexts, row)));
+  }
+  /// `bits` plus the ideal coded bits of a set's counts under its
+  /// frequencies: -log2(f / 2^14) a token (raw bits not included).
+  static double token_bits(const std::vector<std::uint64_t>& counts, const std::vector<std::uint16_t>& freq, std::uint32_t contexts,
+                           double bits = 0) {
     for (std::size_t i = 0; i < std::size_t{contexts} * model::tokens; ++i)
       if (const std::uint64_t k = counts[i]; k > 0)
         bits += static_cast<double>(k) * (model::scale_bits - std::log2(static_cast<double>(freq[i])));

@@ -278,7 +278,7 @@ std::size_t write_stored(const stream_header& coded, const S* in, std::uint64_t 
 template <class E, class P, class Q, class S, class Destination>
 std::size_t encode_stream(const S* in, std::uint64_t n, const extents& shape, const P& pred, const Q& q, stream_header h,
                           const compress_options& opt, Destination&& destination, stream_header* coded = nullptr,
-                          double* estimated_bytes = nullptr) {
+                          std::uint64_t* estimated_bytes = nullptr) {
   const bool checksum = opt.checksum;
   const int threads = opt.threads;
   const std::uint32_t C = h.chunk_elements;
@@ -375,7 +375,7 @@ std::size_t encode_stream(const S* in, std::uint64_t n, const extents& shape, co
   // Never larger than the raw elements plus a header: store them instead.
   const std::uint64_t coded_bytes = h.section_offset(section_count) + (checksum ? 8 : 0);
   if (estimated_bytes != nullptr) {
-    *estimated_bytes = static_cast<double>(coded_bytes);
+    *estimated_bytes = coded_bytes;
     return 0;
   }
   const std::uint64_t stored_bytes = h.header_bytes() + n * sizeof(S) + (checksum ? 8 : 0);
@@ -464,23 +464,23 @@ predictor_candidate cheapest_predictor(const S* in, std::uint64_t n, const exten
     hs.flags = 0;
   }
   std::vector<std::byte> stream, kept;
+  // The stream's size: estimated without coding the chunks where the
+  // encoder can (a sample's stream only predicts the tensor's anyway),
+  // else the coded stream's.
+  const bool estimate = estimating_encoder<E> && !keep;
   auto predicted = [&](const auto& candidate) {
     stream_header sample_header = hs;
     sample_header.chunk_elements = stream_chunk_elements(candidate, plan.shape, h.chunk_elements);
     stream_header written;
-    // The stream's size: estimated without coding the chunks where the
-    // encoder can (a sample's stream only predicts the tensor's anyway),
-    // else the coded stream's.
-    double estimated = -1;
+    std::uint64_t estimated = 0;
     encode_stream<E>(
         x, m, plan.shape, candidate, q, sample_header, o,
         [&](std::size_t bytes) {
           stream.resize(bytes);
           return stream.data();
         },
-        &written, keep ? nullptr : &estimated);
-    const auto sample_bytes = estimated >= 0 ? static_cast<std::uint64_t>(estimated) : static_cast<std::uint64_t>(stream.size());
-    return predicted_stream_bytes(sample_bytes, written.section_bytes[section_codebook], m, n);
+        &written, estimate ? &estimated : nullptr);
+    return predicted_stream_bytes(estimate ? estimated : static_cast<std::uint64_t>(stream.size()), written.section_bytes[section_codebook], m, n);
   };
   predictor_candidate best = predictor_candidate::pipeline;
   double best_bytes = predicted(plan.pred);
