@@ -108,6 +108,31 @@ TEST_CASE("ans streams: byte-identical for any thread count, every truncation re
   }
 }
 
+TEST_CASE("codebook streams: chunks with codes of 2^16 and more beside chunks without, within the bound on any thread count") {
+  // The writer keeps a chunk's codes from the statistics pass to the coding
+  // pass in 16 bits when they fit, and computes a chunk with larger codes
+  // again: planes 1 and 3 here (noise of amplitude 1e4 at an absolute bound
+  // of 1e-2, codes near 10^6) take the second path, planes 0 and 2 the first.
+  const ebac::extents e{4, 64, 256};  // one plane = one chunk of 2^14
+  auto x = post_relu_maps(e, 11);
+  std::mt19937 rng(12);
+  std::uniform_real_distribution<float> noise(-1e4f, 1e4f);
+  for (std::size_t plane : {1u, 3u})
+    for (std::size_t i = 0; i < 64 * 256; ++i) x[plane * 64 * 256 + i] = noise(rng);
+  for (const char* pipeline : {"none:sign:ans", "none:linear:ans", "lorenzo:sign:ans", "none:sign:huffman", "max", "max-bound"}) {
+    INFO(pipeline);
+    const double eb = 1e-2;
+    const auto s = compress(x, e, pipeline, eb, ebac::bound_mode::absolute, 1);
+    CHECK(compress(x, e, pipeline, eb, ebac::bound_mode::absolute, 2) == s);
+    CHECK(!ebac::host::inspect(s.data(), s.size()).is_stored());
+    const auto y = ebac::host::decompress<float>(s.data(), s.size());
+    REQUIRE(y.size() == x.size());
+    std::size_t bad = 0;
+    for (std::size_t i = 0; i < x.size(); ++i) bad += !exact_within(x[i], y[i], eb);
+    CHECK(bad == 0);
+  }
+}
+
 TEST_CASE("ans streams: integer and bool tensors come back exactly") {
   std::mt19937 rng(11);
   const ebac::extents e{16, 8, 8};

@@ -317,13 +317,43 @@ std::size_t encode_stream(const S* in, std::uint64_t n, const extents& shape, co
   // The codes of chunk c: from the field, or computed into `scratch`
   // (recording the chunk's outliers only when `record`).
   detail::per_thread_scratch<std::uint32_t> code_scratch(threads);  // freed when the call returns
+  // A codebook encoder that codes the chunks reads every chunk's codes
+  // twice, for the statistics and for the coding. The first pass keeps a
+  // chunk's codes in `kept` when all are below 2^16 (most are: a code
+  // that large is an error 2^16 bounds away from its prediction), two bytes
+  // an element until the call returns, so that the second widens them
+  // instead of quantizing and predicting again; a chunk with a larger code
+  // is computed again.
+  std::unique_ptr<std::uint16_t[]> kept_store;
+  std::vector<std::uint8_t> chunk_kept;  // chunk c's codes are in kept_store
+  if constexpr (E::needs_codebook) {
+    if (local && estimated_bytes == nullptr && n > 0) {
+      kept_store.reset(new std::uint16_t[static_cast<std::size_t>(n)]);
+      chunk_kept.assign(static_cast<std::size_t>(chunks), 0);
+    }
+  }
+  bool coding = false;  // set once the statistics pass has run: kept chunks are read back
   auto codes_of = [&](std::uint64_t c, bool record) -> const std::uint32_t* {
     if (!local) return field + c * C;
     const std::size_t m = chunk_len(c);
     std::uint32_t* const quant = code_scratch.get(2 * m);
+    if (coding && chunk_kept[c]) {
+      const std::uint16_t* from = kept_store.get() + c * C;
+      for (std::size_t i = 0; i < m; ++i) quant[i] = from[i];
+      return quant;
+    }
     std::vector<std::uint64_t> ignored;
     detail::quantize_chunk(q, in + c * C, m, c * C, quant, record ? outliers[c] : ignored);
     pred.predict_chunk(shape, quant, quant + m, m);
+    if (!coding && kept_store) {
+      std::uint32_t any = 0;
+      for (std::size_t i = 0; i < m; ++i) any |= quant[m + i];
+      if (any < (1u << 16)) {
+        std::uint16_t* to = kept_store.get() + c * C;
+        for (std::size_t i = 0; i < m; ++i) to[i] = static_cast<std::uint16_t>(quant[m + i]);
+        chunk_kept[c] = 1;
+      }
+    }
     return quant + m;
   };
   auto encode_all = [&](const auto& enc, bool record) {
@@ -343,6 +373,7 @@ std::size_t encode_stream(const S* in, std::uint64_t n, const extents& shape, co
       const auto g = static_cast<std::uint64_t>(gi);
       for (std::uint64_t c = chunks * g / groups; c < chunks * (g + 1) / groups; ++c) stats[g].add(codes_of(c, true), chunk_len(c));
     });
+    coding = true;
     for (std::size_t g = 1; g < stats.size(); ++g) stats[0].merge(stats[g]);
     stats.resize(1);
     const typename E::codebook codebook = E::learn(stats[0]);
@@ -614,6 +645,9 @@ std::size_t compress_to(const T* input, const extents& shape, const Pipeline& pi
 /// Compresses n = count(shape) elements of `in` into a self-describing stream.
 /// Floating-point elements are compressed under opt.bound; integer and bool
 /// elements losslessly. Throws ebac::error naming the offending argument.
+/// Working memory besides the stream: the coded chunks, and with a codebook
+/// encoder (Huffman, context ANS) the tensor's codes, two bytes an element
+/// (four with a predictor whose chunks depend on each other).
 template <class Pipeline, element T>
 std::vector<std::byte> compress(const T* in, const extents& shape, const Pipeline& pipe, const compress_options& opt) {
   std::vector<std::byte> out;
