@@ -49,10 +49,22 @@
 // (CUB does the same with CUB_DETAIL_MAGIC_NS_BEGIN).
 #define EBAC_DETAIL_CONCAT_(a, b, c) a##_##b##_##c
 #define EBAC_DETAIL_ABI_NAME(a, b, c) EBAC_DETAIL_CONCAT_(a, b, c)
-#define EBAC_ABI_NAMESPACE                                                    \
+// EBAC_ABI_TAG, when defined, extends the name (v_0_1_0_abi_TAG): a unit
+// compiled with other code-generation flags (another -march) then has its own
+// copies of every inline function instead of sharing, by the linker's
+// choice, the other units' (tests/isa compares two such builds in one
+// program).
+#define EBAC_DETAIL_ABI_VERSIONED_                                            \
   EBAC_DETAIL_ABI_NAME(EBAC_DETAIL_ABI_NAME(v, EBAC_VERSION_MAJOR,             \
                                             EBAC_VERSION_MINOR),               \
                        EBAC_VERSION_PATCH, abi)
+#if defined(EBAC_ABI_TAG)
+#  define EBAC_DETAIL_TAG_(a, b) a##_##b
+#  define EBAC_DETAIL_TAGGED_(a, b) EBAC_DETAIL_TAG_(a, b)
+#  define EBAC_ABI_NAMESPACE EBAC_DETAIL_TAGGED_(EBAC_DETAIL_ABI_VERSIONED_, EBAC_ABI_TAG)
+#else
+#  define EBAC_ABI_NAMESPACE EBAC_DETAIL_ABI_VERSIONED_
+#endif
 
 #define EBAC_NAMESPACE_BEGIN                                                   \
   namespace ebac {                                                             \
