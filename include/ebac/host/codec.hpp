@@ -314,13 +314,14 @@ std::size_t encode_stream(const S* in, std::uint64_t n, const extents& shape, co
       detail::zigzag_in_place(field + c * C, chunk_len(c));
     });
   }
-  // The codes of chunk c: from the field, or computed into `scratch`
-  // (recording the chunk's outliers only when `record`).
+  // The codes of chunk c: from the field, read back from kept_store, or
+  // computed into `code_scratch` (recording the chunk's outliers only when
+  // `record`).
   detail::per_thread_scratch<std::uint32_t> code_scratch(threads);  // freed when the call returns
   // A codebook encoder that codes the chunks reads every chunk's codes
   // twice, for the statistics and for the coding. The first pass keeps a
-  // chunk's codes in `kept` when all are below 2^16 (most are: a code
-  // that large is an error 2^16 bounds away from its prediction), two bytes
+  // chunk's codes in `kept_store` when all are below 2^16 (most are: a code
+  // that large is a residual of 2^15 quantization bins or more), two bytes
   // an element until the call returns, so that the second widens them
   // instead of quantizing and predicting again; a chunk with a larger code
   // is computed again.
