@@ -730,7 +730,11 @@ def cpu_name():
 def versions(args, have):
     v = {}
     try:
-        v["ebac"] = run_checked([args.ebac, "--version"]).split()[1]
+        line = run_checked([args.ebac, "--version"])
+        v["ebac"] = line.split()[1]
+        # "host codec x86-64-v3" or "baseline": the build of the codec that ran (EBAC_HOST_ISA)
+        if "host codec " in line:
+            v["ebac"] += " (host codec %s)" % line.split("host codec ", 1)[1].strip().rstrip(")")
     except Exception:  # noqa: BLE001 - only a label
         v["ebac"] = "?"
     if "sz3" in have:

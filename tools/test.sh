@@ -5,7 +5,7 @@
 #                      header checks and, with /usr/local/cuda/bin/nvcc, every CUDA target for
 #                      sm_90 (GPU tests and benchmark compile-only); ctest -LE gpu runs the host
 #                      tests and the CUDA layers' argument checks and no-device errors (cuda_host)
-#   2. asan preset:    ASan + UBSan build + ctest -LE 'gpu|consumer' (cli.golden runs in release only)
+#   2. asan preset:    ASan + UBSan build + ctest -LE 'gpu|consumer' (cli.golden and cli.golden_baseline run in release only)
 #   3. fuzz preset:    clang + libFuzzer, seed replay + FUZZ_SECONDS of fuzzing per target
 #                      (decompress, inspect, compress)
 #   4. pytorch:        ebac_torch tests + smoke study + smoke memory report, when /usr/bin/python3 has torch
@@ -124,8 +124,8 @@ asan_test() {
   # counts, 507 s under ASan here, 21 s in release) checks stream bytes against
   # recorded digests, a release check; under the sanitizers the same corpus goes
   # through the codec in ebac_tests ("corpus: ..."), and the CLI's paths in the
-  # other cli groups.
-  ctest --test-dir build/asan --output-on-failure -LE 'gpu|consumer' -E '^cli[.]golden$' -j "$JOBS"
+  # other cli groups (cli.host_isa: both builds of the codec, under the sanitizers).
+  ctest --test-dir build/asan --output-on-failure -LE 'gpu|consumer' -E '^cli[.]golden(_baseline)?$' -j "$JOBS"
 }
 fuzz() {
   JOBS=$JOBS bash tools/fuzz.sh

@@ -153,7 +153,7 @@ eval_result evaluate(const std::vector<std::byte>& raw, const ebac::extents& e, 
   const double tc = best_seconds([&] { stream = compress_any(raw, ebac::dtype_of<T>::value, e, spec, opt); }, min_time);
   std::vector<ebac::storage_t<T>> y(static_cast<std::size_t>(n));  // bool: one byte each
   T* const yp = reinterpret_cast<T*>(y.data());
-  const double td = best_seconds([&] { ebac::host::decompress(stream.data(), stream.size(), yp, n, opt.threads); }, min_time);
+  const double td = best_seconds([&] { decompress_into(stream.data(), stream.size(), ebac::dtype_of<T>::value, yp, n, opt.threads); }, min_time);
   const ebac::stream_header h = ebac::host::inspect(stream.data(), stream.size());
   eval_result res;
   res.pipeline = name;

@@ -85,6 +85,9 @@ std::vector<std::byte> compress_any(const std::vector<std::byte>& raw, ebac::dty
 std::vector<std::byte> decompress_any(const std::vector<std::byte>& stream, int threads,
                                       std::uint64_t max_output = ebac::unlimited_output);
 
+/// Decodes `count` elements of type t (the stream's dtype) into out.
+void decompress_into(const std::byte* stream, std::size_t size, ebac::dtype t, void* out, std::uint64_t count, int threads,
+                     std::uint64_t max_output = ebac::unlimited_output);
 /// A JSON number, or null where there is none (infinite PSNR, NaN).
 nlohmann::ordered_json json_number(double v);
 /// One JSON object on one line; names that are not UTF-8 get U+FFFD.

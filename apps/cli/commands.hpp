@@ -11,4 +11,7 @@ int cmd_info(int argc, char** argv);        // codec_commands.cpp
 int cmd_eval(int argc, char** argv);        // codec_commands.cpp
 int cmd_grad_error(int argc, char** argv);  // grad_error.cpp
 
+/// The host codec build that runs: "x86-64-v3" or "baseline" (command_line.cpp).
+const char* host_isa_name();
+
 }  // namespace ebac_cli

@@ -59,7 +59,10 @@ constexpr const char* usage_text =
     "  ENCODER bitpack|rle|huffman|ans (e.g. lorenzo2:sign:huffman). lorenzoK predicts\n"
     "  along the last min(K, rank-1) axes of a tensor of rank >= 3 and along the\n"
     "  flattened tensor below rank 3 (lorenzo1: the last axis); 'ebac info' shows\n"
-    "  the axes a stream used.\n";
+    "  the axes a stream used.\n"
+    "EBAC_HOST_ISA=auto|baseline|x86-64-v3 (environment) chooses the build of the codec\n"
+    "  for f32, f16 and bf16: auto (default) takes x86-64-v3 (AVX2, FMA, BMI2) where the\n"
+    "  CPU has it; the streams are the same. --version names the one that runs.\n";
 
 /// Error messages stay on one line whatever a file name holds.
 std::string one_line(std::string s) {
@@ -83,7 +86,11 @@ int main(int argc, char** argv) {
   ebac_cli::install_signal_handlers();
   try {
     if (cmd == "--help" || cmd == "-h" || cmd == "help") { std::fputs(usage_text, stdout); return 0; }
-    if (cmd == "--version") { std::printf("ebac %d.%d.%d (stream format %d)\n", EBAC_VERSION_MAJOR, EBAC_VERSION_MINOR, EBAC_VERSION_PATCH, EBAC_FORMAT_VERSION); return 0; }
+    if (cmd == "--version") {
+      std::printf("ebac %d.%d.%d (stream format %d, host codec %s)\n", EBAC_VERSION_MAJOR, EBAC_VERSION_MINOR, EBAC_VERSION_PATCH,
+                  EBAC_FORMAT_VERSION, ebac_cli::host_isa_name());
+      return 0;
+    }
     if (cmd == "compress") return ebac_cli::cmd_compress(argc, argv);
     if (cmd == "decompress") return ebac_cli::cmd_decompress(argc, argv);
     if (cmd == "eval") return ebac_cli::cmd_eval(argc, argv);
