@@ -3,9 +3,10 @@
 // streams read, and the element-type dispatch into the codec.
 #include "command_line.hpp"
 #include "commands.hpp"
-#include "host_isa.hpp"
 
 #include <CLI/CLI.hpp>
+#include <ebac/host/isa_codec.hpp>
+#include <ebac/host/isa_dispatch.hpp>
 
 #include <cctype>
 #include <cerrno>
@@ -229,86 +230,42 @@ std::vector<std::byte> read_stream(ebac_cli::input_file& in) {
   });
 }
 
-// --- which build of the codec runs (host_isa.hpp) ------------------------------
+// --- which build of the codec runs (ebac/host/isa_codec.hpp) -------------------
 
 namespace {
 
-static_assert(std::is_trivially_copyable_v<ebac::extents> && std::is_trivially_copyable_v<ebac::pipeline_spec> &&
-                  std::is_trivially_copyable_v<ebac::compress_options>,
-              "host_isa::codec passes these as object bytes");
-
-struct isa_choice {
-  const host_isa::codec* codec = nullptr;  ///< the x86-64-v3 build, or null: the baseline one
-  const char* name = "baseline";
-};
-
+/// The x86-64-v3 build when it is the one chosen (EBAC_HOST_ISA, the CPU),
+/// else null: the CLI's own build. Chosen once.
+const ebac::isa::codec* chosen_codec() {
+  static const ebac::isa::codec* chosen = [] {
 #if EBAC_CLI_X86_64_V3
-bool cpu_has_x86_64_v3() {
-  __builtin_cpu_init();
-  return __builtin_cpu_supports("x86-64-v3");
-}
+    static const ebac::isa::codec v3 = ebac::isa::x86_64_v3_codec();
+    const ebac::isa::codec* fast = &v3;
 #else
-bool cpu_has_x86_64_v3() { return false; }
+    const ebac::isa::codec* fast = nullptr;
 #endif
-
-/// EBAC_HOST_ISA: unset or "auto" takes x86-64-v3 where the program has it
-/// and the CPU runs it; "baseline" never does; "x86-64-v3" must get it.
-isa_choice choose_isa() {
-  const char* env = std::getenv("EBAC_HOST_ISA");
-  const std::string want = env ? env : "auto";
-  if (want != "auto" && want != "baseline" && want != "x86-64-v3")
-    throw usage_error("EBAC_HOST_ISA='" + want + "': expected auto, baseline or x86-64-v3");
-  if (want == "baseline") return {};
-  const bool built = EBAC_CLI_X86_64_V3 != 0;
-  const bool runs = cpu_has_x86_64_v3();
-  if (!built || !runs) {
-    if (want == "x86-64-v3")
-      throw usage_error(std::string("EBAC_HOST_ISA=x86-64-v3: ") +
-                        (built ? "this CPU lacks x86-64-v3 (AVX2, FMA, BMI2)" : "this ebac was built without its x86-64-v3 codec (EBAC_CLI_X86_64_V3=OFF)"));
-    return {};
-  }
-#if EBAC_CLI_X86_64_V3
-  static const host_isa::codec v3 = host_isa::x86_64_v3_codec();
-  if (v3.object_sizes[0] != sizeof(ebac::extents) || v3.object_sizes[1] != sizeof(ebac::pipeline_spec) ||
-      v3.object_sizes[2] != sizeof(ebac::compress_options))
-    throw std::logic_error("the x86-64-v3 codec was compiled from other ebac headers than the CLI (object sizes differ)");
-  return {&v3, "x86-64-v3"};
-#else
-  return {};
-#endif
-}
-
-const isa_choice& isa() {
-  static const isa_choice chosen = choose_isa();
+    try {
+      return ebac::isa::choose(fast);
+    } catch (const std::invalid_argument& e) {
+      throw usage_error(e.what());
+    }
+  }();
   return chosen;
-}
-
-/// The x86-64-v3 build, when it is the one chosen and codes element type t.
-const host_isa::codec* fast_codec_for(ebac::dtype t) {
-  const host_isa::codec* c = isa().codec;
-  return c && (c->dtypes >> static_cast<int>(t) & 1u) ? c : nullptr;
-}
-
-/// Throws, as the program's ebac::error, what the x86-64-v3 build reported.
-void rethrow(const host_isa::failure& f) {
-  if (f.failed) throw ebac::error(static_cast<ebac::status>(f.status), f.what);
 }
 
 }  // namespace
 
 /// The build of the host codec that compress_any and decompress_into run
-/// for floating-point tensors (host_isa.hpp). Throws usage_error for an
-/// EBAC_HOST_ISA it does not know or cannot honour.
-const char* host_isa_name() { return isa().name; }
+/// for floating-point tensors. Throws usage_error for an EBAC_HOST_ISA it
+/// does not know or cannot honour.
+const char* host_isa_name() {
+  const ebac::isa::codec* c = chosen_codec();
+  return c ? c->name : "baseline";
+}
 
 std::vector<std::byte> compress_any(const std::vector<std::byte>& raw, ebac::dtype t, const ebac::extents& e,
                                     const ebac::pipeline_spec& spec, const ebac::compress_options& opt) {
-  if (const host_isa::codec* c = fast_codec_for(t)) {
-    host_isa::failure f;
-    std::vector<std::byte> stream = c->compress(raw.data(), static_cast<int>(t), &e, &spec, &opt, f);
-    rethrow(f);
-    return stream;
-  }
+  if (const ebac::isa::codec* c = chosen_codec(); ebac::host::codes(c, t)) return ebac::host::compress_with(*c, raw.data(), t, e, spec, opt);
   return ebac::visit_dtype(t, [&]<class T>(std::type_identity<T>) {
     const T* in = reinterpret_cast<const T*>(raw.data());
     return ebac::with_pipeline(spec, e, [&](auto pipe) { return ebac::host::compress(in, e, pipe, opt); });
@@ -336,12 +293,8 @@ std::vector<std::byte> decompress_any(const std::vector<std::byte>& stream, int 
 
 void decompress_into(const std::byte* stream, std::size_t size, ebac::dtype t, void* out, std::uint64_t count, int threads,
                      std::uint64_t max_output) {
-  if (const host_isa::codec* c = fast_codec_for(t)) {
-    host_isa::failure f;
-    c->decompress(stream, size, static_cast<int>(t), out, count, threads, max_output, f);
-    rethrow(f);
-    return;
-  }
+  if (const ebac::isa::codec* c = chosen_codec(); ebac::host::codes(c, t))
+    return ebac::host::decompress_with(*c, stream, size, t, out, count, threads, max_output);
   ebac::visit_dtype(t, [&]<class T>(std::type_identity<T>) {
     ebac::host::decompress(stream, size, static_cast<T*>(out), count, threads, max_output);
   });

@@ -957,7 +957,7 @@ SKIPPED = []
 
 
 def group_host_isa():
-    """The two builds of the codec the CLI may carry (apps/cli/host_isa.hpp):
+    """The two builds of the codec the CLI may carry (ebac/host/isa_codec.hpp):
     --version names the one EBAC_HOST_ISA chooses and an unknown value is
     refused; where the x86-64-v3 build runs, it writes the baseline build's
     streams byte for byte (f32, f16, bf16; every named pipeline and two

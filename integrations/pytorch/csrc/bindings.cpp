@@ -524,6 +524,7 @@ PYBIND11_MODULE(TORCH_EXTENSION_NAME, m) {
         "ebac::error_model::elementwise_input_grad_change: d(dx) = dy (g(y) - g(x)) of an elementwise function "
         "(gelu, silu, tanh, sigmoid) whose saved tensor x is replaced by y (float64, shaped like x).");
   m.def("ebac_version", &ebac_version);
+  m.def("host_isa", &host_isa_name, "The build of the host codec that runs for f32/f16/bf16: x86-64-v3 or baseline (EBAC_HOST_ISA).");
   m.def("plan_batch", &plan_batch_py, py::arg("budget_bytes"), py::arg("static_bytes"),
         py::arg("uncompressed_bytes_per_sample"), py::arg("bytes_per_sample"), py::arg("compression_ratio"),
         py::arg("safety_margin") = 0.1, py::arg("target_global_batch") = 0, py::arg("max_batch") = int64_t{1} << 24,

@@ -186,5 +186,10 @@ planner_result plan_batch(const planner_request& r);
 
 /// ebac's version as "major.minor.patch".
 std::string ebac_version();
+/// The build of the host codec that host_compress/host_decompress run for
+/// f32, f16 and bf16: "x86-64-v3" or "baseline" (EBAC_HOST_ISA; see
+/// ebac/host/isa_codec.hpp). Throws std::invalid_argument for an
+/// EBAC_HOST_ISA it does not know or cannot honour.
+std::string host_isa_name();
 
 }  // namespace ebac_torch

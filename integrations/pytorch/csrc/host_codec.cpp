@@ -9,6 +9,8 @@
 #include "ebac_side.hpp"
 
 #include <ebac/ebac.hpp>
+#include <ebac/host/isa_codec.hpp>
+#include <ebac/host/isa_dispatch.hpp>
 
 #include <string>
 #include <type_traits>
@@ -17,6 +19,29 @@ namespace ebac_torch {
 bool valid_pipeline(const std::string& name) {
   ebac::pipeline_spec spec;
   return ebac::parse_pipeline(name, spec);
+}
+
+namespace {
+/// The x86-64-v3 build of the codec (host_codec_x86_64_v3.cpp) when it is
+/// the one chosen (EBAC_HOST_ISA, the CPU), else null: this unit's build.
+/// Chosen on first use; an EBAC_HOST_ISA it cannot honour throws
+/// std::invalid_argument (ValueError in Python) then, and again each time.
+const ebac::isa::codec* chosen_codec() {
+  static const ebac::isa::codec* chosen = [] {
+#if EBAC_X86_64_V3_CODEC_BUILDABLE
+    static const ebac::isa::codec v3 = ebac::isa::x86_64_v3_codec();
+    return ebac::isa::choose(&v3);
+#else
+    return ebac::isa::choose(nullptr);
+#endif
+  }();
+  return chosen;
+}
+}  // namespace
+
+std::string host_isa_name() {
+  const ebac::isa::codec* c = chosen_codec();
+  return c ? c->name : "baseline";
 }
 
 std::vector<std::byte> host_compress(const compress_request& r) {
@@ -29,6 +54,8 @@ std::vector<std::byte> host_compress(const compress_request& r) {
   opt.checksum = r.checksum;
   opt.threads = r.threads;
   opt.pooling = pooling_of(r);
+  if (const ebac::isa::codec* c = chosen_codec(); ebac::host::codes(c, to_dtype(r.type)))
+    return ebac::host::compress_with(*c, r.data, to_dtype(r.type), shape, spec, opt);
   return ebac::visit_dtype(to_dtype(r.type), [&]<class T>(std::type_identity<T>) {
     const T* in = static_cast<const T*>(r.data);
     return ebac::with_pipeline(spec, shape, [&](auto p) { return ebac::host::compress(in, shape, p, opt); });
@@ -36,6 +63,8 @@ std::vector<std::byte> host_compress(const compress_request& r) {
 }
 
 void host_decompress(const std::byte* data, std::size_t size, void* out, elem type, std::uint64_t count, int threads) {
+  if (const ebac::isa::codec* c = chosen_codec(); ebac::host::codes(c, to_dtype(type)))
+    return ebac::host::decompress_with(*c, data, size, to_dtype(type), out, count, threads);
   ebac::visit_dtype(to_dtype(type), [&]<class T>(std::type_identity<T>) {
     ebac::host::decompress<T>(data, size, static_cast<T*>(out), count, threads);
   });
