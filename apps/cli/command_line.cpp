@@ -235,22 +235,14 @@ std::vector<std::byte> read_stream(ebac_cli::input_file& in) {
 namespace {
 
 /// The x86-64-v3 build when it is the one chosen (EBAC_HOST_ISA, the CPU),
-/// else null: the CLI's own build. Chosen once.
+/// else null: the CLI's own build. An EBAC_HOST_ISA it cannot honour is a
+/// usage error.
 const ebac::isa::codec* chosen_codec() {
-  static const ebac::isa::codec* chosen = [] {
-#if EBAC_CLI_X86_64_V3
-    static const ebac::isa::codec v3 = ebac::isa::x86_64_v3_codec();
-    const ebac::isa::codec* fast = &v3;
-#else
-    const ebac::isa::codec* fast = nullptr;
-#endif
-    try {
-      return ebac::isa::choose(fast);
-    } catch (const std::invalid_argument& e) {
-      throw usage_error(e.what());
-    }
-  }();
-  return chosen;
+  try {
+    return ebac::host::chosen_codec<EBAC_CLI_X86_64_V3 != 0>();
+  } catch (const std::invalid_argument& e) {
+    throw usage_error(e.what());
+  }
 }
 
 }  // namespace
@@ -258,18 +250,11 @@ const ebac::isa::codec* chosen_codec() {
 /// The build of the host codec that compress_any and decompress_into run
 /// for floating-point tensors. Throws usage_error for an EBAC_HOST_ISA it
 /// does not know or cannot honour.
-const char* host_isa_name() {
-  const ebac::isa::codec* c = chosen_codec();
-  return c ? c->name : "baseline";
-}
+const char* host_isa_name() { return ebac::host::name_of(chosen_codec()); }
 
 std::vector<std::byte> compress_any(const std::vector<std::byte>& raw, ebac::dtype t, const ebac::extents& e,
                                     const ebac::pipeline_spec& spec, const ebac::compress_options& opt) {
-  if (const ebac::isa::codec* c = chosen_codec(); ebac::host::codes(c, t)) return ebac::host::compress_with(*c, raw.data(), t, e, spec, opt);
-  return ebac::visit_dtype(t, [&]<class T>(std::type_identity<T>) {
-    const T* in = reinterpret_cast<const T*>(raw.data());
-    return ebac::with_pipeline(spec, e, [&](auto pipe) { return ebac::host::compress(in, e, pipe, opt); });
-  });
+  return ebac::host::compress_dynamic(chosen_codec(), raw.data(), t, e, spec, opt);
 }
 
 /// Decompresses into raw little-endian bytes of the stream's dtype.
@@ -293,11 +278,7 @@ std::vector<std::byte> decompress_any(const std::vector<std::byte>& stream, int 
 
 void decompress_into(const std::byte* stream, std::size_t size, ebac::dtype t, void* out, std::uint64_t count, int threads,
                      std::uint64_t max_output) {
-  if (const ebac::isa::codec* c = chosen_codec(); ebac::host::codes(c, t))
-    return ebac::host::decompress_with(*c, stream, size, t, out, count, threads, max_output);
-  ebac::visit_dtype(t, [&]<class T>(std::type_identity<T>) {
-    ebac::host::decompress(stream, size, static_cast<T*>(out), count, threads, max_output);
-  });
+  ebac::host::decompress_dynamic(chosen_codec(), stream, size, t, out, count, threads, max_output);
 }
 
 /// A JSON number, or null where there is none (infinite PSNR, NaN).

@@ -444,10 +444,10 @@ def group_info():
 SANITIZED = False  # --sanitized: ASan reserves terabytes of address space, so no RLIMIT_AS runs
 
 
-def run_bytes(args, stdin=None, input=None, timeout=60, preexec_fn=None, pass_fds=(), stdout=subprocess.PIPE):
-    """Runs ebac with bytes I/O; returns (rc, stdout bytes, stderr text)."""
+def run_bytes(args, stdin=None, input=None, timeout=60, preexec_fn=None, pass_fds=(), stdout=subprocess.PIPE, env=None):
+    """Runs ebac with bytes I/O (env: the environment, None for ours); returns (rc, stdout bytes, stderr text)."""
     p = subprocess.run([EBAC] + [str(a) for a in args], stdin=stdin, input=input, stdout=stdout,
-                       stderr=subprocess.PIPE, timeout=timeout, preexec_fn=preexec_fn, pass_fds=pass_fds)
+                       stderr=subprocess.PIPE, timeout=timeout, preexec_fn=preexec_fn, pass_fds=pass_fds, env=env)
     return p.returncode, p.stdout, p.stderr.decode(errors="replace")
 
 
@@ -947,10 +947,8 @@ def group_golden():
         check(g == w, f"golden: stream changed: {w!r} -> {g!r}")
 
 def run_isa(isa, args, input=None):
-    """Runs ebac with EBAC_HOST_ISA=isa; returns (rc, stdout bytes, stderr text)."""
-    env = dict(os.environ, EBAC_HOST_ISA=isa)
-    p = subprocess.run([EBAC] + [str(a) for a in args], input=input, capture_output=True, timeout=300, env=env)
-    return p.returncode, p.stdout, p.stderr.decode(errors="replace")
+    """run_bytes with EBAC_HOST_ISA=isa."""
+    return run_bytes(args, input=input, timeout=300, env=dict(os.environ, EBAC_HOST_ISA=isa))
 
 
 SKIPPED = []

@@ -8,8 +8,9 @@
 // -march=). The rest of the program reaches it through isa::codec, a table
 // of functions over standard types only: that build's ebac types live in
 // another ABI namespace (x86_64_v3_begin.hpp says why) and are not the
-// program's. ebac/host/isa_dispatch.hpp calls the table with the program's
-// own ebac types.
+// program's. ebac/host/isa_dispatch.hpp chooses the build once
+// (chosen_codec) and calls the table with the program's own ebac types
+// (compress_dynamic, decompress_dynamic).
 //
 // This header names no ebac type and is included on both sides, before the
 // x86-64-v3 region opens; so its namespace, ebac::isa, is outside ebac's

@@ -5,8 +5,8 @@
 //   #include <ebac/host/x86_64_v3_codec.ipp>
 //
 // It defines ebac::isa::x86_64_v3_codec() (f32, f16 and bf16); the rest of
-// the program picks it with isa::choose() and calls it through
-// ebac/host/isa_dispatch.hpp. Not a header to include anywhere else: it
+// the program picks it with host::chosen_codec<true>() and calls it through
+// host::compress_dynamic / decompress_dynamic (ebac/host/isa_dispatch.hpp). Not a header to include anywhere else: it
 // defines a function that is not inline.
 #if defined(EBAC_HOST_CODEC_PREBUILT)
 #  error "ebac/host/x86_64_v3_codec.ipp instantiates its own codec: compile its unit without EBAC_HOST_CODEC_PREBUILT"
@@ -18,17 +18,13 @@
 
 #include <ebac/host/x86_64_v3_begin.hpp>
 #include <ebac/ebac.hpp>
+#include <ebac/host/isa_dispatch.hpp>
 
 namespace ebac::isa::x86_64_v3_detail {
 namespace {
 
-// The element types this build codes, as visit_dtype hands them.
-template <class T>
-constexpr bool coded_here = std::is_same_v<T, float> || std::is_same_v<T, ebac::float16> || std::is_same_v<T, ebac::bfloat16>;
-
-[[noreturn]] void not_coded_here(ebac::dtype t) {
-  ebac::detail::fail(ebac::status::invalid_argument, "the x86-64-v3 codec does not code " + std::string(ebac::to_string(t)));
-}
+// The element types this build codes.
+using coded_here = ebac::host::dtype_set<float, ebac::float16, ebac::bfloat16>;
 
 std::vector<std::byte> compress(const void* in, int type, const void* extents, const void* spec, const void* options) {
   ebac::extents e;
@@ -37,26 +33,12 @@ std::vector<std::byte> compress(const void* in, int type, const void* extents, c
   std::memcpy(&e, extents, sizeof e);
   std::memcpy(&s, spec, sizeof s);
   std::memcpy(&o, options, sizeof o);
-  return ebac::visit_dtype(static_cast<ebac::dtype>(type), [&]<class T>(std::type_identity<T>) -> std::vector<std::byte> {
-    if constexpr (coded_here<T>) {
-      return ebac::with_pipeline(s, e, [&](auto pipe) { return ebac::host::compress(static_cast<const T*>(in), e, pipe, o); });
-    } else {
-      not_coded_here(ebac::dtype_of<T>::value);
-    }
-  });
+  return ebac::host::compress_typed<coded_here>(in, static_cast<ebac::dtype>(type), e, s, o);
 }
 
 void decompress(const std::byte* stream, std::size_t size, int type, void* out, std::uint64_t count, int threads, std::uint64_t max_output) {
-  ebac::visit_dtype(static_cast<ebac::dtype>(type), [&]<class T>(std::type_identity<T>) {
-    if constexpr (coded_here<T>) {
-      ebac::host::decompress(stream, size, static_cast<T*>(out), count, threads, max_output);
-    } else {
-      not_coded_here(ebac::dtype_of<T>::value);
-    }
-  });
+  ebac::host::decompress_typed<coded_here>(stream, size, static_cast<ebac::dtype>(type), out, count, threads, max_output);
 }
-
-constexpr std::uint32_t dtype_bit(ebac::dtype t) { return std::uint32_t{1} << static_cast<int>(t); }
 
 }  // namespace
 }  // namespace ebac::isa::x86_64_v3_detail
@@ -94,7 +76,7 @@ codec x86_64_v3_codec() {
   using namespace x86_64_v3_detail;
   codec c;
   c.name = "x86-64-v3";
-  c.dtypes = dtype_bit(ebac::dtype::f32) | dtype_bit(ebac::dtype::f16) | dtype_bit(ebac::dtype::bf16);
+  c.dtypes = coded_here::mask;
   c.object_sizes[0] = sizeof(ebac::extents);
   c.object_sizes[1] = sizeof(ebac::pipeline_spec);
   c.object_sizes[2] = sizeof(ebac::compress_options);

@@ -22,27 +22,15 @@ bool valid_pipeline(const std::string& name) {
 }
 
 namespace {
-/// The x86-64-v3 build of the codec (host_codec_x86_64_v3.cpp) when it is
-/// the one chosen (EBAC_HOST_ISA, the CPU), else null: this unit's build.
-/// Chosen on first use; an EBAC_HOST_ISA it cannot honour throws
-/// std::invalid_argument (ValueError in Python) then, and again each time.
-const ebac::isa::codec* chosen_codec() {
-  static const ebac::isa::codec* chosen = [] {
-#if EBAC_X86_64_V3_CODEC_BUILDABLE
-    static const ebac::isa::codec v3 = ebac::isa::x86_64_v3_codec();
-    return ebac::isa::choose(&v3);
-#else
-    return ebac::isa::choose(nullptr);
-#endif
-  }();
-  return chosen;
-}
+/// The x86-64-v3 build of the codec (host_codec_x86_64_v3.cpp, where this
+/// compiler builds it) when it is the one chosen (EBAC_HOST_ISA, the CPU),
+/// else null: this unit's build. Chosen on first use; an EBAC_HOST_ISA it
+/// cannot honour throws std::invalid_argument (ValueError in Python) then,
+/// and again each time.
+const ebac::isa::codec* chosen_codec() { return ebac::host::chosen_codec<EBAC_X86_64_V3_CODEC_BUILDABLE != 0>(); }
 }  // namespace
 
-std::string host_isa_name() {
-  const ebac::isa::codec* c = chosen_codec();
-  return c ? c->name : "baseline";
-}
+std::string host_isa_name() { return ebac::host::name_of(chosen_codec()); }
 
 std::vector<std::byte> host_compress(const compress_request& r) {
   const ebac::pipeline_spec spec = parse_or_throw(r.pipeline);
@@ -54,20 +42,11 @@ std::vector<std::byte> host_compress(const compress_request& r) {
   opt.checksum = r.checksum;
   opt.threads = r.threads;
   opt.pooling = pooling_of(r);
-  if (const ebac::isa::codec* c = chosen_codec(); ebac::host::codes(c, to_dtype(r.type)))
-    return ebac::host::compress_with(*c, r.data, to_dtype(r.type), shape, spec, opt);
-  return ebac::visit_dtype(to_dtype(r.type), [&]<class T>(std::type_identity<T>) {
-    const T* in = static_cast<const T*>(r.data);
-    return ebac::with_pipeline(spec, shape, [&](auto p) { return ebac::host::compress(in, shape, p, opt); });
-  });
+  return ebac::host::compress_dynamic(chosen_codec(), r.data, to_dtype(r.type), shape, spec, opt);
 }
 
 void host_decompress(const std::byte* data, std::size_t size, void* out, elem type, std::uint64_t count, int threads) {
-  if (const ebac::isa::codec* c = chosen_codec(); ebac::host::codes(c, to_dtype(type)))
-    return ebac::host::decompress_with(*c, data, size, to_dtype(type), out, count, threads);
-  ebac::visit_dtype(to_dtype(type), [&]<class T>(std::type_identity<T>) {
-    ebac::host::decompress<T>(data, size, static_cast<T*>(out), count, threads);
-  });
+  ebac::host::decompress_dynamic(chosen_codec(), data, size, to_dtype(type), out, count, threads);
 }
 
 namespace {

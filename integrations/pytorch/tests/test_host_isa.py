@@ -24,8 +24,7 @@ sys.path.insert(0, sys.argv[1])
 from _common import C, torch
 out, other = sys.argv[2], sys.argv[3]
 cases = json.loads(sys.argv[4])
-g = torch.Generator().manual_seed(7)
-x0 = torch.relu(torch.nn.functional.avg_pool2d(torch.randn((8, 16, 24, 24), generator=g), 3, 1, 1) * 3)
+x0 = torch.load(sys.argv[5])
 res = {"isa": C.host_isa(), "cases": []}
 for i, (dtype, p, eb, mode) in enumerate(cases):
     x = x0.to(getattr(torch, dtype))
@@ -45,9 +44,10 @@ print(json.dumps(res))
 """
 
 
-def child(isa, out, other, code=CHILD, args=None):
+def child(isa, out, other, code=CHILD, x0_path=""):
+    """Runs `code` with EBAC_HOST_ISA=isa; argv: tests dir, blob dir, the other build's blob dir, CASES, the input tensor's file."""
     env = dict(os.environ, EBAC_HOST_ISA=isa)
-    return subprocess.run([sys.executable, "-c", code, HERE, out, other or "", json.dumps(args if args is not None else CASES)],
+    return subprocess.run([sys.executable, "-c", code, HERE, out, other or "", json.dumps(CASES), x0_path],
                           env=env, capture_output=True, text=True, timeout=600)
 
 
@@ -65,15 +65,17 @@ class HostIsa(unittest.TestCase):
             self.assertIn("EBAC_HOST_ISA=x86-64-v3", probe.stderr)  # refused, and it says why
             self.skipTest("the x86-64-v3 build does not run here: " + probe.stderr.strip().splitlines()[-1])
         self.assertEqual(probe.stdout.strip(), "x86-64-v3")
+        g = torch.Generator().manual_seed(7)
+        x0 = torch.relu(torch.nn.functional.avg_pool2d(torch.randn((8, 16, 24, 24), generator=g), 3, 1, 1) * 3)
         with tempfile.TemporaryDirectory() as a, tempfile.TemporaryDirectory() as b:
-            pa = child("baseline", a, "")
+            x0_path = os.path.join(a, "x0.pt")
+            torch.save(x0, x0_path)
+            pa = child("baseline", a, "", x0_path=x0_path)
             self.assertEqual(pa.returncode, 0, pa.stderr)
-            pb = child("x86-64-v3", b, a)
+            pb = child("x86-64-v3", b, a, x0_path=x0_path)
             self.assertEqual(pb.returncode, 0, pb.stderr)
             ra, rb = json.loads(pa.stdout), json.loads(pb.stdout)
         self.assertEqual((ra["isa"], rb["isa"]), ("baseline", "x86-64-v3"))
-        g = torch.Generator().manual_seed(7)
-        x0 = torch.relu(torch.nn.functional.avg_pool2d(torch.randn((8, 16, 24, 24), generator=g), 3, 1, 1) * 3)
         for (dtype, p, eb, mode), ca, cb in zip(CASES, ra["cases"], rb["cases"]):
             with self.subTest(dtype=dtype, pipeline=p, eb=eb, mode=mode):
                 self.assertEqual(ca["blob"], cb["blob"], "the two builds write different streams")
