@@ -148,6 +148,8 @@ pytorch() {
       --out build/study-smoke-vit
     # Whole-network memory report, small: 3 networks x 4 ways, each in its own process (~2 min).
     /usr/bin/python3 studies/memory_report.py --smoke --out build/memory-report-smoke
+    # The extension's host codec speed, smoke (~2 s): one tensor, checked against its bound.
+    /usr/bin/python3 studies/torch_host_speed.py --smoke
     # Training-size corpus generator, tiny (~20 s): 2 networks, 1 step, a slice; read back and checked.
     OMP_NUM_THREADS=1 /usr/bin/python3 studies/make_training_corpus.py --smoke --out build/training-corpus-smoke
     # LayerNorm, GELU and attention-matmul error models on the two study transformers, tiny

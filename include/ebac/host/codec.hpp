@@ -24,6 +24,8 @@
 #include <ebac/detail/bytes.hpp>
 #include <ebac/detail/checksum.hpp>
 #include <ebac/dtype.hpp>
+#include <ebac/encoder/context_ans.hpp>
+#include <ebac/encoder/context_ans_x8.hpp>
 #include <ebac/error_bound.hpp>
 #include <ebac/extents.hpp>
 #include <ebac/format/chunking.hpp>
@@ -641,6 +643,77 @@ std::size_t compress_to(const T* input, const extents& shape, const Pipeline& pi
   }
 }
 
+/// Decodes every chunk of a payload with `enc`: place(c, m) says where
+/// chunk c's m codes go, done(c, codes, m) takes them (zigzagged, in place)
+/// once they are decoded, and a chunk that does not decode gets its status
+/// in errors[c]. `readable`: the bytes from `payload` to the end of the
+/// stream. Where AVX2 is compiled in, context ANS chunks go eight at a
+/// time (ebac/encoder/context_ans_x8.hpp: the same codes and the same
+/// verdicts), in groups of eight full chunks; the rest one at a time.
+template <class E, class Place, class Done>
+void decode_chunks(const E& enc, const std::byte* payload, std::size_t readable, const std::vector<std::uint64_t>& offsets,
+                   std::uint64_t n, std::uint32_t C, int threads, std::vector<status>& errors, Place&& place, Done&& done) {
+  const std::uint64_t chunks = offsets.size() - 1;
+  auto chunk_len = [&](std::uint64_t c) { return static_cast<std::size_t>(std::min<std::uint64_t>(C, n - c * C)); };
+  auto decode_one = [&](std::uint64_t c) {
+    const std::size_t m = chunk_len(c);
+    std::uint32_t* codes = place(c, m);
+    const status s = enc.decode_chunk(payload + offsets[c], static_cast<std::size_t>(offsets[c + 1] - offsets[c]), codes, m);
+    if (s != status::ok) errors[c] = s;
+    else done(c, codes, m);
+  };
+  std::uint64_t groups = 0;  // units [0, groups) are groups of eight chunks, the rest single chunks
+#if EBAC_CONTEXT_ANS_X8
+  constexpr std::uint64_t G = ::ebac::detail::context_ans_x8_lanes;
+  if constexpr (std::is_same_v<E, context_ans>) {
+    // Each group is one unit of parallel_for, eight chunks' work: grouping
+    // where there are fewer groups than threads would leave threads idle
+    // that single chunks keep busy. Chunks of up to 2^22 codes keep a
+    // lane's bit position within 32 bits.
+    const auto t = static_cast<std::uint64_t>(resolve_threads(threads));
+    const std::uint64_t full_groups = n / C / G;
+    if (C <= (1u << 22) && (t <= 1 || full_groups >= t)) groups = full_groups;
+  }
+  per_thread_scratch<std::uint32_t> interleaved(groups > 0 ? threads : 1);
+#else
+  (void)readable;  // only the grouped decoder reads past a chunk
+#endif
+  parallel_for(static_cast<std::int64_t>(chunks - groups * 7), threads, [&](std::int64_t ui) {
+    const auto u = static_cast<std::uint64_t>(ui);
+    if (u >= groups) return decode_one(groups * 7 + u);  // chunk 8 groups + (u - groups)
+#if EBAC_CONTEXT_ANS_X8
+    if constexpr (std::is_same_v<E, context_ans>) {
+      const std::uint64_t c0 = u * G;
+      const std::byte* base = payload + offsets[c0];
+      const std::uint64_t span = offsets[c0 + G] - offsets[c0];
+      const std::uint64_t after = readable - offsets[c0];  // bytes readable from base
+      if (after < span + 8 || span + 8 >= (std::uint64_t{1} << 28)) {
+        for (std::uint64_t l = 0; l < G; ++l) decode_one(c0 + l);
+        return;
+      }
+      const auto limit = static_cast<std::uint32_t>(std::min<std::uint64_t>(after - 8, (std::uint64_t{1} << 28) - 1));
+      std::uint32_t off[G], len[G];
+      for (std::uint64_t l = 0; l < G; ++l) {
+        off[l] = static_cast<std::uint32_t>(offsets[c0 + l] - offsets[c0]);
+        len[l] = static_cast<std::uint32_t>(offsets[c0 + l + 1] - offsets[c0 + l]);
+      }
+      std::uint32_t* raw = interleaved.get(G * C + 8);
+      auto* lanes = reinterpret_cast<std::uint32_t*>((reinterpret_cast<std::uintptr_t>(raw) + 31) & ~std::uintptr_t{31});
+      const unsigned bad = ::ebac::detail::decode_context_ans_x8(enc, base, off, len, C, limit, lanes);
+      for (std::uint64_t l = 0; l < G; ++l) {
+        const std::uint64_t c = c0 + l;
+        if (bad >> l & 1u) {
+          errors[c] = status::corrupt_stream;
+          continue;
+        }
+        std::uint32_t* codes = place(c, C);
+        for (std::size_t i = 0; i < C; ++i) codes[i] = lanes[G * i + l];
+        done(c, codes, static_cast<std::size_t>(C));
+      }
+    }
+#endif
+  }, groups > 0 ? 1 : 4);
+}
 }  // namespace detail
 
 /// Compresses n = count(shape) elements of `in` into a self-describing stream.
@@ -690,6 +763,9 @@ inline stream_header inspect(const std::byte* data, std::size_t size) {
 /// and count its element count. Throws ebac::error on any inconsistency, and
 /// status::buffer_too_small when the stream decodes to more than
 /// max_output_bytes bytes (count x sizeof(T)), before decoding anything.
+/// Working memory: a chunk's codes per thread (four bytes a code); with
+/// context ANS where AVX2 is compiled in, eight chunks' more (decode_chunks);
+/// with a predictor whose chunks depend on each other, the tensor's codes.
 template <element T>
 void decompress(const std::byte* data, std::size_t size, T* output, std::uint64_t count, int threads = 0,
                 std::uint64_t max_output_bytes = unlimited_output) {
@@ -739,29 +815,23 @@ void decompress(const std::byte* data, std::size_t size, T* output, std::uint64_
         if (b) fail(status::corrupt_stream, "a chunk holds a code its quantizer cannot have written");
     };
 
+    const auto readable = static_cast<std::size_t>((data + size) - payload);
     if (chunks_independent(pred, h.shape, C)) {
       detail::per_thread_scratch<std::uint32_t> scratch(threads);  // freed when the call returns
-      parallel_for(static_cast<std::int64_t>(chunks), threads, [&](std::int64_t ci) {
-        const auto c = static_cast<std::uint64_t>(ci);
-        const std::size_t m = chunk_len(c);
-        std::uint32_t* codes = scratch.get(m);
-        const status s = enc.decode_chunk(payload + offsets[c], static_cast<std::size_t>(offsets[c + 1] - offsets[c]), codes, m);
-        if (s != status::ok) { errors[c] = s; return; }
-        detail::unzigzag_in_place(codes, m);
-        pred.unpredict_chunk(h.shape, codes, m);
-        if (!detail::reconstruct_chunk<S>(q, codes, m, c * C, out + c * C)) bad_codes[c] = 1;
-      });
+      detail::decode_chunks(
+          enc, payload, readable, offsets, n, C, threads, errors, [&](std::uint64_t, std::size_t m) { return scratch.get(m); },
+          [&](std::uint64_t c, std::uint32_t* codes, std::size_t m) {
+            detail::unzigzag_in_place(codes, m);
+            pred.unpredict_chunk(h.shape, codes, m);
+            if (!detail::reconstruct_chunk<S>(q, codes, m, c * C, out + c * C)) bad_codes[c] = 1;
+          });
     } else {
       // Uninitialized: every element is written before it is read.
       std::unique_ptr<std::uint32_t[]> field_store(new std::uint32_t[static_cast<std::size_t>(n)]);
       std::uint32_t* const field = field_store.get();
-      parallel_for(static_cast<std::int64_t>(chunks), threads, [&](std::int64_t ci) {
-        const auto c = static_cast<std::uint64_t>(ci);
-        const std::size_t m = chunk_len(c);
-        const status s = enc.decode_chunk(payload + offsets[c], static_cast<std::size_t>(offsets[c + 1] - offsets[c]), field + c * C, m);
-        if (s != status::ok) { errors[c] = s; return; }
-        detail::unzigzag_in_place(field + c * C, m);
-      });
+      detail::decode_chunks(
+          enc, payload, readable, offsets, n, C, threads, errors, [&](std::uint64_t c, std::size_t) { return field + c * C; },
+          [&](std::uint64_t, std::uint32_t* codes, std::size_t m) { detail::unzigzag_in_place(codes, m); });
       report();
       for (int k = (n > 0 ? pred.passes() : 0) - 1; k >= 0; --k)
         detail::run_pass<false>(pred, field, pred.pass(h.shape, k), threads);

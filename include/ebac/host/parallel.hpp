@@ -64,16 +64,21 @@ inline std::exception_ptr unit_failure() noexcept {
 /// failing one has run; when failures do not depend on timing this is the
 /// exception a serial run throws. std::bad_alloc is rethrown as ebac::error
 /// with status::out_of_memory, on one thread as on many.
+///
+/// Each thread gets at least `min_units` units (fewer threads run where n is
+/// small): 4 suits a chunk; a unit of several chunks' work can take fewer.
 template <class F>
-void parallel_for(std::int64_t n, int threads, F&& f) {
+void parallel_for(std::int64_t n, int threads, F&& f, std::int64_t min_units = 4) {
   std::exception_ptr failure;
 #if EBAC_HAS_OPENMP()
   // A parallel region ends in a barrier that waits for every thread; with
   // few units per thread (small tensors) that wait costs more than the work,
   // and on a busy machine far more (measured: 3.2 GB/s serial, 0.03 GB/s
-  // with 2 threads on a 7-chunk tensor). So each thread gets >= 4 units.
+  // with 2 threads on a 7-chunk tensor). So each thread gets >= 4 units of
+  // a chunk each.
   int t = resolve_threads(threads);
-  if (static_cast<std::int64_t>(t) * 4 > n) t = static_cast<int>(n / 4);
+  if (min_units < 1) min_units = 1;
+  if (static_cast<std::int64_t>(t) * min_units > n) t = static_cast<int>(n / min_units);
   if (t > 1) {
     std::atomic<std::int64_t> first_failed{n};  // n: none yet
 #  pragma omp parallel for schedule(dynamic, 1) num_threads(t)
@@ -95,6 +100,7 @@ void parallel_for(std::int64_t n, int threads, F&& f) {
   }
 #else
   (void)threads;
+  (void)min_units;
 #endif
   try {
     for (std::int64_t i = 0; i < n; ++i) f(i);

@@ -56,6 +56,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <exception>
+#include <immintrin.h>  // ebac/encoder/context_ans_x8.hpp, which the region compiles in
 #include <initializer_list>
 #include <limits>
 #include <memory>
@@ -75,5 +76,9 @@
 #endif
 
 #define EBAC_ABI_TAG x86_64_v3
+// What the region compiles for. GCC's C++ front end sees the pragma below
+// after the preprocessor has run, so __AVX2__ stays undefined in the region:
+// code written for AVX2 (ebac/encoder/context_ans_x8.hpp) tests this macro.
+#define EBAC_X86_64_V3_REGION 1
 #pragma GCC push_options
 #pragma GCC target("avx2,fma,bmi,bmi2,lzcnt,popcnt,f16c,movbe")

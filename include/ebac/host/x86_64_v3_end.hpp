@@ -4,3 +4,4 @@
 #  error "ebac/host/x86_64_v3_end.hpp without ebac/host/x86_64_v3_begin.hpp"
 #endif
 #pragma GCC pop_options
+#undef EBAC_X86_64_V3_REGION

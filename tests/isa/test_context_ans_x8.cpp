@@ -1,0 +1,262 @@
+// The eight-lane AVX2 decoder of context ANS chunks
+// (ebac/encoder/context_ans_x8.hpp) against the codes that were encoded and
+// against context_ans::decode_chunk, the one-chunk decoder: the same codes
+// from valid chunks, and the same verdict, chunk by chunk, on damaged ones.
+// Every context set (8, 4, 2 or 1 classes a neighbour, with and without the
+// diagonal bit) is built here from the test's own counts, so each is
+// exercised whatever learn() would pick. Compiled with -march=x86-64-v3 (the
+// decoder exists only where AVX2 is compiled in).
+#include <ebac/encoder/context_ans.hpp>
+#include <ebac/encoder/context_ans_x8.hpp>
+
+#include <doctest/doctest.h>
+
+#include <algorithm>
+#include <cstddef>
+#include <cstdint>
+#include <cstring>
+#include <random>
+#include <string>
+#include <vector>
+
+#if defined(__linux__)
+#  include <sys/mman.h>
+#  include <unistd.h>
+#endif
+
+#if !EBAC_CONTEXT_ANS_X8
+#  error "test_context_ans_x8.cpp must be compiled with AVX2 (-march=x86-64-v3)"
+#endif
+
+namespace {
+
+using model = ebac::detail::context_ans_model;
+constexpr int lanes = ebac::detail::context_ans_x8_lanes;
+
+/// Codes shaped like a quantized activation: runs of zeros (most of a
+/// post-ReLU map), small codes whose size follows the neighbours', and a
+/// share of large codes up to 2^bits (raw bits after the token).
+std::vector<std::uint32_t> make_codes(std::size_t n, std::uint32_t row, double zeros, int bits, std::uint32_t seed) {
+  std::mt19937 rng(seed);
+  std::uniform_real_distribution<double> u(0, 1);
+  std::vector<std::uint32_t> v(n);
+  for (std::size_t i = 0; i < n; ++i) {
+    const std::uint32_t up = i >= row ? v[i - row] : 0, left = i > 0 ? v[i - 1] : 0;
+    const double p_zero = (up == 0 && left == 0) ? zeros : zeros / 3;
+    if (u(rng) < p_zero) continue;
+    const int w = 1 + static_cast<int>(u(rng) * u(rng) * bits);  // mostly small
+    v[i] = static_cast<std::uint32_t>(rng() & ((w >= 32 ? 0u : (1u << w)) - 1u));
+  }
+  return v;
+}
+
+/// A codebook for context set (classes, diagonal) from the codes' own
+/// counts, through the stream's serialized form (so deserialize checks it):
+/// every (context, token) that occurs has a frequency of at least 1.
+ebac::context_ans_codebook codebook_for(const std::vector<std::vector<std::uint32_t>>& chunks, std::uint32_t row, std::uint32_t classes,
+                                        bool diagonal) {
+  const std::uint32_t contexts = model::contexts(classes, diagonal);
+  std::vector<std::uint64_t> counts(std::size_t{contexts} * model::tokens, 0);
+  for (const auto& codes : chunks)
+    for (std::size_t i = 0; i < codes.size(); ++i)
+      ++counts[std::size_t{model::context(codes.data(), i, row, classes, diagonal)} * model::tokens + model::token(codes[i])];
+  ebac::context_ans_codebook cb;
+  cb.row = row;
+  cb.classes = classes;
+  cb.diagonal = diagonal;
+  for (std::uint32_t c = 0; c < contexts; ++c) {
+    std::uint64_t total = 0;
+    for (std::uint32_t t = 0; t < model::tokens; ++t) total += counts[std::size_t{c} * model::tokens + t];
+    if (total == 0) continue;
+    std::uint16_t* f = cb.freq.data() + std::size_t{c} * model::tokens;
+    std::uint32_t sum = 0, largest = 0;
+    for (std::uint32_t t = 0; t < model::tokens; ++t) {
+      const std::uint64_t k = counts[std::size_t{c} * model::tokens + t];
+      f[t] = static_cast<std::uint16_t>(k == 0 ? 0 : std::max<std::uint64_t>(1, k * (model::scale - model::tokens) / total));
+      sum += f[t];
+      if (f[t] > f[largest]) largest = t;
+    }
+    f[largest] = static_cast<std::uint16_t>(f[largest] + model::scale - sum);
+  }
+  std::vector<std::byte> image;
+  cb.serialize(image);
+  ebac::context_ans_codebook out;
+  REQUIRE(ebac::context_ans_codebook::deserialize(image.data(), image.size(), out) == ebac::status::ok);
+  return out;
+}
+
+/// Memory whose first byte after `size` is a page the process may not read,
+/// so a read past the end faults instead of passing unnoticed.
+struct guarded_bytes {
+  std::byte* data = nullptr;
+  std::size_t size = 0;
+#if defined(__linux__)
+  void* map = nullptr;
+  std::size_t map_bytes = 0;
+  explicit guarded_bytes(std::size_t n) : size(n) {
+    const auto page = static_cast<std::size_t>(sysconf(_SC_PAGESIZE));
+    const std::size_t body = (n + page - 1) / page * page;
+    map_bytes = body + page;
+    map = mmap(nullptr, map_bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    REQUIRE(map != MAP_FAILED);
+    REQUIRE(mprotect(static_cast<std::byte*>(map) + body, page, PROT_NONE) == 0);
+    data = static_cast<std::byte*>(map) + body - n;
+  }
+  ~guarded_bytes() { munmap(map, map_bytes); }
+#else
+  std::vector<std::byte> store;
+  explicit guarded_bytes(std::size_t n) : store(n), size(n) { data = store.data(); }
+#endif
+  guarded_bytes(const guarded_bytes&) = delete;
+  guarded_bytes& operator=(const guarded_bytes&) = delete;
+};
+
+struct coded_group {
+  std::vector<std::byte> bytes;  // the eight chunks back to back
+  std::uint32_t off[lanes] = {}, len[lanes] = {};
+};
+
+coded_group encode_group(const ebac::context_ans& enc, const std::vector<std::vector<std::uint32_t>>& chunks) {
+  coded_group g;
+  for (int l = 0; l < lanes; ++l) {
+    std::vector<std::byte> chunk(enc.max_chunk_bytes(chunks[l].size()));
+    const std::size_t k = enc.encode_chunk(chunks[l].data(), chunks[l].size(), chunk.data());
+    g.off[l] = static_cast<std::uint32_t>(g.bytes.size());
+    g.len[l] = static_cast<std::uint32_t>(k);
+    g.bytes.insert(g.bytes.end(), chunk.begin(), chunk.begin() + static_cast<std::ptrdiff_t>(k));
+  }
+  return g;
+}
+
+/// Both decoders on the group's bytes, placed so that exactly 8 readable
+/// bytes follow the last chunk (the least decode_context_ans_x8 asks for) and
+/// then a page that faults. Returns the number of lanes whose verdicts and
+/// codes agree; `valid` also checks the codes against `want`.
+int compare(const ebac::context_ans& enc, const coded_group& g, std::size_t n, const std::vector<std::vector<std::uint32_t>>* want,
+            const std::string& label) {
+  std::uint32_t end = 0;
+  for (int l = 0; l < lanes; ++l) end = std::max(end, g.off[l] + g.len[l]);
+  guarded_bytes mem(std::size_t{end} + 8);
+  std::memcpy(mem.data, g.bytes.data(), std::min<std::size_t>(g.bytes.size(), end));
+  std::memset(mem.data + end, 0xa5, 8);
+  std::vector<std::uint32_t> store(lanes * n + 8);
+  auto* out = reinterpret_cast<std::uint32_t*>((reinterpret_cast<std::uintptr_t>(store.data()) + 31) & ~std::uintptr_t{31});
+  const unsigned bad = ebac::detail::decode_context_ans_x8(enc, mem.data, g.off, g.len, n, end, out);
+  int agree = 0;
+  for (int l = 0; l < lanes; ++l) {
+    std::vector<std::uint32_t> one(n);
+    const bool ok = enc.decode_chunk(mem.data + g.off[l], g.len[l], one.data(), n) == ebac::status::ok;
+    const bool x8_ok = (bad >> l & 1u) == 0;
+    CHECK_MESSAGE(x8_ok == ok, label << ": lane " << l << ": decode_chunk says " << (ok ? "valid" : "corrupt") << ", the x8 decoder "
+                                     << (x8_ok ? "valid" : "corrupt"));
+    bool same = x8_ok == ok;
+    if (ok && x8_ok) {
+      std::size_t diff = n;
+      for (std::size_t i = 0; i < n && diff == n; ++i)
+        if (out[lanes * i + l] != one[i]) diff = i;
+      CHECK_MESSAGE(diff == n, label << ": lane " << l << ": code " << diff << " differs from decode_chunk's");
+      same = same && diff == n;
+      if (want) {
+        const bool right = (*want)[l] == one;
+        CHECK_MESSAGE(right, label << ": lane " << l << ": decoded codes are not the encoded ones");
+        same = same && right;
+      }
+    }
+    agree += same;
+  }
+  return agree;
+}
+
+}  // namespace
+
+TEST_SUITE("isa") {
+TEST_CASE("isa: context ANS x8: eight chunks decoded side by side give the encoded codes, in every context set") {
+  struct shape {
+    std::size_t n;
+    std::uint32_t row;
+    double zeros;
+    int bits;
+  };
+  // Rows of 1 (no upper neighbour, no diagonal), 2, a map's width, wider
+  // than the chunk; sparse and dense; codes up to 2^30 (the longest raw bits).
+  const shape shapes[] = {{4096, 28, 0.8, 6}, {4096, 28, 0.2, 14}, {1000, 1, 0.5, 8}, {777, 2, 0.4, 20},
+                          {2048, 5000, 0.6, 10}, {3001, 64, 0.05, 30}};
+  int checked = 0;
+  for (const shape& s : shapes)
+    for (std::uint32_t classes : {8u, 4u, 2u, 1u})
+      for (bool diagonal : {true, false}) {
+        std::vector<std::vector<std::uint32_t>> chunks;
+        for (int l = 0; l < lanes; ++l) chunks.push_back(make_codes(s.n, s.row, s.zeros, s.bits, 100u * checked + static_cast<std::uint32_t>(l)));
+        const ebac::context_ans_codebook cb = codebook_for(chunks, s.row, classes, diagonal);
+        const ebac::context_ans enc = ebac::context_ans::bind(cb);
+        const coded_group g = encode_group(enc, chunks);
+        const std::string label = "n " + std::to_string(s.n) + " row " + std::to_string(s.row) + " classes " + std::to_string(classes) +
+                                  (diagonal ? " diagonal" : "");
+        checked += compare(enc, g, s.n, &chunks, label) == lanes;
+      }
+  CHECK(checked == 6 * 4 * 2);
+}
+
+TEST_CASE("isa: context ANS x8: a damaged chunk gets decode_chunk's verdict, and its neighbours still decode") {
+  std::mt19937 rng(5);
+  const std::size_t n = 2048;
+  const std::uint32_t row = 32;
+  std::vector<std::vector<std::uint32_t>> chunks;
+  for (int l = 0; l < lanes; ++l) chunks.push_back(make_codes(n, row, 0.5, 24, 900u + static_cast<std::uint32_t>(l)));
+  const ebac::context_ans_codebook cb = codebook_for(chunks, row, 8, true);
+  const ebac::context_ans enc = ebac::context_ans::bind(cb);
+  const coded_group clean = encode_group(enc, chunks);
+  int refused = 0, trials = 0;
+  for (int trial = 0; trial < 600; ++trial) {
+    coded_group g = clean;
+    const int l = static_cast<int>(rng() % lanes);
+    std::byte* chunk = g.bytes.data() + g.off[l];
+    std::string what;
+    switch (trial % 7) {
+      case 0: {  // one byte anywhere in the chunk
+        const std::size_t at = rng() % g.len[l];
+        chunk[at] ^= static_cast<std::byte>(1 + rng() % 255);
+        what = "byte " + std::to_string(at) + " flipped";
+        break;
+      }
+      case 1: {  // the rANS byte count
+        const std::uint32_t k = static_cast<std::uint32_t>(rng() % (g.len[l] + 40));
+        std::memcpy(chunk, &k, 4);
+        what = "rANS byte count " + std::to_string(k);
+        break;
+      }
+      case 2: {  // an initial state
+        const std::size_t at = 4 + 4 * (rng() % 4) + rng() % 4;
+        chunk[at] ^= static_cast<std::byte>(1 + rng() % 255);
+        what = "state byte " + std::to_string(at) + " flipped";
+        break;
+      }
+      case 3:  // the chunk shorter than written
+        g.len[l] = static_cast<std::uint32_t>(rng() % g.len[l]);
+        what = "length " + std::to_string(g.len[l]);
+        break;
+      case 4:  // the chunk longer: the next chunk's bytes (or the tail) follow
+        g.len[l] += 1 + static_cast<std::uint32_t>(rng() % 16);
+        if (g.off[l] + g.len[l] > g.bytes.size()) g.len[l] = static_cast<std::uint32_t>(g.bytes.size() - g.off[l]);
+        what = "length " + std::to_string(g.len[l]);
+        break;
+      case 5:  // the last byte's top bit: a raw bit (another code) or one past them (must be zero)
+        chunk[g.len[l] - 1] ^= std::byte{0x80};
+        what = "last byte's top bit flipped";
+        break;
+      default: {  // a run of bytes zeroed (raw bits or rANS bytes)
+        const std::size_t at = rng() % g.len[l], k = std::min<std::size_t>(1 + rng() % 12, g.len[l] - at);
+        std::memset(chunk + at, 0, k);
+        what = std::to_string(k) + " bytes zeroed at " + std::to_string(at);
+        break;
+      }
+    }
+    const int agree = compare(enc, g, n, nullptr, "trial " + std::to_string(trial) + ", lane " + std::to_string(l) + ": " + what);
+    ++trials;
+    refused += enc.decode_chunk(g.bytes.data() + g.off[l], g.len[l], std::vector<std::uint32_t>(n).data(), n) != ebac::status::ok;
+    if (agree != lanes) break;  // one report is enough
+  }
+  CHECK(trials == 600);
+  CHECK(refused > 350);  // most damage is caught; what is not decodes alike
+}
+}
