@@ -33,6 +33,7 @@
 
 #include <ebac/config.hpp>
 #include <ebac/detail/bytes.hpp>
+#include <ebac/encoder/context_ans_model.hpp>
 #include <ebac/encoder/encoder_id.hpp>
 #include <ebac/encoder/huffman.hpp>  // detail::bit_writer, detail::bit_reader
 #include <ebac/extents.hpp>
@@ -49,127 +50,6 @@
 #include <vector>
 
 EBAC_NAMESPACE_BEGIN
-
-namespace detail {
-struct context_ans_model {
-  static constexpr std::uint32_t direct_tokens = 32;          // codes below are their own token
-  static constexpr std::uint32_t tokens = direct_tokens + 2 * 27;  // two per bit width 6..32
-  static constexpr std::uint32_t max_classes = 8;             // magnitude classes of a neighbour
-  static constexpr std::uint32_t max_contexts = max_classes * max_classes * 2;
-  static constexpr int scale_bits = 14;                       // frequencies sum to 2^14
-  static constexpr std::uint32_t scale = 1u << scale_bits;
-  static constexpr std::uint32_t state_low = 1u << 23;        // a state lives in [2^23, 2^31)
-  static constexpr int lanes = 4;
-
-  EBAC_HOST_DEVICE static std::uint32_t token(std::uint32_t v) noexcept {
-    if (v < direct_tokens) return v;
-    const int w = bit_width(v);
-    return direct_tokens + 2u * static_cast<std::uint32_t>(w - 6) + ((v >> (w - 2)) & 1u);
-  }
-  /// Raw bits after token t, and the code they complete (token_base(t) | bits).
-  EBAC_HOST_DEVICE static int extra_bits(std::uint32_t t) noexcept {
-    return t < direct_tokens ? 0 : static_cast<int>((t - direct_tokens) >> 1) + 4;
-  }
-  EBAC_HOST_DEVICE static std::uint32_t token_base(std::uint32_t t) noexcept {
-    if (t < direct_tokens) return t;
-    const int k = extra_bits(t);  // w - 2
-    return (2u | ((t - direct_tokens) & 1u)) << k;
-  }
-  /// Contexts of the set of `classes` classes a neighbour, with or without the diagonal bit.
-  EBAC_HOST_DEVICE static std::uint32_t contexts(std::uint32_t classes, bool diagonal) noexcept {
-    return classes * classes * (diagonal ? 2 : 1);
-  }
-  EBAC_HOST_DEVICE static std::uint32_t magnitude_class(std::uint32_t v, std::uint32_t classes) noexcept {
-    const auto w = static_cast<std::uint32_t>(bit_width(v));
-    return w < classes ? w : classes - 1;
-  }
-  /// The context of element i of a chunk, from codes already coded, in the
-  /// set of `classes` classes a neighbour (1, 2, 4 or 8) and the diagonal bit or not.
-  EBAC_HOST_DEVICE static std::uint32_t context(const std::uint32_t* codes, std::size_t i, std::uint32_t row, std::uint32_t classes,
-                                                bool diagonal) noexcept {
-    return context(i > 0 ? codes[i - 1] : 0u, codes, i, row, classes, diagonal);
-  }
-  /// The same with the left code given (0 for the chunk's first): the
-  /// decoder keeps it in a register instead of reading back the code it just
-  /// wrote, which on a GPU is a round trip through the cache. `codes` is a
-  /// pointer or anything indexed like one (decode_chunk_to's Codes).
-  template <class Codes>
-  EBAC_HOST_DEVICE static std::uint32_t context(std::uint32_t left_code, const Codes& codes, std::size_t i, std::uint32_t row,
-                                                std::uint32_t classes, bool diagonal) noexcept {
-    const std::uint32_t left = magnitude_class(left_code, classes);
-    const std::uint32_t up = i >= row ? magnitude_class(codes[i - row], classes) : 0;
-    const std::uint32_t c = left * classes + up;
-    if (!diagonal) return c;
-    // Upper-left and upper-right; a row of 1 has neither (up-right would be i).
-    const bool near = row >= 2 && i > row && (codes[i - row - 1] | codes[i - row + 1]) != 0;
-    return 2 * c + (near ? 1u : 0u);
-  }
-
-  /// context() of elements [b, e) of a chunk into out[0, e - b). The same
-  /// values, computed in a loop the host compiler vectorizes: once an element
-  /// has every neighbour (i > row) the branches of context() are gone and a
-  /// class is a sum of comparisons instead of a bit scan. The encoder and the
-  /// statistics take a block of contexts this way before their serial loops;
-  /// the decoder cannot (a context needs the code decoded just before it).
-  EBAC_HOST_DEVICE static void contexts(const std::uint32_t* codes, std::size_t b, std::size_t e, std::uint32_t row, std::uint32_t classes,
-                                        bool diagonal, std::uint8_t* out) noexcept {
-    std::size_t i = b;
-    for (; i < e && i <= row; ++i) out[i - b] = static_cast<std::uint8_t>(context(codes, i, row, classes, diagonal));
-    if (i == e) return;
-    auto run = [&](auto classes_constant) {
-      constexpr std::uint32_t k = decltype(classes_constant)::value;
-      if (diagonal) inner_contexts<k, true>(codes, i, e, row, out + (i - b));
-      else inner_contexts<k, false>(codes, i, e, row, out + (i - b));
-    };
-    switch (classes) {
-      case 8: run(std::integral_constant<std::uint32_t, 8>{}); break;
-      case 4: run(std::integral_constant<std::uint32_t, 4>{}); break;
-      case 2: run(std::integral_constant<std::uint32_t, 2>{}); break;
-      default: run(std::integral_constant<std::uint32_t, 1>{}); break;
-    }
-  }
-
- private:
-  /// contexts() for i in [b, e) with b > row (every neighbour exists) into
-  /// out[0, e - b), with the diagonal bit or without.
-  template <std::uint32_t Classes, bool Diagonal>
-  EBAC_HOST_DEVICE static void inner_contexts(const std::uint32_t* codes, std::size_t b, std::size_t e, std::uint32_t row,
-                                              std::uint8_t* out) noexcept {
-    // min(bit_width(v), Classes - 1) as a sum of comparisons: v reaches 2^t for t < Classes - 1.
-    auto cls = [](std::uint32_t v) EBAC_FORCE_INLINE_LAMBDA {
-      std::uint32_t k = 0;
-      for (std::uint32_t t = 0; t + 1 < Classes; ++t) k += static_cast<std::uint32_t>(v >= (1u << t));
-      return k;
-    };
-    // Element b + j's left neighbour is left[j], its upper ones up_left[j],
-    // up[j] and up_right[j] (b > row, so all of them lie in the chunk).
-    const std::uint32_t* EBAC_RESTRICT const left = codes + (b - 1);
-    const std::uint32_t* EBAC_RESTRICT const up = codes + (b - row);
-    const std::uint32_t* EBAC_RESTRICT const up_left = codes + (b - row - 1);
-    const std::uint32_t* EBAC_RESTRICT const up_right = codes + (b - row + 1);
-    std::uint8_t* EBAC_RESTRICT const o = out;
-    // A row of 1 has no diagonal neighbours (context() gives the bit 0; its
-    // up_right[j] would be the element itself): all of the bit is masked off.
-    const std::uint32_t diagonal_mask = row >= 2 ? 1u : 0u;
-    const std::size_t m = e - b;
-    for (std::size_t j = 0; j < m; ++j) {
-      const std::uint32_t c = cls(left[j]) * Classes + cls(up[j]);
-      if constexpr (!Diagonal) o[j] = static_cast<std::uint8_t>(c);
-      else o[j] = static_cast<std::uint8_t>(2 * c + (static_cast<std::uint32_t>((up_left[j] | up_right[j]) != 0) & diagonal_mask));
-    }
-  }
-};
-
-/// One (context, token)'s encoding step without a division: x / f as a
-/// multiply and shift (exact for x < 2^31), as in ryg_rans's RansEncSymbol.
-struct context_ans_step {
-  std::uint32_t limit = 0;       // renormalise while x >= limit
-  std::uint32_t reciprocal = 0;
-  std::uint32_t bias = 0;
-  std::uint16_t complement = 0;  // 2^14 - f
-  std::uint16_t shift = 0;
-};
-}  // namespace detail
 
 /// The frequency tables of a stream (its codebook section), its context set
 /// and the row width that places a code's upper neighbour.
@@ -353,16 +233,51 @@ struct context_ans {
       row = w == 0 ? 1u : (w > 0xffffffffull ? 0xffffffffu : static_cast<std::uint32_t>(w));
     }
     void add(const std::uint32_t* codes, std::size_t n) {
+      // Element i is counted in table i % 4: `counts` and three 32-bit
+      // tables, summed into `counts` at the end. Why: a sparse map gives
+      // the same (context, token) for long runs, and with one table each
+      // increment waits for the store of the one before (about half of
+      // add()'s time); four tables overlap four. The sum is the same.
+      constexpr std::size_t bins = std::size_t{model::max_contexts} * model::tokens;
+      if (more_.empty()) more_.assign(3 * bins, 0);
+      std::uint64_t* const t0 = counts.data();
+      std::uint32_t* const t1 = more_.data();
+      std::uint32_t* const t2 = t1 + bins;
+      std::uint32_t* const t3 = t2 + bins;
+      auto fold = [&] {
+        for (std::size_t k = 0; k < bins; ++k) {
+          t0[k] += std::uint64_t{t1[k]} + t2[k] + t3[k];
+          t1[k] = t2[k] = t3[k] = 0;
+        }
+      };
       std::uint8_t context[context_block];
+      std::uint32_t key[context_block];  // the bins of the block's elements
+      std::size_t folded = 0;  // the 32-bit tables hold elements [folded, b)
       for (std::size_t b = 0; b < n; b += context_block) {
+        if (b - folded >= (std::size_t{1} << 32)) {  // a table's share stays below 2^30
+          fold();
+          folded = b;
+        }
         const std::size_t e = n - b < context_block ? n : b + context_block;
         model::contexts(codes, b, e, row, model::max_classes, true, context);
-        for (std::size_t i = b; i < e; ++i) ++counts[std::size_t{context[i - b]} * model::tokens + model::token(codes[i])];
+        detail::context_ans_keys(codes + b, context, e - b, key);
+        std::size_t j = 0;
+        for (; j + 4 <= e - b; j += 4) {
+          ++t0[key[j]];
+          ++t1[key[j + 1]];
+          ++t2[key[j + 2]];
+          ++t3[key[j + 3]];
+        }
+        for (; j < e - b; ++j) ++t0[key[j]];
       }
+      fold();
     }
     void merge(const statistics& o) {
       for (std::size_t i = 0; i < counts.size(); ++i) counts[i] += o.counts[i];
     }
+
+   private:
+    std::vector<std::uint32_t> more_;  // add()'s three extra tables; all zero between calls
   };
   using codebook = context_ans_codebook;
 
@@ -434,47 +349,18 @@ struct context_ans {
   /// Codes n codes that were part of the statistics this codebook was
   /// learned from (a token its context never had cannot be coded).
   EBAC_HOST_DEVICE std::size_t encode_chunk(const std::uint32_t* codes, std::size_t n, std::byte* out) const noexcept {
-    // Raw bits first, forward, after the space the rANS bytes may take.
-    // Eight codes at a time: none of them 32 or more (most of a sparse map)
-    // puts nothing; otherwise each puts its bits without a branch on the
-    // code (a code below 32 puts 0 bits), which a mix of small and large
-    // codes would mispredict.
-    std::byte* const raw = out + 4 + rans_capacity(n);
-    detail::bit_writer w{raw};
-    for (std::size_t b = 0; b < n; b += 8) {
-      const std::size_t e = n - b < 8 ? n : b + 8;
-      std::uint32_t any = 0;
-      for (std::size_t i = b; i < e; ++i) any |= codes[i];
-      if (any < model::direct_tokens) continue;
-      for (std::size_t i = b; i < e; ++i) {
-        const std::uint32_t v = codes[i];
-        const int k = model::extra_bits(model::token(v));
-        w.put(v & ((1u << k) - 1u), k);
-      }
-    }
-    const std::size_t raw_bytes = static_cast<std::size_t>(w.finish() - raw);
+    const std::size_t raw_bytes = put_raw_bits(codes, n, out);
     // rANS backwards from the end of its space, last element first; element
     // i on state i % 4, each state a named variable (a register; an array
     // indexed by i % 4 would live in memory).
-    std::byte* p = raw;
+    std::byte* p = rans_end(out, n);
     std::uint32_t x0 = model::state_low, x1 = model::state_low, x2 = model::state_low, x3 = model::state_low;
     // The contexts of the block [b, e) being coded (zeroed only because
     // nvcc takes the lambda's capture of it for a read before it is set).
     std::uint8_t context[context_block] = {};
     std::size_t b = 0;
     auto step = [&](std::size_t i, std::uint32_t& s) EBAC_FORCE_INLINE_LAMBDA {
-      const detail::context_ans_step& st = steps[std::size_t{context[i - b]} * model::tokens + model::token(codes[i])];
-      // Renormalise without a data-dependent branch: s < 2^31 and the limit
-      // is at least 2^17, so s gives 0, 1 or 2 bytes. Both are written every
-      // time; p only moves past the ones that count (the rest is overwritten
-      // later, and p never comes within 2 bytes of the space's start).
-      const auto take = static_cast<unsigned>(s >= st.limit) + static_cast<unsigned>((s >> 8) >= st.limit);
-      p[-1] = static_cast<std::byte>(s & 0xffu);
-      p[-2] = static_cast<std::byte>((s >> 8) & 0xffu);
-      p -= take;
-      s >>= 8 * take;
-      const auto q = static_cast<std::uint32_t>((static_cast<std::uint64_t>(s) * st.reciprocal) >> 32) >> st.shift;
-      s += st.bias + q * st.complement;
+      detail::context_ans_encode_step(steps[std::size_t{context[i - b]} * model::tokens + model::token(codes[i])], s, p);
     };
     static_assert(model::lanes == 4 && context_block % 4 == 0);
     for (std::size_t e = n; e > 0; e = b) {
@@ -493,6 +379,43 @@ struct context_ans {
       }
     }
     const std::uint32_t x[model::lanes] = {x0, x1, x2, x3};
+    return finish_chunk(out, n, p, x, raw_bytes);
+  }
+
+  // encode_chunk's parts, shared with the host's encoder of two chunks at a
+  // time (context_ans_encode_x8.hpp).
+  /// Contexts computed at a time (model::contexts), on the stack.
+  static constexpr std::size_t context_block = 1024;
+  /// The end of a chunk's rANS space at out (the rANS bytes are written
+  /// backwards from it); the raw bits start there.
+  [[nodiscard]] EBAC_HOST_DEVICE static std::byte* rans_end(std::byte* out, std::size_t n) noexcept { return out + 4 + rans_capacity(n); }
+  /// Puts the raw bits of codes[0, n) at rans_end(out, n), forward; their bytes.
+  EBAC_HOST_DEVICE static std::size_t put_raw_bits(const std::uint32_t* codes, std::size_t n, std::byte* out) noexcept {
+    // Eight codes at a time: none of them 32 or more (most of a sparse map)
+    // puts nothing; otherwise each puts its bits without a branch on the
+    // code (a code below 32 puts 0 bits), which a mix of small and large
+    // codes would mispredict.
+    std::byte* const raw = rans_end(out, n);
+    detail::bit_writer w{raw};
+    for (std::size_t b = 0; b < n; b += 8) {
+      const std::size_t e = n - b < 8 ? n : b + 8;
+      std::uint32_t any = 0;
+      for (std::size_t i = b; i < e; ++i) any |= codes[i];
+      if (any < model::direct_tokens) continue;
+      for (std::size_t i = b; i < e; ++i) {
+        const std::uint32_t v = codes[i];
+        const int k = model::extra_bits(model::token(v));
+        w.put(v & ((1u << k) - 1u), k);
+      }
+    }
+    return static_cast<std::size_t>(w.finish() - raw);
+  }
+  /// After the rANS steps left p (the lowest rANS byte) and the states x:
+  /// puts the final states and the byte count, moves the rANS bytes and
+  /// the raw_bytes of raw bits down behind them; the chunk's size.
+  EBAC_HOST_DEVICE static std::size_t finish_chunk(std::byte* out, std::size_t n, std::byte* p, const std::uint32_t (&x)[model::lanes],
+                                                   std::size_t raw_bytes) noexcept {
+    std::byte* const raw = rans_end(out, n);
     for (int l = model::lanes; l-- > 0;) {  // the four final states, state 0 first
       p -= 4;
       detail::store_le<std::uint32_t>(p, x[l]);
@@ -588,8 +511,6 @@ struct context_ans {
   }
 
  private:
-  /// Contexts the encoder and the statistics compute at a time (model::contexts), on the stack.
-  static constexpr std::size_t context_block = 1024;
   [[nodiscard]] EBAC_HOST_DEVICE static std::size_t rans_capacity(std::size_t n) noexcept { return 2 * n + 4 * model::lanes; }
 
   /// Which contexts of the finest set (max_classes, diagonal) occurred.

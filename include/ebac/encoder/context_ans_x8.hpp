@@ -16,28 +16,21 @@
 // byte count or initial state, a context the tensor never had, states not
 // back at their initial value, rANS bytes or raw bits not used up exactly,
 // non-zero trailing bits). Tested against decode_chunk on valid and damaged
-// streams (tests/host/test_context_ans_x8.cpp).
+// streams (tests/isa/test_context_ans_x8.cpp).
 //
-// Compiled where AVX2 is on (-march=x86-64-v3, or the x86-64-v3 region of
-// ebac/host/x86_64_v3_begin.hpp) with GCC or Clang, host code only;
-// elsewhere EBAC_CONTEXT_ANS_X8 is 0 and the host codec decodes one chunk
-// at a time.
+// Compiled where EBAC_HOST_AVX2 is 1 (ebac/detail/host_avx2.hpp: AVX2 on,
+// GCC or Clang, host code only); elsewhere EBAC_CONTEXT_ANS_X8 is 0 and
+// the host codec decodes one chunk at a time.
 #pragma once
 
 #include <ebac/config.hpp>
+#include <ebac/detail/host_avx2.hpp>
 #include <ebac/encoder/context_ans.hpp>
 
 #include <cstddef>
 #include <cstdint>
 
-// __AVX2__: -march=x86-64-v3 or -mavx2; EBAC_X86_64_V3_REGION: the region,
-// whose #pragma GCC target the preprocessor does not see (x86_64_v3_begin.hpp).
-#if (defined(__AVX2__) || defined(EBAC_X86_64_V3_REGION)) && !defined(__CUDACC__) && (defined(__GNUC__) || defined(__clang__))
-#  define EBAC_CONTEXT_ANS_X8 1
-#  include <immintrin.h>
-#else
-#  define EBAC_CONTEXT_ANS_X8 0
-#endif
+#define EBAC_CONTEXT_ANS_X8 EBAC_HOST_AVX2
 
 #if EBAC_CONTEXT_ANS_X8
 EBAC_NAMESPACE_BEGIN
