@@ -211,4 +211,23 @@ TEST_CASE("isa: context ANS x8: a damaged chunk gets decode_chunk's verdict, and
   CHECK(trials == 600);
   CHECK(refused > 350);  // most damage is caught; what is not decodes alike
 }
+
+TEST_CASE("isa: context ANS x8: the interleaved codes go to eight chunks, element i of lane l to chunk l's element i") {
+  for (std::size_t n : {std::size_t{8}, std::size_t{32}, std::size_t{1000}}) {
+    std::vector<std::uint32_t> storage(8 * n + 8);
+    auto* lanes = reinterpret_cast<std::uint32_t*>((reinterpret_cast<std::uintptr_t>(storage.data()) + 31) & ~std::uintptr_t{31});
+    for (std::size_t k = 0; k < 8 * n; ++k) lanes[k] = static_cast<std::uint32_t>(k * 2654435761u);
+    std::vector<std::vector<std::uint32_t>> chunk(8, std::vector<std::uint32_t>(n + 1, 0xdeadbeefu));  // one past: not written
+    std::uint32_t* const to[8] = {chunk[0].data(), chunk[1].data(), chunk[2].data(), chunk[3].data(),
+                                  chunk[4].data(), chunk[5].data(), chunk[6].data(), chunk[7].data()};
+    ebac::detail::deinterleave_context_ans_x8(lanes, n, to);
+    std::size_t wrong = 0;
+    for (std::size_t l = 0; l < 8; ++l) {
+      for (std::size_t i = 0; i < n; ++i) wrong += chunk[l][i] != static_cast<std::uint32_t>((8 * i + l) * 2654435761u);
+      wrong += chunk[l][n] != 0xdeadbeefu;
+    }
+    CAPTURE(n);
+    CHECK(wrong == 0);
+  }
+}
 }

@@ -27,6 +27,7 @@
 #include <ebac/detail/host_avx2.hpp>
 #include <ebac/encoder/context_ans.hpp>
 
+#include <bit>
 #include <cstddef>
 #include <cstdint>
 
@@ -85,7 +86,7 @@ inline unsigned decode_context_ans_x8(const context_ans& enc, const std::byte* b
   const long long* const words = reinterpret_cast<const long long*>(base);
   const std::uint32_t row = enc.row;
   const bool diagonal = enc.diagonal;
-  const int class_shift = enc.classes == 8 ? 3 : enc.classes == 4 ? 2 : enc.classes == 2 ? 1 : 0;
+  const int class_shift = std::countr_zero(enc.classes);  // classes is 8, 4, 2 or 1
   const __m256i zero = _mm256_setzero_si256(), one = _mm256_set1_epi32(1);
   // magnitude_class(v, classes) = min(bit_width(v), classes - 1) = bit_width(min(v, 2^(classes-1) - 1)),
   // and bit_width(v) of v < 2^24 is the exponent of float(v) + 1 (0 for v = 0).
@@ -197,6 +198,33 @@ inline unsigned decode_context_ans_x8(const context_ans& enc, const std::byte* b
     if (!ok) bad |= 1u << l;
   }
   return bad;
+}
+
+/// Copies the codes of decode_context_ans_x8's interleaved output (element
+/// i of lane l at lanes[8 i + l], n of them a lane, n a multiple of 8) to
+/// to[l][0, n): 8 x 8 blocks transposed in registers, so the buffer is read
+/// once (a strided copy per lane read it eight times).
+inline void deinterleave_context_ans_x8(const std::uint32_t* EBAC_RESTRICT lanes, std::size_t n, std::uint32_t* const (&to)[8]) noexcept {
+  for (std::size_t i = 0; i < n; i += 8) {
+    const std::uint32_t* b = lanes + 8 * i;
+    __m256i r[8];
+    for (int k = 0; k < 8; ++k) r[k] = _mm256_load_si256(reinterpret_cast<const __m256i*>(b + 8 * k));  // element i + k, lanes 0-7
+    // Pairs, then quads of 32-bit values within 128-bit halves, then the halves.
+    const __m256i a0 = _mm256_unpacklo_epi32(r[0], r[1]), a1 = _mm256_unpackhi_epi32(r[0], r[1]);
+    const __m256i a2 = _mm256_unpacklo_epi32(r[2], r[3]), a3 = _mm256_unpackhi_epi32(r[2], r[3]);
+    const __m256i a4 = _mm256_unpacklo_epi32(r[4], r[5]), a5 = _mm256_unpackhi_epi32(r[4], r[5]);
+    const __m256i a6 = _mm256_unpacklo_epi32(r[6], r[7]), a7 = _mm256_unpackhi_epi32(r[6], r[7]);
+    const __m256i b0 = _mm256_unpacklo_epi64(a0, a2), b1 = _mm256_unpackhi_epi64(a0, a2);
+    const __m256i b2 = _mm256_unpacklo_epi64(a1, a3), b3 = _mm256_unpackhi_epi64(a1, a3);
+    const __m256i b4 = _mm256_unpacklo_epi64(a4, a6), b5 = _mm256_unpackhi_epi64(a4, a6);
+    const __m256i b6 = _mm256_unpacklo_epi64(a5, a7), b7 = _mm256_unpackhi_epi64(a5, a7);
+    // b0: lane 0 of elements i..i+3 (low half), lane 4 (high half); b4: the same for elements i+4..i+7.
+    const __m256i out[8] = {_mm256_permute2x128_si256(b0, b4, 0x20), _mm256_permute2x128_si256(b1, b5, 0x20),
+                            _mm256_permute2x128_si256(b2, b6, 0x20), _mm256_permute2x128_si256(b3, b7, 0x20),
+                            _mm256_permute2x128_si256(b0, b4, 0x31), _mm256_permute2x128_si256(b1, b5, 0x31),
+                            _mm256_permute2x128_si256(b2, b6, 0x31), _mm256_permute2x128_si256(b3, b7, 0x31)};
+    for (int l = 0; l < 8; ++l) _mm256_storeu_si256(reinterpret_cast<__m256i*>(to[l] + i), out[l]);
+  }
 }
 
 }  // namespace detail

@@ -675,7 +675,17 @@ std::size_t compress_to(const T* input, const extents& shape, const Pipeline& pi
 /// in errors[c]. `readable`: the bytes from `payload` to the end of the
 /// stream. Where AVX2 is compiled in, context ANS chunks go eight at a
 /// time (ebac/encoder/context_ans_x8.hpp: the same codes and the same
-/// verdicts), in groups of eight full chunks; the rest one at a time.
+/// verdicts), in groups of eight full chunks; the rest one at a time. A
+/// group places all eight chunks before it takes any: place must give the
+/// chunks c .. c + 7 (c a multiple of 8) of one group distinct buffers
+/// (decode_chunks_together<E> says how many a caller's buffers must be).
+template <class E>
+inline constexpr std::size_t decode_chunks_together =
+#if EBAC_CONTEXT_ANS_X8
+    std::is_same_v<E, context_ans> ? ::ebac::detail::context_ans_x8_lanes : 1;
+#else
+    1;
+#endif
 template <class E, class Place, class Done>
 void decode_chunks(const E& enc, const std::byte* payload, std::size_t readable, const std::vector<std::uint64_t>& offsets,
                    std::uint64_t n, std::uint32_t C, int threads, std::vector<status>& errors, Place&& place, Done&& done) {
@@ -688,53 +698,66 @@ void decode_chunks(const E& enc, const std::byte* payload, std::size_t readable,
     if (s != status::ok) errors[c] = s;
     else done(c, codes, m);
   };
-  std::uint64_t groups = 0;  // units [0, groups) are groups of eight chunks, the rest single chunks
+  std::uint64_t groups = 0;   // units [0, groups) are groups of up to eight chunks, the rest single chunks
+  std::uint64_t grouped = 0;  // the chunks [0, grouped) the groups decode
 #if EBAC_CONTEXT_ANS_X8
   constexpr std::uint64_t G = ::ebac::detail::context_ans_x8_lanes;
   if constexpr (std::is_same_v<E, context_ans>) {
     // Each group is one unit of parallel_for, eight chunks' work: grouping
     // where there are fewer groups than threads would leave threads idle
     // that single chunks keep busy. Chunks of up to 2^22 codes keep a
-    // lane's bit position within 32 bits.
+    // lane's bit position within 32 bits. The full chunks left over, when
+    // there are at least four, make a last group whose free lanes decode
+    // its first chunk again: eight lanes take about as long as four chunks
+    // one at a time (a tensor of 31 chunks of 2^16 codes decoded 7 alone).
     const auto t = static_cast<std::uint64_t>(resolve_threads(threads));
-    const std::uint64_t full_groups = n / C / G;
-    if (C <= (1u << 22) && (t <= 1 || full_groups >= t)) groups = full_groups;
+    const std::uint64_t full = n / C;
+    std::uint64_t g = full / G, k = g * G;
+    if (full % G >= G / 2) {
+      ++g;
+      k = full;
+    }
+    if (C <= (1u << 22) && (t <= 1 || g >= t)) {
+      groups = g;
+      grouped = k;
+    }
   }
   per_thread_scratch<std::uint32_t> interleaved(groups > 0 ? threads : 1);
 #else
   (void)readable;  // only the grouped decoder reads past a chunk
 #endif
-  parallel_for(static_cast<std::int64_t>(chunks - groups * 7), threads, [&](std::int64_t ui) {
+  parallel_for(static_cast<std::int64_t>(chunks - grouped + groups), threads, [&](std::int64_t ui) {
     const auto u = static_cast<std::uint64_t>(ui);
-    if (u >= groups) return decode_one(groups * 7 + u);  // chunk 8 groups + (u - groups)
+    if (u >= groups) return decode_one(grouped + (u - groups));
 #if EBAC_CONTEXT_ANS_X8
     if constexpr (std::is_same_v<E, context_ans>) {
       const std::uint64_t c0 = u * G;
+      const std::uint64_t used = std::min<std::uint64_t>(G, grouped - c0);  // lanes [used, G) decode chunk c0 again
       const std::byte* base = payload + offsets[c0];
-      const std::uint64_t span = offsets[c0 + G] - offsets[c0];
+      const std::uint64_t span = offsets[c0 + used] - offsets[c0];
       const std::uint64_t after = readable - offsets[c0];  // bytes readable from base
       if (after < span + 8 || span + 8 >= (std::uint64_t{1} << 28)) {
-        for (std::uint64_t l = 0; l < G; ++l) decode_one(c0 + l);
+        for (std::uint64_t l = 0; l < used; ++l) decode_one(c0 + l);
         return;
       }
       const auto limit = static_cast<std::uint32_t>(std::min<std::uint64_t>(after - 8, (std::uint64_t{1} << 28) - 1));
       std::uint32_t off[G], len[G];
       for (std::uint64_t l = 0; l < G; ++l) {
-        off[l] = static_cast<std::uint32_t>(offsets[c0 + l] - offsets[c0]);
-        len[l] = static_cast<std::uint32_t>(offsets[c0 + l + 1] - offsets[c0 + l]);
+        const std::uint64_t c = l < used ? c0 + l : c0;
+        off[l] = static_cast<std::uint32_t>(offsets[c] - offsets[c0]);
+        len[l] = static_cast<std::uint32_t>(offsets[c + 1] - offsets[c]);
       }
-      std::uint32_t* raw = interleaved.get(G * C + 8);
+      // The eight lanes' codes, 32-byte aligned, then room for a free lane's.
+      std::uint32_t* raw = interleaved.get(G * C + 8 + C);
       auto* lanes = reinterpret_cast<std::uint32_t*>((reinterpret_cast<std::uintptr_t>(raw) + 31) & ~std::uintptr_t{31});
       const unsigned bad = ::ebac::detail::decode_context_ans_x8(enc, base, off, len, C, limit, lanes);
-      for (std::uint64_t l = 0; l < G; ++l) {
+      std::uint32_t* to[G];
+      for (std::uint64_t l = 0; l < G; ++l) to[l] = l < used ? place(c0 + l, C) : lanes + G * C;
+      ::ebac::detail::deinterleave_context_ans_x8(lanes, C, to);  // C is a multiple of 32
+      for (std::uint64_t l = 0; l < used; ++l) {
         const std::uint64_t c = c0 + l;
-        if (bad >> l & 1u) {
-          errors[c] = status::corrupt_stream;
-          continue;
-        }
-        std::uint32_t* codes = place(c, C);
-        for (std::size_t i = 0; i < C; ++i) codes[i] = lanes[G * i + l];
-        done(c, codes, static_cast<std::size_t>(C));
+        if (bad >> l & 1u) errors[c] = status::corrupt_stream;
+        else done(c, to[l], static_cast<std::size_t>(C));
       }
     }
 #endif
@@ -790,7 +813,8 @@ inline stream_header inspect(const std::byte* data, std::size_t size) {
 /// status::buffer_too_small when the stream decodes to more than
 /// max_output_bytes bytes (count x sizeof(T)), before decoding anything.
 /// Working memory: a chunk's codes per thread (four bytes a code); with
-/// context ANS where AVX2 is compiled in, eight chunks' more (decode_chunks);
+/// context ANS where AVX2 is compiled in, sixteen chunks' (decode_chunks:
+/// eight decoded side by side, then placed);
 /// with a predictor whose chunks depend on each other, the tensor's codes.
 template <element T>
 void decompress(const std::byte* data, std::size_t size, T* output, std::uint64_t count, int threads = 0,
@@ -845,7 +869,11 @@ void decompress(const std::byte* data, std::size_t size, T* output, std::uint64_
     if (chunks_independent(pred, h.shape, C)) {
       detail::per_thread_scratch<std::uint32_t> scratch(threads);  // freed when the call returns
       detail::decode_chunks(
-          enc, payload, readable, offsets, n, C, threads, errors, [&](std::uint64_t, std::size_t m) { return scratch.get(m); },
+          enc, payload, readable, offsets, n, C, threads, errors,
+          [&](std::uint64_t c, std::size_t) {
+            constexpr std::size_t k = detail::decode_chunks_together<E>;
+            return scratch.get(std::size_t{C} * k) + std::size_t{C} * (c % k);
+          },
           [&](std::uint64_t c, std::uint32_t* codes, std::size_t m) {
             detail::unzigzag_in_place(codes, m);
             pred.unpredict_chunk(h.shape, codes, m);

@@ -49,6 +49,11 @@ struct every_dtype {
   static constexpr bool codes = true;
 };
 
+/// The refusal of an element type outside a build's dtype_set.
+[[noreturn]] inline void fail_not_coded(dtype t) {
+  ::ebac::detail::fail(status::invalid_argument, "this build of the codec does not code " + std::string(to_string(t)));
+}
+
 /// host::compress of `in`, elements of the run-time type t, in this build;
 /// a type outside Types is refused (invalid_argument), without compiling
 /// the codec for it.
@@ -58,7 +63,7 @@ std::vector<std::byte> compress_typed(const void* in, dtype t, const extents& e,
     if constexpr (Types::template codes<T>) {
       return with_pipeline(spec, e, [&](auto pipe) { return host::compress(static_cast<const T*>(in), e, pipe, opt); });
     } else {
-      ::ebac::detail::fail(status::invalid_argument, "this build of the codec does not code " + std::string(to_string(t)));
+      fail_not_coded(t);
     }
   });
 }
@@ -71,7 +76,7 @@ void decompress_typed(const std::byte* stream, std::size_t size, dtype t, void* 
     if constexpr (Types::template codes<T>) {
       host::decompress(stream, size, static_cast<T*>(out), count, threads, max_output);
     } else {
-      ::ebac::detail::fail(status::invalid_argument, "this build of the codec does not code " + std::string(to_string(t)));
+      fail_not_coded(t);
     }
   });
 }

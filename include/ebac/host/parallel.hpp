@@ -65,8 +65,9 @@ inline std::exception_ptr unit_failure() noexcept {
 /// exception a serial run throws. std::bad_alloc is rethrown as ebac::error
 /// with status::out_of_memory, on one thread as on many.
 ///
-/// Each thread gets at least `min_units` units (fewer threads run where n is
-/// small): 4 suits a chunk; a unit of several chunks' work can take fewer.
+/// Each thread gets at least `min_units` units, so fewer threads run where n
+/// is small: 4 where a unit is one chunk, fewer where a unit is several
+/// chunks' work.
 template <class F>
 void parallel_for(std::int64_t n, int threads, F&& f, std::int64_t min_units = 4) {
   std::exception_ptr failure;

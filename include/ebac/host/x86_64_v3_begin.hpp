@@ -49,6 +49,7 @@
 #include <algorithm>
 #include <array>
 #include <atomic>
+#include <bit>
 #include <cmath>
 #include <concepts>
 #include <cstddef>

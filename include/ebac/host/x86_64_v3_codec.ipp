@@ -36,7 +36,8 @@ std::vector<std::byte> compress(const void* in, int type, const void* extents, c
   return ebac::host::compress_typed<coded_here>(in, static_cast<ebac::dtype>(type), e, s, o);
 }
 
-void decompress(const std::byte* stream, std::size_t size, int type, void* out, std::uint64_t count, int threads, std::uint64_t max_output) {
+void decompress(const std::byte* stream, std::size_t size, int type, void* out, std::uint64_t count, int threads,
+                std::uint64_t max_output) {
   ebac::host::decompress_typed<coded_here>(stream, size, static_cast<ebac::dtype>(type), out, count, threads, max_output);
 }
 
