@@ -393,10 +393,15 @@ struct context_ans {
   EBAC_HOST_DEVICE static std::size_t put_raw_bits(const std::uint32_t* codes, std::size_t n, std::byte* out) noexcept {
     // Eight codes at a time: none of them 32 or more (most of a sparse map)
     // puts nothing; otherwise each puts its bits without a branch on the
-    // code (a code below 32 puts 0 bits), which a mix of small and large
-    // codes would mispredict.
+    // code or on a full word (a mix of small and large codes would
+    // mispredict both): a code below 32 puts 0 bits, and the low word of
+    // the accumulator is stored every time, kept only when it is full.
+    // Those stores stay within max_chunk_bytes: 4 bytes past bits that
+    // take at most 30 a code.
     std::byte* const raw = rans_end(out, n);
-    detail::bit_writer w{raw};
+    std::byte* p = raw;
+    std::uint64_t acc = 0;
+    int bits = 0;
     for (std::size_t b = 0; b < n; b += 8) {
       const std::size_t e = n - b < 8 ? n : b + 8;
       std::uint32_t any = 0;
@@ -404,10 +409,17 @@ struct context_ans {
       if (any < model::direct_tokens) continue;
       for (std::size_t i = b; i < e; ++i) {
         const std::uint32_t v = codes[i];
-        const int k = model::extra_bits(model::token(v));
-        w.put(v & ((1u << k) - 1u), k);
+        const int k = v < model::direct_tokens ? 0 : detail::bit_width(v) - 2;  // extra_bits(token(v))
+        acc |= static_cast<std::uint64_t>(v & ((1u << k) - 1u)) << bits;
+        bits += k;
+        detail::store_le<std::uint32_t>(p, static_cast<std::uint32_t>(acc));
+        const int full = bits >= 32 ? 1 : 0;
+        p += 4 * full;
+        acc >>= 32 * full;
+        bits -= 32 * full;
       }
     }
+    detail::bit_writer w{p, acc, bits};  // the last bits, byte by byte
     return static_cast<std::size_t>(w.finish() - raw);
   }
   /// After the rANS steps left p (the lowest rANS byte) and the states x:
