@@ -669,6 +669,16 @@ std::size_t compress_to(const T* input, const extents& shape, const Pipeline& pi
   }
 }
 
+/// How many chunks decode_chunks decodes together with encoder E, each in
+/// its own buffer from place(): chunk c in buffer c % this.
+template <class E>
+inline constexpr std::size_t decode_chunks_together =
+#if EBAC_CONTEXT_ANS_X8
+    std::is_same_v<E, context_ans> ? ::ebac::detail::context_ans_x8_lanes : 1;
+#else
+    1;
+#endif
+
 /// Decodes every chunk of a payload with `enc`: place(c, m) says where
 /// chunk c's m codes go, done(c, codes, m) takes them (zigzagged, in place)
 /// once they are decoded, and a chunk that does not decode gets its status
@@ -679,13 +689,6 @@ std::size_t compress_to(const T* input, const extents& shape, const Pipeline& pi
 /// group places all eight chunks before it takes any: place must give the
 /// chunks c .. c + 7 (c a multiple of 8) of one group distinct buffers
 /// (decode_chunks_together<E> says how many a caller's buffers must be).
-template <class E>
-inline constexpr std::size_t decode_chunks_together =
-#if EBAC_CONTEXT_ANS_X8
-    std::is_same_v<E, context_ans> ? ::ebac::detail::context_ans_x8_lanes : 1;
-#else
-    1;
-#endif
 template <class E, class Place, class Done>
 void decode_chunks(const E& enc, const std::byte* payload, std::size_t readable, const std::vector<std::uint64_t>& offsets,
                    std::uint64_t n, std::uint32_t C, int threads, std::vector<status>& errors, Place&& place, Done&& done) {
