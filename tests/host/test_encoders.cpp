@@ -1143,14 +1143,14 @@ TEST_CASE("context_ans: learned frequencies sum to 2^14 and never drop a token t
   // Statistics count the diagonal set (context 2 (8 left + up) + diagonal bit).
   const std::size_t T = ebac::detail::context_ans_model::tokens;
   CHECK(T == 86);
-  st.counts[0] = std::uint64_t{1} << 50;  // large enough to need the rescaling
-  for (std::size_t t = 1; t < T; ++t) st.counts[t] = 1;
+  st.add_count(0, 0, std::uint64_t{1} << 50);  // large enough to need the rescaling
+  for (std::uint32_t t = 1; t < T; ++t) st.add_count(0, t, 1);
   // Fine context 2 (8 left + up) + d: left 0, up 5 and 7, diagonal bit 1,
   // one token each, often enough that merging classes 4-7 (k = 4) would cost
   // a bit a code: the 8 classes win; the diagonal bit tells nothing here, so
   // the flat set (fewer table bytes, the same bits) wins over it.
-  st.counts[11 * T + 3] = 1000000;
-  st.counts[15 * T + 4] = 1000000;
+  st.add_count(11, 3, 1000000);
+  st.add_count(15, 4, 1000000);
   const auto cb = ebac::context_ans::learn(st);
   CHECK(cb.classes == 8);
   CHECK_FALSE(cb.diagonal);
@@ -1247,21 +1247,32 @@ TEST_CASE("context_ans: estimated_payload_bits is what encode_chunk writes, with
   }
 }
 
-TEST_CASE("context_ans: a block's contexts (what the encoder and the statistics use) are the format's, for every set and row") {
-  // The format's context of element i, written from docs/format.md: the
-  // magnitude classes min(k - 1, bit width) of the left and upper codes (0
-  // outside the chunk), with the diagonal set times two plus whether the
-  // upper-left or upper-right code is non-zero (a row of at least 2, i > row).
-  auto reference_context = [](const std::vector<std::uint32_t>& c, std::size_t i, std::uint32_t row, std::uint32_t classes, bool diagonal) {
-    auto cls = [&](std::uint32_t v) {
-      std::uint32_t w = 0;
-      while (v) { ++w; v >>= 1; }
-      return std::min<std::uint32_t>(w, classes - 1);
-    };
-    std::uint32_t ctx = (i > 0 ? cls(c[i - 1]) : 0) * classes + (i >= row ? cls(c[i - row]) : 0);
-    if (diagonal) ctx = 2 * ctx + (row >= 2 && i > row && (c[i - row - 1] != 0 || c[i - row + 1] != 0) ? 1 : 0);
-    return ctx;
+namespace {
+// The format's context of element i, written from docs/format.md: the
+// magnitude classes min(k - 1, bit width) of the left and upper codes (0
+// outside the chunk), with the diagonal set times two plus whether the
+// upper-left or upper-right code is non-zero (a row of at least 2, i > row).
+std::uint32_t reference_context(const std::vector<std::uint32_t>& c, std::size_t i, std::uint32_t row, std::uint32_t classes, bool diagonal) {
+  auto cls = [&](std::uint32_t v) {
+    std::uint32_t w = 0;
+    while (v) { ++w; v >>= 1; }
+    return std::min<std::uint32_t>(w, classes - 1);
   };
+  std::uint32_t ctx = (i > 0 ? cls(c[i - 1]) : 0) * classes + (i >= row ? cls(c[i - row]) : 0);
+  if (diagonal) ctx = 2 * ctx + (row >= 2 && i > row && (c[i - row - 1] != 0 || c[i - row + 1] != 0) ? 1 : 0);
+  return ctx;
+}
+// The format's token of a code: itself below 32, else two per bit width w
+// from 6, told apart by the bit under the leading one.
+std::uint32_t reference_token(std::uint32_t v) {
+  if (v < 32) return v;
+  std::uint32_t w = 0;
+  for (std::uint32_t x = v; x; x >>= 1) ++w;
+  return 32 + 2 * (w - 6) + ((v >> (w - 2)) & 1u);
+}
+}  // namespace
+
+TEST_CASE("context_ans: a block's contexts (what the encoder and the statistics use) are the format's, for every set and row") {
   std::mt19937_64 rng(37);
   // Zeros, small codes, every bit width up to 32: each class and the diagonal bit both ways.
   std::vector<std::uint32_t> codes(3000);
@@ -1301,6 +1312,40 @@ TEST_CASE("context_ans: a block's contexts (what the encoder and the statistics 
       CHECK(std::equal(ref->begin(), ref->end(), codes.begin()));
     }
   }
+}
+
+TEST_CASE("context_ans: statistics count every chunk's (context, token), whatever the chunk sizes and merges") {
+  // Chunks of 1 to 5000 codes, added one call each into three statistics
+  // that are then merged: totals() must be the count of each chunk's
+  // (finest context, token) pairs computed here from the format's
+  // definitions. Many small chunks in a row are the case where add()'s
+  // extra tables are carried from call to call, not summed each time.
+  std::mt19937_64 rng(41);
+  const std::uint32_t row = 28;
+  const std::size_t T = ebac::detail::context_ans_model::tokens;
+  std::vector<std::uint64_t> expected(std::size_t{ebac::detail::context_ans_model::max_contexts} * T, 0);
+  std::vector<ebac::context_ans::statistics> st(3, ebac::context_ans::statistics(ebac::extents{4, row}));
+  std::size_t chunks = 0;
+  for (std::size_t n : {1u, 2u, 3u, 4u, 5u, 7u, 256u, 256u, 256u, 1023u, 1024u, 1025u, 5000u, 256u, 17u}) {
+    for (int again = 0; again < 40; ++again, ++chunks) {
+      std::vector<std::uint32_t> codes(n);
+      for (auto& v : codes) v = rng() % 2 == 0 ? 0u : static_cast<std::uint32_t>(rng() >> (32 + rng() % 32));
+      for (std::size_t i = 0; i < n; ++i) ++expected[std::size_t{reference_context(codes, i, row, 8, true)} * T + reference_token(codes[i])];
+      st[chunks % 3].add(codes.data(), n);
+    }
+  }
+  // One read before more are added must not lose or double what follows.
+  (void)st[1].totals();
+  std::vector<std::uint32_t> more(300, 5);
+  st[1].add(more.data(), more.size());
+  for (std::size_t i = 0; i < more.size(); ++i) ++expected[std::size_t{reference_context(more, i, row, 8, true)} * T + 5];
+  st[0].merge(st[1]);
+  st[0].merge(st[2]);
+  const std::vector<std::uint64_t> got = st[0].totals();
+  REQUIRE(got.size() == expected.size());
+  std::size_t differ = 0;
+  for (std::size_t k = 0; k < got.size(); ++k) differ += got[k] != expected[k] ? 1 : 0;
+  CHECK(differ == 0);
 }
 
 TEST_CASE("context_ans: codebook sections that break the format are refused") {

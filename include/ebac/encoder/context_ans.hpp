@@ -224,40 +224,34 @@ struct context_ans {
   /// sum over the diagonal bit); chunks are added in any grouping and
   /// merged. Constructed from the tensor's extents (the host backend does so
   /// when the statistics type allows it): the last extent is the row width.
-  struct statistics {
+  class statistics {
+    static constexpr std::size_t bins = std::size_t{model::max_contexts} * model::tokens;
+
+   public:
     std::uint32_t row = 1;
-    std::vector<std::uint64_t> counts = std::vector<std::uint64_t>(std::size_t{model::max_contexts} * model::tokens, 0);
     statistics() = default;
     explicit statistics(const extents& e) {
       const std::uint64_t w = e.rank > 0 ? e.dims[e.rank - 1] : 1;
       row = w == 0 ? 1u : (w > 0xffffffffull ? 0xffffffffu : static_cast<std::uint32_t>(w));
     }
+    /// Counts the (context, token) of codes[0, n), one chunk.
     void add(const std::uint32_t* codes, std::size_t n) {
-      // Element i is counted in table i % 4: `counts` and three 32-bit
-      // tables, summed into `counts` at the end. Why: a sparse map gives
-      // the same (context, token) for long runs, and with one table each
-      // increment waits for the store of the one before (about half of
-      // add()'s time); four tables overlap four. The sum is the same.
-      constexpr std::size_t bins = std::size_t{model::max_contexts} * model::tokens;
-      if (more_.empty()) more_.assign(3 * bins, 0);
-      std::uint64_t* const t0 = counts.data();
-      std::uint32_t* const t1 = more_.data();
+      // Element i is counted in table i % 4: counts_ and three 32-bit
+      // tables. Why: a sparse map gives the same (context, token) for long
+      // runs, and with one table each increment waits for the store of the
+      // one before (about half of add()'s time); four tables overlap four.
+      // The 32-bit tables are summed into counts_ only when read (totals(),
+      // merge()) or before one could wrap, not per call: a sum costs as much
+      // as counting 33K codes, more than a chunk of 256 has.
+      if (extra_.empty()) extra_.assign(3 * bins, 0);
+      std::uint64_t* const t0 = counts_.data();
+      std::uint32_t* const t1 = extra_.data();
       std::uint32_t* const t2 = t1 + bins;
       std::uint32_t* const t3 = t2 + bins;
-      auto fold = [&] {
-        for (std::size_t k = 0; k < bins; ++k) {
-          t0[k] += std::uint64_t{t1[k]} + t2[k] + t3[k];
-          t1[k] = t2[k] = t3[k] = 0;
-        }
-      };
       std::uint8_t context[context_block];
       std::uint32_t key[context_block];  // the bins of the block's elements
-      std::size_t folded = 0;  // the 32-bit tables hold elements [folded, b)
       for (std::size_t b = 0; b < n; b += context_block) {
-        if (b - folded >= (std::size_t{1} << 32)) {  // a table's share stays below 2^30
-          fold();
-          folded = b;
-        }
+        if (extra_elements_ > (std::uint64_t{1} << 32) - context_block) fold();  // no 32-bit count can reach 2^32
         const std::size_t e = n - b < context_block ? n : b + context_block;
         model::contexts(codes, b, e, row, model::max_classes, true, context);
         detail::context_ans_keys(codes + b, context, e - b, key);
@@ -269,15 +263,38 @@ struct context_ans {
           ++t3[key[j + 3]];
         }
         for (; j < e - b; ++j) ++t0[key[j]];
+        extra_elements_ += (e - b) / 4 * 3;
       }
-      fold();
+    }
+    /// Adds k to the count of `token` in the finest set's `context`.
+    void add_count(std::uint32_t context, std::uint32_t token, std::uint64_t k) {
+      counts_[std::size_t{context} * model::tokens + token] += k;
     }
     void merge(const statistics& o) {
-      for (std::size_t i = 0; i < counts.size(); ++i) counts[i] += o.counts[i];
+      fold();
+      const std::vector<std::uint64_t> theirs = o.totals();
+      for (std::size_t i = 0; i < bins; ++i) counts_[i] += theirs[i];
+    }
+    /// The counts, [context * tokens + token] of the finest context set.
+    [[nodiscard]] std::vector<std::uint64_t> totals() const {
+      std::vector<std::uint64_t> t = counts_;
+      if (!extra_.empty())
+        for (std::size_t k = 0; k < bins; ++k) t[k] += std::uint64_t{extra_[k]} + extra_[bins + k] + extra_[2 * bins + k];
+      return t;
     }
 
    private:
-    std::vector<std::uint32_t> more_;  // add()'s three extra tables; all zero between calls
+    void fold() {
+      if (extra_.empty()) return;
+      for (std::size_t k = 0; k < bins; ++k) {
+        counts_[k] += std::uint64_t{extra_[k]} + extra_[bins + k] + extra_[2 * bins + k];
+        extra_[k] = extra_[bins + k] = extra_[2 * bins + k] = 0;
+      }
+      extra_elements_ = 0;
+    }
+    std::vector<std::uint64_t> counts_ = std::vector<std::uint64_t>(bins, 0);
+    std::vector<std::uint32_t> extra_;   // add()'s three other tables, [table * bins + bin]
+    std::uint64_t extra_elements_ = 0;   // elements counted in them since they were last summed
   };
   using codebook = context_ans_codebook;
 
@@ -291,7 +308,8 @@ struct context_ans {
     // each is weighed in two buffers reused from set to set, and one codebook
     // is built and derived, for the winner. On a small tensor most of the 128
     // finest contexts are empty and are skipped.
-    const context_flags used = used_contexts(s);
+    const std::vector<std::uint64_t> totals = s.totals();
+    const context_flags used = used_contexts(totals);
     std::vector<std::uint64_t> counts;
     std::vector<std::uint16_t> freq, best_freq;
     std::uint32_t best_classes = model::max_classes;
@@ -301,7 +319,7 @@ struct context_ans {
     for (std::uint32_t classes = model::max_classes; classes >= 1; classes /= 2) {
       for (bool diagonal : {true, false}) {
         const std::uint32_t contexts = model::contexts(classes, diagonal);
-        counts_of(s, used, classes, diagonal, counts);
+        counts_of(totals, used, classes, diagonal, counts);
         frequencies_of(counts, contexts, freq);
         const double bits = cost_bits(counts, freq, contexts, s.row);
         if (first || bits < best_bits) {
@@ -330,11 +348,12 @@ struct context_ans {
   /// The host backend weighs predictors on a sample with it
   /// (host/codec.hpp: cheapest_predictor), instead of coding the sample.
   static double estimated_payload_bits(const statistics& s, const codebook& cb) {
+    const std::vector<std::uint64_t> totals = s.totals();
     std::vector<std::uint64_t> counts;
-    counts_of(s, used_contexts(s), cb.classes, cb.diagonal, counts);
+    counts_of(totals, used_contexts(totals), cb.classes, cb.diagonal, counts);
     double bits = token_bits(counts, cb.freq, cb.contexts());
     std::uint64_t raw = 0;
-    for (std::size_t i = 0; i < s.counts.size(); ++i) raw += s.counts[i] * model::extra_bits(static_cast<std::uint32_t>(i % model::tokens));
+    for (std::size_t i = 0; i < totals.size(); ++i) raw += totals[i] * model::extra_bits(static_cast<std::uint32_t>(i % model::tokens));
     return bits + static_cast<double>(raw);
   }
   static context_ans bind(const context_ans_codebook& cb) noexcept {
@@ -527,19 +546,19 @@ struct context_ans {
 
   /// Which contexts of the finest set (max_classes, diagonal) occurred.
   using context_flags = std::array<bool, model::max_contexts>;
-  static context_flags used_contexts(const statistics& s) {
+  static context_flags used_contexts(const std::vector<std::uint64_t>& totals) {
     context_flags used{};
     for (std::uint32_t c = 0; c < model::max_contexts; ++c) {
-      const std::uint64_t* from = s.counts.data() + std::size_t{c} * model::tokens;
+      const std::uint64_t* from = totals.data() + std::size_t{c} * model::tokens;
       for (std::uint32_t t = 0; t < model::tokens && !used[c]; ++t) used[c] = from[t] != 0;
     }
     return used;
   }
 
   /// Token counts of every context of a coarser set: sums of the counts of
-  /// the finest set's contexts that map to it. `used`
-  /// (used_contexts) lets empty finest contexts be skipped.
-  static void counts_of(const statistics& s, const context_flags& used, std::uint32_t classes, bool diagonal,
+  /// the finest set's contexts (`totals`, statistics::totals()) that map to
+  /// it. `used` (used_contexts) lets empty finest contexts be skipped.
+  static void counts_of(const std::vector<std::uint64_t>& totals, const context_flags& used, std::uint32_t classes, bool diagonal,
                         std::vector<std::uint64_t>& out) {
     out.assign(std::size_t{model::contexts(classes, diagonal)} * model::tokens, 0);
     constexpr std::uint32_t K = model::max_classes;
@@ -551,7 +570,7 @@ struct context_ans {
           // Classes above the set's last merge into it; without the diagonal bit both halves merge.
           const std::uint32_t l = left < classes ? left : classes - 1, u = up < classes ? up : classes - 1;
           const std::uint32_t c = diagonal ? 2 * (l * classes + u) + d : l * classes + u;
-          const std::uint64_t* from = s.counts.data() + std::size_t{fine} * model::tokens;
+          const std::uint64_t* from = totals.data() + std::size_t{fine} * model::tokens;
           for (std::uint32_t t = 0; t < model::tokens; ++t) out[std::size_t{c} * model::tokens + t] += from[t];
         }
   }
