@@ -1272,6 +1272,30 @@ std::uint32_t reference_token(std::uint32_t v) {
 }
 }  // namespace
 
+TEST_CASE("context_ans: a code's token, raw-bit count and token base are the format's") {
+  // At both edges of every bit width and a few values between: the token
+  // from its definition, the raw-bit count w - 2 (none below 32), and the
+  // token's base plus the code's low raw bits giving the code back.
+  using model = ebac::detail::context_ans_model;
+  std::vector<std::uint32_t> values;
+  for (std::uint32_t v = 0; v < 70; ++v) values.push_back(v);
+  for (int w = 6; w <= 32; ++w) {
+    const std::uint64_t lo = std::uint64_t{1} << (w - 1), hi = (std::uint64_t{1} << w) - 1;
+    for (std::uint64_t v : {lo, lo + 1, lo + lo / 2 - 1, lo + lo / 2, hi - 1, hi}) values.push_back(static_cast<std::uint32_t>(v));
+  }
+  for (std::uint32_t v : values) {
+    CAPTURE(v);
+    std::uint32_t w = 0;
+    for (std::uint32_t x = v; x; x >>= 1) ++w;
+    const int raw = v < 32 ? 0 : static_cast<int>(w) - 2;
+    const std::uint32_t t = model::token(v);
+    CHECK(t == reference_token(v));
+    CHECK(model::raw_bits_of(v) == raw);
+    CHECK(model::extra_bits(t) == raw);
+    CHECK((model::token_base(t) | (v & static_cast<std::uint32_t>((std::uint64_t{1} << raw) - 1))) == v);
+  }
+}
+
 TEST_CASE("context_ans: a block's contexts (what the encoder and the statistics use) are the format's, for every set and row") {
   std::mt19937_64 rng(37);
   // Zeros, small codes, every bit width up to 32: each class and the diagonal bit both ways.

@@ -428,7 +428,7 @@ struct context_ans {
       if (any < model::direct_tokens) continue;
       for (std::size_t i = b; i < e; ++i) {
         const std::uint32_t v = codes[i];
-        const int k = v < model::direct_tokens ? 0 : detail::bit_width(v) - 2;  // extra_bits(token(v))
+        const int k = model::raw_bits_of(v);
         acc |= static_cast<std::uint64_t>(v & ((1u << k) - 1u)) << bits;
         bits += k;
         detail::store_le<std::uint32_t>(p, static_cast<std::uint32_t>(acc));

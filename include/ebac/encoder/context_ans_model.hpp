@@ -37,6 +37,8 @@ struct context_ans_model {
   EBAC_HOST_DEVICE static int extra_bits(std::uint32_t t) noexcept {
     return t < direct_tokens ? 0 : static_cast<int>((t - direct_tokens) >> 1) + 4;
   }
+  /// extra_bits(token(v)), without the token: a code's raw-bit count.
+  EBAC_HOST_DEVICE static int raw_bits_of(std::uint32_t v) noexcept { return v < direct_tokens ? 0 : bit_width(v) - 2; }
   EBAC_HOST_DEVICE static std::uint32_t token_base(std::uint32_t t) noexcept {
     if (t < direct_tokens) return t;
     const int k = extra_bits(t);  // w - 2
