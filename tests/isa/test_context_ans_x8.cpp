@@ -26,7 +26,7 @@
 #  include <unistd.h>
 #endif
 
-#if !EBAC_CONTEXT_ANS_X8
+#if !EBAC_HOST_AVX2
 #  error "test_context_ans_x8.cpp must be compiled with AVX2 (-march=x86-64-v3)"
 #endif
 

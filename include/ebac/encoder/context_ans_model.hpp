@@ -2,7 +2,7 @@
 // tokens and raw bits of a code, the context of an element, the rANS
 // constants, and one encoding step's precomputed division. The host and
 // CUDA coders (context_ans.hpp) and the vector steps of the host
-// (context_ans_encode_x4.hpp, context_ans_x8.hpp) share it; the format is
+// (context_ans_encode_x8.hpp, context_ans_x8.hpp) share it; the format is
 // described in context_ans.hpp and docs/format.md.
 #pragma once
 
@@ -77,9 +77,10 @@ struct context_ans_model {
   /// context() of elements [b, e) of a chunk into out[0, e - b). The same
   /// values, computed in a loop the host compiler vectorizes: once an element
   /// has every neighbour (i > row) the branches of context() are gone and a
-  /// class is a sum of comparisons instead of a bit scan. The encoder and the
-  /// statistics take a block of contexts this way before their serial loops;
-  /// the decoder cannot (a context needs the code decoded just before it).
+  /// class comes from a float's exponent instead of a bit scan
+  /// (inner_contexts). The encoder and the statistics take a block of
+  /// contexts this way before their serial loops; the decoder cannot (a
+  /// context needs the code decoded just before it).
   EBAC_HOST_DEVICE static void contexts(const std::uint32_t* codes, std::size_t b, std::size_t e, std::uint32_t row, std::uint32_t classes,
                                         bool diagonal, std::uint8_t* out) noexcept {
     std::size_t i = b;

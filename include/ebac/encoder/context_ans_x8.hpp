@@ -19,8 +19,8 @@
 // streams (tests/isa/test_context_ans_x8.cpp).
 //
 // Compiled where EBAC_HOST_AVX2 is 1 (ebac/detail/host_avx2.hpp: AVX2 on,
-// GCC or Clang, host code only); elsewhere EBAC_CONTEXT_ANS_X8 is 0 and
-// the host codec decodes one chunk at a time.
+// GCC or Clang, host code only); elsewhere the host codec decodes one chunk
+// at a time.
 #pragma once
 
 #include <ebac/config.hpp>
@@ -31,9 +31,7 @@
 #include <cstddef>
 #include <cstdint>
 
-#define EBAC_CONTEXT_ANS_X8 EBAC_HOST_AVX2
-
-#if EBAC_CONTEXT_ANS_X8
+#if EBAC_HOST_AVX2
 EBAC_NAMESPACE_BEGIN
 namespace detail {
 
@@ -229,4 +227,4 @@ inline void deinterleave_context_ans_x8(const std::uint32_t* EBAC_RESTRICT lanes
 
 }  // namespace detail
 EBAC_NAMESPACE_END
-#endif  // EBAC_CONTEXT_ANS_X8
+#endif  // EBAC_HOST_AVX2

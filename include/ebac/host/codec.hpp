@@ -673,7 +673,7 @@ std::size_t compress_to(const T* input, const extents& shape, const Pipeline& pi
 /// its own buffer from place(): chunk c in buffer c % this.
 template <class E>
 inline constexpr std::size_t decode_chunks_together =
-#if EBAC_CONTEXT_ANS_X8
+#if EBAC_HOST_AVX2
     std::is_same_v<E, context_ans> ? ::ebac::detail::context_ans_x8_lanes : 1;
 #else
     1;
@@ -703,7 +703,7 @@ void decode_chunks(const E& enc, const std::byte* payload, std::size_t readable,
   };
   std::uint64_t groups = 0;   // units [0, groups) are groups of up to eight chunks, the rest single chunks
   std::uint64_t grouped = 0;  // the chunks [0, grouped) the groups decode
-#if EBAC_CONTEXT_ANS_X8
+#if EBAC_HOST_AVX2
   constexpr std::uint64_t G = ::ebac::detail::context_ans_x8_lanes;
   if constexpr (std::is_same_v<E, context_ans>) {
     // Each group is one unit of parallel_for, eight chunks' work: grouping
@@ -732,7 +732,7 @@ void decode_chunks(const E& enc, const std::byte* payload, std::size_t readable,
   parallel_for(static_cast<std::int64_t>(chunks - grouped + groups), threads, [&](std::int64_t ui) {
     const auto u = static_cast<std::uint64_t>(ui);
     if (u >= groups) return decode_one(grouped + (u - groups));
-#if EBAC_CONTEXT_ANS_X8
+#if EBAC_HOST_AVX2
     if constexpr (std::is_same_v<E, context_ans>) {
       const std::uint64_t c0 = u * G;
       const std::uint64_t used = std::min<std::uint64_t>(G, grouped - c0);  // lanes [used, G) decode chunk c0 again
