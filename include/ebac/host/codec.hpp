@@ -162,6 +162,12 @@ struct codebook_of<E, true> {
   using type = typename E::codebook;
 };
 
+/// Elements in chunk c of n elements cut in chunks of C: C, or what is
+/// left for the last chunk.
+[[nodiscard]] inline std::size_t chunk_length(std::uint64_t c, std::uint32_t C, std::uint64_t n) noexcept {
+  return static_cast<std::size_t>(std::min<std::uint64_t>(C, n - c * C));
+}
+
 /// An encoder's empty statistics for a tensor of extents e: constructed from
 /// them when the encoder models the geometry (a row width, as
 /// encoder/context_ans.hpp does), default-constructed otherwise.
@@ -289,7 +295,7 @@ std::size_t encode_stream(const S* in, std::uint64_t n, const extents& shape, co
   std::vector<std::vector<std::uint64_t>> outliers(chunks);
   std::vector<std::vector<std::byte>> payload(chunks);
   std::vector<std::byte> codebook_bytes;
-  auto chunk_len = [&](std::uint64_t c) { return static_cast<std::size_t>(std::min<std::uint64_t>(C, n - c * C)); };
+  auto chunk_len = [&](std::uint64_t c) { return detail::chunk_length(c, C, n); };
   detail::per_thread_scratch<std::byte> encode_scratch(threads);  // freed when the call returns
   if constexpr (!estimating_encoder<E>) estimated_bytes = nullptr;  // such an encoder codes the chunks
   std::uint64_t estimated_payload = 0;  // with estimated_bytes: the payload section's estimated size
@@ -693,7 +699,7 @@ template <class E, class Place, class Done>
 void decode_chunks(const E& enc, const std::byte* payload, std::size_t readable, const std::vector<std::uint64_t>& offsets,
                    std::uint64_t n, std::uint32_t C, int threads, std::vector<status>& errors, Place&& place, Done&& done) {
   const std::uint64_t chunks = offsets.size() - 1;
-  auto chunk_len = [&](std::uint64_t c) { return static_cast<std::size_t>(std::min<std::uint64_t>(C, n - c * C)); };
+  auto chunk_len = [&](std::uint64_t c) { return detail::chunk_length(c, C, n); };
   auto decode_one = [&](std::uint64_t c) {
     const std::size_t m = chunk_len(c);
     std::uint32_t* codes = place(c, m);
@@ -831,7 +837,7 @@ void decompress(const std::byte* data, std::size_t size, T* output, std::uint64_
   const std::uint64_t n = count;
   const std::uint32_t C = h.chunk_elements;
   const std::uint64_t chunks = (n + C - 1) / C;
-  auto chunk_len = [&](std::uint64_t c) { return static_cast<std::size_t>(std::min<std::uint64_t>(C, n - c * C)); };
+  auto chunk_len = [&](std::uint64_t c) { return detail::chunk_length(c, C, n); };
 
   if (h.is_stored()) {
     const std::byte* p = data + h.section_offset(section_payload);
