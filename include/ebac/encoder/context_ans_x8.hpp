@@ -155,13 +155,22 @@ inline unsigned decode_context_ans_x8(const context_ans& enc, const std::byte* b
       const __m256i base_code = _mm256_sllv_epi32(_mm256_or_si256(_mm256_set1_epi32(2), _mm256_and_si256(u, one)), k);
       const __m256i at = _mm256_min_epu32(_mm256_srli_epi32(B, 3), limit_bytes);
       const __m256i shift = _mm256_and_si256(B, _mm256_set1_epi32(7));
-      const __m128i at_lo = _mm256_castsi256_si128(at), at_hi = _mm256_extracti128_si256(at, 1);
-      const __m256i w0 = _mm256_mask_i32gather_epi64(zero, words, at_lo, _mm256_cvtepi32_epi64(_mm256_castsi256_si128(large)), 1);
-      const __m256i w1 = _mm256_mask_i32gather_epi64(zero, words, at_hi, _mm256_cvtepi32_epi64(_mm256_extracti128_si256(large, 1)), 1);
-      const __m256i s0 = _mm256_srlv_epi64(w0, _mm256_cvtepu32_epi64(_mm256_castsi256_si128(shift)));
-      const __m256i s1 = _mm256_srlv_epi64(w1, _mm256_cvtepu32_epi64(_mm256_extracti128_si256(shift, 1)));
-      const __m256i raw = _mm256_blend_epi32(_mm256_permutevar8x32_epi32(s0, qword_low_halves),
-                                             _mm256_permutevar8x32_epi32(s1, qword_low_halves), 0xf0);
+      // A lane's k raw bits start `shift` (< 8) bits into byte `at`: one
+      // 32-bit read a lane holds them when k <= 25 in every large lane (all
+      // but the tightest bounds' widest codes), else two 64-bit reads of four
+      // lanes each (twice the gathered elements).
+      __m256i raw;
+      if (_mm256_testz_si256(_mm256_cmpgt_epi32(k, _mm256_set1_epi32(25)), large)) {
+        raw = _mm256_srlv_epi32(_mm256_mask_i32gather_epi32(zero, bytes, at, large, 1), shift);
+      } else {
+        const __m128i at_lo = _mm256_castsi256_si128(at), at_hi = _mm256_extracti128_si256(at, 1);
+        const __m256i w0 = _mm256_mask_i32gather_epi64(zero, words, at_lo, _mm256_cvtepi32_epi64(_mm256_castsi256_si128(large)), 1);
+        const __m256i w1 = _mm256_mask_i32gather_epi64(zero, words, at_hi, _mm256_cvtepi32_epi64(_mm256_extracti128_si256(large, 1)), 1);
+        const __m256i s0 = _mm256_srlv_epi64(w0, _mm256_cvtepu32_epi64(_mm256_castsi256_si128(shift)));
+        const __m256i s1 = _mm256_srlv_epi64(w1, _mm256_cvtepu32_epi64(_mm256_extracti128_si256(shift, 1)));
+        raw = _mm256_blend_epi32(_mm256_permutevar8x32_epi32(s0, qword_low_halves),
+                                 _mm256_permutevar8x32_epi32(s1, qword_low_halves), 0xf0);
+      }
       const __m256i mask = _mm256_sub_epi32(_mm256_sllv_epi32(one, k), one);
       v = _mm256_blendv_epi8(t, _mm256_or_si256(base_code, _mm256_and_si256(raw, mask)), large);
       B = _mm256_add_epi32(B, k);
