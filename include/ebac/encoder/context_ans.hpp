@@ -240,9 +240,10 @@ struct context_ans {
       // tables. Why: a sparse map gives the same (context, token) for long
       // runs, and with one table each increment waits for the store of the
       // one before (about half of add()'s time); four tables overlap four.
-      // The 32-bit tables are summed into counts_ only when read (totals(),
-      // merge()) or before one could wrap, not per call: a sum costs as much
-      // as counting 33K codes, more than a chunk of 256 has.
+      // The 32-bit tables are not summed per call (a sum costs as much as
+      // counting 33K codes, more than a chunk of 256 has): totals() adds
+      // them to counts_ when read, and add() folds them into counts_ only
+      // before one could wrap.
       if (extra_.empty()) extra_.assign(3 * bins, 0);
       std::uint64_t* const t0 = counts_.data();
       std::uint32_t* const t1 = extra_.data();
@@ -279,15 +280,19 @@ struct context_ans {
     [[nodiscard]] std::vector<std::uint64_t> totals() const {
       std::vector<std::uint64_t> t = counts_;
       if (!extra_.empty())
-        for (std::size_t k = 0; k < bins; ++k) t[k] += std::uint64_t{extra_[k]} + extra_[bins + k] + extra_[2 * bins + k];
+        for (std::size_t k = 0; k < bins; ++k) t[k] += extra_sum(k);
       return t;
     }
 
    private:
+    /// Bin k's count in the three 32-bit tables.
+    [[nodiscard]] std::uint64_t extra_sum(std::size_t k) const {
+      return std::uint64_t{extra_[k]} + extra_[bins + k] + extra_[2 * bins + k];
+    }
     void fold() {
       if (extra_.empty()) return;
       for (std::size_t k = 0; k < bins; ++k) {
-        counts_[k] += std::uint64_t{extra_[k]} + extra_[bins + k] + extra_[2 * bins + k];
+        counts_[k] += extra_sum(k);
         extra_[k] = extra_[bins + k] = extra_[2 * bins + k] = 0;
       }
       extra_elements_ = 0;
@@ -413,14 +418,11 @@ struct context_ans {
     // Eight codes at a time: none of them 32 or more (most of a sparse map)
     // puts nothing; otherwise each puts its bits without a branch on the
     // code or on a full word (a mix of small and large codes would
-    // mispredict both): a code below 32 puts 0 bits, and the low word of
-    // the accumulator is stored every time, kept only when it is full.
-    // Those stores stay within max_chunk_bytes: 4 bytes past bits that
-    // take at most 30 a code.
+    // mispredict both): a code below 32 puts 0 bits. put_unbranched's
+    // stores stay within max_chunk_bytes: 4 bytes past bits that take at
+    // most 30 a code.
     std::byte* const raw = rans_end(out, n);
-    std::byte* p = raw;
-    std::uint64_t acc = 0;
-    int bits = 0;
+    detail::bit_writer w{raw};
     for (std::size_t b = 0; b < n; b += 8) {
       const std::size_t e = n - b < 8 ? n : b + 8;
       std::uint32_t any = 0;
@@ -429,16 +431,9 @@ struct context_ans {
       for (std::size_t i = b; i < e; ++i) {
         const std::uint32_t v = codes[i];
         const int k = model::raw_bits_of(v);
-        acc |= static_cast<std::uint64_t>(v & ((1u << k) - 1u)) << bits;
-        bits += k;
-        detail::store_le<std::uint32_t>(p, static_cast<std::uint32_t>(acc));
-        const int full = bits >= 32 ? 1 : 0;
-        p += 4 * full;
-        acc >>= 32 * full;
-        bits -= 32 * full;
+        w.put_unbranched(v & ((1u << k) - 1u), k);
       }
     }
-    detail::bit_writer w{p, acc, bits};  // the last bits, byte by byte
     return static_cast<std::size_t>(w.finish() - raw);
   }
   /// After the rANS steps left p (the lowest rANS byte) and the states x:

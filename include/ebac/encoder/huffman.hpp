@@ -100,6 +100,18 @@ struct bit_writer {
       bits -= 32;
     }
   }
+  /// put() without a branch on a full word, which a mix of wide and narrow
+  /// values mispredicts: the low word is stored every time and kept only
+  /// when full, so 4 bytes at p must be writable on every call.
+  EBAC_HOST_DEVICE void put_unbranched(std::uint64_t v, int n) noexcept {  // n <= 32
+    acc |= v << bits;
+    bits += n;
+    store_le<std::uint32_t>(p, static_cast<std::uint32_t>(acc));
+    const int full = bits >= 32 ? 1 : 0;
+    p += 4 * full;
+    acc >>= 32 * full;
+    bits -= 32 * full;
+  }
   EBAC_HOST_DEVICE std::byte* finish() noexcept {
     while (bits > 0) {
       *p++ = static_cast<std::byte>(acc & 0xffu);
