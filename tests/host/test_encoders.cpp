@@ -1441,6 +1441,63 @@ TEST_CASE("context_ans: codebook sections that break the format are refused") {
   CHECK(reads({}) == ebac::status::corrupt_stream);
 }
 
+TEST_CASE("context_ans: the decoder's first-token tables name the token holding each 64th and 16th slot") {
+  // Frequency tables drawn here: some contexts unused, some with one token of
+  // 2^14, most with many tokens of 1-3 (boundaries off every multiple of 16)
+  // beside a few large ones. The token holding slot s is found from the
+  // frequencies by the test's own running sum.
+  using model = ebac::detail::context_ans_model;
+  constexpr std::uint32_t T = model::tokens;
+  std::mt19937 rng(20261205);
+  int checked = 0, contexts = 0;
+  for (int round = 0; round < 20; ++round) {
+    ebac::context_ans_codebook cb{};
+    cb.classes = round % 2 == 0 ? 8u : 4u;
+    cb.diagonal = round % 3 != 0;
+    for (std::uint32_t c = 0; c < cb.contexts(); ++c) {
+      std::uint16_t* f = cb.freq.data() + std::size_t{c} * T;
+      const std::uint32_t kind = rng() % 4;
+      if (kind == 0) continue;  // unused
+      if (kind == 1) {
+        f[rng() % T] = model::scale;
+        continue;
+      }
+      std::uint32_t left = model::scale;
+      for (std::uint32_t t = 0; t + 1 < T && left > 0; ++t) {
+        if (rng() % 3 == 0) continue;
+        const std::uint32_t want = kind == 2 ? 1 + rng() % 3 : rng() % 900;
+        const std::uint32_t v = std::min(want, left);
+        f[t] = static_cast<std::uint16_t>(v);
+        left -= v;
+      }
+      f[T - 1] = static_cast<std::uint16_t>(f[T - 1] + left);
+    }
+    cb.derive();
+    REQUIRE(cb.first_token.size() == std::size_t{cb.contexts()} * 256);
+    REQUIRE(cb.first_token_fine.size() == std::size_t{cb.contexts()} * 1024);
+    for (std::uint32_t c = 0; c < cb.contexts(); ++c) {
+      const std::uint16_t* f = cb.freq.data() + std::size_t{c} * T;
+      std::vector<std::uint32_t> holder;  // holder[s]: the token holding slot s
+      for (std::uint32_t t = 0; t < T; ++t) holder.insert(holder.end(), f[t], t);
+      const bool unused = holder.empty();
+      if (!unused) REQUIRE(holder.size() == model::scale);
+      bool same = true;
+      for (std::uint32_t b = 0; b < 1024; ++b) {
+        const std::uint32_t want = unused ? ebac::context_ans_codebook::unused_context : holder[16 * b];
+        same = same && cb.first_token_fine[std::size_t{c} * 1024 + b] == want;
+        if (b < 256) {
+          const std::uint32_t want_coarse = unused ? ebac::context_ans_codebook::unused_context : holder[64 * b];
+          same = same && cb.first_token[std::size_t{c} * 256 + b] == want_coarse;
+        }
+      }
+      CHECK_MESSAGE(same, "round " << round << ": context " << c << ": a first-token entry is not the token holding its slot");
+      checked += same;
+      ++contexts;
+    }
+  }
+  CHECK(checked == contexts);
+}
+
 TEST_CASE("context_ans: a chunk that reaches a context the tensor never had is refused") {
   // Tables only for context 0, token 1: decoding a 1 moves the next element to
   // context (class 1, 0), which has no table.

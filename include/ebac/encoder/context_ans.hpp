@@ -69,6 +69,12 @@ struct context_ans_codebook {
   /// the decoder's search for a slot in [64 b, 64 b + 64) starts;
   /// unused_context in every entry of a context the tensor never had.
   std::vector<std::uint8_t> first_token;
+  /// The same at four times the resolution, first_token_fine[c * 1024 + b]
+  /// for slot 16 b (first_token[c * 256 + b] is first_token_fine[c * 1024 +
+  /// 4 b]), so that the search rarely takes a second step. Host only: the
+  /// eight-lane decoder reads it (its extra search steps are whole gathers);
+  /// the CUDA kernel keeps the coarse table, which fits its shared memory.
+  std::vector<std::uint8_t> first_token_fine;
   static constexpr std::uint8_t unused_context = 0xff;
   static_assert(unused_context >= model::tokens);
 
@@ -152,12 +158,13 @@ struct context_ans_codebook {
     return status::ok;
   }
 
-  /// Fills `cumulative`, `steps` and `first_token` from `freq` for the set's
-  /// contexts (sized to them: a coarse set's tables are small, which is what
-  /// a small tensor's codebook is).
+  /// Fills `cumulative`, `steps`, `first_token` and `first_token_fine` from
+  /// `freq` for the set's contexts (sized to them: a coarse set's tables are
+  /// small, which is what a small tensor's codebook is).
   void derive() {
     cumulative.assign(std::size_t{contexts()} * (model::tokens + 1), 0);
     first_token.assign(std::size_t{contexts()} * 256, 0);
+    first_token_fine.assign(std::size_t{contexts()} * 1024, 0);
     steps.assign(std::size_t{contexts()} * model::tokens, detail::context_ans_step{});
     for (std::uint32_t c = 0; c < contexts(); ++c) {
       std::uint32_t s = 0;
@@ -184,16 +191,21 @@ struct context_ans_codebook {
       }
       // 2^14 fits; an unused context's table is all zero and is never entered.
       cumulative[std::size_t{c} * (model::tokens + 1) + model::tokens] = static_cast<std::uint16_t>(s);
+      std::uint8_t* const fine = first_token_fine.data() + std::size_t{c} * 1024;
+      std::uint8_t* const coarse = first_token.data() + std::size_t{c} * 256;
       if (s == 0) {  // the decoder refuses a context whose first token is no token
-        std::fill_n(first_token.begin() + std::ptrdiff_t{c} * 256, 256, unused_context);
+        std::fill_n(fine, 1024, unused_context);
+        std::fill_n(coarse, 256, unused_context);
         continue;
       }
+      // Token t holds slots [cum[t], cum[t + 1]): the entries b with 16 b in
+      // that range, [ceil(cum[t] / 16), ceil(cum[t + 1] / 16)).
       const std::uint16_t* cum = cumulative.data() + std::size_t{c} * (model::tokens + 1);
-      std::uint32_t t = 0;
-      for (std::uint32_t b = 0; b < 256; ++b) {
-        while (cum[t + 1] <= b * 64) ++t;
-        first_token[std::size_t{c} * 256 + b] = static_cast<std::uint8_t>(t);
+      for (std::uint32_t t = 0; t < model::tokens; ++t) {
+        const std::uint32_t from = (cum[t] + 15u) / 16, to = (cum[t + 1] + 15u) / 16;
+        std::fill(fine + from, fine + to, static_cast<std::uint8_t>(t));
       }
+      for (std::uint32_t b = 0; b < 256; ++b) coarse[b] = fine[4 * b];
     }
   }
 };
@@ -216,6 +228,8 @@ struct context_ans {
   const std::uint16_t* cumulative = nullptr;  // [context * (tokens + 1) + token]
   const detail::context_ans_step* steps = nullptr;
   const std::uint8_t* first_token = nullptr;  // [context * 256 + slot / 64]
+  // [context * 1024 + slot / 16]; host tables only (null in a device view).
+  const std::uint8_t* first_token_fine = nullptr;
 
   /// Contexts of the bound set: the rows of the tables above.
   [[nodiscard]] EBAC_HOST_DEVICE std::uint32_t contexts() const noexcept { return model::contexts(classes, diagonal); }
@@ -362,7 +376,8 @@ struct context_ans {
     return bits + static_cast<double>(raw);
   }
   static context_ans bind(const context_ans_codebook& cb) noexcept {
-    return context_ans{cb.row, cb.classes, cb.diagonal, cb.freq.data(), cb.cumulative.data(), cb.steps.data(), cb.first_token.data()};
+    return context_ans{cb.row, cb.classes, cb.diagonal, cb.freq.data(), cb.cumulative.data(), cb.steps.data(), cb.first_token.data(),
+                       cb.first_token_fine.data()};
   }
 
   /// Four bytes of count, at most two rANS bytes a code and four states,

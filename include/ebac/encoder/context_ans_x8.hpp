@@ -46,7 +46,8 @@ inline constexpr int context_ans_x8_lanes = 8;
 /// Reads only base[0, limit + 8): every chunk must end at or before `limit`
 /// (so that the 8-byte window at a valid chunk's last byte is in range);
 /// a damaged chunk whose reads would run further reads clamped addresses,
-/// and is refused by the checks at its end. limit + 8 < 2^32.
+/// and is refused by the checks at its end. limit + 8 < 2^32. `enc` is
+/// bound to a host codebook (context_ans::bind): it reads first_token_fine.
 inline unsigned decode_context_ans_x8(const context_ans& enc, const std::byte* base, const std::uint32_t* off, const std::uint32_t* len,
                                       std::size_t n, std::uint32_t limit, std::uint32_t* EBAC_RESTRICT out) {
   using model = context_ans_model;
@@ -78,7 +79,7 @@ inline unsigned decode_context_ans_x8(const context_ans& enc, const std::byte* b
   __m256i refused = _mm256_setr_epi32(bad & 1 ? -1 : 0, bad & 2 ? -1 : 0, bad & 4 ? -1 : 0, bad & 8 ? -1 : 0, bad & 16 ? -1 : 0,
                                       bad & 32 ? -1 : 0, bad & 64 ? -1 : 0, bad & 128 ? -1 : 0);
 
-  const int* const first_words = reinterpret_cast<const int*>(enc.first_token);  // contexts * 256 bytes, a multiple of 4
+  const int* const first_words = reinterpret_cast<const int*>(enc.first_token_fine);  // contexts * 1024 bytes, a multiple of 4
   const int* const cum = reinterpret_cast<const int*>(enc.cumulative);
   const int* const bytes = reinterpret_cast<const int*>(base);
   const long long* const words = reinterpret_cast<const long long*>(base);
@@ -113,11 +114,13 @@ inline unsigned decode_context_ans_x8(const context_ans& enc, const std::byte* b
       }
       c = _mm256_add_epi32(_mm256_add_epi32(c, c), near);
     }
-    // The token: first_token's entry for the slot's 64 (read as the aligned
-    // word holding that byte), then up the cumulative bounds. A context the
-    // tensor never had (entry unused_context) refuses the lane.
+    // The token: first_token_fine's entry for the slot's 16 (read as the
+    // aligned word holding that byte), then up the cumulative bounds. A
+    // context the tensor never had (entry unused_context) refuses the lane.
+    // The fine table, not first_token's 64 slots an entry: each further step
+    // is two gathers of all eight lanes, taken when any lane needs it.
     const __m256i slot = _mm256_and_si256(S, _mm256_set1_epi32(model::scale - 1));
-    const __m256i entry = _mm256_add_epi32(_mm256_slli_epi32(c, 8), _mm256_srli_epi32(slot, 6));
+    const __m256i entry = _mm256_add_epi32(_mm256_slli_epi32(c, 10), _mm256_srli_epi32(slot, 4));
     const __m256i word = _mm256_i32gather_epi32(first_words, _mm256_srli_epi32(entry, 2), 4);
     __m256i t = _mm256_and_si256(_mm256_srlv_epi32(word, _mm256_slli_epi32(_mm256_and_si256(entry, _mm256_set1_epi32(3)), 3)),
                                  _mm256_set1_epi32(0xff));
