@@ -1509,7 +1509,7 @@ TEST_CASE("context_ans: a chunk that reaches a context the tensor never had is r
   const std::vector<std::uint32_t> one{1};
   std::vector<std::byte> buf(enc.max_chunk_bytes(2));
   const std::size_t k = enc.encode_chunk(one.data(), 1, buf.data());
-  std::uint32_t out[2];
+  std::uint32_t out[2] = {};
   CHECK(enc.decode_chunk(buf.data(), k, out, 1) == ebac::status::ok);
   CHECK(enc.decode_chunk(buf.data(), k, out, 2) == ebac::status::corrupt_stream);
   CHECK_FALSE(reference_decode(enc, buf.data(), k, 2).has_value());
