@@ -99,7 +99,7 @@ inline constexpr std::size_t quantize_block = 512;
 /// unsettled where quantize_element must decide.
 template <class Q, class S>
 inline void quantize_block_fast(const Q& quantizer, const S* EBAC_RESTRICT in, std::uint32_t* EBAC_RESTRICT codes,
-                                           std::uint8_t* EBAC_RESTRICT unsettled) noexcept {
+                                std::uint8_t* EBAC_RESTRICT unsettled) noexcept {
   const Q q = quantizer;  // a local copy: the stores below cannot change it
   for (std::size_t i = 0; i < quantize_block; ++i) {
     const quantized r = quantize_element_fast(q, in[i]);
