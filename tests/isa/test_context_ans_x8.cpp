@@ -63,54 +63,66 @@ struct guarded_bytes {
   guarded_bytes& operator=(const guarded_bytes&) = delete;
 };
 
+/// One or two groups of eight chunks, back to back: chunk l at off[l].
 struct coded_group {
-  std::vector<std::byte> bytes;  // the eight chunks back to back
-  std::uint32_t off[lanes] = {}, len[lanes] = {};
+  std::vector<std::byte> bytes;
+  std::vector<std::uint32_t> off, len;
+  [[nodiscard]] int groups() const { return static_cast<int>(off.size()) / lanes; }
 };
 
 coded_group encode_group(const ebac::context_ans& enc, const std::vector<std::vector<std::uint32_t>>& chunks) {
   coded_group g;
-  for (int l = 0; l < lanes; ++l) {
-    std::vector<std::byte> chunk(enc.max_chunk_bytes(chunks[l].size()));
-    const std::size_t k = enc.encode_chunk(chunks[l].data(), chunks[l].size(), chunk.data());
-    g.off[l] = static_cast<std::uint32_t>(g.bytes.size());
-    g.len[l] = static_cast<std::uint32_t>(k);
+  for (const auto& codes : chunks) {
+    std::vector<std::byte> chunk(enc.max_chunk_bytes(codes.size()));
+    const std::size_t k = enc.encode_chunk(codes.data(), codes.size(), chunk.data());
+    g.off.push_back(static_cast<std::uint32_t>(g.bytes.size()));
+    g.len.push_back(static_cast<std::uint32_t>(k));
     g.bytes.insert(g.bytes.end(), chunk.begin(), chunk.begin() + static_cast<std::ptrdiff_t>(k));
   }
   return g;
 }
 
-/// Both decoders on the group's bytes, placed so that exactly 8 readable
+/// Both decoders on the groups' bytes, placed so that exactly 8 readable
 /// bytes follow the last chunk (the least decode_context_ans_x8 asks for) and
-/// then a page that faults. Returns the number of lanes whose verdicts and
-/// codes agree; `valid` also checks the codes against `want`.
+/// then a page that faults: one group with decode_context_ans_x8, two with
+/// decode_context_ans_groups<2> (each into its own buffer). Returns the
+/// number of lanes whose verdicts and codes agree; `valid` also checks the
+/// codes against `want`.
 int compare(const ebac::context_ans& enc, const coded_group& g, std::size_t n, const std::vector<std::vector<std::uint32_t>>* want,
             const std::string& label) {
+  const int groups = g.groups();
+  REQUIRE((groups == 1 || groups == 2));
   std::uint32_t end = 0;
-  for (int l = 0; l < lanes; ++l) end = std::max(end, g.off[l] + g.len[l]);
+  for (std::size_t l = 0; l < g.off.size(); ++l) end = std::max(end, g.off[l] + g.len[l]);
   guarded_bytes mem(std::size_t{end} + 8);
   std::memcpy(mem.data, g.bytes.data(), std::min<std::size_t>(g.bytes.size(), end));
   std::memset(mem.data + end, 0xa5, 8);
-  std::vector<std::uint32_t> store(lanes * n + 8);
-  auto* out = reinterpret_cast<std::uint32_t*>((reinterpret_cast<std::uintptr_t>(store.data()) + 31) & ~std::uintptr_t{31});
-  const unsigned bad = ebac::detail::decode_context_ans_x8(enc, mem.data, g.off, g.len, n, end, out);
+  std::vector<std::uint32_t> store[2] = {std::vector<std::uint32_t>(lanes * n + 8), std::vector<std::uint32_t>(lanes * n + 8)};
+  std::uint32_t* outs[2];
+  for (int h = 0; h < 2; ++h)
+    outs[h] = reinterpret_cast<std::uint32_t*>((reinterpret_cast<std::uintptr_t>(store[h].data()) + 31) & ~std::uintptr_t{31});
+  unsigned bad[2] = {0, 0};
+  if (groups == 1) bad[0] = ebac::detail::decode_context_ans_x8(enc, mem.data, g.off.data(), g.len.data(), n, end, outs[0]);
+  else ebac::detail::decode_context_ans_groups<2>(enc, mem.data, g.off.data(), g.len.data(), n, end, outs, bad);
   int agree = 0;
-  for (int l = 0; l < lanes; ++l) {
+  for (int k = 0; k < lanes * groups; ++k) {
+    const int l = k % lanes;
+    const std::uint32_t* const out = outs[k / lanes];
     std::vector<std::uint32_t> one(n);
-    const bool ok = enc.decode_chunk(mem.data + g.off[l], g.len[l], one.data(), n) == ebac::status::ok;
-    const bool x8_ok = (bad >> l & 1u) == 0;
-    CHECK_MESSAGE(x8_ok == ok, label << ": lane " << l << ": decode_chunk says " << (ok ? "valid" : "corrupt") << ", the x8 decoder "
+    const bool ok = enc.decode_chunk(mem.data + g.off[k], g.len[k], one.data(), n) == ebac::status::ok;
+    const bool x8_ok = (bad[k / lanes] >> l & 1u) == 0;
+    CHECK_MESSAGE(x8_ok == ok, label << ": chunk " << k << ": decode_chunk says " << (ok ? "valid" : "corrupt") << ", the x8 decoder "
                                      << (x8_ok ? "valid" : "corrupt"));
     bool same = x8_ok == ok;
     if (ok && x8_ok) {
       std::size_t diff = n;
       for (std::size_t i = 0; i < n && diff == n; ++i)
         if (out[lanes * i + l] != one[i]) diff = i;
-      CHECK_MESSAGE(diff == n, label << ": lane " << l << ": code " << diff << " differs from decode_chunk's");
+      CHECK_MESSAGE(diff == n, label << ": chunk " << k << ": code " << diff << " differs from decode_chunk's");
       same = same && diff == n;
       if (want) {
-        const bool right = (*want)[l] == one;
-        CHECK_MESSAGE(right, label << ": lane " << l << ": decoded codes are not the encoded ones");
+        const bool right = (*want)[static_cast<std::size_t>(k)] == one;
+        CHECK_MESSAGE(right, label << ": chunk " << k << ": decoded codes are not the encoded ones");
         same = same && right;
       }
     }
@@ -122,7 +134,7 @@ int compare(const ebac::context_ans& enc, const coded_group& g, std::size_t n, c
 }  // namespace
 
 TEST_SUITE("isa") {
-TEST_CASE("isa: context ANS x8: eight chunks decoded side by side give the encoded codes, in every context set") {
+TEST_CASE("isa: context ANS x8: eight chunks decoded side by side give the encoded codes, in every context set, one group or two") {
   struct shape {
     std::size_t n;
     std::uint32_t row;
@@ -134,34 +146,39 @@ TEST_CASE("isa: context ANS x8: eight chunks decoded side by side give the encod
   const shape shapes[] = {{4096, 28, 0.8, 6}, {4096, 28, 0.2, 14}, {1000, 1, 0.5, 8}, {777, 2, 0.4, 20},
                           {2048, 5000, 0.6, 10}, {3001, 64, 0.05, 30}};
   int checked = 0;
-  for (const shape& s : shapes)
-    for (std::uint32_t classes : {8u, 4u, 2u, 1u})
-      for (bool diagonal : {true, false}) {
-        std::vector<std::vector<std::uint32_t>> chunks;
-        for (int l = 0; l < lanes; ++l) chunks.push_back(make_codes(s.n, s.row, s.zeros, s.bits, 100u * checked + static_cast<std::uint32_t>(l)));
-        const ebac::context_ans_codebook cb = codebook_for(chunks, s.row, classes, diagonal);
-        const ebac::context_ans enc = ebac::context_ans::bind(cb);
-        const coded_group g = encode_group(enc, chunks);
-        const std::string label = "n " + std::to_string(s.n) + " row " + std::to_string(s.row) + " classes " + std::to_string(classes) +
-                                  (diagonal ? " diagonal" : "");
-        checked += compare(enc, g, s.n, &chunks, label) == lanes;
-      }
-  CHECK(checked == 6 * 4 * 2);
+  for (int groups : {1, 2})
+    for (const shape& s : shapes)
+      for (std::uint32_t classes : {8u, 4u, 2u, 1u})
+        for (bool diagonal : {true, false}) {
+          std::vector<std::vector<std::uint32_t>> chunks;
+          for (int l = 0; l < lanes * groups; ++l)
+            chunks.push_back(make_codes(s.n, s.row, s.zeros, s.bits, 100u * checked + static_cast<std::uint32_t>(l)));
+          const ebac::context_ans_codebook cb = codebook_for(chunks, s.row, classes, diagonal);
+          const ebac::context_ans enc = ebac::context_ans::bind(cb);
+          const coded_group g = encode_group(enc, chunks);
+          const std::string label = std::to_string(groups) + " group(s), n " + std::to_string(s.n) + " row " + std::to_string(s.row) +
+                                    " classes " + std::to_string(classes) + (diagonal ? " diagonal" : "");
+          checked += compare(enc, g, s.n, &chunks, label) == lanes * groups;
+        }
+  CHECK(checked == 2 * 6 * 4 * 2);
 }
 
-TEST_CASE("isa: context ANS x8: a damaged chunk gets decode_chunk's verdict, and its neighbours still decode") {
+TEST_CASE("isa: context ANS x8: a damaged chunk gets decode_chunk's verdict, and its neighbours still decode, one group or two") {
+  for (int groups : {1, 2}) {
+  CAPTURE(groups);
   std::mt19937 rng(5);
   const std::size_t n = 2048;
   const std::uint32_t row = 32;
+  const int chunk_count = lanes * groups;
   std::vector<std::vector<std::uint32_t>> chunks;
-  for (int l = 0; l < lanes; ++l) chunks.push_back(make_codes(n, row, 0.5, 24, 900u + static_cast<std::uint32_t>(l)));
+  for (int l = 0; l < chunk_count; ++l) chunks.push_back(make_codes(n, row, 0.5, 24, 900u + static_cast<std::uint32_t>(l)));
   const ebac::context_ans_codebook cb = codebook_for(chunks, row, 8, true);
   const ebac::context_ans enc = ebac::context_ans::bind(cb);
   const coded_group clean = encode_group(enc, chunks);
   int refused = 0, trials = 0;
   for (int trial = 0; trial < 600; ++trial) {
     coded_group g = clean;
-    const int l = static_cast<int>(rng() % lanes);
+    const int l = static_cast<int>(rng() % static_cast<unsigned>(chunk_count));
     std::byte* chunk = g.bytes.data() + g.off[l];
     std::string what;
     switch (trial % 7) {
@@ -203,13 +220,14 @@ TEST_CASE("isa: context ANS x8: a damaged chunk gets decode_chunk's verdict, and
         break;
       }
     }
-    const int agree = compare(enc, g, n, nullptr, "trial " + std::to_string(trial) + ", lane " + std::to_string(l) + ": " + what);
+    const int agree = compare(enc, g, n, nullptr, "trial " + std::to_string(trial) + ", chunk " + std::to_string(l) + ": " + what);
     ++trials;
     refused += enc.decode_chunk(g.bytes.data() + g.off[l], g.len[l], std::vector<std::uint32_t>(n).data(), n) != ebac::status::ok;
-    if (agree != lanes) break;  // one report is enough
+    if (agree != chunk_count) break;  // one report is enough
   }
   CHECK(trials == 600);
   CHECK(refused > 350);  // most damage is caught; what is not decodes alike
+  }
 }
 
 TEST_CASE("isa: context ANS x8: the interleaved codes go to eight chunks, element i of lane l to chunk l's element i") {

@@ -35,49 +35,77 @@
 EBAC_NAMESPACE_BEGIN
 namespace detail {
 
-/// Chunks decode_context_ans_x8 takes at a time.
+/// Chunks decode_context_ans_x8 takes at a time (a group).
 inline constexpr int context_ans_x8_lanes = 8;
+/// Groups the host codec decodes together (decode_context_ans_groups): two
+/// measured 1.14-1.25x one at rel 1e-3 and 1e-4 (docs/benchmarks.md); four
+/// were slower than two (their state no longer fits the 16 registers).
+inline constexpr int context_ans_x8_groups = 2;
 
-/// Decodes 8 chunks of n codes each: chunk l is len[l] bytes at base +
-/// off[l]. Codes go to out (8 n of them, 32-byte aligned): element i of
-/// chunk l at out[8 i + l]. Returns the lanes whose chunk is corrupt, bit l
-/// for chunk l (0: all eight decoded; a corrupt lane's codes are garbage).
+/// Decodes Groups x 8 chunks of n codes each, the groups' steps taken in
+/// turn: chunk l of group h is len[8 h + l] bytes at base + off[8 h + l];
+/// its codes go to out[h] (8 n of them, 32-byte aligned), element i at
+/// out[h][8 i + l]. bad[h] gets group h's corrupt lanes, bit l for chunk l
+/// (0: all eight decoded; a corrupt lane's codes are garbage).
+///
+/// Why groups: a step is one chain of dependent gathers (the context needs
+/// the code just decoded; the first-token entry needs the context; the
+/// cumulative bounds need the token), and eight lanes are one chain. A
+/// second group's chain is independent of the first, so the core overlaps
+/// their latencies (Groups 2: sixteen chunks in flight).
 ///
 /// Reads only base[0, limit + 8): every chunk must end at or before `limit`
 /// (so that the 8-byte window at a valid chunk's last byte is in range);
 /// a damaged chunk whose reads would run further reads clamped addresses,
 /// and is refused by the checks at its end. limit + 8 < 2^32. `enc` is
 /// bound to a host codebook (context_ans::bind): it reads first_token_fine.
-inline unsigned decode_context_ans_x8(const context_ans& enc, const std::byte* base, const std::uint32_t* off, const std::uint32_t* len,
-                                      std::size_t n, std::uint32_t limit, std::uint32_t* EBAC_RESTRICT out) {
+template <int Groups>
+inline void decode_context_ans_groups(const context_ans& enc, const std::byte* base, const std::uint32_t* off, const std::uint32_t* len,
+                                      std::size_t n, std::uint32_t limit, std::uint32_t* const* out, unsigned* bad) {
   using model = context_ans_model;
   static_assert(model::lanes == 4 && model::scale_bits == 14 && model::max_classes == 8 && model::tokens < 256);
+  static_assert(Groups == 1 || Groups == 2);
   constexpr int L = context_ans_x8_lanes;
-  unsigned bad = 0;
-  alignas(32) std::uint32_t x[4][L], p[L], pend[L], bitpos[L];
-  for (int l = 0; l < L; ++l) {
-    // decode_chunk's checks of the chunk's byte count and initial states.
-    const std::uint32_t rans_bytes = len[l] >= 4 ? load_le<std::uint32_t>(base + off[l]) : 0;
-    bool ok = len[l] >= 4 && rans_bytes >= 4 * model::lanes && rans_bytes <= len[l] - 4;
-    for (int s = 0; s < 4; ++s) {
-      x[s][l] = ok ? load_le<std::uint32_t>(base + off[l] + 4 + 4 * s) : model::state_low;
-      ok = ok && x[s][l] >= model::state_low && x[s][l] < (model::state_low << 8);
+  // One group's vector state: its chunks' four states, rANS read positions,
+  // raw-bit positions, refused lanes (all ones: they take no further table
+  // steps, their context may be one with no table, and read token 0) and
+  // the codes just decoded (the next element's left neighbours).
+  struct lane_group {
+    __m256i X0, X1, X2, X3, P, B, refused, left;
+    std::uint32_t* out;
+    alignas(32) std::uint32_t pend[L];
+  };
+  lane_group gr[Groups];
+  for (int h = 0; h < Groups; ++h) {
+    alignas(32) std::uint32_t x[4][L], p[L], bitpos[L];
+    const std::uint32_t* const o = off + L * h;
+    const std::uint32_t* const m = len + L * h;
+    bad[h] = 0;
+    for (int l = 0; l < L; ++l) {
+      // decode_chunk's checks of the chunk's byte count and initial states.
+      const std::uint32_t rans_bytes = m[l] >= 4 ? load_le<std::uint32_t>(base + o[l]) : 0;
+      bool ok = m[l] >= 4 && rans_bytes >= 4 * model::lanes && rans_bytes <= m[l] - 4;
+      for (int s = 0; s < 4; ++s) {
+        x[s][l] = ok ? load_le<std::uint32_t>(base + o[l] + 4 + 4 * s) : model::state_low;
+        ok = ok && x[s][l] >= model::state_low && x[s][l] < (model::state_low << 8);
+      }
+      if (!ok) bad[h] |= 1u << l;
+      p[l] = o[l] + (ok ? 4 + 4 * model::lanes : 0);
+      gr[h].pend[l] = o[l] + (ok ? 4 + rans_bytes : 0);
+      bitpos[l] = gr[h].pend[l] * 8;
     }
-    if (!ok) bad |= 1u << l;
-    p[l] = off[l] + (ok ? 4 + 4 * model::lanes : 0);
-    pend[l] = off[l] + (ok ? 4 + rans_bytes : 0);
-    bitpos[l] = pend[l] * 8;
+    gr[h].X0 = _mm256_load_si256(reinterpret_cast<const __m256i*>(x[0]));
+    gr[h].X1 = _mm256_load_si256(reinterpret_cast<const __m256i*>(x[1]));
+    gr[h].X2 = _mm256_load_si256(reinterpret_cast<const __m256i*>(x[2]));
+    gr[h].X3 = _mm256_load_si256(reinterpret_cast<const __m256i*>(x[3]));
+    gr[h].P = _mm256_load_si256(reinterpret_cast<const __m256i*>(p));
+    gr[h].B = _mm256_load_si256(reinterpret_cast<const __m256i*>(bitpos));
+    const unsigned b = bad[h];
+    gr[h].refused = _mm256_setr_epi32(b & 1 ? -1 : 0, b & 2 ? -1 : 0, b & 4 ? -1 : 0, b & 8 ? -1 : 0, b & 16 ? -1 : 0, b & 32 ? -1 : 0,
+                                      b & 64 ? -1 : 0, b & 128 ? -1 : 0);
+    gr[h].left = _mm256_setzero_si256();
+    gr[h].out = out[h];
   }
-  __m256i X0 = _mm256_load_si256(reinterpret_cast<const __m256i*>(x[0]));
-  __m256i X1 = _mm256_load_si256(reinterpret_cast<const __m256i*>(x[1]));
-  __m256i X2 = _mm256_load_si256(reinterpret_cast<const __m256i*>(x[2]));
-  __m256i X3 = _mm256_load_si256(reinterpret_cast<const __m256i*>(x[3]));
-  __m256i P = _mm256_load_si256(reinterpret_cast<const __m256i*>(p));
-  __m256i B = _mm256_load_si256(reinterpret_cast<const __m256i*>(bitpos));
-  // Lanes refused so far, all ones: they take no further table steps (their
-  // context may be one with no table) and read token 0.
-  __m256i refused = _mm256_setr_epi32(bad & 1 ? -1 : 0, bad & 2 ? -1 : 0, bad & 4 ? -1 : 0, bad & 8 ? -1 : 0, bad & 16 ? -1 : 0,
-                                      bad & 32 ? -1 : 0, bad & 64 ? -1 : 0, bad & 128 ? -1 : 0);
 
   const int* const first_words = reinterpret_cast<const int*>(enc.first_token_fine);  // contexts * 1024 bytes, a multiple of 4
   const int* const cum = reinterpret_cast<const int*>(enc.cumulative);
@@ -100,16 +128,17 @@ inline unsigned decode_context_ans_x8(const context_ans& enc, const std::byte* b
   const __m256i last_direct = _mm256_set1_epi32(static_cast<int>(model::direct_tokens) - 1);
   const __m256i qword_low_halves = _mm256_setr_epi32(0, 2, 4, 6, 0, 2, 4, 6);
 
-  __m256i left = zero;
-  auto step = [&](std::size_t i, __m256i& S) EBAC_FORCE_INLINE_LAMBDA {
+  // Element i of group g's chunks, on their states S.
+  auto step = [&](lane_group& g, std::size_t i, __m256i& S) EBAC_FORCE_INLINE_LAMBDA {
+    std::uint32_t* const o = g.out;
     // The context (context_ans_model::context), every lane at once.
-    const __m256i up = i >= row ? _mm256_load_si256(reinterpret_cast<const __m256i*>(out + L * (i - row))) : zero;
-    __m256i c = _mm256_add_epi32(_mm256_slli_epi32(magnitude_class(left), class_shift), magnitude_class(up));
+    const __m256i up = i >= row ? _mm256_load_si256(reinterpret_cast<const __m256i*>(o + L * (i - row))) : zero;
+    __m256i c = _mm256_add_epi32(_mm256_slli_epi32(magnitude_class(g.left), class_shift), magnitude_class(up));
     if (diagonal) {
       __m256i near = zero;
       if (row >= 2 && i > row) {
-        const __m256i ul = _mm256_load_si256(reinterpret_cast<const __m256i*>(out + L * (i - row - 1)));
-        const __m256i ur = _mm256_load_si256(reinterpret_cast<const __m256i*>(out + L * (i - row + 1)));
+        const __m256i ul = _mm256_load_si256(reinterpret_cast<const __m256i*>(o + L * (i - row - 1)));
+        const __m256i ur = _mm256_load_si256(reinterpret_cast<const __m256i*>(o + L * (i - row + 1)));
         near = _mm256_andnot_si256(_mm256_cmpeq_epi32(_mm256_or_si256(ul, ur), zero), one);
       }
       c = _mm256_add_epi32(_mm256_add_epi32(c, c), near);
@@ -124,16 +153,16 @@ inline unsigned decode_context_ans_x8(const context_ans& enc, const std::byte* b
     const __m256i word = _mm256_i32gather_epi32(first_words, _mm256_srli_epi32(entry, 2), 4);
     __m256i t = _mm256_and_si256(_mm256_srlv_epi32(word, _mm256_slli_epi32(_mm256_and_si256(entry, _mm256_set1_epi32(3)), 3)),
                                  _mm256_set1_epi32(0xff));
-    refused = _mm256_or_si256(refused, _mm256_cmpgt_epi32(t, last_token));
-    t = _mm256_andnot_si256(refused, t);
+    g.refused = _mm256_or_si256(g.refused, _mm256_cmpgt_epi32(t, last_token));
+    t = _mm256_andnot_si256(g.refused, t);
     // cum[t] and cum[t + 1] in one 32-bit read: below in the low half, above in the high one.
     const __m256i row_base = _mm256_mullo_epi32(c, _mm256_set1_epi32(static_cast<int>(model::tokens) + 1));
     __m256i bounds = _mm256_i32gather_epi32(cum, _mm256_add_epi32(row_base, t), 2);
-    __m256i further = _mm256_andnot_si256(refused, _mm256_cmpgt_epi32(slot, _mm256_sub_epi32(_mm256_srli_epi32(bounds, 16), one)));
+    __m256i further = _mm256_andnot_si256(g.refused, _mm256_cmpgt_epi32(slot, _mm256_sub_epi32(_mm256_srli_epi32(bounds, 16), one)));
     while (!_mm256_testz_si256(further, further)) {  // cum[tokens] = 2^14 > slot: t stays below tokens
       t = _mm256_sub_epi32(t, further);
       bounds = _mm256_i32gather_epi32(cum, _mm256_add_epi32(row_base, t), 2);
-      further = _mm256_andnot_si256(refused, _mm256_cmpgt_epi32(slot, _mm256_sub_epi32(_mm256_srli_epi32(bounds, 16), one)));
+      further = _mm256_andnot_si256(g.refused, _mm256_cmpgt_epi32(slot, _mm256_sub_epi32(_mm256_srli_epi32(bounds, 16), one)));
     }
     const __m256i below = _mm256_and_si256(bounds, _mm256_set1_epi32(0xffff));
     const __m256i above = _mm256_srli_epi32(bounds, 16);
@@ -143,10 +172,10 @@ inline unsigned decode_context_ans_x8(const context_ans& enc, const std::byte* b
     for (int r = 0; r < 2; ++r) {
       const __m256i need = _mm256_cmpgt_epi32(state_low, S);
       if (_mm256_testz_si256(need, need)) break;
-      const __m256i at = _mm256_min_epu32(P, limit_bytes);
+      const __m256i at = _mm256_min_epu32(g.P, limit_bytes);
       const __m256i byte = _mm256_and_si256(_mm256_mask_i32gather_epi32(zero, bytes, at, need, 1), _mm256_set1_epi32(0xff));
       S = _mm256_blendv_epi8(S, _mm256_or_si256(_mm256_slli_epi32(S, 8), byte), need);
-      P = _mm256_sub_epi32(P, need);
+      g.P = _mm256_sub_epi32(g.P, need);
     }
     // The code: the token, or for a token above the direct ones its base
     // and the raw bits that follow (LSB first, from bit B of the lane).
@@ -156,8 +185,8 @@ inline unsigned decode_context_ans_x8(const context_ans& enc, const std::byte* b
       const __m256i u = _mm256_sub_epi32(t, _mm256_set1_epi32(static_cast<int>(model::direct_tokens)));
       const __m256i k = _mm256_and_si256(_mm256_add_epi32(_mm256_srli_epi32(u, 1), _mm256_set1_epi32(4)), large);
       const __m256i base_code = _mm256_sllv_epi32(_mm256_or_si256(_mm256_set1_epi32(2), _mm256_and_si256(u, one)), k);
-      const __m256i at = _mm256_min_epu32(_mm256_srli_epi32(B, 3), limit_bytes);
-      const __m256i shift = _mm256_and_si256(B, _mm256_set1_epi32(7));
+      const __m256i at = _mm256_min_epu32(_mm256_srli_epi32(g.B, 3), limit_bytes);
+      const __m256i shift = _mm256_and_si256(g.B, _mm256_set1_epi32(7));
       // A lane's k raw bits start `shift` (< 8) bits into byte `at`: one
       // 32-bit read a lane holds them when k <= 25 in every large lane (all
       // but the tightest bounds' widest codes), else two 64-bit reads of four
@@ -176,38 +205,63 @@ inline unsigned decode_context_ans_x8(const context_ans& enc, const std::byte* b
       }
       const __m256i mask = _mm256_sub_epi32(_mm256_sllv_epi32(one, k), one);
       v = _mm256_blendv_epi8(t, _mm256_or_si256(base_code, _mm256_and_si256(raw, mask)), large);
-      B = _mm256_add_epi32(B, k);
+      g.B = _mm256_add_epi32(g.B, k);
     }
-    _mm256_store_si256(reinterpret_cast<__m256i*>(out + L * i), v);
-    left = v;
+    _mm256_store_si256(reinterpret_cast<__m256i*>(o + L * i), v);
+    g.left = v;
+  };
+  // Element i on state i % 4 of every group; the groups take turns.
+  auto each = [&](auto&& f) EBAC_FORCE_INLINE_LAMBDA {
+    f(gr[0]);
+    if constexpr (Groups == 2) f(gr[1]);
   };
   std::size_t i = 0;
   for (; i + 4 <= n; i += 4) {
-    step(i, X0);
-    step(i + 1, X1);
-    step(i + 2, X2);
-    step(i + 3, X3);
+    each([&](lane_group& g) EBAC_FORCE_INLINE_LAMBDA { step(g, i, g.X0); });
+    each([&](lane_group& g) EBAC_FORCE_INLINE_LAMBDA { step(g, i + 1, g.X1); });
+    each([&](lane_group& g) EBAC_FORCE_INLINE_LAMBDA { step(g, i + 2, g.X2); });
+    each([&](lane_group& g) EBAC_FORCE_INLINE_LAMBDA { step(g, i + 3, g.X3); });
   }
-  if (i < n) step(i, X0);
-  if (i + 1 < n) step(i + 1, X1);
-  if (i + 2 < n) step(i + 2, X2);
+  each([&](lane_group& g) EBAC_FORCE_INLINE_LAMBDA {
+    if (i < n) step(g, i, g.X0);
+    if (i + 1 < n) step(g, i + 1, g.X1);
+    if (i + 2 < n) step(g, i + 2, g.X2);
+  });
 
   // decode_chunk's end checks, lane by lane.
-  __m256i back = _mm256_and_si256(_mm256_and_si256(_mm256_cmpeq_epi32(X0, state_low), _mm256_cmpeq_epi32(X1, state_low)),
-                                  _mm256_and_si256(_mm256_cmpeq_epi32(X2, state_low), _mm256_cmpeq_epi32(X3, state_low)));
-  back = _mm256_andnot_si256(refused, back);
-  bad |= ~static_cast<unsigned>(_mm256_movemask_ps(_mm256_castsi256_ps(back))) & 0xffu;
-  _mm256_store_si256(reinterpret_cast<__m256i*>(p), P);
-  _mm256_store_si256(reinterpret_cast<__m256i*>(bitpos), B);
-  for (int l = 0; l < L; ++l) {
-    if (bad >> l & 1u) continue;
-    const std::uint32_t raw_bytes = off[l] + len[l] - pend[l];
-    const std::uint64_t used = bitpos[l] - std::uint64_t{pend[l]} * 8;
-    bool ok = p[l] == pend[l] && (used + 7) / 8 == raw_bytes;
-    if (ok && used % 8 != 0) ok = (static_cast<unsigned>(base[pend[l] + used / 8]) >> (used % 8)) == 0;
-    if (!ok) bad |= 1u << l;
+  for (int h = 0; h < Groups; ++h) {
+    lane_group& g = gr[h];
+    const std::uint32_t* const o = off + L * h;
+    const std::uint32_t* const m = len + L * h;
+    __m256i back = _mm256_and_si256(_mm256_and_si256(_mm256_cmpeq_epi32(g.X0, state_low), _mm256_cmpeq_epi32(g.X1, state_low)),
+                                    _mm256_and_si256(_mm256_cmpeq_epi32(g.X2, state_low), _mm256_cmpeq_epi32(g.X3, state_low)));
+    back = _mm256_andnot_si256(g.refused, back);
+    bad[h] |= ~static_cast<unsigned>(_mm256_movemask_ps(_mm256_castsi256_ps(back))) & 0xffu;
+    alignas(32) std::uint32_t p[L], bitpos[L];
+    _mm256_store_si256(reinterpret_cast<__m256i*>(p), g.P);
+    _mm256_store_si256(reinterpret_cast<__m256i*>(bitpos), g.B);
+    for (int l = 0; l < L; ++l) {
+      if (bad[h] >> l & 1u) continue;
+      const std::uint32_t raw_bytes = o[l] + m[l] - g.pend[l];
+      const std::uint64_t used = bitpos[l] - std::uint64_t{g.pend[l]} * 8;
+      bool ok = p[l] == g.pend[l] && (used + 7) / 8 == raw_bytes;
+      if (ok && used % 8 != 0) ok = (static_cast<unsigned>(base[g.pend[l] + used / 8]) >> (used % 8)) == 0;
+      if (!ok) bad[h] |= 1u << l;
+    }
   }
-  return bad;
+}
+
+/// Decodes 8 chunks of n codes each: chunk l is len[l] bytes at base +
+/// off[l]. Codes go to out (8 n of them, 32-byte aligned): element i of
+/// chunk l at out[8 i + l]. Returns the lanes whose chunk is corrupt, bit l
+/// for chunk l (0: all eight decoded; a corrupt lane's codes are garbage).
+/// The rest as decode_context_ans_groups.
+inline unsigned decode_context_ans_x8(const context_ans& enc, const std::byte* base, const std::uint32_t* off, const std::uint32_t* len,
+                                      std::size_t n, std::uint32_t limit, std::uint32_t* EBAC_RESTRICT out) {
+  std::uint32_t* const outs[1] = {out};
+  unsigned bad[1];
+  decode_context_ans_groups<1>(enc, base, off, len, n, limit, outs, bad);
+  return bad[0];
 }
 
 /// Copies the codes of decode_context_ans_x8's interleaved output (element
