@@ -1372,6 +1372,37 @@ TEST_CASE("context_ans: statistics count every chunk's (context, token), whateve
   CHECK(differ == 0);
 }
 
+TEST_CASE("context_ans: statistics count blocks of zeros, and zeros beside a non-zero neighbour, as the format's contexts") {
+  // add() counts a block of 1024 codes in one step when it and every code
+  // its contexts read are 0 (context_ans_model::zero_block). Chunks of
+  // zeros with one non-zero code placed just inside and just outside what
+  // a block's first element reads (its left, upper-left, upper and
+  // upper-right neighbours), for rows of 1, 2, 28, 1024 and wider than a
+  // block: the totals must be each element's (context, token) computed here.
+  const std::size_t T = ebac::detail::context_ans_model::tokens;
+  for (std::uint32_t row : {1u, 2u, 28u, 1024u, 1025u, 3000u}) {
+    CAPTURE(row);
+    std::vector<std::uint64_t> expected(std::size_t{ebac::detail::context_ans_model::max_contexts} * T, 0);
+    ebac::context_ans::statistics st(ebac::extents{4, row});
+    const std::size_t n = 5000;
+    // Where the non-zero code goes, relative to the second block's start
+    // (b = 1024): b - row - 2 is read by no element of that block.
+    std::vector<std::int64_t> at = {-1, 0, 1023, 1024, -static_cast<std::int64_t>(row) - 2};
+    for (std::int64_t d = -static_cast<std::int64_t>(row) - 1; d <= -static_cast<std::int64_t>(row) + 1; ++d) at.push_back(d);
+    for (std::int64_t d : at) {
+      std::vector<std::uint32_t> codes(n, 0);
+      const std::int64_t i = 1024 + d;
+      if (i >= 0 && i < static_cast<std::int64_t>(n)) codes[static_cast<std::size_t>(i)] = 7;
+      for (std::size_t k = 0; k < n; ++k) ++expected[std::size_t{reference_context(codes, k, row, 8, true)} * T + reference_token(codes[k])];
+      st.add(codes.data(), n);
+    }
+    const std::vector<std::uint64_t> got = st.totals();
+    std::size_t differ = 0;
+    for (std::size_t k = 0; k < got.size(); ++k) differ += got[k] != expected[k] ? 1 : 0;
+    CHECK(differ == 0);
+  }
+}
+
 TEST_CASE("context_ans: codebook sections that break the format are refused") {
   // version 0, context set 0, row 3, 64 contexts: the first with two tokens
   // 8192 + 8192 (varint 0x80 0x40), the rest unused.

@@ -12,6 +12,7 @@
 
 #include <doctest/doctest.h>
 
+#include <algorithm>
 #include <cstddef>
 #include <cstdint>
 #include <random>
@@ -62,48 +63,76 @@ TEST_CASE("isa: context ANS keys: eight at a time, the token of every code at th
   }
 }
 
-TEST_CASE("isa: context ANS x8 encoder: two chunks side by side give encode_chunk's bytes, in every context set") {
+TEST_CASE("isa: context ANS x8 encoder: two or four chunks side by side give encode_chunk's bytes, in every context set") {
   struct shape {
     std::size_t n;
     std::uint32_t row;
     double zeros;
     int bits;
+    bool zero_blocks;  // every other block of 1024 codes zeroed (another half in each chunk)
   };
   // Lengths that end inside a round of four (1, 2, 3 past it), shorter than
   // a round, and over several blocks of 1024 contexts; rows of 1, 2, a
-  // map's width and wider than the chunk; codes up to 2^30 and 2^32 - 1.
-  const shape shapes[] = {{4096, 28, 0.8, 6}, {4097, 28, 0.2, 14}, {1001, 1, 0.5, 8},  {779, 2, 0.4, 20},
-                          {3, 5000, 0.1, 10}, {3002, 64, 0.05, 30}, {2051, 7, 0.3, 32}, {1, 1, 0.0, 12}};
+  // map's width and wider than the chunk; codes up to 2^30 and 2^32 - 1;
+  // blocks of zeros (the encoder keys them without their contexts where
+  // their neighbours are zero too), and a chunk of zeros only.
+  const shape shapes[] = {{4096, 28, 0.8, 6, false},  {4097, 28, 0.2, 14, false}, {1001, 1, 0.5, 8, false},  {779, 2, 0.4, 20, false},
+                          {3, 5000, 0.1, 10, false},  {3002, 64, 0.05, 30, false}, {2051, 7, 0.3, 32, false}, {1, 1, 0.0, 12, false},
+                          {5001, 28, 0.3, 12, true},  {4099, 1, 0.5, 8, true},    {3075, 1024, 0.2, 9, true}, {5000, 28, 1.0, 6, false}};
+  constexpr std::size_t shape_count = sizeof shapes / sizeof shapes[0];
   int checked = 0;
-  for (const shape& s : shapes)
-    for (std::uint32_t classes : {8u, 4u, 2u, 1u})
-      for (bool diagonal : {true, false}) {
-        const std::uint32_t seed = 1000u + 10u * static_cast<std::uint32_t>(checked);
-        const std::vector<std::vector<std::uint32_t>> chunks = {make_codes(s.n, s.row, s.zeros, s.bits, seed),
-                                                                make_codes(s.n, s.row, s.zeros, s.bits, seed + 1)};
-        const ebac::context_ans_codebook cb = codebook_for(chunks, s.row, classes, diagonal);
-        const ebac::context_ans enc = ebac::context_ans::bind(cb);
-        const std::size_t cap = enc.max_chunk_bytes(s.n);
-        std::vector<std::byte> pair(2 * cap, std::byte{0xa5}), one(cap);
-        const std::uint32_t* const codes[2] = {chunks[0].data(), chunks[1].data()};
-        std::byte* const out[2] = {pair.data(), pair.data() + cap};
-        const auto sizes = ebac::detail::encode_context_ans_x8(enc, codes, s.n, out);
-        const std::string label = "n " + std::to_string(s.n) + " row " + std::to_string(s.row) + " classes " + std::to_string(classes) +
-                                  (diagonal ? " diagonal" : "");
-        bool same = true;
-        for (int h = 0; h < 2; ++h) {
-          const std::size_t k = enc.encode_chunk(codes[h], s.n, one.data());
-          const bool equal = sizes[static_cast<std::size_t>(h)] == k && std::equal(one.begin(), one.begin() + static_cast<std::ptrdiff_t>(k), out[h]);
-          INFO(label, " chunk ", h);
-          CHECK(equal);
-          same = same && equal;
-          // And it decodes: the encoded codes back.
-          std::vector<std::uint32_t> back(s.n);
-          CHECK(enc.decode_chunk(out[h], sizes[static_cast<std::size_t>(h)], back.data(), s.n) == ebac::status::ok);
-          CHECK(back == chunks[static_cast<std::size_t>(h)]);
+  for (int pairs : {1, 2})
+    for (const shape& s : shapes)
+      for (std::uint32_t classes : {8u, 4u, 2u, 1u})
+        for (bool diagonal : {true, false}) {
+          const int H = 2 * pairs;
+          const std::uint32_t seed = 1000u + 10u * static_cast<std::uint32_t>(checked);
+          std::vector<std::vector<std::uint32_t>> chunks;
+          for (int h = 0; h < H; ++h) {
+            chunks.push_back(make_codes(s.n, s.row, s.zeros, s.bits, seed + static_cast<std::uint32_t>(h)));
+            if (s.zero_blocks)
+              for (std::size_t i = 0; i < s.n; ++i)
+                if ((i / 1024 + static_cast<std::size_t>(h)) % 2 == 0) chunks.back()[i] = 0;
+          }
+          const ebac::context_ans_codebook cb = codebook_for(chunks, s.row, classes, diagonal);
+          const ebac::context_ans enc = ebac::context_ans::bind(cb);
+          const std::size_t cap = enc.max_chunk_bytes(s.n);
+          std::vector<std::byte> side_by_side(4 * cap, std::byte{0xa5}), one(cap);
+          const std::uint32_t* codes[4] = {};
+          std::byte* out[4] = {};
+          for (int h = 0; h < H; ++h) {
+            codes[h] = chunks[static_cast<std::size_t>(h)].data();
+            out[h] = side_by_side.data() + static_cast<std::size_t>(h) * cap;
+          }
+          std::size_t sizes[4] = {};
+          if (pairs == 1) {
+            const std::uint32_t* const c2[2] = {codes[0], codes[1]};
+            std::byte* const o2[2] = {out[0], out[1]};
+            const auto got = ebac::detail::encode_context_ans_x8(enc, c2, s.n, o2);
+            std::copy(got.begin(), got.end(), sizes);
+          } else {
+            const std::uint32_t* const c4[4] = {codes[0], codes[1], codes[2], codes[3]};
+            std::byte* const o4[4] = {out[0], out[1], out[2], out[3]};
+            const auto got = ebac::detail::encode_context_ans_pairs<2>(enc, c4, s.n, o4);
+            std::copy(got.begin(), got.end(), sizes);
+          }
+          const std::string label = std::to_string(H) + " chunks, n " + std::to_string(s.n) + " row " + std::to_string(s.row) +
+                                    " classes " + std::to_string(classes) + (diagonal ? " diagonal" : "") +
+                                    (s.zero_blocks ? " zero blocks" : "");
+          bool same = true;
+          for (int h = 0; h < H; ++h) {
+            const std::size_t k = enc.encode_chunk(codes[h], s.n, one.data());
+            const bool equal = sizes[h] == k && std::equal(one.begin(), one.begin() + static_cast<std::ptrdiff_t>(k), out[h]);
+            INFO(label, " chunk ", h);
+            CHECK(equal);
+            same = same && equal;
+            // And it decodes: the encoded codes back.
+            std::vector<std::uint32_t> back(s.n);
+            CHECK(enc.decode_chunk(out[h], sizes[h], back.data(), s.n) == ebac::status::ok);
+            CHECK(back == chunks[static_cast<std::size_t>(h)]);
+          }
+          checked += same;
         }
-        checked += same;
-      }
-  CHECK(checked == 8 * 4 * 2);
+  CHECK(checked == static_cast<int>(2 * shape_count * 4 * 2));
 }
 }

@@ -268,6 +268,10 @@ struct context_ans {
       for (std::size_t b = 0; b < n; b += context_block) {
         if (extra_elements_ > (std::uint64_t{1} << 32) - context_block) fold();  // no 32-bit count can reach 2^32
         const std::size_t e = n - b < context_block ? n : b + context_block;
+        if (model::zero_block(codes, b, e, row, context_block)) {  // context 0, token 0 each: bin 0
+          counts_[0] += e - b;
+          continue;
+        }
         model::contexts(codes, b, e, row, model::max_classes, true, context);
         detail::context_ans_keys(codes + b, context, e - b, key);
         std::size_t j = 0;

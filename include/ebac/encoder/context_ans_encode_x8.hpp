@@ -21,6 +21,7 @@
 #include <ebac/detail/host_avx2.hpp>
 #include <ebac/encoder/context_ans.hpp>
 
+#include <algorithm>
 #include <array>
 #include <cstddef>
 #include <cstdint>
@@ -57,29 +58,34 @@ constexpr context_ans_round_bytes make_context_ans_round_bytes() {
 }
 inline constexpr context_ans_round_bytes context_ans_round_bytes_table = make_context_ans_round_bytes();
 
-/// Codes `rounds` rounds of four elements of two chunks, the last round
-/// first: round r of chunk h is the elements with keys key[h][4 r .. 4 r +
-/// 3], element 4 r + l on state x[4 h + l]. Chunk h's renormalisation
-/// bytes go below p[h], which moves down past them; the 8 bytes below p[h]
-/// are written each round (as the scalar steps write 2: the rANS space
-/// leaves room, and the final states overwrite the last round's).
-inline void context_ans_encode_rounds_x8(const context_ans_step* steps, const std::uint32_t* const (&key)[2], std::size_t rounds,
-                                         std::uint32_t (&x)[8], std::byte* (&p)[2]) noexcept {
+/// Codes `rounds` rounds of four elements of 2 Pairs chunks, the last
+/// round first: round r of chunk h is the elements with keys key[h][4 r ..
+/// 4 r + 3], element 4 r + l on state x[4 h + l]. Chunk h's
+/// renormalisation bytes go below p[h], which moves down past them; the 8
+/// bytes below p[h] are written each round (as the scalar steps write 2:
+/// the rANS space leaves room, and the final states overwrite the last
+/// round's). A pair's round is one chain of dependent steps (the state's
+/// compare, shift, multiplies, adds); two pairs are two chains, which the
+/// core overlaps.
+template <int Pairs>
+inline void context_ans_encode_rounds(const context_ans_step* steps, const std::uint32_t* const (&key)[2 * Pairs], std::size_t rounds,
+                                      std::uint32_t (&x)[8 * Pairs], std::byte* (&p)[2 * Pairs]) noexcept {
+  static_assert(Pairs == 1 || Pairs == 2);
   static_assert(sizeof(context_ans_step) == 16 && offsetof(context_ans_step, reciprocal) == 4 && offsetof(context_ans_step, bias) == 8 &&
                     offsetof(context_ans_step, complement) == 12 && offsetof(context_ans_step, shift) == 14,
                 "a row is read as four 32-bit lanes: limit, reciprocal, bias, complement | shift << 16");
   const auto& table = context_ans_round_bytes_table;
-  auto row = [&](std::uint32_t ka, std::uint32_t kb) EBAC_FORCE_INLINE_LAMBDA {  // chunk 0's row low, chunk 1's high
+  auto row = [&](std::uint32_t ka, std::uint32_t kb) EBAC_FORCE_INLINE_LAMBDA {  // the pair's first chunk's row low, its second's high
     return _mm256_inserti128_si256(_mm256_castsi128_si256(_mm_loadu_si128(reinterpret_cast<const __m128i*>(steps + ka))),
                                    _mm_loadu_si128(reinterpret_cast<const __m128i*>(steps + kb)), 1);
   };
-  __m256i s = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(x));
   const __m256i low16 = _mm256_set1_epi32(0xffff), eight = _mm256_set1_epi32(8);
-  std::byte* q0 = p[0];
-  std::byte* q1 = p[1];
-  for (std::size_t r = rounds; r-- > 0;) {
-    const std::uint32_t* ka = key[0] + 4 * r;
-    const std::uint32_t* kb = key[1] + 4 * r;
+  std::byte* q[2 * Pairs];  // p's pointers in locals (registers: stores of bytes could alias p)
+  for (int h = 0; h < 2 * Pairs; ++h) q[h] = p[h];
+  // Round r of pair k (chunks 2k, 2k + 1) on its states s.
+  auto round = [&](std::size_t r, int k, __m256i& s) EBAC_FORCE_INLINE_LAMBDA {
+    const std::uint32_t* ka = key[2 * k] + 4 * r;
+    const std::uint32_t* kb = key[2 * k + 1] + 4 * r;
     const __m256i r0 = row(ka[0], kb[0]), r1 = row(ka[1], kb[1]), r2 = row(ka[2], kb[2]), r3 = row(ka[3], kb[3]);
     // A 4x4 transpose in each half (the unpacks work within 128-bit halves).
     const __m256i a = _mm256_unpacklo_epi32(r0, r1), b = _mm256_unpacklo_epi32(r2, r3);  // limit, reciprocal
@@ -97,6 +103,8 @@ inline void context_ans_encode_rounds_x8(const context_ans_step* steps, const st
         _mm256_castsi128_si256(_mm_loadu_si128(reinterpret_cast<const __m128i*>(table.shuffle[pa].data()))),
         _mm_loadu_si128(reinterpret_cast<const __m128i*>(table.shuffle[pb].data())), 1);
     const __m256i bytes = _mm256_shuffle_epi8(s, order);  // within each half: each chunk's own bytes
+    std::byte*& q0 = q[2 * k];
+    std::byte*& q1 = q[2 * k + 1];
     _mm_storel_epi64(reinterpret_cast<__m128i*>(q0 - 8), _mm256_castsi256_si128(bytes));
     _mm_storel_epi64(reinterpret_cast<__m128i*>(q1 - 8), _mm256_extracti128_si256(bytes, 1));
     q0 -= table.count[pa];
@@ -107,34 +115,47 @@ inline void context_ans_encode_rounds_x8(const context_ans_step* steps, const st
     const __m256i odd = _mm256_mul_epu32(_mm256_srli_epi64(s, 32), _mm256_srli_epi64(reciprocal, 32));
     const __m256i quotient = _mm256_srlv_epi32(_mm256_blend_epi32(even, odd, 0b10101010), _mm256_srli_epi32(packed, 16));
     s = _mm256_add_epi32(s, _mm256_add_epi32(bias, _mm256_mullo_epi32(quotient, _mm256_and_si256(packed, low16))));
+  };
+  __m256i s0 = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(x));
+  __m256i s1 = Pairs == 2 ? _mm256_loadu_si256(reinterpret_cast<const __m256i*>(x + 8 * (Pairs - 1))) : s0;
+  for (std::size_t r = rounds; r-- > 0;) {
+    round(r, 0, s0);
+    if constexpr (Pairs == 2) round(r, 1, s1);
   }
-  _mm256_storeu_si256(reinterpret_cast<__m256i*>(x), s);
-  p[0] = q0;
-  p[1] = q1;
+  _mm256_storeu_si256(reinterpret_cast<__m256i*>(x), s0);
+  if constexpr (Pairs == 2) _mm256_storeu_si256(reinterpret_cast<__m256i*>(x + 8), s1);
+  for (int h = 0; h < 2 * Pairs; ++h) p[h] = q[h];
 }
 
-/// context_ans::encode_chunk of two chunks of n codes each, codes[h] into
-/// out[h] (each of enc.max_chunk_bytes(n)): the same bytes. Returns the
-/// chunks' sizes.
-inline std::array<std::size_t, 2> encode_context_ans_x8(const context_ans& enc, const std::uint32_t* const (&codes)[2], std::size_t n,
-                                                       std::byte* const (&out)[2]) noexcept {
+/// context_ans::encode_chunk of 2 Pairs chunks of n codes each, codes[h]
+/// into out[h] (each of enc.max_chunk_bytes(n)): the same bytes. Returns
+/// the chunks' sizes.
+template <int Pairs>
+inline std::array<std::size_t, 2 * Pairs> encode_context_ans_pairs(const context_ans& enc, const std::uint32_t* const (&codes)[2 * Pairs],
+                                                                  std::size_t n, std::byte* const (&out)[2 * Pairs]) noexcept {
   using model = context_ans_model;
+  constexpr int H = 2 * Pairs;  // chunks
   constexpr std::size_t block = context_ans::context_block;
   static_assert(model::lanes == 4 && block % 4 == 0);
-  std::size_t raw_bytes[2];
-  std::byte* p[2];
-  for (int h = 0; h < 2; ++h) {
+  std::size_t raw_bytes[H];
+  std::byte* p[H];
+  for (int h = 0; h < H; ++h) {
     raw_bytes[h] = context_ans::put_raw_bits(codes[h], n, out[h]);
     p[h] = context_ans::rans_end(out[h], n);
   }
-  alignas(32) std::uint32_t x[8];
+  alignas(32) std::uint32_t x[4 * H];
   for (auto& s : x) s = model::state_low;
   std::uint8_t context[block];
-  alignas(32) std::uint32_t key0[block], key1[block];
-  std::uint32_t* const key[2] = {key0, key1};
+  alignas(32) std::uint32_t keys[H][block];
+  std::uint32_t* key[H];
+  for (int h = 0; h < H; ++h) key[h] = keys[h];
   for (std::size_t e = n, b = 0; e > 0; e = b) {
     b = (e - 1) / block * block;
-    for (int h = 0; h < 2; ++h) {
+    for (int h = 0; h < H; ++h) {
+      if (model::zero_block(codes[h], b, e, enc.row, block)) {  // context 0, token 0 each: key 0
+        std::fill_n(key[h], e - b, 0u);
+        continue;
+      }
       model::contexts(codes[h], b, e, enc.row, enc.classes, enc.diagonal, context);
       context_ans_keys(codes[h] + b, context, e - b, key[h]);
     }
@@ -142,16 +163,23 @@ inline std::array<std::size_t, 2> encode_context_ans_x8(const context_ans& enc, 
     // elements one at a time, the last first, as encode_chunk does.
     const std::size_t i = e - e % 4;
     for (std::size_t j = e; j-- > i;)
-      for (int h = 0; h < 2; ++h) context_ans_encode_step(enc.steps[key[h][j - b]], x[4 * h + j % 4], p[h]);
-    const std::uint32_t* const rounds_key[2] = {key0, key1};
-    context_ans_encode_rounds_x8(enc.steps, rounds_key, (i - b) / 4, x, p);
+      for (int h = 0; h < H; ++h) context_ans_encode_step(enc.steps[key[h][j - b]], x[4 * h + j % 4], p[h]);
+    const std::uint32_t* rounds_key[H];
+    for (int h = 0; h < H; ++h) rounds_key[h] = key[h];
+    context_ans_encode_rounds<Pairs>(enc.steps, rounds_key, (i - b) / 4, x, p);
   }
-  std::array<std::size_t, 2> bytes{};
-  for (int h = 0; h < 2; ++h) {
+  std::array<std::size_t, H> bytes{};
+  for (int h = 0; h < H; ++h) {
     const std::uint32_t xs[model::lanes] = {x[4 * h], x[4 * h + 1], x[4 * h + 2], x[4 * h + 3]};
     bytes[static_cast<std::size_t>(h)] = context_ans::finish_chunk(out[h], n, p[h], xs, raw_bytes[h]);
   }
   return bytes;
+}
+
+/// encode_context_ans_pairs of one pair: two chunks.
+inline std::array<std::size_t, 2> encode_context_ans_x8(const context_ans& enc, const std::uint32_t* const (&codes)[2], std::size_t n,
+                                                       std::byte* const (&out)[2]) noexcept {
+  return encode_context_ans_pairs<1>(enc, codes, n, out);
 }
 
 }  // namespace detail

@@ -363,9 +363,10 @@ std::size_t encode_stream(const S* in, std::uint64_t n, const extents& shape, co
   }
   // The codes of chunk c: from the field, read back from kept_store, or
   // computed into `scratch` (recording the chunk's outliers only when
-  // `record`). A second scratch holds a second chunk's codes where two are
-  // encoded together.
-  detail::per_thread_scratch<std::uint32_t> code_scratch(threads), code_scratch_2(threads);  // freed when the call returns
+  // `record`). Chunks encoded together each take their own scratch.
+  detail::per_thread_scratch<std::uint32_t> code_scratch[4] = {
+      detail::per_thread_scratch<std::uint32_t>(threads), detail::per_thread_scratch<std::uint32_t>(threads),
+      detail::per_thread_scratch<std::uint32_t>(threads), detail::per_thread_scratch<std::uint32_t>(threads)};  // freed when the call returns
   // A codebook encoder that codes the chunks reads every chunk's codes
   // twice, for the statistics and for the coding. The first pass keeps a
   // chunk's codes in `kept_store` when all are below 2^16 (most are: a code
@@ -408,31 +409,44 @@ std::size_t encode_stream(const S* in, std::uint64_t n, const extents& shape, co
   auto encode_all = [&](const auto& enc, bool record) {
 #if EBAC_HOST_AVX2
     if constexpr (std::is_same_v<E, context_ans>) {
-      // Pairs of full chunks side by side (ebac/encoder/context_ans_encode_x8.hpp:
-      // the same bytes); the last chunk alone when it is short or odd.
+      // Full chunks side by side (ebac/encoder/context_ans_encode_x8.hpp:
+      // the same bytes): in fours (two pairs, whose rounds overlap) where
+      // every thread still gets one, then in pairs; the last chunk alone
+      // when it is short or odd.
       const std::uint64_t full = chunks > 0 && chunk_len(chunks - 1) != C ? chunks - 1 : chunks;
-      const std::uint64_t pairs = full / 2;
-      parallel_for(static_cast<std::int64_t>(pairs + (chunks - 2 * pairs)), threads, [&](std::int64_t ui) {
+      const auto t = static_cast<std::uint64_t>(resolve_threads(threads));
+      const std::uint64_t quads = full / 4 >= t ? full / 4 : 0;
+      const std::uint64_t pairs = (full - 4 * quads) / 2;
+      const std::uint64_t paired = 4 * quads + 2 * pairs;  // chunks [0, paired) go four or two at a time
+      parallel_for(static_cast<std::int64_t>(quads + pairs + (chunks - paired)), threads, [&](std::int64_t ui) {
         const auto u = static_cast<std::uint64_t>(ui);
-        if (u >= pairs) {
-          const std::uint64_t c = 2 * pairs + (u - pairs);
-          detail::encode_into(enc, codes_of(c, record, code_scratch), chunk_len(c), payload[c], encode_scratch);
+        if (u >= quads + pairs) {
+          const std::uint64_t c = paired + (u - quads - pairs);
+          detail::encode_into(enc, codes_of(c, record, code_scratch[0]), chunk_len(c), payload[c], encode_scratch);
           return;
         }
-        const std::size_t cap = enc.max_chunk_bytes(C);
-        std::byte* const buf = encode_scratch.get(2 * cap);
-        const std::uint32_t* const codes[2] = {codes_of(2 * u, record, code_scratch), codes_of(2 * u + 1, record, code_scratch_2)};
-        std::byte* const out[2] = {buf, buf + cap};
-        const auto bytes = ::ebac::detail::encode_context_ans_x8(enc, codes, C, out);
-        payload[2 * u].assign(buf, buf + bytes[0]);
-        payload[2 * u + 1].assign(buf + cap, buf + cap + bytes[1]);
+        auto encode = [&](auto pairs_constant, std::uint64_t c0) {
+          constexpr int H = 2 * decltype(pairs_constant)::value;
+          const std::size_t cap = enc.max_chunk_bytes(C);
+          std::byte* const buf = encode_scratch.get(H * cap);
+          const std::uint32_t* codes[H];
+          std::byte* out[H];
+          for (int h = 0; h < H; ++h) {
+            codes[h] = codes_of(c0 + static_cast<std::uint64_t>(h), record, code_scratch[h]);
+            out[h] = buf + static_cast<std::size_t>(h) * cap;
+          }
+          const auto bytes = ::ebac::detail::encode_context_ans_pairs<H / 2>(enc, codes, C, out);
+          for (int h = 0; h < H; ++h) payload[c0 + static_cast<std::uint64_t>(h)].assign(out[h], out[h] + bytes[static_cast<std::size_t>(h)]);
+        };
+        if (u < quads) encode(std::integral_constant<int, 2>{}, 4 * u);
+        else encode(std::integral_constant<int, 1>{}, 4 * quads + 2 * (u - quads));
       });
       return;
     }
 #endif
     parallel_for(static_cast<std::int64_t>(chunks), threads, [&](std::int64_t ci) {
       const auto c = static_cast<std::uint64_t>(ci);
-      detail::encode_into(enc, codes_of(c, record, code_scratch), chunk_len(c), payload[c], encode_scratch);
+      detail::encode_into(enc, codes_of(c, record, code_scratch[0]), chunk_len(c), payload[c], encode_scratch);
     });
   };
   if constexpr (E::needs_codebook) {  // a codebook_encoder (concepts.hpp): learn the codebook from the codes first
@@ -444,7 +458,7 @@ std::size_t encode_stream(const S* in, std::uint64_t n, const extents& shape, co
     std::vector<typename E::statistics> stats(static_cast<std::size_t>(groups), make_statistics<E>(shape));
     parallel_for(static_cast<std::int64_t>(groups), threads, [&](std::int64_t gi) {
       const auto g = static_cast<std::uint64_t>(gi);
-      for (std::uint64_t c = chunks * g / groups; c < chunks * (g + 1) / groups; ++c) stats[g].add(codes_of(c, true, code_scratch), chunk_len(c));
+      for (std::uint64_t c = chunks * g / groups; c < chunks * (g + 1) / groups; ++c) stats[g].add(codes_of(c, true, code_scratch[0]), chunk_len(c));
     });
     coding = true;
     for (std::size_t g = 1; g < stats.size(); ++g) stats[0].merge(stats[g]);
