@@ -80,9 +80,12 @@ concept codebook_encoder = encoder<E> && E::needs_codebook &&
 /// coding anything (per-chunk fixed bytes aside: min_payload_bytes). The
 /// host backend then weighs predictor candidates on a sample by this
 /// estimate instead of coding the sample with each (encoder/context_ans.hpp).
+/// learn_frequencies gives the codebook learn() does without the tables only
+/// coding reads: enough to serialize it and to estimate.
 template <class E>
 concept estimating_encoder = codebook_encoder<E> && requires(const typename E::statistics& cs, const typename E::codebook& cb) {
   { E::estimated_payload_bits(cs, cb) } -> std::convertible_to<double>;
+  { E::learn_frequencies(cs) } -> std::same_as<typename E::codebook>;
 };
 
 EBAC_NAMESPACE_END

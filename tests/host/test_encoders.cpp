@@ -1236,7 +1236,20 @@ TEST_CASE("context_ans: estimated_payload_bits is what encode_chunk writes, with
       ebac::context_ans::statistics st(ebac::extents{1, row});
       st.add(codes.data(), codes.size());
       const auto cb = ebac::context_ans::learn(st);
-      const double estimate = ebac::context_ans::estimated_payload_bits(st, cb) / 8;
+      // The estimate is made on learn_frequencies' codebook (as the host
+      // backend does): learn()'s frequencies, set, row and serialized bytes,
+      // without the coding tables.
+      const auto freq_only = ebac::context_ans::learn_frequencies(st);
+      CHECK(freq_only.freq == cb.freq);
+      CHECK(freq_only.classes == cb.classes);
+      CHECK(freq_only.diagonal == cb.diagonal);
+      CHECK(freq_only.row == cb.row);
+      CHECK((freq_only.steps.empty() && freq_only.cumulative.empty() && freq_only.first_token_fine.empty()));
+      std::vector<std::byte> a_bytes, b_bytes;
+      cb.serialize(a_bytes);
+      freq_only.serialize(b_bytes);
+      CHECK(a_bytes == b_bytes);
+      const double estimate = ebac::context_ans::estimated_payload_bits(st, freq_only) / 8;
       const double coded = static_cast<double>(ans_chunk(cb, codes).size()) - 20;
       CAPTURE(row);
       CAPTURE(kind);
@@ -1271,6 +1284,34 @@ std::uint32_t reference_token(std::uint32_t v) {
   return 32 + 2 * (w - 6) + ((v >> (w - 2)) & 1u);
 }
 }  // namespace
+
+TEST_CASE("context_ans: estimated_payload_bits is each code's -log2(f / 2^14) in its context plus its raw bits, summed here") {
+  // The estimate's own arithmetic, against a sum over the codes computed
+  // from the format's contexts and tokens and std::log2 (the estimate reads
+  // a table of log2's values; learn() weighs its context sets by the same).
+  std::mt19937_64 rng(47);
+  std::geometric_distribution<std::uint32_t> small(0.3);
+  for (const std::uint32_t row : {1u, 28u, 300u}) {
+    std::vector<std::uint32_t> codes(std::size_t{1} << 15);
+    for (std::size_t i = 0; i < codes.size(); ++i)
+      codes[i] = rng() % 3 == 0 ? small(rng) : (rng() % 50 == 0 ? static_cast<std::uint32_t>(rng() % 100000) : 0u);
+    ebac::context_ans::statistics st(ebac::extents{1, row});
+    st.add(codes.data(), codes.size());
+    const auto cb = ebac::context_ans::learn_frequencies(st);
+    double want = 0;
+    for (std::size_t i = 0; i < codes.size(); ++i) {
+      const std::uint32_t t = reference_token(codes[i]);
+      const std::uint16_t f = cb.freq[std::size_t{reference_context(codes, i, row, cb.classes, cb.diagonal)} * ebac::detail::context_ans_model::tokens + t];
+      REQUIRE(f > 0);
+      want += 14.0 - std::log2(static_cast<double>(f)) + ebac::detail::context_ans_model::extra_bits(t);
+    }
+    const double got = ebac::context_ans::estimated_payload_bits(st, cb);
+    CAPTURE(row);
+    CAPTURE(want);
+    CAPTURE(got);
+    CHECK(std::fabs(got - want) <= 1e-9 * want);
+  }
+}
 
 TEST_CASE("context_ans: a code's token, raw-bit count and token base are the format's") {
   // At both edges of every bit width and a few values between: the token

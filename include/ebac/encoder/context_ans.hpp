@@ -327,9 +327,21 @@ struct context_ans {
   /// whose serialized tables plus ideal coded bits are fewest is kept (the
   /// first of equals, richest first).
   static codebook learn(const statistics& s) {
+    codebook cb = learn_frequencies(s);
+    cb.derive();
+    return cb;
+  }
+  /// learn() without derive(): the frequencies, context set and row, which
+  /// are what serialize() and estimated_payload_bits read, and none of the
+  /// tables that coding reads (bind() needs learn()'s). Why: the host
+  /// backend weighs its candidates (predictors, quantizers) on a sample by
+  /// the estimate, six of the seven codebooks of a max-bound stream, and
+  /// derive() was most of learn() (its steps' divisions and the decoder's
+  /// first-token tables).
+  static codebook learn_frequencies(const statistics& s) {
     // Only the frequencies and the serialized size decide between the sets:
     // each is weighed in two buffers reused from set to set, and one codebook
-    // is built and derived, for the winner. On a small tensor most of the 128
+    // is built, for the winner. On a small tensor most of the 128
     // finest contexts are empty and are skipped.
     const std::vector<std::uint64_t> totals = s.totals();
     const context_flags used = used_contexts(totals);
@@ -359,7 +371,6 @@ struct context_ans {
     best.classes = best_classes;
     best.diagonal = best_diagonal;
     std::copy(best_freq.begin(), best_freq.end(), best.freq.begin());
-    best.derive();
     return best;
   }
   /// The bits encode_chunk writes for the codes that gave `s` under `cb`
@@ -605,6 +616,12 @@ struct context_ans {
       std::uint16_t* f = freq.data() + std::size_t{c} * model::tokens;
       std::uint32_t sum = 0, largest = 0;
       for (std::uint32_t t = 0; t < model::tokens; ++t) {
+        // A token that never occurs gets 0 without the 64-bit division
+        // (most of a context's tokens; the division was most of learn()).
+        if (scaled[t] == 0) {
+          f[t] = 0;
+          continue;
+        }
         std::uint64_t v = (scaled[t] * model::scale + total / 2) / total;
         if (scaled[t] > 0 && v == 0) v = 1;
         f[t] = static_cast<std::uint16_t>(v);
@@ -626,10 +643,23 @@ struct context_ans {
   /// frequencies: -log2(f / 2^14) a token (raw bits not included).
   static double token_bits(const std::vector<std::uint64_t>& counts, const std::vector<std::uint16_t>& freq, std::uint32_t contexts,
                            double bits = 0) {
+    const double* const cost = token_cost();
     for (std::size_t i = 0; i < std::size_t{contexts} * model::tokens; ++i)
-      if (const std::uint64_t k = counts[i]; k > 0)
-        bits += static_cast<double>(k) * (model::scale_bits - std::log2(static_cast<double>(freq[i])));
+      if (const std::uint64_t k = counts[i]; k > 0) bits += static_cast<double>(k) * cost[freq[i]];
     return bits;
+  }
+  /// cost[f] = 14 - log2(f), the bits of a token of frequency f (1 to 2^14;
+  /// cost[0] is never read: a token that occurs has a frequency), std::log2's
+  /// own values, built once. Why: learn() weighs eight context sets and the
+  /// host backend learns seven codebooks a max-bound stream; log2 was a
+  /// third of it.
+  static const double* token_cost() {
+    static const std::vector<double> cost = [] {
+      std::vector<double> c(model::scale + 1, 0.0);
+      for (std::uint32_t f = 1; f <= model::scale; ++f) c[f] = model::scale_bits - std::log2(static_cast<double>(f));
+      return c;
+    }();
+    return cost.data();
   }
 };
 

@@ -463,16 +463,20 @@ std::size_t encode_stream(const S* in, std::uint64_t n, const extents& shape, co
     coding = true;
     for (std::size_t g = 1; g < stats.size(); ++g) stats[0].merge(stats[g]);
     stats.resize(1);
-    const typename E::codebook codebook = E::learn(stats[0]);
-    codebook.serialize(codebook_bytes);
     if constexpr (estimating_encoder<E>) {
-      if (estimated_bytes != nullptr) {
+      if (estimated_bytes != nullptr) {  // the frequencies only: the estimate builds no coding tables
+        const typename E::codebook codebook = E::learn_frequencies(stats[0]);
+        codebook.serialize(codebook_bytes);
         double bits = E::estimated_payload_bits(stats[0], codebook);
         for (std::uint64_t c = 0; c < chunks; ++c) bits += 8.0 * static_cast<double>(E::min_payload_bytes(chunk_len(c)));
         estimated_payload = static_cast<std::uint64_t>(std::ceil(bits / 8));
       }
     }
-    if (estimated_bytes == nullptr) encode_all(E::bind(codebook), false);  // the statistics pass recorded the outliers
+    if (estimated_bytes == nullptr) {
+      const typename E::codebook codebook = E::learn(stats[0]);
+      codebook.serialize(codebook_bytes);
+      encode_all(E::bind(codebook), false);  // the statistics pass recorded the outliers
+    }
   } else {
     encode_all(E{}, true);
   }
