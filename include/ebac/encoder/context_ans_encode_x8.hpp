@@ -1,5 +1,6 @@
-// ebac/encoder/context_ans_encode_x8.hpp - two context-ANS chunks encoded
-// side by side with AVX2: the four states of each in four 32-bit lanes.
+// ebac/encoder/context_ans_encode_x8.hpp - two or four context-ANS chunks
+// encoded side by side with AVX2: the four states of each in four 32-bit
+// lanes, a pair of chunks in each vector.
 //
 // Why: the encoder was about 40% of a compression with context ANS and
 // is bound by instructions: per element a token (a bit scan), a table row,
@@ -11,9 +12,13 @@
 // The round's renormalisation bytes (0, 1 or 2 a state) are put in order
 // by one byte shuffle from a table of the 81 cases.
 //
+// Two pairs take their rounds in turn (encode_context_ans_pairs<2>): each
+// pair's rounds are one chain of dependent steps, and the core overlaps
+// the two chains.
+//
 // The same bytes as context_ans::encode_chunk of each chunk; tests/isa/
 // test_context_ans_encode_x8.cpp compares them. The host codec encodes
-// pairs of full chunks with it where EBAC_HOST_AVX2 is 1
+// fours, then pairs, of full chunks with it where EBAC_HOST_AVX2 is 1
 // (ebac/detail/host_avx2.hpp) and one chunk at a time elsewhere.
 #pragma once
 

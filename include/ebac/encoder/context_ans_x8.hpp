@@ -9,7 +9,9 @@
 // latency is paid once for eight elements. The codes are written
 // interleaved (element i of lane l at out[8 i + l]) so that the left, upper
 // and diagonal neighbours a context needs are plain vector loads, as the
-// CUDA backend's warp layout does for its lanes.
+// CUDA backend's warp layout does for its lanes. Two such groups take
+// their steps in turn (decode_context_ans_groups<2>): a group's steps are
+// still one chain, and the core overlaps two.
 //
 // The same streams as context_ans::decode_chunk, and the same verdicts: a
 // lane's chunk is corrupt exactly when decode_chunk would refuse it (bad
