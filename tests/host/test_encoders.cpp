@@ -270,7 +270,11 @@ ref_codes reference_decode(const ebac::huffman& enc, const std::byte* in, std::s
 /// the upper-left or upper-right code is non-zero; frequencies of a context
 /// sum to 2^14. Tokens: v < 32 itself, else 32 + 2 (width - 6) + the bit
 /// below the leading one, width - 2 raw bits after. Written bit by bit, with
-/// sums instead of the decoder's tables.
+/// sums instead of the decoder's tables. With bit 31 of the byte count (a
+/// version-1 codebook only), a bitmap of ceil(ceil(n / 1024) / 8) bytes
+/// follows it: bit k (LSB first) set says the codes [1024 k, 1024 (k + 1))
+/// are all 0 and take no state step; at least one is set, none past the
+/// last block.
 ref_codes reference_decode(const ebac::context_ans& enc, const std::byte* in, std::size_t bytes, std::size_t n) {
   constexpr std::size_t T = 86;  // tokens
   auto le32 = [&](std::size_t pos) {
@@ -284,19 +288,32 @@ ref_codes reference_decode(const ebac::context_ans& enc, const std::byte* in, st
     return std::min<std::uint32_t>(w, enc.classes - 1);
   };
   if (bytes < 4) return std::nullopt;
-  const std::uint64_t R = le32(0);
-  if (R < 16 || R > bytes - 4) return std::nullopt;
+  const bool has_bitmap = le32(0) >= (1u << 31);
+  const std::uint64_t R = le32(0) % (1u << 31);
+  const std::size_t blocks = (n + 1023) / 1024, map_bytes = has_bitmap ? (blocks + 7) / 8 : 0;
+  if (has_bitmap && !enc.zero_blocks) return std::nullopt;
+  if (map_bytes > bytes - 4 || R < 16 || R > bytes - 4 - map_bytes) return std::nullopt;
+  std::vector<bool> skipped(blocks, false);
+  bool any = false;
+  for (std::size_t k = 0; k < 8 * map_bytes; ++k) {
+    const bool bit = ref_bit(in + 4, k) != 0;
+    if (bit && k >= blocks) return std::nullopt;
+    if (bit) skipped[k] = any = true;
+  }
+  if (has_bitmap && !any) return std::nullopt;
+  const std::size_t states = 4 + map_bytes;
   std::uint32_t x[4];
   for (std::size_t l = 0; l < 4; ++l) {
-    x[l] = le32(4 + 4 * l);
+    x[l] = le32(states + 4 * l);
     if (x[l] < (1u << 23) || x[l] >= (1u << 31)) return std::nullopt;
   }
-  std::size_t pos = 20;
-  const std::size_t rans_end = 4 + static_cast<std::size_t>(R);
+  std::size_t pos = states + 16;
+  const std::size_t rans_end = states + static_cast<std::size_t>(R);
   const std::uint64_t raw_bits = 8 * (bytes - rans_end);
   std::uint64_t rb = 0;
   std::vector<std::uint32_t> out(n);
   for (std::size_t i = 0; i < n; ++i) {
+    if (skipped[i / 1024]) continue;  // out[i] stays 0
     const std::uint32_t left = i > 0 ? magnitude_class(out[i - 1]) : 0;
     const std::uint32_t up = i >= enc.row ? magnitude_class(out[i - enc.row]) : 0;
     std::size_t ctx = left * enc.classes + up;
@@ -1089,14 +1106,19 @@ std::vector<std::byte> ans_chunk(const ebac::context_ans_codebook& cb, const std
 }  // namespace
 
 TEST_CASE("context_ans: byte layout") {
-  // All zeros: one context (left and up class 0), one token of frequency
-  // 2^14, so every step leaves the states at 2^23: R = 16, the four states,
-  // no raw bits.
+  // All zeros: the chunk's one block is all zero, flagged in a bitmap of
+  // one byte (bit 31 of the byte count says it follows) and takes no step:
+  // R = 16, the four states at 2^23, no raw bits. Nothing was counted, so
+  // no context has a table.
   {
     const std::vector<std::uint32_t> zeros(10, 0);
     const auto cb = learn_ans(zeros, 5);
-    CHECK(cb.freq[0] == 16384);
-    CHECK(ans_chunk(cb, zeros) == bytes_of({16, 0, 0, 0, 0, 0, 0x80, 0, 0, 0, 0x80, 0, 0, 0, 0x80, 0, 0, 0, 0x80, 0}));
+    CHECK(std::all_of(cb.freq.begin(), cb.freq.end(), [](std::uint16_t f) { return f == 0; }));
+    const auto buf = ans_chunk(cb, zeros);
+    CHECK(buf == bytes_of({16, 0, 0, 0x80, 0x01, 0, 0, 0x80, 0, 0, 0, 0x80, 0, 0, 0, 0x80, 0, 0, 0, 0x80, 0}));
+    std::vector<std::uint32_t> back(10, 99);
+    CHECK(ebac::context_ans::bind(cb).decode_chunk(buf.data(), buf.size(), back.data(), back.size()) == ebac::status::ok);
+    CHECK(back == zeros);
   }
   // One code 77 = 0b1001101: bit width 7, the bit below the leading one 0:
   // token 32 + 2 x (7 - 6) + 0 = 34, raw bits 01101 -> byte 0x0d.
@@ -1124,6 +1146,93 @@ TEST_CASE("context_ans: byte layout") {
     CHECK(ebac::context_ans::bind(cb).decode_chunk(buf.data(), buf.size(), &back, 1) == ebac::status::ok);
     CHECK(back == 1);
   }
+}
+
+TEST_CASE("context_ans: blocks of zeros are flagged, take no step and decode as zeros; chunks without a bitmap still decode") {
+  // 5000 codes, rows of 28: blocks of 1024 (the last one 904 long). Blocks
+  // 1 and 4 are all zero, so the bitmap is 0b10010; the others hold small
+  // codes and zeros, some of block 2's beside block 1's zeros.
+  std::mt19937_64 rng(71);
+  const std::size_t n = 5000;
+  std::vector<std::uint32_t> codes(n, 0);
+  for (std::size_t i = 0; i < n; ++i)
+    if (i / 1024 != 1 && i / 1024 != 4 && rng() % 3 == 0) codes[i] = static_cast<std::uint32_t>(1 + rng() % 40);
+  const auto cb = learn_ans(codes, 28);
+  const ebac::context_ans enc = ebac::context_ans::bind(cb);
+  const auto buf = ans_chunk(cb, codes);
+  REQUIRE(buf.size() > 5);
+  CHECK((static_cast<unsigned>(buf[3]) & 0x80u) != 0);  // bit 31 of the byte count: a bitmap follows
+  CHECK(static_cast<unsigned>(buf[4]) == 0x12u);
+  std::vector<std::uint32_t> back(n, 99);
+  CHECK(enc.decode_chunk(buf.data(), buf.size(), back.data(), n) == ebac::status::ok);
+  CHECK(back == codes);
+  auto refused = [&](std::vector<std::byte> b) {
+    std::vector<std::uint32_t> out(n);
+    return enc.decode_chunk(b.data(), b.size(), out.data(), n) == ebac::status::corrupt_stream;
+  };
+  {  // no block left flagged: the writer would have left the bitmap out
+    auto b = buf;
+    b[4] = std::byte{0};
+    CHECK(refused(b));
+  }
+  {  // a bit past the chunk's five blocks
+    auto b = buf;
+    b[4] |= std::byte{0x20};
+    CHECK(refused(b));
+  }
+  {  // under a version-0 codebook no chunk has a bitmap
+    ebac::context_ans v0 = enc;
+    v0.zero_blocks = false;
+    std::vector<std::uint32_t> out(n);
+    CHECK(v0.decode_chunk(buf.data(), buf.size(), out.data(), n) == ebac::status::corrupt_stream);
+  }
+  {  // a chunk cut inside its bitmap
+    std::vector<std::uint32_t> out(n);
+    CHECK(enc.decode_chunk(buf.data(), 4, out.data(), n) == ebac::status::corrupt_stream);
+  }
+  // A chunk with no block of zeros has no bitmap and no flag: the bytes of
+  // version 0, which a version-0 codebook (streams written before the
+  // bitmap) decodes, and writes when it encodes.
+  std::vector<std::uint32_t> dense(n);
+  for (auto& v : dense) v = static_cast<std::uint32_t>(rng() % 3);
+  dense[0] = 1;
+  for (std::size_t b = 0; b < n; b += 1024) dense[b] = 1;  // no block all zero
+  auto cb0 = learn_ans(dense, 28);
+  const auto with = ans_chunk(cb0, dense);
+  CHECK((static_cast<unsigned>(with[3]) & 0x80u) == 0);
+  std::vector<std::byte> image;
+  cb0.serialize(image);
+  CHECK(static_cast<unsigned>(image[0]) == 1u);  // the writer's version
+  image[0] = std::byte{0};
+  ebac::context_ans_codebook old;
+  REQUIRE(ebac::context_ans_codebook::deserialize(image.data(), image.size(), old) == ebac::status::ok);
+  CHECK(old.version == 0);
+  const ebac::context_ans enc0 = ebac::context_ans::bind(old);
+  CHECK_FALSE(enc0.zero_blocks);
+  std::vector<std::uint32_t> out(n);
+  CHECK(enc0.decode_chunk(with.data(), with.size(), out.data(), n) == ebac::status::ok);
+  CHECK(out == dense);
+  CHECK(ans_chunk(old, dense) == with);
+  {  // the same chunk with a bitmap that flags no block: not the writer's form, refused
+    std::vector<std::byte> b = with;
+    b[3] |= std::byte{0x80};
+    b.insert(b.begin() + 4, std::byte{0});
+    CHECK(enc0.decode_chunk(b.data(), b.size(), out.data(), n) == ebac::status::corrupt_stream);  // version 0: no bitmap at all
+    CHECK(ebac::context_ans::bind(cb0).decode_chunk(b.data(), b.size(), out.data(), n) == ebac::status::corrupt_stream);
+  }
+  // Version 0 codes a block of zeros step by step (when its tables have token 0 where it falls).
+  std::vector<std::uint32_t> gap = dense;
+  std::fill(gap.begin() + 1024, gap.begin() + 2048, 0u);
+  std::vector<std::byte> zimage;
+  auto cbg = learn_ans(dense, 28);  // counted without the gap: (context 0, token 0) occurs in dense
+  cbg.version = 0;
+  cbg.serialize(zimage);
+  ebac::context_ans_codebook oldg;
+  REQUIRE(ebac::context_ans_codebook::deserialize(zimage.data(), zimage.size(), oldg) == ebac::status::ok);
+  const auto stepwise = ans_chunk(oldg, gap);
+  CHECK((static_cast<unsigned>(stepwise[3]) & 0x80u) == 0);
+  CHECK(ebac::context_ans::bind(oldg).decode_chunk(stepwise.data(), stepwise.size(), out.data(), n) == ebac::status::ok);
+  CHECK(out == gap);
 }
 
 TEST_CASE("context_ans: round trips, truncations and mutations, rows of 1, 7 and 64") {
@@ -1379,11 +1488,27 @@ TEST_CASE("context_ans: a block's contexts (what the encoder and the statistics 
   }
 }
 
+namespace {
+/// Adds to `counts` the (finest context, token) of each code of a chunk,
+/// from the format's definitions, but for the blocks of 1024 codes (from
+/// the chunk's first) that are all 0: those take no step.
+void count_reference(const std::vector<std::uint32_t>& codes, std::uint32_t row, std::vector<std::uint64_t>& counts) {
+  const std::size_t T = ebac::detail::context_ans_model::tokens;
+  for (std::size_t b = 0; b < codes.size(); b += 1024) {
+    const std::size_t e = std::min(codes.size(), b + 1024);
+    bool zero = true;
+    for (std::size_t i = b; i < e; ++i) zero = zero && codes[i] == 0;
+    if (zero) continue;
+    for (std::size_t i = b; i < e; ++i) ++counts[std::size_t{reference_context(codes, i, row, 8, true)} * T + reference_token(codes[i])];
+  }
+}
+}  // namespace
+
 TEST_CASE("context_ans: statistics count every chunk's (context, token), whatever the chunk sizes and merges") {
   // Chunks of 1 to 5000 codes, added one call each into three statistics
   // that are then merged: totals() must be the count of each chunk's
   // (finest context, token) pairs computed here from the format's
-  // definitions. Many small chunks in a row are the case where add()'s
+  // definitions (blocks of zeros left out). Many small chunks in a row are the case where add()'s
   // extra tables are carried from call to call, not summed each time.
   std::mt19937_64 rng(41);
   const std::uint32_t row = 28;
@@ -1395,7 +1520,7 @@ TEST_CASE("context_ans: statistics count every chunk's (context, token), whateve
     for (int again = 0; again < 40; ++again, ++chunks) {
       std::vector<std::uint32_t> codes(n);
       for (auto& v : codes) v = rng() % 2 == 0 ? 0u : static_cast<std::uint32_t>(rng() >> (32 + rng() % 32));
-      for (std::size_t i = 0; i < n; ++i) ++expected[std::size_t{reference_context(codes, i, row, 8, true)} * T + reference_token(codes[i])];
+      count_reference(codes, row, expected);
       st[chunks % 3].add(codes.data(), n);
     }
   }
@@ -1413,13 +1538,14 @@ TEST_CASE("context_ans: statistics count every chunk's (context, token), whateve
   CHECK(differ == 0);
 }
 
-TEST_CASE("context_ans: statistics count blocks of zeros, and zeros beside a non-zero neighbour, as the format's contexts") {
-  // add() counts a block of 1024 codes in one step when it and every code
-  // its contexts read are 0 (context_ans_model::zero_block). Chunks of
-  // zeros with one non-zero code placed just inside and just outside what
-  // a block's first element reads (its left, upper-left, upper and
-  // upper-right neighbours), for rows of 1, 2, 28, 1024 and wider than a
-  // block: the totals must be each element's (context, token) computed here.
+TEST_CASE("context_ans: statistics leave out blocks of zeros and count zeros beside a non-zero neighbour as the format's contexts") {
+  // A chunk's block of 1024 codes that are all 0 is flagged in its bitmap
+  // and takes no rANS step (docs/format.md), so add() does not count it.
+  // Chunks of zeros with one non-zero code placed just inside and just
+  // outside what a block's first element reads (its left, upper-left,
+  // upper and upper-right neighbours), for rows of 1, 2, 28, 1024 and wider
+  // than a block: the totals must be the (context, token) computed here of
+  // each element of the blocks [1024 k, 1024 (k + 1)) with a non-zero code.
   const std::size_t T = ebac::detail::context_ans_model::tokens;
   for (std::uint32_t row : {1u, 2u, 28u, 1024u, 1025u, 3000u}) {
     CAPTURE(row);
@@ -1434,7 +1560,7 @@ TEST_CASE("context_ans: statistics count blocks of zeros, and zeros beside a non
       std::vector<std::uint32_t> codes(n, 0);
       const std::int64_t i = 1024 + d;
       if (i >= 0 && i < static_cast<std::int64_t>(n)) codes[static_cast<std::size_t>(i)] = 7;
-      for (std::size_t k = 0; k < n; ++k) ++expected[std::size_t{reference_context(codes, k, row, 8, true)} * T + reference_token(codes[k])];
+      count_reference(codes, row, expected);
       st.add(codes.data(), n);
     }
     const std::vector<std::uint64_t> got = st.totals();
@@ -1468,7 +1594,7 @@ TEST_CASE("context_ans: codebook sections that break the format are refused") {
     CHECK(cb.cumulative[1] == 8192);
   }
   auto bad = good();
-  bad[0] = std::byte{1};  // an unknown version
+  bad[0] = std::byte{2};  // an unknown version
   CHECK(reads(bad) == ebac::status::corrupt_stream);
   bad = good();
   bad[1] = std::byte{8};  // an unknown context set
@@ -1546,7 +1672,22 @@ TEST_CASE("context_ans: the decoder's first-token tables name the token holding 
     }
     cb.derive();
     REQUIRE(cb.first_token.size() == std::size_t{cb.contexts()} * 256);
-    REQUIRE(cb.first_token_fine.size() == std::size_t{cb.contexts()} * 1024);
+    // One row more in first_token_fine, cumulative and steps: the identity
+    // (token 0 at every slot, frequency 2^14; a step that changes no state).
+    REQUIRE(cb.first_token_fine.size() == std::size_t{cb.contexts() + 1} * 1024);
+    REQUIRE(cb.cumulative.size() == std::size_t{cb.contexts() + 1} * (T + 1));
+    REQUIRE(cb.steps.size() == std::size_t{cb.contexts()} * T + 1);
+    CHECK(std::all_of(cb.first_token_fine.end() - 1024, cb.first_token_fine.end(), [](std::uint8_t t) { return t == 0; }));
+    CHECK(cb.cumulative[std::size_t{cb.contexts()} * (T + 1)] == 0);
+    CHECK(std::all_of(cb.cumulative.end() - T, cb.cumulative.end(), [](std::uint16_t c) { return c == model::scale; }));
+    for (std::uint32_t s0 : {1u << 23, (1u << 23) + 12345u, (1u << 31) - 1u}) {
+      std::byte space[8] = {};
+      std::byte* p = space + 8;
+      std::uint32_t s = s0;
+      ebac::detail::context_ans_encode_step(cb.steps.back(), s, p);
+      CHECK(s == s0);
+      CHECK(p == space + 8);
+    }
     for (std::uint32_t c = 0; c < cb.contexts(); ++c) {
       const std::uint16_t* f = cb.freq.data() + std::size_t{c} * T;
       std::vector<std::uint32_t> holder;  // holder[s]: the token holding slot s

@@ -34,6 +34,18 @@ inline std::vector<std::uint32_t> make_codes(std::size_t n, std::uint32_t row, d
   return v;
 }
 
+/// Zeroes blocks of 1024 codes (the format's blocks of zeros, which a
+/// chunk's bitmap flags) of chunk h of a group: pattern 1, every other block,
+/// the other half in the next chunk (the chunks side by side never skip
+/// together); pattern 2, block 1 of every chunk (all skip it together) and
+/// block 3 of every other chunk; 0, none.
+inline void zero_blocks(std::vector<std::uint32_t>& codes, int pattern, int h) {
+  for (std::size_t i = 0; i < codes.size(); ++i) {
+    const std::size_t k = i / 1024;
+    if ((pattern == 1 && (k + static_cast<std::size_t>(h)) % 2 == 0) || (pattern == 2 && (k == 1 || (k == 3 && h % 2 == 0)))) codes[i] = 0;
+  }
+}
+
 /// A codebook for context set (classes, diagonal) from the codes' own
 /// counts, through the stream's serialized form (so deserialize checks it):
 /// every (context, token) that occurs has a frequency of at least 1.

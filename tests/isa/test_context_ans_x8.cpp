@@ -140,27 +140,34 @@ TEST_CASE("isa: context ANS x8: eight chunks decoded side by side give the encod
     std::uint32_t row;
     double zeros;
     int bits;
+    int zero_blocks;  // context_ans_test::zero_blocks's pattern
   };
   // Rows of 1 (no upper neighbour, no diagonal), 2, a map's width, wider
-  // than the chunk; sparse and dense; codes up to 2^30 (the longest raw bits).
-  const shape shapes[] = {{4096, 28, 0.8, 6}, {4096, 28, 0.2, 14}, {1000, 1, 0.5, 8}, {777, 2, 0.4, 20},
-                          {2048, 5000, 0.6, 10}, {3001, 64, 0.05, 30}};
+  // than the chunk; sparse and dense; codes up to 2^30 (the longest raw
+  // bits); blocks of zeros that lanes skip alone, together, or all of them.
+  const shape shapes[] = {{4096, 28, 0.8, 6, 0},    {4096, 28, 0.2, 14, 0}, {1000, 1, 0.5, 8, 0},  {777, 2, 0.4, 20, 0},
+                          {2048, 5000, 0.6, 10, 0}, {3001, 64, 0.05, 30, 0}, {4099, 28, 0.3, 12, 1}, {4100, 3, 0.5, 20, 2},
+                          {3000, 28, 1.0, 6, 0}};
+  constexpr int shape_count = sizeof shapes / sizeof shapes[0];
   int checked = 0;
   for (int groups : {1, 2})
     for (const shape& s : shapes)
       for (std::uint32_t classes : {8u, 4u, 2u, 1u})
         for (bool diagonal : {true, false}) {
           std::vector<std::vector<std::uint32_t>> chunks;
-          for (int l = 0; l < lanes * groups; ++l)
+          for (int l = 0; l < lanes * groups; ++l) {
             chunks.push_back(make_codes(s.n, s.row, s.zeros, s.bits, 100u * checked + static_cast<std::uint32_t>(l)));
+            context_ans_test::zero_blocks(chunks.back(), s.zero_blocks, l);
+          }
           const ebac::context_ans_codebook cb = codebook_for(chunks, s.row, classes, diagonal);
           const ebac::context_ans enc = ebac::context_ans::bind(cb);
           const coded_group g = encode_group(enc, chunks);
           const std::string label = std::to_string(groups) + " group(s), n " + std::to_string(s.n) + " row " + std::to_string(s.row) +
-                                    " classes " + std::to_string(classes) + (diagonal ? " diagonal" : "");
+                                    " classes " + std::to_string(classes) + (diagonal ? " diagonal" : "") + " zero blocks " +
+                                    std::to_string(s.zero_blocks);
           checked += compare(enc, g, s.n, &chunks, label) == lanes * groups;
         }
-  CHECK(checked == 2 * 6 * 4 * 2);
+  CHECK(checked == 2 * shape_count * 4 * 2);
 }
 
 TEST_CASE("isa: context ANS x8: a damaged chunk gets decode_chunk's verdict, and its neighbours still decode, one group or two") {
@@ -171,7 +178,10 @@ TEST_CASE("isa: context ANS x8: a damaged chunk gets decode_chunk's verdict, and
   const std::uint32_t row = 32;
   const int chunk_count = lanes * groups;
   std::vector<std::vector<std::uint32_t>> chunks;
-  for (int l = 0; l < chunk_count; ++l) chunks.push_back(make_codes(n, row, 0.5, 24, 900u + static_cast<std::uint32_t>(l)));
+  for (int l = 0; l < chunk_count; ++l) {  // chunks 0, 2, 4, ... flag their block 1 (a bitmap byte after the byte count)
+    chunks.push_back(make_codes(n, row, 0.5, 24, 900u + static_cast<std::uint32_t>(l)));
+    context_ans_test::zero_blocks(chunks.back(), l % 2 == 0 ? 2 : 0, 0);
+  }
   const ebac::context_ans_codebook cb = codebook_for(chunks, row, 8, true);
   const ebac::context_ans enc = ebac::context_ans::bind(cb);
   const coded_group clean = encode_group(enc, chunks);
@@ -181,7 +191,7 @@ TEST_CASE("isa: context ANS x8: a damaged chunk gets decode_chunk's verdict, and
     const int l = static_cast<int>(rng() % static_cast<unsigned>(chunk_count));
     std::byte* chunk = g.bytes.data() + g.off[l];
     std::string what;
-    switch (trial % 7) {
+    switch (trial % 8) {
       case 0: {  // one byte anywhere in the chunk
         const std::size_t at = rng() % g.len[l];
         chunk[at] ^= static_cast<std::byte>(1 + rng() % 255);
@@ -213,6 +223,17 @@ TEST_CASE("isa: context ANS x8: a damaged chunk gets decode_chunk's verdict, and
         chunk[g.len[l] - 1] ^= std::byte{0x80};
         what = "last byte's top bit flipped";
         break;
+      case 6: {  // the bitmap flag, or a bit of the bitmap (a bit past the two blocks, or none left set)
+        if (rng() % 2 == 0) {
+          chunk[3] ^= std::byte{0x80};
+          what = "bitmap flag flipped";
+        } else {
+          const unsigned bit = static_cast<unsigned>(rng() % 8);
+          chunk[4] ^= static_cast<std::byte>(1u << bit);
+          what = "byte 4's bit " + std::to_string(bit) + " flipped";
+        }
+        break;
+      }
       default: {  // a run of bytes zeroed (raw bits or rANS bytes)
         const std::size_t at = rng() % g.len[l], k = std::min<std::size_t>(1 + rng() % 12, g.len[l] - at);
         std::memset(chunk + at, 0, k);

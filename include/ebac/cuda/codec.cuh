@@ -157,7 +157,9 @@ inline uploaded_codebook upload_codebook(const context_ans_codebook& cb, cudaStr
                            reinterpret_cast<const std::uint16_t*>(base),
                            reinterpret_cast<const std::uint16_t*>(base + freq),
                            nullptr,
-                           reinterpret_cast<const std::uint8_t*>(base + freq + cum)};
+                           reinterpret_cast<const std::uint8_t*>(base + freq + cum),
+                           nullptr,  // first_token_fine: host only
+                           cb.version >= 1};
   return u;
 }
 

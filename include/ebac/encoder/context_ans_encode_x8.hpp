@@ -14,7 +14,10 @@
 //
 // Two pairs take their rounds in turn (encode_context_ans_pairs<2>): each
 // pair's rounds are one chain of dependent steps, and the core overlaps
-// the two chains.
+// the two chains. A block of zeros takes no step (the chunk's bitmap flags
+// it): where the others code that block, its lanes take the codebook's
+// identity step (context_ans::identity_context), and where every chunk
+// skips it, no round runs.
 //
 // The same bytes as context_ans::encode_chunk of each chunk; tests/isa/
 // test_context_ans_encode_x8.cpp compares them. The host codec encodes
@@ -142,12 +145,16 @@ inline std::array<std::size_t, 2 * Pairs> encode_context_ans_pairs(const context
   constexpr int H = 2 * Pairs;  // chunks
   constexpr std::size_t block = context_ans::context_block;
   static_assert(model::lanes == 4 && block % 4 == 0);
+  static_assert(block == context_ans::zero_block);
   std::size_t raw_bytes[H];
   std::byte* p[H];
+  std::byte* bitmap[H];
   for (int h = 0; h < H; ++h) {
     raw_bytes[h] = context_ans::put_raw_bits(codes[h], n, out[h]);
     p[h] = context_ans::rans_end(out[h], n);
+    bitmap[h] = context_ans::clear_bitmap(out[h], n);
   }
+  const std::uint32_t identity_key = enc.identity_context() * model::tokens;
   alignas(32) std::uint32_t x[4 * H];
   for (auto& s : x) s = model::state_low;
   std::uint8_t context[block];
@@ -156,19 +163,27 @@ inline std::array<std::size_t, 2 * Pairs> encode_context_ans_pairs(const context
   for (int h = 0; h < H; ++h) key[h] = keys[h];
   for (std::size_t e = n, b = 0; e > 0; e = b) {
     b = (e - 1) / block * block;
+    bool skip[H];
+    bool all = true;
     for (int h = 0; h < H; ++h) {
-      if (model::zero_block(codes[h], b, e, enc.row, block)) {  // context 0, token 0 each: key 0
-        std::fill_n(key[h], e - b, 0u);
+      skip[h] = enc.zero_blocks && model::all_zero(codes[h], b, e);
+      all = all && skip[h];
+      if (skip[h]) {
+        context_ans::flag_block(bitmap[h], b);
         continue;
       }
       model::contexts(codes[h], b, e, enc.row, enc.classes, enc.diagonal, context);
       context_ans_keys(codes[h] + b, context, e - b, key[h]);
     }
+    if (all) continue;
+    for (int h = 0; h < H; ++h)
+      if (skip[h]) std::fill_n(key[h], e - b, identity_key);
     // Only the chunk's last block can end inside a round of four: those
     // elements one at a time, the last first, as encode_chunk does.
     const std::size_t i = e - e % 4;
     for (std::size_t j = e; j-- > i;)
-      for (int h = 0; h < H; ++h) context_ans_encode_step(enc.steps[key[h][j - b]], x[4 * h + j % 4], p[h]);
+      for (int h = 0; h < H; ++h)
+        if (!skip[h]) context_ans_encode_step(enc.steps[key[h][j - b]], x[4 * h + j % 4], p[h]);
     const std::uint32_t* rounds_key[H];
     for (int h = 0; h < H; ++h) rounds_key[h] = key[h];
     context_ans_encode_rounds<Pairs>(enc.steps, rounds_key, (i - b) / 4, x, p);

@@ -74,18 +74,12 @@ struct context_ans_model {
     return 2 * c + (near ? 1u : 0u);
   }
 
-  /// Whether every element of [b, e) (b < e) of a chunk is 0 and so is
-  /// every code its context reads (left, upper, upper-left, upper-right):
-  /// then each has context 0 and token 0 in every context set. Only for
-  /// rows up to `max_row` (a wider row's neighbours lie far before b, and
-  /// reading them would cost more than the contexts); false above.
-  /// Why: the zeros of a sparse map (most of an attention map at loose
-  /// bounds) are counted and keyed in one pass over their codes.
-  static bool zero_block(const std::uint32_t* codes, std::size_t b, std::size_t e, std::uint32_t row, std::size_t max_row) noexcept {
-    if (row > max_row) return false;
-    const std::size_t from = b > row ? b - row - 1 : 0;
+  /// Whether every code of [b, e) is 0. Why: a chunk's block of zeros is
+  /// flagged in its bitmap and takes no rANS step (docs/format.md), and the
+  /// statistics do not count it; one pass of ORs finds it.
+  EBAC_HOST_DEVICE static bool all_zero(const std::uint32_t* codes, std::size_t b, std::size_t e) noexcept {
     std::uint32_t any = 0;
-    std::size_t i = from;
+    std::size_t i = b;
     for (; i + zero_run <= e; i += zero_run) {
       any |= or_run<zero_run>(codes + i);
       if (any != 0) return false;
@@ -139,10 +133,10 @@ struct context_ans_model {
     context_run<Classes, Diagonal, 0>(codes + (b - 1 + j), up + j, up + j - 1, up + j + 1, out + j, diagonal_mask, m - j);
   }
 
-  /// Codes zero_block ORs at a time (a constant count vectorizes at -O2).
+  /// Codes all_zero ORs at a time (a constant count vectorizes at -O2).
   static constexpr std::size_t zero_run = 64;
   template <std::size_t Count>
-  static std::uint32_t or_run(const std::uint32_t* EBAC_RESTRICT codes) noexcept {
+  EBAC_HOST_DEVICE static std::uint32_t or_run(const std::uint32_t* EBAC_RESTRICT codes) noexcept {
     std::uint32_t any = 0;
     for (std::size_t j = 0; j < Count; ++j) any |= codes[j];
     return any;

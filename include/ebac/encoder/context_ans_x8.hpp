@@ -11,11 +11,14 @@
 // and diagonal neighbours a context needs are plain vector loads, as the
 // CUDA backend's warp layout does for its lanes. Two such groups take
 // their steps in turn (decode_context_ans_groups<2>): a group's steps are
-// still one chain, and the core overlaps two.
+// still one chain, and the core overlaps two. A block of zeros (flagged in
+// its chunk's bitmap) takes no step: where every lane skips it, its zeros
+// are written at once; otherwise a skipping lane takes the codebook's
+// identity context, whose step leaves its state as it is and decodes 0.
 //
 // The same streams as context_ans::decode_chunk, and the same verdicts: a
 // lane's chunk is corrupt exactly when decode_chunk would refuse it (bad
-// byte count or initial state, a context the tensor never had, states not
+// byte count, bitmap or initial state, a context the tensor never had, states not
 // back at their initial value, rANS bytes or raw bits not used up exactly,
 // non-zero trailing bits). Tested against decode_chunk on valid and damaged
 // streams (tests/isa/test_context_ans_x8.cpp).
@@ -72,10 +75,15 @@ inline void decode_context_ans_groups(const context_ans& enc, const std::byte* b
   // raw-bit positions, refused lanes (all ones: they take no further table
   // steps, their context may be one with no table, and read token 0) and
   // the codes just decoded (the next element's left neighbours).
+  // `skip`: the identity context in the lanes that skip the current
+  // block, 0 in the others (a context is at most identity_context - 1, so
+  // the larger of the two is the lane's). `bitmap`: where a lane's bitmap
+  // is, 0 for a lane without one.
   struct lane_group {
-    __m256i X0, X1, X2, X3, P, B, refused, left;
+    __m256i X0, X1, X2, X3, P, B, refused, left, skip;
     std::uint32_t* out;
     alignas(32) std::uint32_t pend[L];
+    std::uint32_t bitmap[L];
   };
   lane_group gr[Groups];
   for (int h = 0; h < Groups; ++h) {
@@ -84,16 +92,21 @@ inline void decode_context_ans_groups(const context_ans& enc, const std::byte* b
     const std::uint32_t* const m = len + L * h;
     bad[h] = 0;
     for (int l = 0; l < L; ++l) {
-      // decode_chunk's checks of the chunk's byte count and initial states.
-      const std::uint32_t rans_bytes = m[l] >= 4 ? load_le<std::uint32_t>(base + o[l]) : 0;
-      bool ok = m[l] >= 4 && rans_bytes >= 4 * model::lanes && rans_bytes <= m[l] - 4;
+      // decode_chunk's checks of the chunk's byte count, bitmap and initial states.
+      const std::uint32_t word = m[l] >= 4 ? load_le<std::uint32_t>(base + o[l]) : 0;
+      const std::uint32_t head = (word & context_ans::bitmap_flag) != 0 ? static_cast<std::uint32_t>(context_ans::bitmap_bytes(n)) : 0;
+      const std::uint32_t rans_bytes = word & ~context_ans::bitmap_flag;
+      bool ok = m[l] >= 4 && head <= m[l] - 4 && rans_bytes >= 4 * model::lanes && rans_bytes <= m[l] - 4 - head;
+      ok = ok && (head == 0 || enc.valid_bitmap(base + o[l] + 4, n));
+      const std::uint32_t at = o[l] + 4 + head;  // the states
       for (int s = 0; s < 4; ++s) {
-        x[s][l] = ok ? load_le<std::uint32_t>(base + o[l] + 4 + 4 * s) : model::state_low;
+        x[s][l] = ok ? load_le<std::uint32_t>(base + at + 4 * s) : model::state_low;
         ok = ok && x[s][l] >= model::state_low && x[s][l] < (model::state_low << 8);
       }
       if (!ok) bad[h] |= 1u << l;
-      p[l] = o[l] + (ok ? 4 + 4 * model::lanes : 0);
-      gr[h].pend[l] = o[l] + (ok ? 4 + rans_bytes : 0);
+      p[l] = ok ? at + 4 * model::lanes : o[l];
+      gr[h].pend[l] = ok ? at + rans_bytes : o[l];
+      gr[h].bitmap[l] = ok && head > 0 ? o[l] + 4 : 0;
       bitpos[l] = gr[h].pend[l] * 8;
     }
     gr[h].X0 = _mm256_load_si256(reinterpret_cast<const __m256i*>(x[0]));
@@ -106,6 +119,7 @@ inline void decode_context_ans_groups(const context_ans& enc, const std::byte* b
     gr[h].refused = _mm256_setr_epi32(b & 1 ? -1 : 0, b & 2 ? -1 : 0, b & 4 ? -1 : 0, b & 8 ? -1 : 0, b & 16 ? -1 : 0, b & 32 ? -1 : 0,
                                       b & 64 ? -1 : 0, b & 128 ? -1 : 0);
     gr[h].left = _mm256_setzero_si256();
+    gr[h].skip = _mm256_setzero_si256();
     gr[h].out = out[h];
   }
 
@@ -130,8 +144,10 @@ inline void decode_context_ans_groups(const context_ans& enc, const std::byte* b
   const __m256i last_direct = _mm256_set1_epi32(static_cast<int>(model::direct_tokens) - 1);
   const __m256i qword_low_halves = _mm256_setr_epi32(0, 2, 4, 6, 0, 2, 4, 6);
 
-  // Element i of group g's chunks, on their states S.
-  auto step = [&](lane_group& g, std::size_t i, __m256i& S) EBAC_FORCE_INLINE_LAMBDA {
+  // Element i of group g's chunks, on their states S; `skipping`: some lane
+  // of the block skips it (a constant where the loops below inline it: the
+  // blocks no lane skips take no instruction for it).
+  auto step = [&](lane_group& g, std::size_t i, __m256i& S, const bool skipping) EBAC_FORCE_INLINE_LAMBDA {
     std::uint32_t* const o = g.out;
     // The context (context_ans_model::context), every lane at once.
     const __m256i up = i >= row ? _mm256_load_si256(reinterpret_cast<const __m256i*>(o + L * (i - row))) : zero;
@@ -145,6 +161,7 @@ inline void decode_context_ans_groups(const context_ans& enc, const std::byte* b
       }
       c = _mm256_add_epi32(_mm256_add_epi32(c, c), near);
     }
+    if (skipping) c = _mm256_max_epi32(c, g.skip);
     // The token: first_token_fine's entry for the slot's 16 (read as the
     // aligned word holding that byte), then up the cumulative bounds. A
     // context the tensor never had (entry unused_context) refuses the lane.
@@ -217,18 +234,46 @@ inline void decode_context_ans_groups(const context_ans& enc, const std::byte* b
     f(gr[0]);
     if constexpr (Groups == 2) f(gr[1]);
   };
-  std::size_t i = 0;
-  for (; i + 4 <= n; i += 4) {
-    each([&](lane_group& g) EBAC_FORCE_INLINE_LAMBDA { step(g, i, g.X0); });
-    each([&](lane_group& g) EBAC_FORCE_INLINE_LAMBDA { step(g, i + 1, g.X1); });
-    each([&](lane_group& g) EBAC_FORCE_INLINE_LAMBDA { step(g, i + 2, g.X2); });
-    each([&](lane_group& g) EBAC_FORCE_INLINE_LAMBDA { step(g, i + 3, g.X3); });
+  static_assert(context_ans::zero_block % 4 == 0);
+  const __m256i identity = _mm256_set1_epi32(static_cast<int>(enc.identity_context()));
+  for (std::size_t b = 0; b < n; b += context_ans::zero_block) {
+    const std::size_t e = n - b < context_ans::zero_block ? n : b + context_ans::zero_block;
+    // The lanes that skip the block; where all do, its zeros at once.
+    bool all = true, any = false;
+    for (int h = 0; h < Groups; ++h) {
+      lane_group& g = gr[h];
+      alignas(32) std::uint32_t skips[L];
+      for (int l = 0; l < L; ++l) {
+        skips[l] = g.bitmap[l] != 0 && context_ans::block_flagged(base + g.bitmap[l], b) ? ~0u : 0u;
+        all = all && skips[l] != 0;
+        any = any || skips[l] != 0;
+      }
+      g.skip = _mm256_and_si256(_mm256_load_si256(reinterpret_cast<const __m256i*>(skips)), identity);
+    }
+    if (all) {
+      for (int h = 0; h < Groups; ++h) {
+        std::fill(gr[h].out + L * b, gr[h].out + L * e, 0u);
+        gr[h].left = zero;
+      }
+      continue;
+    }
+    auto block = [&](const bool skipping) EBAC_FORCE_INLINE_LAMBDA {
+      std::size_t i = b;
+      for (; i + 4 <= e; i += 4) {
+        each([&](lane_group& g) EBAC_FORCE_INLINE_LAMBDA { step(g, i, g.X0, skipping); });
+        each([&](lane_group& g) EBAC_FORCE_INLINE_LAMBDA { step(g, i + 1, g.X1, skipping); });
+        each([&](lane_group& g) EBAC_FORCE_INLINE_LAMBDA { step(g, i + 2, g.X2, skipping); });
+        each([&](lane_group& g) EBAC_FORCE_INLINE_LAMBDA { step(g, i + 3, g.X3, skipping); });
+      }
+      each([&](lane_group& g) EBAC_FORCE_INLINE_LAMBDA {  // the chunk's last block only
+        if (i < e) step(g, i, g.X0, skipping);
+        if (i + 1 < e) step(g, i + 1, g.X1, skipping);
+        if (i + 2 < e) step(g, i + 2, g.X2, skipping);
+      });
+    };
+    if (any) block(true);
+    else block(false);
   }
-  each([&](lane_group& g) EBAC_FORCE_INLINE_LAMBDA {
-    if (i < n) step(g, i, g.X0);
-    if (i + 1 < n) step(g, i + 1, g.X1);
-    if (i + 2 < n) step(g, i + 2, g.X2);
-  });
 
   // decode_chunk's end checks, lane by lane.
   for (int h = 0; h < Groups; ++h) {
