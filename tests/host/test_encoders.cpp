@@ -1148,7 +1148,7 @@ TEST_CASE("context_ans: byte layout") {
   }
 }
 
-TEST_CASE("context_ans: blocks of zeros are flagged, take no step and decode as zeros; chunks without a bitmap still decode") {
+TEST_CASE("context_ans: blocks of zeros are flagged, take no step and decode as zeros, and chunks without a bitmap still decode") {
   // 5000 codes, rows of 28: blocks of 1024 (the last one 904 long). Blocks
   // 1 and 4 are all zero, so the bitmap is 0b10010; the others hold small
   // codes and zeros, some of block 2's beside block 1's zeros.
