@@ -244,10 +244,12 @@ struct context_ans {
   static constexpr std::size_t zero_block = 1024;
   /// The bit of a chunk's u32 byte count that says a bitmap follows it.
   static constexpr std::uint32_t bitmap_flag = 1u << 31;
-  /// The bytes of the zero-block bitmap of a chunk of n codes.
-  [[nodiscard]] EBAC_HOST_DEVICE static constexpr std::size_t bitmap_bytes(std::size_t n) noexcept {
-    return ((n + zero_block - 1) / zero_block + 7) / 8;
+  /// The blocks of a chunk of n codes: the bits of its bitmap that count.
+  [[nodiscard]] EBAC_HOST_DEVICE static constexpr std::size_t block_count(std::size_t n) noexcept {
+    return (n + zero_block - 1) / zero_block;
   }
+  /// The bytes of the zero-block bitmap of a chunk of n codes.
+  [[nodiscard]] EBAC_HOST_DEVICE static constexpr std::size_t bitmap_bytes(std::size_t n) noexcept { return (block_count(n) + 7) / 8; }
 
   // What bind() points at in a codebook (which must outlive the functor).
   std::uint32_t row = 1;
@@ -305,9 +307,7 @@ struct context_ans {
         if (extra_elements_ > (std::uint64_t{1} << 32) - context_block) fold();  // no 32-bit count can reach 2^32
         const std::size_t e = n - b < context_block ? n : b + context_block;
         // A block of zeros takes no step (it is flagged in the chunk's
-        // bitmap): not counted. The blocks are the format's (a chunk's
-        // codes from its first, zero_block at a time).
-        static_assert(context_block == zero_block);
+        // bitmap): not counted. context_block is the format's zero_block.
         if (model::all_zero(codes, b, e)) continue;
         model::contexts(codes, b, e, row, model::max_classes, true, context);
         detail::context_ans_keys(codes + b, context, e - b, key);
@@ -460,7 +460,6 @@ struct context_ans {
       detail::context_ans_encode_step(steps[std::size_t{context[i - b]} * model::tokens + model::token(codes[i])], s, p);
     };
     static_assert(model::lanes == 4 && context_block % 4 == 0);
-    static_assert(context_block == zero_block);
     for (std::size_t e = n; e > 0; e = b) {
       b = (e - 1) / context_block * context_block;
       if (zero_blocks && model::all_zero(codes, b, e)) {
@@ -564,13 +563,11 @@ struct context_ans {
   /// difference of its cumulative bounds, which derive() computed from it).
   template <class Codes>
   [[nodiscard]] EBAC_HOST_DEVICE status decode_chunk_to(const std::byte* in, std::size_t bytes, Codes codes, std::size_t n) const noexcept {
-    if (bytes < 4) return status::corrupt_stream;
-    const std::uint32_t word = detail::load_le<std::uint32_t>(in);
+    chunk_head h;
+    if (!read_head(in, bytes, n, h)) return status::corrupt_stream;
     const std::byte* const bitmap = in + 4;
-    const std::size_t head = (word & bitmap_flag) != 0 ? bitmap_bytes(n) : 0;
-    const std::uint64_t rans_bytes = word & ~bitmap_flag;
-    if (head > bytes - 4 || rans_bytes < 4 * model::lanes || rans_bytes > bytes - 4 - head) return status::corrupt_stream;
-    if (head > 0 && !valid_bitmap(bitmap, n)) return status::corrupt_stream;
+    const std::size_t head = h.bitmap_length;
+    const std::uint64_t rans_bytes = h.rans_bytes;
     const std::byte* p = in + 4 + head;
     const std::byte* const rans_end = p + rans_bytes;
     std::uint32_t x[model::lanes];
@@ -647,6 +644,24 @@ struct context_ans {
     return status::ok;
   }
 
+  /// What follows a chunk's u32 byte count: its bitmap's bytes (0 without
+  /// one), then its rANS bytes (the four states first).
+  struct chunk_head {
+    std::size_t bitmap_length = 0;
+    std::uint32_t rans_bytes = 0;
+  };
+  /// Reads the head of the chunk of `bytes` bytes at `in` (n codes) into h;
+  /// false where decode_chunk refuses it: a byte count the chunk cannot
+  /// hold (with the four states), or a bitmap that is out of place
+  /// (valid_bitmap). The eight-lane decoder checks its lanes with it too.
+  [[nodiscard]] EBAC_HOST_DEVICE bool read_head(const std::byte* in, std::size_t bytes, std::size_t n, chunk_head& h) const noexcept {
+    if (bytes < 4) return false;
+    const std::uint32_t word = detail::load_le<std::uint32_t>(in);
+    h.bitmap_length = (word & bitmap_flag) != 0 ? bitmap_bytes(n) : 0;
+    h.rans_bytes = word & ~bitmap_flag;
+    if (h.bitmap_length > bytes - 4 || h.rans_bytes < 4 * model::lanes || h.rans_bytes > bytes - 4 - h.bitmap_length) return false;
+    return h.bitmap_length == 0 || valid_bitmap(in + 4, n);
+  }
   /// Whether the block that starts at element b is flagged in `bitmap`.
   [[nodiscard]] EBAC_HOST_DEVICE static bool block_flagged(const std::byte* bitmap, std::size_t b) noexcept {
     const std::size_t k = b / zero_block;
@@ -658,7 +673,7 @@ struct context_ans {
   /// checked that the chunk holds the bitmap's bitmap_bytes(n) bytes.
   [[nodiscard]] EBAC_HOST_DEVICE bool valid_bitmap(const std::byte* bitmap, std::size_t n) const noexcept {
     if (!zero_blocks) return false;
-    const std::size_t m = bitmap_bytes(n), blocks = (n + zero_block - 1) / zero_block;
+    const std::size_t m = bitmap_bytes(n), blocks = block_count(n);
     unsigned any = 0;
     for (std::size_t k = 0; k < m; ++k) any |= static_cast<unsigned>(bitmap[k]);
     const unsigned past = blocks % 8 == 0 ? 0u : static_cast<unsigned>(bitmap[m - 1]) >> (blocks % 8);

@@ -145,7 +145,6 @@ inline std::array<std::size_t, 2 * Pairs> encode_context_ans_pairs(const context
   constexpr int H = 2 * Pairs;  // chunks
   constexpr std::size_t block = context_ans::context_block;
   static_assert(model::lanes == 4 && block % 4 == 0);
-  static_assert(block == context_ans::zero_block);
   std::size_t raw_bytes[H];
   std::byte* p[H];
   std::byte* bitmap[H];

@@ -93,11 +93,10 @@ inline void decode_context_ans_groups(const context_ans& enc, const std::byte* b
     bad[h] = 0;
     for (int l = 0; l < L; ++l) {
       // decode_chunk's checks of the chunk's byte count, bitmap and initial states.
-      const std::uint32_t word = m[l] >= 4 ? load_le<std::uint32_t>(base + o[l]) : 0;
-      const std::uint32_t head = (word & context_ans::bitmap_flag) != 0 ? static_cast<std::uint32_t>(context_ans::bitmap_bytes(n)) : 0;
-      const std::uint32_t rans_bytes = word & ~context_ans::bitmap_flag;
-      bool ok = m[l] >= 4 && head <= m[l] - 4 && rans_bytes >= 4 * model::lanes && rans_bytes <= m[l] - 4 - head;
-      ok = ok && (head == 0 || enc.valid_bitmap(base + o[l] + 4, n));
+      context_ans::chunk_head hd;
+      bool ok = enc.read_head(base + o[l], m[l], n, hd);
+      const auto head = static_cast<std::uint32_t>(hd.bitmap_length);
+      const std::uint32_t rans_bytes = hd.rans_bytes;
       const std::uint32_t at = o[l] + 4 + head;  // the states
       for (int s = 0; s < 4; ++s) {
         x[s][l] = ok ? load_le<std::uint32_t>(base + at + 4 * s) : model::state_low;
