@@ -82,6 +82,7 @@ inline void decode_context_ans_groups(const context_ans& enc, const std::byte* b
   struct lane_group {
     __m256i X0, X1, X2, X3, P, B, refused, left, skip;
     std::uint32_t* out;
+    unsigned renorm_seen;  // whether each of its last steps needed a byte, the last in bit 0
     alignas(32) std::uint32_t pend[L];
     std::uint32_t bitmap[L];
   };
@@ -120,6 +121,7 @@ inline void decode_context_ans_groups(const context_ans& enc, const std::byte* b
     gr[h].left = _mm256_setzero_si256();
     gr[h].skip = _mm256_setzero_si256();
     gr[h].out = out[h];
+    gr[h].renorm_seen = 0;
   }
 
   const int* const first_words = reinterpret_cast<const int*>(enc.first_token_fine);  // contexts * 1024 bytes, a multiple of 4
@@ -143,10 +145,25 @@ inline void decode_context_ans_groups(const context_ans& enc, const std::byte* b
   const __m256i last_direct = _mm256_set1_epi32(static_cast<int>(model::direct_tokens) - 1);
   const __m256i qword_low_halves = _mm256_setr_epi32(0, 2, 4, 6, 0, 2, 4, 6);
 
-  // Element i of group g's chunks, on their states S; `skipping`: some lane
-  // of the block skips it (a constant where the loops below inline it: the
-  // blocks no lane skips take no instruction for it).
-  auto step = [&](lane_group& g, std::size_t i, __m256i& S, const bool skipping) EBAC_FORCE_INLINE_LAMBDA {
+  // A step reads a byte of renormalisation where some lane needs one.
+  // Where that need varies at random from step to step, the branch around
+  // the read costs more in mispredictions than the gather it skips (a
+  // masked gather costs about what a full one does); where it comes in
+  // runs, the branch is predicted and cheap. So a block reads the first
+  // byte without a branch when in more than a quarter of the previous
+  // block's steps the need differed from the same group's step four before
+  // (the same state, the same branch in the loops below). A ReLU map at rel
+  // 1e-1 needs a byte in 31% of its steps and changes in 45%: the CNN maps
+  // decode 1.1-1.3x as fast at rel 1e-1 and 1e-2 without the branch. An
+  // attention map's need changes in at most 12% of a block's steps: its
+  // branch stays (docs/benchmarks.md).
+  std::size_t renorm_changes = 0;  // in the current block
+
+  // Element i of group g's chunks, on their states S. Constants where the
+  // loops below inline it: `skipping`, some lane of the block skips it (the
+  // blocks no lane skips take no instruction for it); `renorm_always`, the
+  // first byte of renormalisation read without a branch.
+  auto step = [&](lane_group& g, std::size_t i, __m256i& S, const bool skipping, const bool renorm_always) EBAC_FORCE_INLINE_LAMBDA {
     std::uint32_t* const o = g.out;
     // The context (context_ans_model::context), every lane at once.
     const __m256i up = i >= row ? _mm256_load_si256(reinterpret_cast<const __m256i*>(o + L * (i - row))) : zero;
@@ -186,10 +203,16 @@ inline void decode_context_ans_groups(const context_ans& enc, const std::byte* b
     const __m256i above = _mm256_srli_epi32(bounds, 16);
     S = _mm256_add_epi32(_mm256_mullo_epi32(_mm256_sub_epi32(above, below), _mm256_srli_epi32(S, model::scale_bits)),
                          _mm256_sub_epi32(slot, below));
-    // Renormalise: at most two bytes (a state after a step is at least 2^9).
+    // Renormalise: at most two bytes (a state after a step is at least 2^9;
+    // the second is rare).
     for (int r = 0; r < 2; ++r) {
       const __m256i need = _mm256_cmpgt_epi32(state_low, S);
-      if (_mm256_testz_si256(need, need)) break;
+      const bool some = !_mm256_testz_si256(need, need);
+      if (r == 0) {
+        g.renorm_seen = g.renorm_seen << 1 | static_cast<unsigned>(some);
+        renorm_changes += (g.renorm_seen ^ g.renorm_seen >> 4) & 1u;
+      }
+      if (!some && (r == 1 || !renorm_always)) break;
       const __m256i at = _mm256_min_epu32(g.P, limit_bytes);
       const __m256i byte = _mm256_and_si256(_mm256_mask_i32gather_epi32(zero, bytes, at, need, 1), _mm256_set1_epi32(0xff));
       S = _mm256_blendv_epi8(S, _mm256_or_si256(_mm256_slli_epi32(S, 8), byte), need);
@@ -235,6 +258,7 @@ inline void decode_context_ans_groups(const context_ans& enc, const std::byte* b
   };
   static_assert(context_ans::zero_block % 4 == 0);
   const __m256i identity = _mm256_set1_epi32(static_cast<int>(enc.identity_context()));
+  bool renorm_always = false;  // from the previous block
   for (std::size_t b = 0; b < n; b += context_ans::zero_block) {
     const std::size_t e = n - b < context_ans::zero_block ? n : b + context_ans::zero_block;
     // The lanes that skip the block; where all do, its zeros at once.
@@ -256,22 +280,25 @@ inline void decode_context_ans_groups(const context_ans& enc, const std::byte* b
       }
       continue;
     }
-    auto block = [&](const bool skipping) EBAC_FORCE_INLINE_LAMBDA {
+    auto block = [&](const bool skipping, const bool renorm) EBAC_FORCE_INLINE_LAMBDA {
       std::size_t i = b;
       for (; i + 4 <= e; i += 4) {
-        each([&](lane_group& g) EBAC_FORCE_INLINE_LAMBDA { step(g, i, g.X0, skipping); });
-        each([&](lane_group& g) EBAC_FORCE_INLINE_LAMBDA { step(g, i + 1, g.X1, skipping); });
-        each([&](lane_group& g) EBAC_FORCE_INLINE_LAMBDA { step(g, i + 2, g.X2, skipping); });
-        each([&](lane_group& g) EBAC_FORCE_INLINE_LAMBDA { step(g, i + 3, g.X3, skipping); });
+        each([&](lane_group& g) EBAC_FORCE_INLINE_LAMBDA { step(g, i, g.X0, skipping, renorm); });
+        each([&](lane_group& g) EBAC_FORCE_INLINE_LAMBDA { step(g, i + 1, g.X1, skipping, renorm); });
+        each([&](lane_group& g) EBAC_FORCE_INLINE_LAMBDA { step(g, i + 2, g.X2, skipping, renorm); });
+        each([&](lane_group& g) EBAC_FORCE_INLINE_LAMBDA { step(g, i + 3, g.X3, skipping, renorm); });
       }
       each([&](lane_group& g) EBAC_FORCE_INLINE_LAMBDA {  // the chunk's last block only
-        if (i < e) step(g, i, g.X0, skipping);
-        if (i + 1 < e) step(g, i + 1, g.X1, skipping);
-        if (i + 2 < e) step(g, i + 2, g.X2, skipping);
+        if (i < e) step(g, i, g.X0, skipping, renorm);
+        if (i + 1 < e) step(g, i + 1, g.X1, skipping, renorm);
+        if (i + 2 < e) step(g, i + 2, g.X2, skipping, renorm);
       });
     };
-    if (any) block(true);
-    else block(false);
+    renorm_changes = 0;
+    if (any) block(true, false);  // blocks some lanes skip are rare: one variant
+    else if (renorm_always) block(false, true);
+    else block(false, false);
+    renorm_always = 4 * renorm_changes > Groups * (e - b);
   }
 
   // decode_chunk's end checks, lane by lane.
