@@ -155,8 +155,8 @@ inline void decode_context_ans_groups(const context_ans& enc, const std::byte* b
   // (the same state, the same branch in the loops below). A ReLU map at rel
   // 1e-1 needs a byte in 31% of its steps and changes in 45%: the CNN maps
   // decode 1.1-1.3x as fast at rel 1e-1 and 1e-2 without the branch. An
-  // attention map's need changes in at most 12% of a block's steps: its
-  // branch stays (docs/benchmarks.md).
+  // attention map's need changes in at most 17% of a block's steps at rel
+  // 1e-2, where the branch stays (docs/benchmarks.md).
   std::size_t renorm_changes = 0;  // in the current block
 
   // Element i of group g's chunks, on their states S. Constants where the
