@@ -1190,21 +1190,33 @@ TEST_CASE("context_ans: blocks of zeros are flagged, take no step and decode as 
     std::vector<std::uint32_t> out(n);
     CHECK(enc.decode_chunk(buf.data(), 4, out.data(), n) == ebac::status::corrupt_stream);
   }
-  {  // the head: the one-byte bitmap, then the rANS bytes the count names
-    const std::uint32_t word = static_cast<std::uint32_t>(buf[0]) | static_cast<std::uint32_t>(buf[1]) << 8 |
-                               static_cast<std::uint32_t>(buf[2]) << 16 | static_cast<std::uint32_t>(buf[3]) << 24;
+  {  // the head: the one-byte bitmap, then the rANS bytes the count names, the four states first
+    // The chunk's own bytes, read here byte by byte (not by the reader under test).
+    auto le32 = [&](std::size_t at) {
+      return static_cast<std::uint32_t>(buf[at]) | static_cast<std::uint32_t>(buf[at + 1]) << 8 |
+             static_cast<std::uint32_t>(buf[at + 2]) << 16 | static_cast<std::uint32_t>(buf[at + 3]) << 24;
+    };
     ebac::context_ans::chunk_head h;
     REQUIRE(enc.read_head(buf.data(), buf.size(), n, h));
     CHECK(h.bitmap_length == 1);
-    CHECK(h.rans_bytes == (word & 0x7fffffffu));
+    CHECK(h.rans_bytes == (le32(0) & 0x7fffffffu));
+    for (std::size_t s = 0; s < 4; ++s) CHECK(h.states[s] == le32(5 + 4 * s));
     // A count one past what the chunk holds after its bitmap, and one that
     // leaves no room for the four states: refused before any rANS byte is read.
     for (const std::uint32_t count : {static_cast<std::uint32_t>(buf.size() - 4), 15u}) {
       auto b = buf;
-      const std::uint32_t w = count | 0x80000000u;
-      for (int k = 0; k < 4; ++k) b[static_cast<std::size_t>(k)] = static_cast<std::byte>(w >> (8 * k) & 0xffu);
+      ebac::detail::store_le<std::uint32_t>(b.data(), count | 0x80000000u);
       CHECK_FALSE(enc.read_head(b.data(), b.size(), n, h));
       CHECK(refused(b));
+    }
+    // An initial state below 2^23 or from 2^31: no encoder writes one.
+    for (const std::uint32_t state : {(1u << 23) - 1, 1u << 31}) {
+      for (std::size_t s = 0; s < 4; ++s) {
+        auto b = buf;
+        ebac::detail::store_le<std::uint32_t>(b.data() + 5 + 4 * s, state);
+        CHECK_FALSE(enc.read_head(b.data(), b.size(), n, h));
+        CHECK(refused(b));
+      }
     }
     CHECK_FALSE(enc.read_head(buf.data(), 3, n, h));
   }

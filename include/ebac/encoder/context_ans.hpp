@@ -568,14 +568,10 @@ struct context_ans {
     const std::byte* const bitmap = in + 4;
     const std::size_t head = h.bitmap_length;
     const std::uint64_t rans_bytes = h.rans_bytes;
-    const std::byte* p = in + 4 + head;
-    const std::byte* const rans_end = p + rans_bytes;
+    const std::byte* p = in + 4 + head + 4 * model::lanes;  // past the states
+    const std::byte* const rans_end = in + 4 + head + rans_bytes;
     std::uint32_t x[model::lanes];
-    for (auto& s : x) {
-      s = detail::load_le<std::uint32_t>(p);
-      p += 4;
-      if (s < model::state_low || s >= (model::state_low << 8)) return status::corrupt_stream;
-    }
+    for (int s = 0; s < model::lanes; ++s) x[s] = h.states[s];
     detail::bit_reader r{rans_end, in + bytes};
     std::uint32_t left = 0;  // codes[i - 1], 0 before the first
     // Element i on state s; false for a corrupt chunk.
@@ -645,22 +641,30 @@ struct context_ans {
   }
 
   /// What follows a chunk's u32 byte count: its bitmap's bytes (0 without
-  /// one), then its rANS bytes (the four states first).
+  /// one), then its rANS bytes, the four initial states first.
   struct chunk_head {
     std::size_t bitmap_length = 0;
     std::uint32_t rans_bytes = 0;
+    std::uint32_t states[model::lanes] = {};
   };
   /// Reads the head of the chunk of `bytes` bytes at `in` (n codes) into h;
   /// false where decode_chunk refuses it: a byte count the chunk cannot
-  /// hold (with the four states), or a bitmap that is out of place
-  /// (valid_bitmap). The eight-lane decoder checks its lanes with it too.
+  /// hold (with the four states), a bitmap that is out of place
+  /// (valid_bitmap), or an initial state outside [state_low, 2^31). The
+  /// eight-lane decoder checks its lanes with it too. The states' bytes are
+  /// the first 16 of the rANS bytes: the steps' bytes start after them.
   [[nodiscard]] EBAC_HOST_DEVICE bool read_head(const std::byte* in, std::size_t bytes, std::size_t n, chunk_head& h) const noexcept {
     if (bytes < 4) return false;
     const std::uint32_t word = detail::load_le<std::uint32_t>(in);
     h.bitmap_length = (word & bitmap_flag) != 0 ? bitmap_bytes(n) : 0;
     h.rans_bytes = word & ~bitmap_flag;
     if (h.bitmap_length > bytes - 4 || h.rans_bytes < 4 * model::lanes || h.rans_bytes > bytes - 4 - h.bitmap_length) return false;
-    return h.bitmap_length == 0 || valid_bitmap(in + 4, n);
+    if (h.bitmap_length != 0 && !valid_bitmap(in + 4, n)) return false;
+    for (int s = 0; s < model::lanes; ++s) {
+      h.states[s] = detail::load_le<std::uint32_t>(in + 4 + h.bitmap_length + 4 * s);
+      if (h.states[s] < model::state_low || h.states[s] >= (model::state_low << 8)) return false;
+    }
+    return true;
   }
   /// Whether the block that starts at element b is flagged in `bitmap`.
   [[nodiscard]] EBAC_HOST_DEVICE static bool block_flagged(const std::byte* bitmap, std::size_t b) noexcept {

@@ -95,14 +95,11 @@ inline void decode_context_ans_groups(const context_ans& enc, const std::byte* b
     for (int l = 0; l < L; ++l) {
       // decode_chunk's checks of the chunk's byte count, bitmap and initial states.
       context_ans::chunk_head hd;
-      bool ok = enc.read_head(base + o[l], m[l], n, hd);
+      const bool ok = enc.read_head(base + o[l], m[l], n, hd);
       const auto head = static_cast<std::uint32_t>(hd.bitmap_length);
       const std::uint32_t rans_bytes = hd.rans_bytes;
       const std::uint32_t at = o[l] + 4 + head;  // the states
-      for (int s = 0; s < 4; ++s) {
-        x[s][l] = ok ? load_le<std::uint32_t>(base + at + 4 * s) : model::state_low;
-        ok = ok && x[s][l] >= model::state_low && x[s][l] < (model::state_low << 8);
-      }
+      for (int s = 0; s < 4; ++s) x[s][l] = ok ? hd.states[s] : model::state_low;
       if (!ok) bad[h] |= 1u << l;
       p[l] = ok ? at + 4 * model::lanes : o[l];
       gr[h].pend[l] = ok ? at + rans_bytes : o[l];
