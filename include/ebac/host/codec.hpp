@@ -37,6 +37,7 @@
 #include <ebac/host/parallel.hpp>
 #include <ebac/host/predictor_sample.hpp>
 #include <ebac/host/scratch.hpp>
+#include <ebac/host/stream_destination.hpp>
 #include <ebac/pipeline.hpp>
 #include <ebac/quantizer/exact.hpp>
 #include <ebac/quantizer/levels.hpp>
@@ -291,8 +292,8 @@ namespace detail {
 
 /// Writes the stored form of a tensor (docs/format.md): the header `h` with
 /// the stored flag and no stages, then the n elements' raw bytes.
-template <class S, class Destination>
-std::size_t write_stored(const stream_header& coded, const S* in, std::uint64_t n, bool checksum, int threads, Destination&& destination) {
+template <class S>
+std::size_t write_stored(const stream_header& coded, const S* in, std::uint64_t n, bool checksum, int threads, stream_destination destination) {
   const stream_header h = stored_header(coded, n, checksum);  // every element comes back exactly
   const auto stream_bytes = static_cast<std::size_t>(h.section_offset(section_count) + (checksum ? 8 : 0));
   std::byte* const out = destination(stream_bytes);
@@ -322,9 +323,9 @@ std::size_t write_stored(const stream_header& coded, const S* in, std::uint64_t 
 /// size without coding the chunks: the payload is E::estimated_payload_bits
 /// plus each chunk's fixed bytes, `coded` gets the header with that payload
 /// size, nothing is written (destination is not called) and 0 is returned.
-template <class E, class P, class Q, class S, class Destination>
+template <class E, class P, class Q, class S>
 std::size_t encode_stream(const S* in, std::uint64_t n, const extents& shape, const P& pred, const Q& q, stream_header h,
-                          const compress_options& opt, Destination&& destination, stream_header* coded = nullptr,
+                          const compress_options& opt, stream_destination destination, stream_header* coded = nullptr,
                           std::uint64_t* estimated_bytes = nullptr) {
   const bool checksum = opt.checksum;
   const int threads = opt.threads;
@@ -623,10 +624,11 @@ predictor_candidate cheapest_predictor(const S* in, std::uint64_t n, const exten
 }
 
 /// The compressor: picks the stages for this tensor (stage_choice.hpp) and
-/// codes it. The two public compress() overloads differ only in `destination`.
-template <class Pipeline, element T, class Destination>
+/// codes it. The two public compress() overloads differ only in `destination`
+/// (stream_destination.hpp: one copy of the encoder serves both).
+template <class Pipeline, element T>
 std::size_t compress_to(const T* input, const extents& shape, const Pipeline& pipe, const compress_options& opt,
-                        Destination&& destination) {
+                        stream_destination destination) {
   using E = typename Pipeline::encoder_type;
   using S = storage_t<T>;
   using ::ebac::detail::fail;
