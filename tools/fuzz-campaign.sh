@@ -5,7 +5,8 @@
 #
 #   RUNS=10000000 bash tools/fuzz-campaign.sh          # executions per target (default 10^7)
 #   SECONDS_PER_TARGET=3600 bash tools/fuzz-campaign.sh # or a time per target (then RUNS is ignored)
-#   TARGETS="decompress inspect compress"              # default: all three
+#   TARGETS="decompress inspect compress"              # default: all three, and decompress_avx2
+#                                                      # compress_avx2 (x86-64-v3 builds) where the CPU has AVX2
 #   JOBS=N                                             # build parallelism
 #   FORK=N                                             # fuzzing jobs per target at once (default 1)
 #   OUT=build/fuzz/campaign                            # logs, corpora, artifacts, summary.md
@@ -24,7 +25,11 @@ cd "$(dirname "${BASH_SOURCE[0]}")/.."
 
 RUNS=${RUNS:-10000000}
 SECONDS_PER_TARGET=${SECONDS_PER_TARGET:-}
-TARGETS=${TARGETS:-"decompress inspect compress"}
+if [[ -z "${TARGETS:-}" ]]; then
+  TARGETS="decompress inspect compress"
+  if grep -qw avx2 /proc/cpuinfo 2>/dev/null; then TARGETS+=" decompress_avx2 compress_avx2"
+  else echo "fuzz-campaign: SKIPPED: decompress_avx2 and compress_avx2 (this CPU has no AVX2)" >&2; fi
+fi
 JOBS=${JOBS:-$(nproc)}
 FORK=${FORK:-1}
 OUT=${OUT:-build/fuzz/campaign}
@@ -39,7 +44,7 @@ mkdir -p "$OUT"
 
 seeds_of() {
   case $1 in
-    compress) echo "$build/tests/fuzz/compress-seeds" ;;
+    compress | compress_avx2) echo "$build/tests/fuzz/compress-seeds" ;;
     *) echo "$build/tests/fuzz/seeds"; [[ -d $regressions ]] && echo "$regressions" ;;
   esac
 }

@@ -5,18 +5,30 @@
 # timeout; the offending input is left under build/fuzz/artifacts/<target>/.
 #
 #   FUZZ_SECONDS=60 bash tools/fuzz.sh     # per target, default 60; 0 = build + seed replay only
-#   FUZZ_TARGETS="decompress compress"     # default: decompress inspect compress
+#   FUZZ_TARGETS="decompress compress"     # default: decompress inspect compress, and
+#                                          # decompress_avx2 compress_avx2 where the CPU has AVX2
 #   JOBS=2                                 # build parallelism (default: nproc)
 #
 # Targets: decompress (stream decoder), inspect (header reader), compress
-# (arbitrary tensors, bound checked on every element). Longer runs with
-# counts: tools/fuzz-campaign.sh.
+# (arbitrary tensors, bound checked on every element); decompress_avx2 and
+# compress_avx2 (x86-64-v3 builds: the eight-lane context-ANS coders).
+# Longer runs with counts: tools/fuzz-campaign.sh.
 # Reproduce a crash:  build/fuzz/tests/fuzz/ebac_fuzz_<target> build/fuzz/artifacts/<target>/crash-...
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 
 FUZZ_SECONDS=${FUZZ_SECONDS:-60}
-FUZZ_TARGETS=${FUZZ_TARGETS:-"decompress inspect compress"}
+# decompress_avx2 and compress_avx2 (the same targets compiled for
+# x86-64-v3: the eight-lane context-ANS coders) join the default where the
+# CPU has AVX2; elsewhere the run says that they were skipped.
+if [[ -z "${FUZZ_TARGETS:-}" ]]; then
+  FUZZ_TARGETS="decompress inspect compress"
+  if grep -qw avx2 /proc/cpuinfo 2>/dev/null; then
+    FUZZ_TARGETS+=" decompress_avx2 compress_avx2"
+  else
+    echo "fuzz.sh: SKIPPED: decompress_avx2 and compress_avx2 (this CPU has no AVX2)"
+  fi
+fi
 JOBS=${JOBS:-$(nproc)}
 build=build/fuzz
 regressions=tests/fuzz/regressions   # inputs that once failed: replayed by ctest, fuzzed from too
@@ -36,7 +48,7 @@ fi
 # seeds_of TARGET: the read-only seed directories of a target.
 seeds_of() {
   case $1 in
-    compress) echo "$build/tests/fuzz/compress-seeds" ;;
+    compress | compress_avx2) echo "$build/tests/fuzz/compress-seeds" ;;
     *) echo "$build/tests/fuzz/seeds"; [[ -d $regressions ]] && echo "$regressions" ;;
   esac
 }

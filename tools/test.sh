@@ -7,7 +7,7 @@
 #                      tests and the CUDA layers' argument checks and no-device errors (cuda_host)
 #   2. asan preset:    ASan + UBSan build + ctest -LE 'gpu|consumer' (cli.golden and cli.golden_baseline run in release only)
 #   3. fuzz preset:    clang + libFuzzer, seed replay + FUZZ_SECONDS of fuzzing per target
-#                      (decompress, inspect, compress)
+#                      (decompress, inspect, compress; decompress_avx2 and compress_avx2 where the CPU has AVX2)
 #   4. pytorch:        ebac_torch tests + smoke study + smoke memory report, when /usr/bin/python3 has torch
 #   5. pytorch 2.11:   the extension's C++ sources compiled against torch 2.11's headers (PyPI wheel)
 #   6. libtorch:       examples/01_libtorch_autograd built and trained for 60 steps

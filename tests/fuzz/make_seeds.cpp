@@ -241,6 +241,33 @@ int main(int argc, char** argv) {
       }
     }
   }
+  // Context-ANS streams of 34 chunks of 32 codes: where AVX2 is compiled in
+  // (ebac_fuzz_decompress_avx2), two groups of eight chunks decode side by
+  // side (decode_context_ans_groups<2>), which the seeds above, of at most
+  // nine full chunks, never reach.
+  for (const char* name : {"max-bound", "none:sign:ans"}) {
+    for (int kind : {1, 2}) {
+      ebac::pipeline_spec spec;
+      (void)ebac::parse_pipeline(name, spec);
+      spec.chunk_elements = 32;
+      const ebac::extents shape{1100};
+      ebac::compress_options opt;
+      opt.threads = 1;
+      opt.bound = ebac::error_bound{1e-3, ebac::bound_mode::relative};
+      try {
+        const std::vector<std::byte> s = compress_as<float>(make_data(kind, 1100), shape, spec, opt);
+        (void)ebac::host::inspect(s.data(), s.size());
+        std::string file = std::string("groups_") + name + "_k" + std::to_string(kind) + ".ebac";
+        for (char& c : file)
+          if (c == ':') c = '-';
+        std::ofstream(dir / file, std::ios::binary).write(reinterpret_cast<const char*>(s.data()), static_cast<std::streamsize>(s.size()));
+        ++written;
+      } catch (const std::exception& e) {
+        std::fprintf(stderr, "make_seeds: %s, 34 chunks: %s\n", name, e.what());
+        return 1;
+      }
+    }
+  }
   try {
     written += write_integer_streams(dir);
   } catch (const std::exception& e) {
