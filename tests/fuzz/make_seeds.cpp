@@ -60,6 +60,15 @@ std::vector<std::byte> compress_as(const std::vector<float>& x, const ebac::exte
   return ebac::with_pipeline(spec, shape, [&](auto p) { return ebac::host::compress(v.data(), shape, p, opt); });
 }
 
+/// Writes one seed stream to dir/name (':' in a pipeline name becomes '-').
+/// Every seed must be a valid stream: host::inspect throws on one that is not.
+void write_stream_seed(const std::filesystem::path& dir, std::string name, const std::vector<std::byte>& s) {
+  (void)ebac::host::inspect(s.data(), s.size());
+  for (char& c : name)
+    if (c == ':') c = '-';
+  std::ofstream(dir / name, std::ios::binary).write(reinterpret_cast<const char*>(s.data()), static_cast<std::streamsize>(s.size()));
+}
+
 }  // namespace
 
 /// fuzz_compress inputs: a 9-byte header (compress_input.hpp) and elements.
@@ -171,9 +180,7 @@ int write_integer_streams(const std::filesystem::path& dir) {
       ebac::compress_options o = opt;
       if (std::is_same_v<T, bool> || std::is_same_v<T, std::uint8_t>) o.pooling = ebac::pool_geometry{};  // indices are int64 in PyTorch
       const auto s = ebac::with_pipeline(spec, shape, [&](auto p) { return ebac::host::compress(reinterpret_cast<const T*>(x.data()), shape, p, o); });
-      (void)ebac::host::inspect(s.data(), s.size());
-      std::ofstream(dir / ("int_" + std::string(tname) + "_k" + std::to_string(kind) + "_" + std::to_string(k) + ".ebac"), std::ios::binary)
-          .write(reinterpret_cast<const char*>(s.data()), static_cast<std::streamsize>(s.size()));
+      write_stream_seed(dir, "int_" + std::string(tname) + "_k" + std::to_string(kind) + "_" + std::to_string(k) + ".ebac", s);
       ++written;
     };
     switch (k % 4) {
@@ -228,11 +235,7 @@ int main(int argc, char** argv) {
           if (dt == 0) s = compress_as<float>(x, shape, spec, opt);
           else if (dt == 1) s = compress_as<ebac::float16>(x, shape, spec, opt);
           else s = compress_as<ebac::bfloat16>(x, shape, spec, opt);
-          (void)ebac::host::inspect(s.data(), s.size());  // every seed must be valid
-          std::string file = name + "_" + dtype_names[dt] + "_k" + std::to_string(kind) + "_" + std::to_string(index) + ".ebac";
-          for (char& c : file)
-            if (c == ':') c = '-';
-          std::ofstream(dir / file, std::ios::binary).write(reinterpret_cast<const char*>(s.data()), static_cast<std::streamsize>(s.size()));
+          write_stream_seed(dir, name + "_" + dtype_names[dt] + "_k" + std::to_string(kind) + "_" + std::to_string(index) + ".ebac", s);
           ++written;
         } catch (const std::exception& e) {
           std::fprintf(stderr, "make_seeds: %s/%s/kind %d: %s\n", name.c_str(), dtype_names[dt], kind, e.what());
@@ -255,12 +258,8 @@ int main(int argc, char** argv) {
       opt.threads = 1;
       opt.bound = ebac::error_bound{1e-3, ebac::bound_mode::relative};
       try {
-        const std::vector<std::byte> s = compress_as<float>(make_data(kind, 1100), shape, spec, opt);
-        (void)ebac::host::inspect(s.data(), s.size());
-        std::string file = std::string("groups_") + name + "_k" + std::to_string(kind) + ".ebac";
-        for (char& c : file)
-          if (c == ':') c = '-';
-        std::ofstream(dir / file, std::ios::binary).write(reinterpret_cast<const char*>(s.data()), static_cast<std::streamsize>(s.size()));
+        write_stream_seed(dir, std::string("groups_") + name + "_k" + std::to_string(kind) + ".ebac",
+                          compress_as<float>(make_data(kind, 1100), shape, spec, opt));
         ++written;
       } catch (const std::exception& e) {
         std::fprintf(stderr, "make_seeds: %s, 34 chunks: %s\n", name, e.what());
