@@ -25,29 +25,20 @@ cd "$(dirname "${BASH_SOURCE[0]}")/.."
 
 RUNS=${RUNS:-10000000}
 SECONDS_PER_TARGET=${SECONDS_PER_TARGET:-}
-if [[ -z "${TARGETS:-}" ]]; then
-  TARGETS="decompress inspect compress"
-  if grep -qw avx2 /proc/cpuinfo 2>/dev/null; then TARGETS+=" decompress_avx2 compress_avx2"
-  else echo "fuzz-campaign: SKIPPED: decompress_avx2 and compress_avx2 (this CPU has no AVX2)" >&2; fi
-fi
 JOBS=${JOBS:-$(nproc)}
 FORK=${FORK:-1}
 OUT=${OUT:-build/fuzz/campaign}
 build=build/fuzz
 regressions=tests/fuzz/regressions
+# shellcheck source=tools/fuzz-targets.sh
+source tools/fuzz-targets.sh
+TARGETS=${TARGETS:-$(fuzz_default_targets)}
 if [[ -z "${ASAN_SYMBOLIZER_PATH:-}" && -x /usr/bin/llvm-symbolizer-14 ]]; then export ASAN_SYMBOLIZER_PATH=/usr/bin/llvm-symbolizer-14; fi
 command -v clang++ >/dev/null || { echo "fuzz-campaign.sh: clang++ not found (apt-get install clang libclang-rt-14-dev)" >&2; exit 1; }
 
 cmake --preset fuzz >/dev/null
 cmake --build --preset fuzz -j "$JOBS" >/dev/null
 mkdir -p "$OUT"
-
-seeds_of() {
-  case $1 in
-    compress | compress_avx2) echo "$build/tests/fuzz/compress-seeds" ;;
-    *) echo "$build/tests/fuzz/seeds"; [[ -d $regressions ]] && echo "$regressions" ;;
-  esac
-}
 
 if [[ -n "$SECONDS_PER_TARGET" ]]; then limit=(-max_total_time="$SECONDS_PER_TARGET"); what="${SECONDS_PER_TARGET}s per target"
 else limit=(-runs="$RUNS"); what="$RUNS executions per target"; fi
@@ -67,7 +58,7 @@ for target in $TARGETS; do
   rc=0
   # shellcheck disable=SC2046
   "$fuzzer" "${limit[@]}" -fork="$FORK" -ignore_crashes=1 -ignore_timeouts=1 -ignore_ooms=1 -timeout=10 -rss_limit_mb=2048 \
-    -print_final_stats=1 -artifact_prefix="$artifacts/" "$corpus" $(seeds_of "$target") >"$log" 2>&1 || rc=$?
+    -print_final_stats=1 -artifact_prefix="$artifacts/" "$corpus" $(fuzz_seeds_of "$target") >"$log" 2>&1 || rc=$?
   t1=$(date +%s.%N)
   # Fork mode prints "#N: cov: C ft: F corp: K exec/s: E oom/timeout/crash: a/b/c time: Ts job: J dft_time: D"
   # lines and a final "INFO: exiting: ... time: Ts"; the last stats line has the totals.
