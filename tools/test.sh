@@ -5,7 +5,8 @@
 #                      header checks and, with /usr/local/cuda/bin/nvcc, every CUDA target for
 #                      sm_90 (GPU tests and benchmark compile-only); ctest -LE gpu runs the host
 #                      tests and the CUDA layers' argument checks and no-device errors (cuda_host)
-#   2. asan preset:    ASan + UBSan build + ctest -LE 'gpu|consumer' (cli.golden and cli.golden_baseline run in release only)
+#   2. asan preset:    ASan + UBSan build + ctest -LE 'gpu|consumer' (cli.golden and cli.golden_baseline run in release only;
+#                      the CLI without its x86-64-v3 codec, which runs sanitized in tests/isa and the fuzz preset)
 #   3. fuzz preset:    clang + libFuzzer, seed replay + FUZZ_SECONDS of fuzzing per target
 #                      (decompress, inspect, compress; decompress_avx2 and compress_avx2 where the CPU has AVX2)
 #   4. pytorch:        ebac_torch tests + smoke study + smoke memory report, when /usr/bin/python3 has torch
@@ -13,7 +14,7 @@
 #   6. libtorch:       examples/01_libtorch_autograd built and trained for 60 steps
 # and exits non-zero when any stage failed (all stages run; EBAC_FAIL_FAST=1 stops at the first).
 #
-#   FUZZ_SECONDS=20   fuzzing time per target, 3 targets (0: build and replay the seeds only)
+#   FUZZ_SECONDS=20   fuzzing time per target, 5 targets, JOBS at a time (0: build and replay the seeds only)
 #   JOBS=N            build and ctest parallelism (default: nproc)
 #   EBAC_SKIP_APT=1   never touch apt (report missing packages instead)
 set -euo pipefail
@@ -136,31 +137,39 @@ fuzz() {
 # tests and the smoke runs import that install (EBAC_TORCH_PATH; _common.py checks it is what
 # runs), so CI does not build the same sources a second time in-tree (the JIT path, which
 # compiles them with the same flags from ebac_torch/_ext.py). About 10 min on 2 cores.
+# timed LABEL CMD...: runs CMD and prints how long it took, so the stage's log
+# says where its minutes go.
+timed() {
+  local label=$1 t0=$SECONDS
+  shift
+  "$@"
+  printf 'tools/test.sh: %-44s %4ss\n' "$label" $((SECONDS - t0))
+}
 pytorch() {
   if /usr/bin/python3 -c 'import torch, numpy, matplotlib' 2>/dev/null; then
     rm -rf build/ebac_torch_site
-    /usr/bin/python3 -m pip install -q --no-build-isolation --no-deps --target build/ebac_torch_site integrations/pytorch
+    timed "extension: pip install (build)" /usr/bin/python3 -m pip install -q --no-build-isolation --no-deps --target build/ebac_torch_site integrations/pytorch
     export EBAC_TORCH_PATH=$PWD/build/ebac_torch_site
-    /usr/bin/python3 -m unittest discover -s integrations/pytorch/tests -v
-    /usr/bin/python3 studies/accuracy_study.py --smoke --out build/study-smoke
+    timed "ebac_torch unit tests" /usr/bin/python3 -m unittest discover -s integrations/pytorch/tests -v
+    timed "accuracy study smoke (ResNet)" /usr/bin/python3 studies/accuracy_study.py --smoke --out build/study-smoke
     # The same on the study ViT (LayerNorm, Linear and GELU inputs controlled), 3 configurations (~4 min).
-    /usr/bin/python3 studies/accuracy_study.py --smoke --model vit --configs baseline,ratio@1e-2,controller \
+    timed "accuracy study smoke (ViT)" /usr/bin/python3 studies/accuracy_study.py --smoke --model vit --configs baseline,ratio@1e-2,controller \
       --out build/study-smoke-vit
     # Whole-network memory report, small: 3 networks x 4 ways, each in its own process (~2 min).
-    /usr/bin/python3 studies/memory_report.py --smoke --out build/memory-report-smoke
+    timed "memory report smoke" /usr/bin/python3 studies/memory_report.py --smoke --out build/memory-report-smoke
     # The extension's host codec speed, smoke (~2 s): one tensor, checked against its bound.
-    /usr/bin/python3 studies/torch_host_speed.py --smoke
+    timed "torch host speed smoke" /usr/bin/python3 studies/torch_host_speed.py --smoke
     # Training-size corpus generator, tiny (~20 s): 2 networks, 1 step, a slice; read back and checked.
-    OMP_NUM_THREADS=1 /usr/bin/python3 studies/make_training_corpus.py --smoke --out build/training-corpus-smoke
+    OMP_NUM_THREADS=1 timed "training corpus smoke" /usr/bin/python3 studies/make_training_corpus.py --smoke --out build/training-corpus-smoke
     # LayerNorm, GELU and attention-matmul error models on the two study transformers, tiny
     # (~80 s): 2 training steps, every LayerNorm, GELU and attention operand dumped and checked
     # by `ebac grad-error --layer layernorm|gelu|matmul` at 5 bounds and 1 target.
     local ebac_bin=build/release-cuda/bin/ebac
     [[ -x $ebac_bin ]] || ebac_bin=build/release/bin/ebac
-    OMP_NUM_THREADS=1 /usr/bin/python3 studies/grad_error_study.py --make-ln build/ln-smoke --steps 2
-    /usr/bin/python3 studies/grad_error_study.py --ebac "$ebac_bin" --ln build/ln-smoke --targets 0.03
-    /usr/bin/python3 studies/grad_error_study.py --ebac "$ebac_bin" --act build/ln-smoke --targets 0.03
-    /usr/bin/python3 studies/grad_error_study.py --ebac "$ebac_bin" --mm build/ln-smoke --targets 0.03
+    OMP_NUM_THREADS=1 timed "grad-error study: dump" /usr/bin/python3 studies/grad_error_study.py --make-ln build/ln-smoke --steps 2
+    timed "grad-error study: layernorm" /usr/bin/python3 studies/grad_error_study.py --ebac "$ebac_bin" --ln build/ln-smoke --targets 0.03
+    timed "grad-error study: gelu" /usr/bin/python3 studies/grad_error_study.py --ebac "$ebac_bin" --act build/ln-smoke --targets 0.03
+    timed "grad-error study: matmul" /usr/bin/python3 studies/grad_error_study.py --ebac "$ebac_bin" --mm build/ln-smoke --targets 0.03
   else
     echo "SKIPPED: /usr/bin/python3 lacks torch/numpy/matplotlib (Debian: python3-torch python3-numpy python3-matplotlib)."
   fi
