@@ -131,12 +131,6 @@ asan_test() {
 fuzz() {
   JOBS=$JOBS bash tools/fuzz.sh
 }
-# ---- PyTorch integration (issue #5: integrations/pytorch, studies/accuracy_study.py) ------------
-# Needs Debian's /usr/bin/python3 with python3-torch; SKIPPED without it. The extension is built
-# once, the way users install it (pip install, docs/pytorch.md), into build/ebac_torch_site; the
-# tests and the smoke runs import that install (EBAC_TORCH_PATH; _common.py checks it is what
-# runs), so CI does not build the same sources a second time in-tree (the JIT path, which
-# compiles them with the same flags from ebac_torch/_ext.py). About 10 min on 2 cores.
 # timed LABEL CMD...: runs CMD and prints how long it took, so the stage's log
 # says where its minutes go.
 timed() {
@@ -145,6 +139,12 @@ timed() {
   "$@"
   printf 'tools/test.sh: %-44s %4ss\n' "$label" $((SECONDS - t0))
 }
+# ---- PyTorch integration (issue #5: integrations/pytorch, studies/accuracy_study.py) ------------
+# Needs Debian's /usr/bin/python3 with python3-torch; SKIPPED without it. The extension is built
+# once, the way users install it (pip install, docs/pytorch.md), into build/ebac_torch_site; the
+# tests and the smoke runs import that install (EBAC_TORCH_PATH; _common.py checks it is what
+# runs), so CI does not build the same sources a second time in-tree (the JIT path, which
+# compiles them with the same flags from ebac_torch/_ext.py). About 10 min on 2 cores.
 pytorch() {
   if /usr/bin/python3 -c 'import torch, numpy, matplotlib' 2>/dev/null; then
     rm -rf build/ebac_torch_site
