@@ -770,6 +770,7 @@ void decode_chunks(const E& enc, const std::byte* payload, std::size_t readable,
   std::uint64_t grouped = 0;  // the chunks [0, grouped) the groups decode
 #if EBAC_HOST_AVX2
   constexpr std::uint64_t G = ::ebac::detail::context_ans_x8_lanes;
+  const auto t = static_cast<std::uint64_t>(resolve_threads(threads));
   if constexpr (std::is_same_v<E, context_ans>) {
     // A group is eight chunks' work for one thread: grouping where there
     // are fewer groups than threads would leave threads idle
@@ -778,7 +779,6 @@ void decode_chunks(const E& enc, const std::byte* payload, std::size_t readable,
     // there are at least four, make a last group whose free lanes decode
     // its first chunk again: eight lanes take about as long as four chunks
     // one at a time (a tensor of 31 chunks of 2^16 codes decoded 7 alone).
-    const auto t = static_cast<std::uint64_t>(resolve_threads(threads));
     const std::uint64_t full = n / C;
     std::uint64_t g = full / G, k = g * G;
     if (full % G >= G / 2) {
@@ -802,7 +802,7 @@ void decode_chunks(const E& enc, const std::byte* payload, std::size_t readable,
 #if EBAC_HOST_AVX2
   constexpr std::uint64_t GU = ::ebac::detail::context_ans_x8_groups;
   static_assert(GU == 2);
-  if (groups >= GU && (resolve_threads(threads) <= 1 || groups / GU >= static_cast<std::uint64_t>(resolve_threads(threads))))
+  if (groups >= GU && (t <= 1 || groups / GU >= t))
     units = (groups + GU - 1) / GU;
   const std::uint64_t groups_a_unit = units == groups ? 1 : GU;
 #endif
