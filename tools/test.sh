@@ -1,10 +1,12 @@
 #!/usr/bin/env bash
 # The project's test command (README, .ci/run). On a fresh Debian 12 machine,
 # as root, it installs what the tests need, then:
-#   1. release-cuda preset (release without nvcc): one build of the tests, the CLI, the
-#                      header checks and, with /usr/local/cuda/bin/nvcc, every CUDA target for
-#                      sm_90 (GPU tests and benchmark compile-only); ctest -LE gpu runs the host
-#                      tests and the CUDA layers' argument checks and no-device errors (cuda_host)
+#   1. release-cuda:   the release-cuda preset's settings (release without nvcc) configured with
+#                      CMake's default generator, as a user types it (build/ci-release-cuda): one
+#                      build of the tests, the CLI, the header checks and, with
+#                      /usr/local/cuda/bin/nvcc, every CUDA target for sm_90 (GPU tests and
+#                      benchmark compile-only); ctest -LE gpu runs the host tests and the CUDA
+#                      layers' argument checks and no-device errors (cuda_host)
 #   2. asan preset:    ASan + UBSan build + ctest -LE 'gpu|consumer' (cli.golden and cli.golden_baseline run in release only;
 #                      the CLI without its x86-64-v3 codec, which runs sanitized in tests/isa and the fuzz preset)
 #   3. fuzz preset:    clang + libFuzzer, seed replay + FUZZ_SECONDS of fuzzing per target
@@ -17,6 +19,7 @@
 #   FUZZ_SECONDS=20   fuzzing time per target, 5 targets, JOBS at a time (0: build and replay the seeds only)
 #   JOBS=N            build and ctest parallelism (default: nproc)
 #   EBAC_SKIP_APT=1   never touch apt (report missing packages instead)
+#   EBAC_CCACHE=0     compile without ccache (default: through ccache, cache in ~/.cache/ccache)
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 
@@ -39,6 +42,7 @@ packages=(
   python3-torchvision       # studies/memory_report.py's torchvision networks (the smoke uses only its own)
   dataset-fashion-mnist     # the smoke study trains on it
   libtorch-dev zlib1g-dev   # examples/01_libtorch_autograd (a C++ trainer including ebac's headers)
+  ccache                    # every compile goes through it: a rerun on the same machine rebuilds little
 )
 
 # Every stage after `packages` runs even when an earlier one failed (the
@@ -102,18 +106,41 @@ fi
 # Sanitizers look for a plain `llvm-symbolizer` in PATH; Debian names it by version.
 if [[ -z "${ASAN_SYMBOLIZER_PATH:-}" && -x /usr/bin/llvm-symbolizer-14 ]]; then export ASAN_SYMBOLIZER_PATH=/usr/bin/llvm-symbolizer-14; fi
 
+# ccache: the trees, the extension and the libtorch example compile through it.
+# Paths are hashed relative to the checkout (CCACHE_BASEDIR), so a fresh clone in
+# another folder on the same machine reuses what an earlier run compiled; a cold
+# cache costs a few percent. CMake reads the launcher variables at a tree's first
+# configure.
+if [[ "${EBAC_CCACHE:-1}" == 1 ]] && command -v ccache >/dev/null; then
+  export CCACHE_BASEDIR=$PWD CCACHE_NOHASHDIR=1
+  export CMAKE_CXX_COMPILER_LAUNCHER=ccache CMAKE_CUDA_COMPILER_LAUNCHER=ccache
+  ccache --zero-stats >/dev/null
+  ccache_on=1
+else
+  ccache_on=0
+fi
+ccache_report() { [[ $ccache_on == 1 ]] && ccache --show-stats | grep -E "Hits|Misses" | tr -s ' ' | paste -sd ' ' || true; }
+
 # One build for the host and the CUDA targets: the prebuilt host codec
-# (cmake/ebacHostCodec.cmake) and the header checks are compiled once.
-if [[ -x "$NVCC" ]]; then main_preset=release-cuda; else main_preset=release; fi
+# (cmake/ebacHostCodec.cmake) and the header checks are compiled once. It is
+# configured without -G, with CMake's default generator (Unix Makefiles), as a
+# user types it; the presets use Ninja, so both generators are built in CI.
+main_dir=build/ci-release-cuda
 release_build() {
-  if [[ "$main_preset" == release ]]; then
-    echo "SKIPPED: the CUDA targets: $NVCC not found, so they were not compiled (release preset, host only)."
+  local cuda=()
+  if [[ -x "$NVCC" ]]; then
+    cuda=(-DEBAC_ENABLE_CUDA=ON -DCMAKE_CUDA_COMPILER="$NVCC" -DCMAKE_CUDA_ARCHITECTURES=90)
+  else
+    echo "SKIPPED: the CUDA targets: $NVCC not found, so they were not compiled (host only)."
   fi
-  cmake --preset "$main_preset"
-  cmake --build --preset "$main_preset" -j "$JOBS"
+  # The release-cuda preset's settings (CMakePresets.json), without its generator.
+  env -u CMAKE_GENERATOR cmake -S . -B "$main_dir" -DCMAKE_BUILD_TYPE=Release -DEBAC_BUILD_TESTS=ON \
+    -DEBAC_BUILD_TOOLS=ON -DCMAKE_EXPORT_COMPILE_COMMANDS=ON "${cuda[@]}"
+  cmake --build "$main_dir" -j "$JOBS"
+  ccache_report
 }
 release_test() {
-  ctest --test-dir "build/$main_preset" --output-on-failure -LE gpu -j "$JOBS"
+  ctest --test-dir "$main_dir" --output-on-failure -LE gpu -j "$JOBS"
 }
 asan_build() {
   cmake --preset asan
@@ -148,7 +175,10 @@ timed() {
 pytorch() {
   if /usr/bin/python3 -c 'import torch, numpy, matplotlib' 2>/dev/null; then
     rm -rf build/ebac_torch_site
-    timed "extension: pip install (build)" /usr/bin/python3 -m pip install -q --no-build-isolation --no-deps --target build/ebac_torch_site integrations/pytorch
+    # /usr/lib/ccache first in PATH: torch's build calls g++ through ccache (CXX would name ccache itself).
+    local path=$PATH
+    [[ $ccache_on == 1 && -d /usr/lib/ccache ]] && path=/usr/lib/ccache:$PATH
+    PATH=$path timed "extension: pip install (build)" /usr/bin/python3 -m pip install -q --no-build-isolation --no-deps --target build/ebac_torch_site integrations/pytorch
     export EBAC_TORCH_PATH=$PWD/build/ebac_torch_site
     timed "ebac_torch unit tests" /usr/bin/python3 -m unittest discover -s integrations/pytorch/tests -v
     timed "accuracy study smoke (ResNet)" /usr/bin/python3 studies/accuracy_study.py --smoke --out build/study-smoke
@@ -164,8 +194,7 @@ pytorch() {
     # LayerNorm, GELU and attention-matmul error models on the two study transformers, tiny
     # (~80 s): 2 training steps, every LayerNorm, GELU and attention operand dumped and checked
     # by `ebac grad-error --layer layernorm|gelu|matmul` at 5 bounds and 1 target.
-    local ebac_bin=build/release-cuda/bin/ebac
-    [[ -x $ebac_bin ]] || ebac_bin=build/release/bin/ebac
+    local ebac_bin=$main_dir/bin/ebac
     OMP_NUM_THREADS=1 timed "grad-error study: dump" /usr/bin/python3 studies/grad_error_study.py --make-ln build/ln-smoke --steps 2
     timed "grad-error study: layernorm" /usr/bin/python3 studies/grad_error_study.py --ebac "$ebac_bin" --ln build/ln-smoke --targets 0.03
     timed "grad-error study: gelu" /usr/bin/python3 studies/grad_error_study.py --ebac "$ebac_bin" --act build/ln-smoke --targets 0.03
@@ -201,8 +230,8 @@ libtorch_example() {
 }
 # ---- end of the PyTorch block ------------------------------------------------------------------
 
-run_stage "$main_preset: configure + build" release_build
-if [[ ${#failed[@]} -eq 0 ]]; then run_stage "$main_preset: ctest" release_test; fi
+run_stage "release-cuda: configure + build" release_build
+if [[ ${#failed[@]} -eq 0 ]]; then run_stage "release-cuda: ctest" release_test; fi
 run_stage "asan: configure + build" asan_build
 if [[ "${failed[*]}" != *"asan: configure"* ]]; then run_stage "asan: ctest" asan_test; fi
 run_stage "fuzz (${FUZZ_SECONDS}s)" fuzz
