@@ -28,7 +28,13 @@ is counted:
 * a tensor saved twice (a ReLU output that the next conv saves too) is
   stored and counted once: same storage (checked through a weak reference,
   so a recycled address never matches), data pointer, shape, strides, dtype
-  and version.
+  and version;
+* a saved tensor changed in place before backward (a kept or compressed
+  tensor still alive, or a parameter) makes backward raise autograd's own
+  error ("one of the variables needed for gradient computation has been
+  modified by an inplace operation"), which autograd does not check for
+  tensors that saved_tensors_hooks handle. A compressed tensor that is gone
+  by then cannot be asked; its blob holds the values it was saved with.
 
 A "pass" is the lifetime of the saved tensors of one (or several
 overlapping) autograd graphs: it starts with the first tensor packed while
@@ -163,7 +169,7 @@ class _Packed:
     """What pack() returns for a non-parameter tensor: a blob or the tensor itself."""
 
     __slots__ = ("session", "blob", "tensor", "sizes", "strides", "elem", "stored", "saves",
-                 "unpacks", "cache", "module", "row_scale", "shape", "__weakref__")
+                 "unpacks", "cache", "module", "row_scale", "shape", "version", "source", "__weakref__")
 
     def __init__(self, session, stored):
         self.session = session
@@ -179,6 +185,8 @@ class _Packed:
         self.module = None  # the module that saved it first
         self.row_scale = None  # LayerNorm rows: the blob holds rows / row_scale (see _row_normalized)
         self.shape = None      # ... and the tensor's shape to restore
+        self.version = 0       # the tensor's _version when it was saved (checked at unpack, as autograd does)
+        self.source = None     # a compressed tensor: a weak reference to it, for that check
 
     def __del__(self):
         s = self.session
@@ -484,7 +492,7 @@ class compressed_activations:
             if self._is_parameter(t):
                 P.param_tensors += 1
                 P.param_bytes += _nbytes(t)
-                return t
+                return (t, t._version)
             raw = _nbytes(t)
             key = None
             if t.layout == torch.strided:
@@ -567,6 +575,9 @@ class compressed_activations:
                     head = blob[:k].to("cpu", non_blocking=True) if blob.is_cuda else blob[:k].clone()
                     P.pending_headers.append((detail, head, blob.numel(), blob.is_cuda))
             p.module = name
+            p.version = t._version
+            if p.tensor is None:
+                p.source = weakref.ref(t)
             self._live += 1
             P.tensors += 1
             P.raw_bytes += raw
@@ -625,10 +636,15 @@ class compressed_activations:
         detail["mse"] = sq / max(1, t.numel())
 
     def _unpack(self, p):
-        if isinstance(p, torch.Tensor):
-            return p
+        if isinstance(p, tuple):  # a parameter: (tensor, its version when saved)
+            _check_version(p[0], p[1], None)
+            return p[0]
         if p.tensor is not None:
+            _check_version(p.tensor, p.version, p.module)
             return p.tensor
+        source = p.source() if p.source is not None else None
+        if source is not None:  # the blob holds the old values; autograd would refuse the new ones
+            _check_version(source, p.version, p.module)
         p.unpacks += 1
         if p.cache is not None:
             out = p.cache
@@ -648,6 +664,19 @@ class compressed_activations:
                 P.unpack_seconds += time.perf_counter() - t0
                 P.decompressions += 1
         return out
+
+
+def _check_version(t, saved_version, module):
+    """Autograd's check on a saved tensor (its SavedVariable check, which it
+    skips for tensors that saved_tensors_hooks handle): refuses one changed in
+    place since it was saved, with autograd's own words."""
+    if t._version != saved_version:
+        raise RuntimeError(
+            "one of the variables needed for gradient computation has been modified by an inplace operation: "
+            "[%s %s]%s is at version %d; expected version %d instead. (Saved inside "
+            "ebac_torch.compressed_activations; without it autograd raises the same error.)"
+            % (t.type(), list(t.shape), "" if module is None else ", saved in %s," % module, t._version,
+               saved_version))
 
 
 def stats():
