@@ -8,7 +8,7 @@ raw bits, and failures by exit status, stderr and the files left behind.
     cli_test.py --ebac build/bin/ebac --corpus data/corpus --workdir DIR --group NAME
 
 Groups: info, roundtrip, eval_json, errors, no_overwrite, adversarial, golden,
-streams, outputs, limits, arguments, integers, grad_error, host_isa (or all).
+streams, outputs, limits, arguments, integers, grad_error, host_isa, hostile (or all).
 Exit status: 0 all checks passed, 1 a check failed, 77 a check could not run
 here (it says which; ctest shows the test as skipped).
 """
@@ -1307,9 +1307,110 @@ def group_grad_error():
                                                "--layer", "gelu", "--input-shape", ",".join(map(str, shape)), "--eb", "0.01"], "--grad-output")
 
 
+# --- reliability, second round (issue 53) -------------------------------------
+
+
+def random_input(name, n, seed=53):
+    x = np.random.default_rng(seed).standard_normal(n).astype(np.float32)
+    p = path(name)
+    x.tofile(p)
+    return p, x
+
+
+def group_hostile():
+    """Standard output onto the input is refused; SIGXFSZ (ulimit -f) is a
+    write error and every catchable fatal signal removes the temporary file."""
+    import resource
+    import signal
+    import time
+    n = 20000
+    src, x = random_input("victim.f32", n)
+    raw = open(src, "rb").read()
+    cargs = ["--dtype", "f32", "--dims", str(n), "--eb", "1e-3"]
+
+    # 1. Standard output that is the input file (1<>victim): refused, the input intact.
+    with open(src, "r+b") as f:
+        rc, so, se = run_bytes(["compress", src, "-o", "-"] + cargs, stdout=f)
+    one_error_line("compress with stdout onto its input", rc, se, "standard output is the input file", "victim.f32")
+    check(open(src, "rb").read() == raw, "compress with stdout onto its input: the input changed")
+    with open(src, "rb") as fin, open(src, "r+b") as f:  # ebac compress - <victim 1<>victim
+        rc, so, se = run_bytes(["compress", "-"] + cargs, stdin=fin, stdout=f)
+    one_error_line("compress - with stdin and stdout the same file", rc, se, "standard output is the input file", "standard input")
+    check(open(src, "rb").read() == raw, "compress -: the input changed")
+    with open(src, "r+b") as f:
+        rc, so, se = run_bytes(["compress", src, "-o", "/dev/stdout"] + cargs, stdout=f)
+    one_error_line("compress -o /dev/stdout onto its input", rc, se, "standard output is the input file")
+    check(open(src, "rb").read() == raw, "-o /dev/stdout: the input changed")
+    stream_path = path("victim.ebac")
+    rc, so, se = run_bytes(["compress", src, "-o", stream_path] + cargs)
+    check(rc == 0, f"setup compress: {se}")
+    stream = open(stream_path, "rb").read()
+    with open(stream_path, "r+b") as f:
+        rc, so, se = run_bytes(["decompress", stream_path, "-o", "-"], stdout=f)
+    one_error_line("decompress with stdout onto its input", rc, se, "standard output is the input file")
+    check(open(stream_path, "rb").read() == stream, "decompress with stdout onto its input: the input changed")
+    with open(path("other.ebac"), "wb") as f:  # another regular file as standard output still works
+        rc, so, se = run_bytes(["compress", src, "-o", "-"] + cargs, stdout=f)
+    check(rc == 0 and open(path("other.ebac"), "rb").read() == stream, f"stdout onto another file: rc {rc} {se!r}")
+
+    # 2. A file-size limit (ulimit -f): the write fails with EFBIG and a message, no
+    # signal; the temporary file is removed and an existing output kept.
+    check(len(stream) > 4096, f"setup: the stream ({len(stream)} bytes) must exceed the 4096-byte limit")
+
+    def fsize_limit():
+        resource.setrlimit(resource.RLIMIT_FSIZE, (4096, 4096))
+    out = path("limited.ebac")
+    with open(out, "wb") as f:
+        f.write(b"old output")
+    for label, args in (("compress", ["compress", src, "-o", out] + cargs),
+                        ("decompress", ["decompress", stream_path, "-o", out])):
+        rc, so, se = run_bytes(args, preexec_fn=fsize_limit)
+        one_error_line(f"{label} past ulimit -f", rc, se, "file too large", "ulimit -f")
+        check(open(out, "rb").read() == b"old output", f"{label} past ulimit -f: the old output changed")
+        check(not temporaries(), f"{label} past ulimit -f: temporary files left behind: {temporaries()}")
+    with open(path("limited.stdout"), "wb") as f:  # standard output onto a file: the same error
+        rc, so, se = run_bytes(["compress", src, "-o", "-"] + cargs, stdout=f, preexec_fn=fsize_limit)
+    one_error_line("compress to stdout past ulimit -f", rc, se, "file too large")
+
+    # 3. Fatal signals while the output's temporary file exists (ebac waits for
+    # standard input, which never comes): each removes it and ends the process by that signal.
+    sigs = [signal.SIGUSR1, signal.SIGUSR2, signal.SIGALRM, signal.SIGPIPE, signal.SIGTERM, signal.SIGHUP, signal.SIGINT,
+            signal.SIGQUIT, signal.SIGVTALRM, signal.SIGPROF, signal.SIGXCPU, signal.SIGPOLL, signal.SIGRTMIN + 2]
+    if hasattr(signal, "SIGPWR"):
+        sigs.append(signal.SIGPWR)
+
+    def no_core():
+        resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
+    for t in temporaries():  # what earlier checks may have left (they report it themselves)
+        os.remove(os.path.join(WORK, t))
+    for sig in sigs:
+        name = signal.Signals(sig).name if sig in signal.Signals.__members__.values() else f"signal {int(sig)}"
+        out = path("signalled.ebac")
+        p = subprocess.Popen([EBAC, "compress", "-", "-o", out] + cargs, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                             stderr=subprocess.PIPE, start_new_session=True, preexec_fn=no_core)
+        for _ in range(6000):  # until the temporary file exists (a hang guard, not a timing)
+            if temporaries() or p.poll() is not None:
+                break
+            time.sleep(0.01)
+        pending = temporaries()
+        p.send_signal(sig)
+        try:
+            p.wait(timeout=60)
+        except subprocess.TimeoutExpired:
+            p.kill()
+            p.wait()
+        p.stdin.close()
+        check(len(pending) == 1, f"{name}: the temporary file never appeared: {pending} (exit {p.returncode})")
+        check(p.returncode == -sig, f"{name}: exit status {p.returncode}, expected death by the signal ({-sig})")
+        check(not temporaries(), f"{name}: temporary files left behind: {temporaries()}")
+        check(not os.path.exists(out), f"{name}: the output was created")
+        for t in temporaries():
+            os.remove(os.path.join(WORK, t))
+
+
 GROUPS = {"host_isa": group_host_isa, "integers": group_integers, "grad_error": group_grad_error, "info": group_info, "golden": group_golden, "roundtrip": group_roundtrip, "eval_json": group_eval_json, "errors": group_errors,
           "no_overwrite": group_no_overwrite, "adversarial": group_adversarial, "streams": group_streams,
-          "outputs": group_outputs, "limits": group_limits, "arguments": group_arguments}
+          "outputs": group_outputs, "limits": group_limits, "arguments": group_arguments, "hostile": group_hostile}
 
 
 def main():
