@@ -8,6 +8,7 @@
 #include <ebac/host/isa_codec.hpp>
 #include <ebac/host/isa_dispatch.hpp>
 
+#include <algorithm>
 #include <cctype>
 #include <cerrno>
 #include <cfloat>
@@ -216,18 +217,63 @@ std::vector<std::byte> read_array(const std::string& path, const ebac::extents& 
   return in.read_exactly(byte_size(e, t), "--dims and --dtype " + std::string(ebac::to_string(t)) + " need");
 }
 
-/// Reads a whole stream; refuses one whose first bytes are no ebac header
-/// (e.g. /dev/zero) without reading on.
-std::vector<std::byte> read_stream(ebac_cli::input_file& in) {
+/// Reads one stream: its header first, then as many bytes as the header
+/// says and one more, so that neither trailing data nor an endless input
+/// (a stream followed by /dev/zero) is read into memory. Refuses at once a
+/// first few bytes that are no ebac header (e.g. /dev/zero), a header that
+/// does not hold together, a stream that decodes to more than max_output
+/// bytes (before reading its body), and any byte after the stream.
+std::vector<std::byte> read_stream(ebac_cli::input_file& in, std::uint64_t max_output) {
+  using ebac::detail::load_le;
+  std::vector<std::byte> buf;
   constexpr std::size_t magic_and_version = 8;
-  return in.read(std::numeric_limits<std::uint64_t>::max(), magic_and_version, [](const std::byte* p, std::size_t) {
-    // With only these bytes the header reader can judge nothing but the
-    // magic and the version; "truncated" means they passed.
-    ebac::stream_header h;
-    const char* what = "";
-    const ebac::status s = ebac::read_stream_header_fields(p, magic_and_version, std::numeric_limits<std::size_t>::max(), h, &what);
-    if (s != ebac::status::ok && s != ebac::status::truncated_stream) ebac::detail::fail(s, what);
-  });
+  if (!in.read_to(buf, magic_and_version)) return buf;  // too short: the caller's inspect says so
+  ebac::stream_header h;
+  const char* what = "invalid stream header";
+  // With only these bytes the header reader can judge nothing but the
+  // magic and the version; "truncated" means they passed.
+  ebac::status s = ebac::read_stream_header_fields(buf.data(), magic_and_version, std::numeric_limits<std::size_t>::max(), h, &what);
+  if (s != ebac::status::ok && s != ebac::status::truncated_stream) ebac::detail::fail(s, what);
+  if (!in.read_to(buf, ebac::stream_fixed_header_bytes)) return buf;
+  const int rank = static_cast<int>(buf[11]);
+  const std::size_t header = ebac::stream_fixed_header_bytes + 8 * static_cast<std::size_t>(std::clamp(rank, 1, ebac::max_rank));
+  const bool more = in.read_to(buf, header);
+  // The size the header gives the whole stream (sections, checksum); a sum
+  // that overflows is no stream's.
+  constexpr std::uint64_t implausible = std::uint64_t{1} << 62;
+  std::uint64_t total = header;
+  for (int k = 0; k < ebac::section_count; ++k)
+    total = std::min(implausible, total + std::min(implausible, load_le<std::uint64_t>(buf.data() + 64 + 8 * k)));
+  if (static_cast<std::uint8_t>(buf[10]) & ebac::stream_flag_checksum) total += 8;
+  if (!more || total >= implausible) {
+    // Too short for its header, or sizes no stream has: the header reader names what is wrong.
+    s = ebac::read_stream_header_fields(buf.data(), buf.size(), more ? std::numeric_limits<std::size_t>::max() : buf.size(), h, &what);
+    ebac::detail::fail(s != ebac::status::ok ? s : ebac::status::corrupt_stream, s != ebac::status::ok ? what : "section sizes overflow");
+  }
+  // The stage parameters follow the header; then the header is checked
+  // against the size it gives, before the body is read.
+  const bool whole = in.read_to(buf, std::min<std::uint64_t>(total, ebac::max_stream_prefix_bytes)) &&
+                     buf.size() >= std::min<std::uint64_t>(total, ebac::max_stream_prefix_bytes);
+  s = ebac::read_stream_header_fields(buf.data(), buf.size(), static_cast<std::size_t>(total), h, &what);
+  if (s != ebac::status::ok && !(s == ebac::status::truncated_stream && !whole)) ebac::detail::fail(s, what);
+  if (s == ebac::status::ok) {
+    const std::uint64_t bytes = ebac::element_count(h) * ebac::size_of(h.type);
+    // No writer makes a stream larger than its header, the raw elements and
+    // a checksum (it stores them raw instead; format/max_compressed_bytes.hpp):
+    // a header that claims more is forged, and its size is not read.
+    const std::uint64_t most = h.header_bytes() + bytes + 8;
+    if (total > most)
+      throw input_error("input " + in.name() + ": the stream header claims " + std::to_string(total) + " bytes, more than any stream of " +
+                        std::to_string(ebac::element_count(h)) + " " + std::string(ebac::to_string(h.type)) +
+                        " elements takes (" + std::to_string(most) + "): not an ebac writer's stream");
+    if (bytes > max_output)
+      throw input_error("the stream decodes to " + format_bytes(bytes) + ", more than --max-output " + format_bytes(max_output) +
+                        "; give a larger --max-output to decode it");
+  }
+  if (in.read_to(buf, total + 1))
+    throw input_error("input " + in.name() + " goes on after the " + std::to_string(total) +
+                      "-byte stream its header describes: trailing data is refused (one stream per input)");
+  return buf;  // shorter than total: the caller's inspect reports it truncated
 }
 
 // --- which build of the codec runs (ebac/host/isa_codec.hpp) -------------------

@@ -75,8 +75,10 @@ const std::string& input_arg(const args& a);
 std::uint64_t byte_size(const ebac::extents& e, ebac::dtype t);
 /// Reads a raw array of exactly the size dims and dtype describe.
 std::vector<std::byte> read_array(const std::string& path, const ebac::extents& e, ebac::dtype t);
-/// Reads a whole stream; refuses one whose first bytes are no ebac header.
-std::vector<std::byte> read_stream(input_file& in);
+/// Reads one stream, as many bytes as its header says: refuses a first few
+/// bytes that are no ebac header, a stream that decodes to more than
+/// max_output bytes (before reading its body) and trailing data.
+std::vector<std::byte> read_stream(input_file& in, std::uint64_t max_output = ebac::unlimited_output);
 
 /// Compresses raw little-endian bytes of element type t with the pipeline spec.
 std::vector<std::byte> compress_any(const std::vector<std::byte>& raw, ebac::dtype t, const ebac::extents& e,

@@ -220,6 +220,37 @@ class input_file {
     return buf;
   }
 
+  /// Appends to buf until it holds `limit` bytes or the input ends; false
+  /// at the end of the input. Memory grows with the bytes that arrive, not
+  /// with `limit` (a header may claim any size).
+  bool read_to(std::vector<std::byte>& buf, std::uint64_t limit) {
+    constexpr std::uint64_t step = std::uint64_t{1} << 20;
+    std::size_t have = buf.size();
+    while (have < limit) {
+      if (have == buf.size()) {
+        const std::uint64_t grow = size_hint_ > have ? size_hint_ + 1 : std::max<std::uint64_t>(2 * have, step);
+        buf.resize(static_cast<std::size_t>(std::min(limit, std::max<std::uint64_t>(grow, have + 1))));
+      }
+      const ::ssize_t r = ::read(fd_, buf.data() + have, buf.size() - have);
+      if (r < 0) {
+        if (errno == EINTR) continue;
+        if (errno == EAGAIN) {
+          struct pollfd p {fd_, POLLIN, 0};
+          ::poll(&p, 1, -1);
+          continue;
+        }
+        throw input_error("cannot read input " + input_name(path_) + ": " + errno_text(errno));
+      }
+      if (r == 0) {
+        buf.resize(have);
+        return false;
+      }
+      have += static_cast<std::size_t>(r);
+    }
+    buf.resize(have);
+    return true;
+  }
+
   /// Exactly `need` bytes, or an error naming both sizes; `why` completes
   /// "... but <why> <need>" (e.g. "--dims and --dtype f32 need").
   std::vector<std::byte> read_exactly(std::uint64_t need, const std::string& why) {

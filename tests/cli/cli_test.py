@@ -1319,9 +1319,12 @@ def random_input(name, n, seed=53):
 
 def group_hostile():
     """Standard output onto the input is refused; SIGXFSZ (ulimit -f) is a
-    write error and every catchable fatal signal removes the temporary file."""
+    write error and every catchable fatal signal removes the temporary file;
+    a stream is read as far as its header says (trailing data, however much,
+    is refused without being read into memory)."""
     import resource
     import signal
+    import threading
     import time
     n = 20000
     src, x = random_input("victim.f32", n)
@@ -1406,6 +1409,58 @@ def group_hostile():
         check(not os.path.exists(out), f"{name}: the output was created")
         for t in temporaries():
             os.remove(os.path.join(WORK, t))
+
+    # 4. A valid stream followed by 1 GiB of zeros on a pipe: refused at once,
+    # with the peak memory of a small stream (measured on that very process).
+    def endless(args, payload, total=1 << 30):
+        p = subprocess.Popen([EBAC] + args, stdin=subprocess.PIPE, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+        sent = [0]
+
+        def feed():
+            try:
+                p.stdin.write(payload)
+                zeros = bytes(1 << 20)
+                while sent[0] < total:
+                    p.stdin.write(zeros)
+                    sent[0] += len(zeros)
+                p.stdin.close()
+            except (BrokenPipeError, ValueError, OSError):
+                pass
+        t = threading.Thread(target=feed, daemon=True)
+        t.start()
+        err = p.stderr.read().decode(errors="replace")
+        _, status, usage = os.wait4(p.pid, 0)
+        p.returncode = os.waitstatus_to_exitcode(status)
+        t.join(60)
+        return p.returncode, err, usage.ru_maxrss * 1024, sent[0]
+    for label, args in (("decompress -", ["decompress", "-", "-o", path("endless.out")]), ("info -", ["info", "-"])):
+        rc, se, peak, sent = endless(args, stream)
+        one_error_line(f"{label}: a stream then 1 GiB of zeros", rc, se, "trailing data", str(len(stream)))
+        check(peak < 200 << 20, f"{label}: peak RSS {peak >> 20} MiB with 1 GiB of trailing zeros (expected < 200 MiB)")
+        check(sent < 1 << 30, f"{label}: all of the trailing GiB was read ({sent} bytes)")
+    check(not os.path.exists(path("endless.out")), "decompress with trailing data created its output")
+    # A stream that decodes to more than --max-output, then endless zeros: refused from the header alone.
+    rc, se, peak, sent = endless(["decompress", "-", "-o", path("endless.out"), "--max-output", "1K"], stream)
+    one_error_line("decompress --max-output 1K, endless input", rc, se, "--max-output")
+    check(peak < 200 << 20, f"--max-output 1K, endless input: peak RSS {peak >> 20} MiB")
+    # A header claiming sections of any size costs only the bytes that arrive.
+    forged = bytearray(stream)
+    forged[64 + 8 * 3:64 + 8 * 4] = (1 << 50).to_bytes(8, "little")  # the payload section
+    rc, se, peak, sent = endless(["info", "-"], bytes(forged))
+    one_error_line("info: a header claiming a 1 PiB payload", rc, se, "claims", "more than any stream")
+    check(peak < 200 << 20, f"forged payload size: peak RSS {peak >> 20} MiB")
+    # The same on files and pipes without the zeros: a byte too many is refused, an exact stream works.
+    with open(path("trailing.ebac"), "wb") as f:
+        f.write(stream + b"\0")
+    for cmd in ("decompress", "info"):
+        rc, so, se = run_bytes([cmd, path("trailing.ebac")] + (["-o", path("t.out")] if cmd == "decompress" else []))
+        one_error_line(f"{cmd}: one trailing byte in a file", rc, se, "trailing data")
+    rc, so, se = run_bytes(["decompress", "-", "-o", "-"], input=stream)
+    ok = rc == 0 and len(so) == 4 * n
+    check(ok and float(np.abs(np.frombuffer(so, dtype=np.float32).astype(np.float64) - x).max()) <= 1e-3,
+          f"decompress of an exact stream on a pipe: rc {rc}, {len(so)} bytes, {se!r}")
+    rc, so, se = run_bytes(["decompress", "-", "-o", "-"], input=stream[:-5])
+    one_error_line("decompress of a truncated stream on a pipe", rc, se, "shorter")
 
 
 GROUPS = {"host_isa": group_host_isa, "integers": group_integers, "grad_error": group_grad_error, "info": group_info, "golden": group_golden, "roundtrip": group_roundtrip, "eval_json": group_eval_json, "errors": group_errors,
