@@ -110,10 +110,14 @@ int cmd_info(int argc, char** argv) {
     std::printf(" tiles");
     for (int k = 0; k < h.lorenzo_params.dims; ++k) std::printf(k ? ",%u" : " %u", h.lorenzo_params.tile[k]);
   }
-  std::printf(" quantizer %s encoder %s chunk %u outliers %" PRIu64 " bytes %zu checksum %s stored %s\n",
-              quantizer_name(h.quantizer),
-              std::string(ebac::encoder_name(h.encoder)).c_str(),
-              h.chunk_elements, h.outlier_count, stream.size(), h.has_checksum() ? "yes" : "no", h.is_stored() ? "yes" : "no");
+  // A stored stream holds the raw elements: no quantizer, encoder or chunks
+  // (the header's fields for them are unused).
+  const bool stored = h.is_stored();
+  std::printf(" quantizer %s encoder %s chunk %s outliers %" PRIu64 " bytes %zu checksum %s stored %s\n",
+              stored ? "none" : quantizer_name(h.quantizer),
+              stored ? "none" : std::string(ebac::encoder_name(h.encoder)).c_str(),
+              stored ? "none" : std::to_string(h.chunk_elements).c_str(), h.outlier_count, stream.size(),
+              h.has_checksum() ? "yes" : "no", stored ? "yes" : "no");
   return 0;
 }
 

@@ -105,22 +105,23 @@ std::string format_bytes(std::uint64_t b) {
   return buf;
 }
 
-ebac::extents parse_dims(const std::string& s) {
+ebac::extents parse_dims(const std::string& s, const std::string& option) {
   ebac::extents e;
   std::stringstream ss(s);
   std::string item;
   while (std::getline(ss, item, ',')) {
     if (item.empty() || item.find_first_not_of("0123456789") != std::string::npos)
-      throw usage_error("--dims '" + s + "' must be comma-separated non-negative integers");
-    if (e.rank == ebac::max_rank) throw usage_error("--dims: at most " + std::to_string(ebac::max_rank) + " dimensions");
+      throw usage_error(option + " '" + s + "' must be comma-separated non-negative integers");
+    if (e.rank == ebac::max_rank) throw usage_error(option + ": at most " + std::to_string(ebac::max_rank) + " dimensions");
     errno = 0;
     const unsigned long long v = std::strtoull(item.c_str(), nullptr, 10);
-    if (errno == ERANGE) throw usage_error("--dims: extent '" + item + "' is too large");
+    if (errno == ERANGE) throw usage_error(option + ": extent '" + item + "' is larger than 2^64 - 1");
     e.dims[e.rank++] = v;
   }
-  if (e.rank == 0 || s.back() == ',') throw usage_error("--dims '" + s + "' must be comma-separated non-negative integers");
+  if (e.rank == 0 || s.back() == ',') throw usage_error(option + " '" + s + "' must be comma-separated non-negative integers");
   std::uint64_t n;
-  if (e.count(n) != ebac::status::ok) throw usage_error("--dims '" + s + "': element count overflows 64 bits");
+  if (e.count(n) != ebac::status::ok)
+    throw usage_error(option + " '" + s + "': the element count (the product of the extents) is larger than 2^64 - 1");
   return e;
 }
 
@@ -173,6 +174,30 @@ ebac::pool_geometry parse_pool(const std::string& s, const ebac::extents& shape)
   if (g.validate(shape) != ebac::status::ok)
     throw usage_error("--pool '" + s + "' does not fit --dims: the last " + std::to_string(g.dims) +
                       " dims must be the pooled output's sizes; sizes >= 1, fewer than 2^22 offsets in a window");
+  // The last dims are the pooling output's: the size max-pooling gives
+  // (PyTorch's rule, floor or ceil mode) for this input, kernel, stride,
+  // padding and dilation.
+  for (std::uint32_t j = 0; j < g.dims; ++j) {
+    const std::uint64_t out = shape.dims[shape.rank - static_cast<int>(g.dims) + static_cast<int>(j)];
+    const auto in = static_cast<std::int64_t>(g.input[j]), k = static_cast<std::int64_t>(g.kernel[j]),
+               st = static_cast<std::int64_t>(g.stride[j]), pad = static_cast<std::int64_t>(g.padding[j]),
+               dil = static_cast<std::int64_t>(g.dilation[j]);
+    const std::int64_t span = in + 2 * pad - dil * (k - 1) - 1;
+    std::int64_t lo = -1, hi = -1;
+    if (span >= 0) {
+      lo = span / st + 1;
+      hi = (span + st - 1) / st + 1;
+      if (hi > lo && (hi - 1) * st >= in + pad) --hi;
+    }
+    if (2 * pad > k || span < 0 || (static_cast<std::int64_t>(out) != lo && static_cast<std::int64_t>(out) != hi))
+      throw usage_error("--pool '" + s + "' does not match --dims in spatial dim " + std::to_string(j) + ": input " + std::to_string(in) +
+                        ", kernel " + std::to_string(k) + ", stride " + std::to_string(st) + ", padding " + std::to_string(pad) +
+                        ", dilation " + std::to_string(dil) +
+                        (2 * pad > k ? std::string(" (padding more than half the kernel)")
+                         : span < 0  ? std::string(" give no output (the window is larger than the padded input)")
+                                     : " pool to " + std::to_string(lo) + (hi != lo ? " (" + std::to_string(hi) + " in ceil mode)" : std::string())) +
+                        ", but --dims gives " + std::to_string(out));
+  }
   return g;
 }
 
@@ -204,17 +229,18 @@ const std::string& input_arg(const args& a) {
 }
 
 /// Bytes of a tensor the format can hold (refused before any input is read).
-std::uint64_t byte_size(const ebac::extents& e, ebac::dtype t) {
+std::uint64_t byte_size(const ebac::extents& e, ebac::dtype t, const std::string& option) {
   std::uint64_t n = 0;
   (void)e.count(n);
-  if (n > ebac::max_stream_elements) throw usage_error("--dims: more than 2^48 elements, the stream format's limit");
+  if (n > ebac::max_stream_elements)
+    throw usage_error(option + ": " + std::to_string(n) + " elements, more than 2^48, the stream format's limit");
   return n * ebac::size_of(t);
 }
 
 /// Reads a raw array of exactly the size dims and dtype describe.
-std::vector<std::byte> read_array(const std::string& path, const ebac::extents& e, ebac::dtype t) {
+std::vector<std::byte> read_array(const std::string& path, const ebac::extents& e, ebac::dtype t, const std::string& option) {
   ebac_cli::input_file in(path);
-  return in.read_exactly(byte_size(e, t), "--dims and --dtype " + std::string(ebac::to_string(t)) + " need");
+  return in.read_exactly(byte_size(e, t, option), option + " and --dtype " + std::string(ebac::to_string(t)) + " need");
 }
 
 /// Reads one stream: its header first, then as many bytes as the header

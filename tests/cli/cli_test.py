@@ -1321,7 +1321,8 @@ def group_hostile():
     """Standard output onto the input is refused; SIGXFSZ (ulimit -f) is a
     write error and every catchable fatal signal removes the temporary file;
     a stream is read as far as its header says (trailing data, however much,
-    is refused without being read into memory)."""
+    is refused without being read into memory); nonsense arguments are
+    refused with a message."""
     import resource
     import signal
     import threading
@@ -1461,6 +1462,47 @@ def group_hostile():
           f"decompress of an exact stream on a pipe: rc {rc}, {len(so)} bytes, {se!r}")
     rc, so, se = run_bytes(["decompress", "-", "-o", "-"], input=stream[:-5])
     one_error_line("decompress of a truncated stream on a pipe", rc, se, "shorter")
+
+    # 5. Nonsense arguments. A --pool geometry that does not give the last --dims:
+    idx = path("pool.i64")
+    np.zeros(2 * 14 * 14, dtype=np.int64).tofile(idx)
+    for pool, ok in (("28,28:2:2", True), ("29,29:2:2", True), ("27,27:2:2", True),  # floor and ceil mode
+                     ("100,100:2:2", False), ("30,30:3:2:1", False), ("28,28:2:2:3", False), ("1,1:2:2", False)):
+        rc, so, se = run_bytes(["compress", idx, "-o", path("pool.ebac"), "--dtype", "i64", "--dims", "2,14,14", "--pool", pool])
+        if ok:
+            check(rc == 0, f"--pool {pool} on 2,14,14: rc {rc} {se!r}")
+        else:
+            one_error_line(f"--pool {pool} on 2,14,14", rc, se, "--pool", "does not match --dims", "14")
+    # info on a stored stream (random bytes do not shrink): no quantizer, encoder or chunks.
+    np.random.default_rng(1).integers(0, 256, 4000, dtype=np.uint8).tofile(path("noise.u8"))
+    rc, so, se = run_bytes(["compress", path("noise.u8"), "-o", path("noise.ebac"), "--dtype", "u8", "--dims", "4000"])
+    rc2, so2, se2 = run_bytes(["info", path("noise.ebac")])
+    info = so2.decode()
+    check(rc == 0 and rc2 == 0 and "stored yes" in info and "quantizer none encoder none chunk none" in info,
+          f"info on a stored stream: {info.strip()!r} {se2!r}")
+    # grad-error's shape errors name its own options, not --dims.
+    act = path("act.f32")
+    np.zeros(64, dtype=np.float32).tofile(act)
+    ge = ["grad-error", "--activation", act, "--grad-output", act, "--eb", "0.01"]
+    for label, extra, needles in (
+            ("overflowing --input-shape", ["--layer", "gelu", "--input-shape", "4294967296,4294967296"], ("--input-shape", "2^64")),
+            ("--input-shape past 2^48", ["--layer", "gelu", "--input-shape", "3037000500,3037000500"], ("--input-shape", "2^48")),
+            ("huge --weight-shape extent", ["--layer", "linear", "--input-shape", "8,8", "--weight-shape", "99999999999999999999,8"],
+             ("--weight-shape", "2^64")),
+            ("short activation", ["--layer", "gelu", "--input-shape", "8,9"], ("--input-shape", "288"))):
+        rc, so, se = run_bytes(ge + extra)
+        one_error_line(f"grad-error: {label}", rc, se, *needles)
+        check("--dims" not in se, f"grad-error: {label}: the message names --dims, which grad-error does not take: {se.strip()!r}")
+    # --min-time: an option of eval only, as the README says.
+    rc, so, se = run_bytes(ge + ["--layer", "gelu", "--input-shape", "8,8", "--min-time", "1"])
+    one_error_line("grad-error --min-time", rc, se, "--min-time")
+    rc, so, se = run_bytes(["eval", "--help"])
+    check(rc == 0 and b"--min-time" in so, "eval --help does not list --min-time")
+    readme = open(os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "README.md")).read()
+    claim = " ".join(l for l in readme.splitlines() if "--min-time" in l or "grad-error` only" in l)
+    check("`--min-time` (seconds, 0 to 3600" in readme and "of `eval` only" in readme and
+          "are options of `eval` and `grad-error`" not in readme,
+          f"README: --min-time must be documented as an option of eval only: {claim!r}")
 
 
 GROUPS = {"host_isa": group_host_isa, "integers": group_integers, "grad_error": group_grad_error, "info": group_info, "golden": group_golden, "roundtrip": group_roundtrip, "eval_json": group_eval_json, "errors": group_errors,

@@ -222,6 +222,25 @@ py::tuple compress(at::Tensor t, double error_bound, const std::string& mode, co
     // included) in row-major order, and fold everything before them.
     fill_pooling(*pooling, r);
     TORCH_CHECK(t.dim() >= r.pool_dims, "ebac_torch: a pooling geometry of ", r.pool_dims, " dims on a tensor of rank ", t.dim());
+    // The last dims are the pooling output's: the size max-pooling gives this
+    // input, kernel, stride, padding and dilation (floor or ceil mode).
+    for (int j = 0; j < r.pool_dims; ++j) {
+      const int64_t in = r.pool_input[j], k = r.pool_kernel[j], st = r.pool_stride[j], pad = r.pool_padding[j],
+                    dil = r.pool_dilation[j], out = t.size(t.dim() - r.pool_dims + j);
+      TORCH_CHECK(in >= 1 && k >= 1 && st >= 1 && dil >= 1 && pad >= 0 && in < (int64_t{1} << 31) && k < (int64_t{1} << 31) &&
+                            st < (int64_t{1} << 31) && pad < (int64_t{1} << 31) && dil < (int64_t{1} << 31),
+                        "ebac_torch: pooling: sizes must be >= 1 (padding >= 0) and below 2^31 in spatial dim ", j);
+      const int64_t span = in + 2 * pad - dil * (k - 1) - 1;
+      int64_t lo = -1, hi = -1;
+      if (span >= 0) {
+        lo = span / st + 1;
+        hi = (span + st - 1) / st + 1;
+        if (hi > lo && (hi - 1) * st >= in + pad) --hi;
+      }
+      TORCH_CHECK(2 * pad <= k && span >= 0 && (out == lo || out == hi), "ebac_torch: pooling: input ", in, ", kernel ", k,
+                        ", stride ", st, ", padding ", pad, ", dilation ", dil, " in spatial dim ", j, " pool to ", lo,
+                        hi != lo ? " (or " + std::to_string(hi) + " in ceil mode)" : std::string(), ", but the tensor's size there is ", out);
+    }
     t = t.contiguous();
     std::uint64_t lead = 1;
     for (int64_t k = 0; k < t.dim() - r.pool_dims; ++k) lead *= static_cast<std::uint64_t>(t.size(k));

@@ -42,6 +42,7 @@ nothing from an earlier pass is alive, and is complete once backward (or the
 end of the graph) has freed all of them. ``stats()`` reports the latest pass.
 """
 
+import math
 import threading
 import time
 import warnings
@@ -335,8 +336,8 @@ class compressed_activations:
                  unsupported_device="raw", keep_details=True, kernel_path="staged", layernorm_rows=True):
         if mode not in ("rel", "abs", "relative", "absolute"):
             raise ValueError("ebac_torch: mode must be 'rel' or 'abs', got %r" % (mode,))
-        if not (error_bound > 0):
-            raise ValueError("ebac_torch: error_bound must be > 0, got %r" % (error_bound,))
+        if not (error_bound > 0) or not math.isfinite(error_bound):
+            raise ValueError("ebac_torch: error_bound must be a finite number > 0, got %r" % (error_bound,))
         if unsupported_device not in ("raw", "error"):
             raise ValueError("ebac_torch: unsupported_device must be 'raw' or 'error'")
         self.kernel_path = _check_kernel_path(kernel_path)
