@@ -19,6 +19,9 @@ is counted:
 * everything else that autograd saves (float64, complex, tiny tensors,
   tensors on a device without a backend) is kept as is and counted with its
   raw size, so the reported ratio covers every saved byte;
+* a view that repeats its elements (a broadcast operand such as
+  ``b.expand(2048, 4096)`` of a 1 x 4096 ``b``) is kept as is (kept reason
+  "broadcast") and counted as the memory it reaches, as plain PyTorch keeps it;
 * the float32 input an ``nn.LayerNorm`` saves is compressed row by row in
   LayerNorm's own units (``layernorm_rows``): each row divided by its
   standard deviation, under the bound scaled so that no element's error
@@ -106,6 +109,15 @@ _last_session = None
 
 def _nbytes(t):
     return t.numel() * t.element_size()
+
+
+def _footprint(t):
+    """Bytes of memory a strided tensor reaches: less than _nbytes(t) for a
+    view that repeats elements (expand, a broadcast operand), which holds
+    only that much however large it looks."""
+    if t.numel() == 0:
+        return 0
+    return (1 + sum((n - 1) * abs(st) for n, st in zip(t.shape, t.stride()))) * t.element_size()
 
 
 def _row_normalized(t, ln, eb, mode):
@@ -472,6 +484,10 @@ class compressed_activations:
             return "layout"
         if t.dtype not in _ELEM_CODES:
             return "dtype"
+        if _footprint(t) < _nbytes(t):
+            # A view that repeats its elements (b.expand(...), a broadcast operand): kept as is,
+            # it holds only its storage, which compressing its logical size would exceed.
+            return "broadcast"
         if t.numel() < self.min_numel or _nbytes(t) <= _STREAM_OVERHEAD + 8 * t.dim():
             return "tiny"  # (a stream is never smaller than its header)
         if t.device.type != "cpu" and not self.C.has_cuda():
@@ -495,6 +511,8 @@ class compressed_activations:
                 P.param_bytes += _nbytes(t)
                 return (t, t._version)
             raw = _nbytes(t)
+            if t.layout == torch.strided and _footprint(t) < raw:
+                raw = _footprint(t)  # a broadcast view: counted as the memory it holds (see _keep_reason)
             key = None
             if t.layout == torch.strided:
                 key = (t.data_ptr(), t.dtype, t.device, tuple(t.shape), tuple(t.stride()), t._version)
