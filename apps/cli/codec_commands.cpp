@@ -39,8 +39,10 @@ int cmd_compress(int argc, char** argv) {
   ebac::compress_options opt;
   opt.bound = bound_for(a, t);
   opt.threads = threads_arg(a, 0);
-  if (a.has("pool")) opt.pooling = parse_pool(a.opt.at("pool"), e);
-  if (opt.pooling.dims != 0 && ebac::is_floating(t)) throw usage_error("--pool applies to integer (max-pool index) tensors only");
+  if (a.has("pool")) {
+    if (ebac::is_floating(t)) throw usage_error("--pool applies to integer (max-pool index) tensors only");
+    opt.pooling = parse_pool(a.opt.at("pool"), e);
+  }
   const ebac::pipeline_spec spec = parse_pipeline_arg(a.has("pipeline") ? a.opt.at("pipeline") : "fast");
   const std::uint64_t need = byte_size(e, t);
 

@@ -1385,6 +1385,8 @@ def group_hostile():
 
     def no_core():
         resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
+        for s in sigs:  # a signal our parent ignores (nohup) would stay ignored in ebac, by design
+            signal.signal(s, signal.SIG_DFL)
     for t in temporaries():  # what earlier checks may have left (they report it themselves)
         os.remove(os.path.join(WORK, t))
     for sig in sigs:
