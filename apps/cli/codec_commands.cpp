@@ -39,8 +39,10 @@ int cmd_compress(int argc, char** argv) {
   ebac::compress_options opt;
   opt.bound = bound_for(a, t);
   opt.threads = threads_arg(a, 0);
-  if (a.has("pool")) opt.pooling = parse_pool(a.opt.at("pool"), e);
-  if (opt.pooling.dims != 0 && ebac::is_floating(t)) throw usage_error("--pool applies to integer (max-pool index) tensors only");
+  if (a.has("pool")) {
+    if (ebac::is_floating(t)) throw usage_error("--pool applies to integer (max-pool index) tensors only");
+    opt.pooling = parse_pool(a.opt.at("pool"), e);
+  }
   const ebac::pipeline_spec spec = parse_pipeline_arg(a.has("pipeline") ? a.opt.at("pipeline") : "fast");
   const std::uint64_t need = byte_size(e, t);
 
@@ -68,7 +70,7 @@ int cmd_decompress(int argc, char** argv) {
   ebac_cli::input_file in(in_path);
   out.check_not(in);
   ebac_cli::start_threads(threads);
-  const auto stream = read_stream(in);
+  const auto stream = read_stream(in, max_output);
   const auto raw = decompress_any(stream, threads, max_output);
   out.write(raw.data(), raw.size());
   out.commit();
@@ -110,10 +112,14 @@ int cmd_info(int argc, char** argv) {
     std::printf(" tiles");
     for (int k = 0; k < h.lorenzo_params.dims; ++k) std::printf(k ? ",%u" : " %u", h.lorenzo_params.tile[k]);
   }
-  std::printf(" quantizer %s encoder %s chunk %u outliers %" PRIu64 " bytes %zu checksum %s stored %s\n",
-              quantizer_name(h.quantizer),
-              std::string(ebac::encoder_name(h.encoder)).c_str(),
-              h.chunk_elements, h.outlier_count, stream.size(), h.has_checksum() ? "yes" : "no", h.is_stored() ? "yes" : "no");
+  // A stored stream holds the raw elements: no quantizer, encoder or chunks
+  // (the header's fields for them are unused).
+  const bool stored = h.is_stored();
+  std::printf(" quantizer %s encoder %s chunk %s outliers %" PRIu64 " bytes %zu checksum %s stored %s\n",
+              stored ? "none" : quantizer_name(h.quantizer),
+              stored ? "none" : std::string(ebac::encoder_name(h.encoder)).c_str(),
+              stored ? "none" : std::to_string(h.chunk_elements).c_str(), h.outlier_count, stream.size(),
+              h.has_checksum() ? "yes" : "no", stored ? "yes" : "no");
   return 0;
 }
 

@@ -8,6 +8,7 @@
 #include <ebac/host/isa_codec.hpp>
 #include <ebac/host/isa_dispatch.hpp>
 
+#include <algorithm>
 #include <cctype>
 #include <cerrno>
 #include <cfloat>
@@ -104,22 +105,23 @@ std::string format_bytes(std::uint64_t b) {
   return buf;
 }
 
-ebac::extents parse_dims(const std::string& s) {
+ebac::extents parse_dims(const std::string& s, const std::string& option) {
   ebac::extents e;
   std::stringstream ss(s);
   std::string item;
   while (std::getline(ss, item, ',')) {
     if (item.empty() || item.find_first_not_of("0123456789") != std::string::npos)
-      throw usage_error("--dims '" + s + "' must be comma-separated non-negative integers");
-    if (e.rank == ebac::max_rank) throw usage_error("--dims: at most " + std::to_string(ebac::max_rank) + " dimensions");
+      throw usage_error(option + " '" + s + "' must be comma-separated non-negative integers");
+    if (e.rank == ebac::max_rank) throw usage_error(option + ": at most " + std::to_string(ebac::max_rank) + " dimensions");
     errno = 0;
     const unsigned long long v = std::strtoull(item.c_str(), nullptr, 10);
-    if (errno == ERANGE) throw usage_error("--dims: extent '" + item + "' is too large");
+    if (errno == ERANGE) throw usage_error(option + ": extent '" + item + "' is larger than 2^64 - 1");
     e.dims[e.rank++] = v;
   }
-  if (e.rank == 0 || s.back() == ',') throw usage_error("--dims '" + s + "' must be comma-separated non-negative integers");
+  if (e.rank == 0 || s.back() == ',') throw usage_error(option + " '" + s + "' must be comma-separated non-negative integers");
   std::uint64_t n;
-  if (e.count(n) != ebac::status::ok) throw usage_error("--dims '" + s + "': element count overflows 64 bits");
+  if (e.count(n) != ebac::status::ok)
+    throw usage_error(option + " '" + s + "': the element count (the product of the extents) is larger than 2^64 - 1");
   return e;
 }
 
@@ -172,6 +174,30 @@ ebac::pool_geometry parse_pool(const std::string& s, const ebac::extents& shape)
   if (g.validate(shape) != ebac::status::ok)
     throw usage_error("--pool '" + s + "' does not fit --dims: the last " + std::to_string(g.dims) +
                       " dims must be the pooled output's sizes; sizes >= 1, fewer than 2^22 offsets in a window");
+  // The last dims are the pooling output's: the size max-pooling gives
+  // (PyTorch's rule, floor or ceil mode) for this input, kernel, stride,
+  // padding and dilation.
+  for (std::uint32_t j = 0; j < g.dims; ++j) {
+    const std::uint64_t out = shape.dims[shape.rank - static_cast<int>(g.dims) + static_cast<int>(j)];
+    const auto in = static_cast<std::int64_t>(g.input[j]), k = static_cast<std::int64_t>(g.kernel[j]),
+               st = static_cast<std::int64_t>(g.stride[j]), pad = static_cast<std::int64_t>(g.padding[j]),
+               dil = static_cast<std::int64_t>(g.dilation[j]);
+    const std::int64_t span = in + 2 * pad - dil * (k - 1) - 1;
+    std::int64_t lo = -1, hi = -1;
+    if (span >= 0) {
+      lo = span / st + 1;
+      hi = (span + st - 1) / st + 1;
+      if (hi > lo && (hi - 1) * st >= in + pad) --hi;
+    }
+    if (2 * pad > k || span < 0 || (static_cast<std::int64_t>(out) != lo && static_cast<std::int64_t>(out) != hi))
+      throw usage_error("--pool '" + s + "' does not match --dims in spatial dim " + std::to_string(j) + ": input " + std::to_string(in) +
+                        ", kernel " + std::to_string(k) + ", stride " + std::to_string(st) + ", padding " + std::to_string(pad) +
+                        ", dilation " + std::to_string(dil) +
+                        (2 * pad > k ? std::string(" (padding more than half the kernel)")
+                         : span < 0  ? std::string(" give no output (the window is larger than the padded input)")
+                                     : " pool to " + std::to_string(lo) + (hi != lo ? " (" + std::to_string(hi) + " in ceil mode)" : std::string())) +
+                        ", but --dims gives " + std::to_string(out));
+  }
   return g;
 }
 
@@ -203,31 +229,77 @@ const std::string& input_arg(const args& a) {
 }
 
 /// Bytes of a tensor the format can hold (refused before any input is read).
-std::uint64_t byte_size(const ebac::extents& e, ebac::dtype t) {
+std::uint64_t byte_size(const ebac::extents& e, ebac::dtype t, const std::string& option) {
   std::uint64_t n = 0;
   (void)e.count(n);
-  if (n > ebac::max_stream_elements) throw usage_error("--dims: more than 2^48 elements, the stream format's limit");
+  if (n > ebac::max_stream_elements)
+    throw usage_error(option + ": " + std::to_string(n) + " elements, more than 2^48, the stream format's limit");
   return n * ebac::size_of(t);
 }
 
 /// Reads a raw array of exactly the size dims and dtype describe.
-std::vector<std::byte> read_array(const std::string& path, const ebac::extents& e, ebac::dtype t) {
+std::vector<std::byte> read_array(const std::string& path, const ebac::extents& e, ebac::dtype t, const std::string& option) {
   ebac_cli::input_file in(path);
-  return in.read_exactly(byte_size(e, t), "--dims and --dtype " + std::string(ebac::to_string(t)) + " need");
+  return in.read_exactly(byte_size(e, t, option), option + " and --dtype " + std::string(ebac::to_string(t)) + " need");
 }
 
-/// Reads a whole stream; refuses one whose first bytes are no ebac header
-/// (e.g. /dev/zero) without reading on.
-std::vector<std::byte> read_stream(ebac_cli::input_file& in) {
+/// Reads one stream: its header first, then as many bytes as the header
+/// says and one more, so that neither trailing data nor an endless input
+/// (a stream followed by /dev/zero) is read into memory. Refuses at once a
+/// first few bytes that are no ebac header (e.g. /dev/zero), a header that
+/// does not hold together, a stream that decodes to more than max_output
+/// bytes (before reading its body), and any byte after the stream.
+std::vector<std::byte> read_stream(ebac_cli::input_file& in, std::uint64_t max_output) {
+  using ebac::detail::load_le;
+  std::vector<std::byte> buf;
   constexpr std::size_t magic_and_version = 8;
-  return in.read(std::numeric_limits<std::uint64_t>::max(), magic_and_version, [](const std::byte* p, std::size_t) {
-    // With only these bytes the header reader can judge nothing but the
-    // magic and the version; "truncated" means they passed.
-    ebac::stream_header h;
-    const char* what = "";
-    const ebac::status s = ebac::read_stream_header_fields(p, magic_and_version, std::numeric_limits<std::size_t>::max(), h, &what);
-    if (s != ebac::status::ok && s != ebac::status::truncated_stream) ebac::detail::fail(s, what);
-  });
+  if (!in.read_to(buf, magic_and_version)) return buf;  // too short: the caller's inspect says so
+  ebac::stream_header h;
+  const char* what = "invalid stream header";
+  // With only these bytes the header reader can judge nothing but the
+  // magic and the version; "truncated" means they passed.
+  ebac::status s = ebac::read_stream_header_fields(buf.data(), magic_and_version, std::numeric_limits<std::size_t>::max(), h, &what);
+  if (s != ebac::status::ok && s != ebac::status::truncated_stream) ebac::detail::fail(s, what);
+  if (!in.read_to(buf, ebac::stream_fixed_header_bytes)) return buf;
+  const int rank = static_cast<int>(buf[11]);
+  const std::size_t header = ebac::stream_fixed_header_bytes + 8 * static_cast<std::size_t>(std::clamp(rank, 1, ebac::max_rank));
+  const bool more = in.read_to(buf, header);
+  // The size the header gives the whole stream (sections, checksum); a sum
+  // that overflows is no stream's.
+  constexpr std::uint64_t implausible = std::uint64_t{1} << 62;
+  std::uint64_t total = header;
+  for (int k = 0; k < ebac::section_count; ++k)
+    total = std::min(implausible, total + std::min(implausible, load_le<std::uint64_t>(buf.data() + 64 + 8 * k)));
+  if (static_cast<std::uint8_t>(buf[10]) & ebac::stream_flag_checksum) total += 8;
+  if (!more || total >= implausible) {
+    // Too short for its header, or sizes no stream has: the header reader names what is wrong.
+    s = ebac::read_stream_header_fields(buf.data(), buf.size(), more ? std::numeric_limits<std::size_t>::max() : buf.size(), h, &what);
+    ebac::detail::fail(s != ebac::status::ok ? s : ebac::status::corrupt_stream, s != ebac::status::ok ? what : "section sizes overflow");
+  }
+  // The stage parameters follow the header; then the header is checked
+  // against the size it gives, before the body is read.
+  const bool whole = in.read_to(buf, std::min<std::uint64_t>(total, ebac::max_stream_prefix_bytes)) &&
+                     buf.size() >= std::min<std::uint64_t>(total, ebac::max_stream_prefix_bytes);
+  s = ebac::read_stream_header_fields(buf.data(), buf.size(), static_cast<std::size_t>(total), h, &what);
+  if (s != ebac::status::ok && !(s == ebac::status::truncated_stream && !whole)) ebac::detail::fail(s, what);
+  if (s == ebac::status::ok) {
+    const std::uint64_t bytes = ebac::element_count(h) * ebac::size_of(h.type);
+    // No writer makes a stream larger than its header, the raw elements and
+    // a checksum (it stores them raw instead; format/max_compressed_bytes.hpp):
+    // a header that claims more is forged, and its size is not read.
+    const std::uint64_t most = h.header_bytes() + bytes + 8;
+    if (total > most)
+      throw input_error("input " + in.name() + ": the stream header claims " + std::to_string(total) + " bytes, more than any stream of " +
+                        std::to_string(ebac::element_count(h)) + " " + std::string(ebac::to_string(h.type)) +
+                        " elements takes (" + std::to_string(most) + "): not an ebac writer's stream");
+    if (bytes > max_output)
+      throw input_error("the stream decodes to " + format_bytes(bytes) + ", more than --max-output " + format_bytes(max_output) +
+                        "; give a larger --max-output to decode it");
+  }
+  if (in.read_to(buf, total + 1))
+    throw input_error("input " + in.name() + " goes on after the " + std::to_string(total) +
+                      "-byte stream its header describes: trailing data is refused (one stream per input)");
+  return buf;  // shorter than total: the caller's inspect reports it truncated
 }
 
 // --- which build of the codec runs (ebac/host/isa_codec.hpp) -------------------

@@ -57,7 +57,7 @@ long parse_int(const std::string& s, const char* what, long lo, long hi);
 /// "4096", "512K", "64M", "4G", "1T" (powers of 1024; also KiB, MiB, ... and KB, MB, ...).
 std::uint64_t parse_size(const std::string& s, const char* what);
 std::string format_bytes(std::uint64_t b);
-ebac::extents parse_dims(const std::string& s);
+ebac::extents parse_dims(const std::string& s, const std::string& option = "--dims");
 ebac::dtype parse_dtype_arg(const std::string& s);
 /// --eb and --mode.
 ebac::error_bound parse_bound(const args& a);
@@ -72,11 +72,14 @@ int threads_arg(const args& a, int def);
 const std::string& input_arg(const args& a);
 
 /// Bytes of a tensor the format can hold (refused before any input is read).
-std::uint64_t byte_size(const ebac::extents& e, ebac::dtype t);
+std::uint64_t byte_size(const ebac::extents& e, ebac::dtype t, const std::string& option = "--dims");
 /// Reads a raw array of exactly the size dims and dtype describe.
-std::vector<std::byte> read_array(const std::string& path, const ebac::extents& e, ebac::dtype t);
-/// Reads a whole stream; refuses one whose first bytes are no ebac header.
-std::vector<std::byte> read_stream(input_file& in);
+std::vector<std::byte> read_array(const std::string& path, const ebac::extents& e, ebac::dtype t,
+                                  const std::string& option = "--dims");
+/// Reads one stream, as many bytes as its header says: refuses a first few
+/// bytes that are no ebac header, a stream that decodes to more than
+/// max_output bytes (before reading its body) and trailing data.
+std::vector<std::byte> read_stream(input_file& in, std::uint64_t max_output = ebac::unlimited_output);
 
 /// Compresses raw little-endian bytes of element type t with the pipeline spec.
 std::vector<std::byte> compress_any(const std::vector<std::byte>& raw, ebac::dtype t, const ebac::extents& e,

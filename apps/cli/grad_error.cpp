@@ -681,7 +681,7 @@ std::uint64_t ge_leading(const ebac::extents& shape, int trailing) {
 /// whose extent `at` must equal the input's last extent, called `name`.
 ebac::extents ge_weight_shape(const args& a, const ebac::extents& in, int rank, int at, const std::string& usage,
                               const std::string& name, const std::string& whose) {
-  const ebac::extents w = parse_dims(a.need("weight-shape"));
+  const ebac::extents w = parse_dims(a.need("weight-shape"), "--weight-shape");
   if (w.rank != rank) throw usage_error("--weight-shape of " + usage);
   if (w.dims[at] != in.dims[in.rank - 1])
     throw usage_error("--weight-shape " + name + " (" + std::to_string(w.dims[at]) + ") must equal " + whose + " last extent (" +
@@ -719,7 +719,7 @@ int cmd_grad_error(int argc, char** argv) {
   const std::optional<em::elementwise_function> elementwise = em::parse_elementwise_function(layer);
   if (layer != "linear" && layer != "conv2d" && layer != "batchnorm2d" && layer != "layernorm" && layer != "matmul" && !elementwise)
     throw usage_error("--layer must be linear, conv2d, batchnorm2d, layernorm, matmul, gelu, silu, tanh or sigmoid, got '" + layer + "'");
-  const ebac::extents in_shape = parse_dims(a.need("input-shape"));
+  const ebac::extents in_shape = parse_dims(a.need("input-shape"), "--input-shape");
   const ebac::dtype t = a.has("dtype") ? parse_dtype_arg(a.opt.at("dtype")) : ebac::dtype::f32;
   if (!ebac::is_floating(t)) throw usage_error("grad-error: --dtype must be f32, f16 or bf16 (activations under a bound)");
   if (!elementwise)
@@ -729,7 +729,7 @@ int cmd_grad_error(int argc, char** argv) {
     ge_refuse(a, {"weight-shape", "stride", "padding", "dilation", "groups", "gamma", "eps"},
               "does not apply to an elementwise layer (" + layer + ")");
     ebac_cli::start_threads(threads_arg(a, 0));
-    const auto raw = read_array(a.need("activation"), in_shape, t);
+    const auto raw = read_array(a.need("activation"), in_shape, t, "--input-shape");
     std::uint64_t count = 0;
     if (in_shape.count(count) != ebac::status::ok) throw usage_error("--input-shape: the element count overflows");
     const std::vector<float> dy = ge_read_f32(a.need("grad-output"), count, "--grad-output");
@@ -751,7 +751,7 @@ int cmd_grad_error(int argc, char** argv) {
     ge_refuse(a, {"stride", "padding", "dilation", "groups", "gamma", "eps"}, "does not apply to a linear layer");
   } else if (layer == "conv2d") {
     if (in_shape.rank != 4) throw usage_error("--input-shape of a conv2d layer is N,C,H,W");
-    const ebac::extents w = parse_dims(a.need("weight-shape"));
+    const ebac::extents w = parse_dims(a.need("weight-shape"), "--weight-shape");
     if (w.rank != 4) throw usage_error("--weight-shape of a conv2d layer is O,C/G,KH,KW");
     g.batch = static_cast<std::int64_t>(in_shape.dims[0]);
     g.in_channels = static_cast<std::int64_t>(in_shape.dims[1]);
@@ -798,7 +798,7 @@ int cmd_grad_error(int argc, char** argv) {
     throw usage_error("the layer's shapes, stride, padding, dilation and groups do not describe a valid layer");
   dy_count = static_cast<std::uint64_t>(g.output_count());
   ebac_cli::start_threads(threads_arg(a, 0));
-  const auto raw = read_array(a.need("activation"), in_shape, t);
+  const auto raw = read_array(a.need("activation"), in_shape, t, "--input-shape");
   std::vector<float> dy = ge_read_f32(a.need("grad-output"), dy_count, "--grad-output");
   if (layer == "matmul")  // dC arrives as [slices, M, N]; the model reads it with the slices side by side
     dy = em::matmul_rows_layout(dy.data(), g.groups, g.batch, g.out_channels_per_group());

@@ -20,10 +20,17 @@
 //  - anything else (a character device such as /dev/null, a FIFO, a socket,
 //    `-`, or the file that standard output already is, e.g. /dev/stdout) is
 //    written directly and in order, once the result is complete;
+//  - standard output that is the input file itself (`1<>in.f32`, same
+//    device and inode) is refused before anything is written, as zstd does;
 //  - the output is opened (and its temporary file created) before any
-//    work, so a missing directory is reported at once. SIGINT, SIGTERM and
-//    SIGHUP remove the temporary file before the process ends; after a
-//    SIGKILL or a power cut one may remain, recognisable by its prefix.
+//    work, so a missing directory is reported at once. Every signal that
+//    ends the process and can be caught (INT, TERM, HUP, QUIT, USR1, USR2,
+//    ALRM, PIPE, VTALRM, PROF, XCPU, POLL, PWR, SYS, the real-time ones, and
+//    the crash signals where nothing else handles them) removes the
+//    temporary file before the process ends by it; SIGXFSZ is ignored, so a
+//    file-size limit (ulimit -f) is a write error (EFBIG) with a message and
+//    the temporary file removed. After a SIGKILL or a power cut one may
+//    remain, recognisable by its prefix.
 #pragma once
 
 #include <cerrno>
@@ -80,7 +87,20 @@ struct pending_temporary {
 };
 inline pending_temporary g_temporary;
 
-constexpr int handled_signals[] = {SIGINT, SIGTERM, SIGHUP};
+/// The signals whose default action ends the process and that a handler
+/// can catch (signal(7)), bar the crash signals below.
+constexpr int handled_signals[] = {SIGINT,  SIGTERM,   SIGHUP,  SIGQUIT, SIGUSR1, SIGUSR2, SIGALRM,
+                                   SIGPIPE, SIGVTALRM, SIGPROF, SIGXCPU, SIGPOLL, SIGSYS,
+#ifdef SIGPWR
+                                   SIGPWR,
+#endif
+#ifdef SIGSTKFLT
+                                   SIGSTKFLT,
+#endif
+};
+/// Crash signals: handled only while nothing else handles them (a
+/// sanitizer's handler is left alone); never blocked.
+constexpr int crash_signals[] = {SIGABRT, SIGSEGV, SIGBUS, SIGFPE, SIGILL};
 
 extern "C" inline void remove_temporary_and_die(int sig) {
   // Async-signal-safe only: unlinkat, raise. SA_RESETHAND has restored the
@@ -89,18 +109,30 @@ extern "C" inline void remove_temporary_and_die(int sig) {
   ::raise(sig);
 }
 
+/// Every signal remove_temporary_and_die may handle, real-time ones included.
+template <class F>
+void for_each_fatal_signal(F&& f) {
+  for (int sig : handled_signals) f(sig, false);
+  for (int sig = SIGRTMIN; sig <= SIGRTMAX; ++sig) f(sig, false);
+  for (int sig : crash_signals) f(sig, true);
+}
+
 /// Installs the handlers (at start-up). A signal the parent set to be
-/// ignored (nohup, background jobs) stays ignored.
+/// ignored (nohup, background jobs) stays ignored. SIGXFSZ is ignored: past
+/// a file-size limit a write then fails with EFBIG, which is reported, and the
+/// temporary file is removed like after any failed write.
 inline void install_signal_handlers() {
-  for (int sig : handled_signals) {
+  for_each_fatal_signal([](int sig, bool crash) {
     struct sigaction old {};
-    if (::sigaction(sig, nullptr, &old) == 0 && old.sa_handler == SIG_IGN) continue;
+    if (::sigaction(sig, nullptr, &old) != 0) return;
+    if (old.sa_handler == SIG_IGN || (crash && ((old.sa_flags & SA_SIGINFO) || old.sa_handler != SIG_DFL))) return;
     struct sigaction sa {};
     sa.sa_handler = remove_temporary_and_die;
     sigemptyset(&sa.sa_mask);
     sa.sa_flags = SA_RESETHAND;
     ::sigaction(sig, &sa, nullptr);
-  }
+  });
+  ::signal(SIGXFSZ, SIG_IGN);
 }
 
 /// Blocks the handled signals for its lifetime (while g_temporary changes).
@@ -109,7 +141,9 @@ class signal_block {
   signal_block() {
     sigset_t s;
     sigemptyset(&s);
-    for (int sig : handled_signals) sigaddset(&s, sig);
+    for_each_fatal_signal([&](int sig, bool crash) {
+      if (!crash) sigaddset(&s, sig);  // blocking a fault signal is undefined
+    });
     ::pthread_sigmask(SIG_BLOCK, &s, &old_);
   }
   ~signal_block() { ::pthread_sigmask(SIG_SETMASK, &old_, nullptr); }
@@ -186,6 +220,37 @@ class input_file {
     return buf;
   }
 
+  /// Appends to buf until it holds `limit` bytes or the input ends; false
+  /// at the end of the input. Memory grows with the bytes that arrive, not
+  /// with `limit` (a header may claim any size).
+  bool read_to(std::vector<std::byte>& buf, std::uint64_t limit) {
+    constexpr std::uint64_t step = std::uint64_t{1} << 20;
+    std::size_t have = buf.size();
+    while (have < limit) {
+      if (have == buf.size()) {
+        const std::uint64_t grow = size_hint_ > have ? size_hint_ + 1 : std::max<std::uint64_t>(2 * have, step);
+        buf.resize(static_cast<std::size_t>(std::min(limit, std::max<std::uint64_t>(grow, have + 1))));
+      }
+      const ::ssize_t r = ::read(fd_, buf.data() + have, buf.size() - have);
+      if (r < 0) {
+        if (errno == EINTR) continue;
+        if (errno == EAGAIN) {
+          struct pollfd p {fd_, POLLIN, 0};
+          ::poll(&p, 1, -1);
+          continue;
+        }
+        throw input_error("cannot read input " + input_name(path_) + ": " + errno_text(errno));
+      }
+      if (r == 0) {
+        buf.resize(have);
+        return false;
+      }
+      have += static_cast<std::size_t>(r);
+    }
+    buf.resize(have);
+    return true;
+  }
+
   /// Exactly `need` bytes, or an error naming both sizes; `why` completes
   /// "... but <why> <need>" (e.g. "--dims and --dtype f32 need").
   std::vector<std::byte> read_exactly(std::uint64_t need, const std::string& why) {
@@ -199,6 +264,9 @@ class input_file {
       throw input_error("input " + input_name(path_) + " has " + std::to_string(data.size()) + " bytes but " + why + " " + std::to_string(need));
     return data;
   }
+
+  /// How messages name the input.
+  std::string name() const { return input_name(path_); }
 
   /// Identity of a regular input file, to refuse writing over it.
   bool same_file(const struct stat& other) const {
@@ -269,9 +337,15 @@ class output_file {
   output_file(const output_file&) = delete;
   output_file& operator=(const output_file&) = delete;
 
-  /// Regular files only: refuses an output that is this input file.
+  /// Refuses an output that is this input file: a regular --output of that
+  /// name, or standard output opened onto it (`1<>in`: writing would
+  /// destroy the input as it is read).
   void check_not(const input_file& in) const {
     if (existing_ && in.same_file(old_)) throw usage_error("--output must not be the --input file");
+    struct stat st {};
+    if (fd_ == 1 && ::fstat(1, &st) == 0 && in.same_file(st))
+      throw usage_error("standard output is the input file " + in.name() +
+                        " (same device and inode): refusing to write over the input; redirect standard output elsewhere or give --output FILE");
   }
 
   void write(const void* data, std::size_t size) {
@@ -285,6 +359,9 @@ class output_file {
           ::poll(&q, 1, -1);
           continue;
         }
+        if (errno == EFBIG)
+          throw input_error("cannot write output " + shown() + ": " + errno_text(errno) +
+                            " (past the file size limit, ulimit -f, or the file system's largest file)");
         throw input_error("cannot write output " + shown() + ": " + errno_text(errno));
       }
       p += w;

@@ -8,7 +8,7 @@ raw bits, and failures by exit status, stderr and the files left behind.
     cli_test.py --ebac build/bin/ebac --corpus data/corpus --workdir DIR --group NAME
 
 Groups: info, roundtrip, eval_json, errors, no_overwrite, adversarial, golden,
-streams, outputs, limits, arguments, integers, grad_error, host_isa (or all).
+streams, outputs, limits, arguments, integers, grad_error, host_isa, hostile (or all).
 Exit status: 0 all checks passed, 1 a check failed, 77 a check could not run
 here (it says which; ctest shows the test as skipped).
 """
@@ -1307,9 +1307,209 @@ def group_grad_error():
                                                "--layer", "gelu", "--input-shape", ",".join(map(str, shape)), "--eb", "0.01"], "--grad-output")
 
 
+# --- reliability, second round (issue 53) -------------------------------------
+
+
+def random_input(name, n, seed=53):
+    x = np.random.default_rng(seed).standard_normal(n).astype(np.float32)
+    p = path(name)
+    x.tofile(p)
+    return p, x
+
+
+def group_hostile():
+    """Standard output onto the input is refused; SIGXFSZ (ulimit -f) is a
+    write error and every catchable fatal signal removes the temporary file;
+    a stream is read as far as its header says (trailing data, however much,
+    is refused without being read into memory); nonsense arguments are
+    refused with a message."""
+    import resource
+    import signal
+    import threading
+    import time
+    n = 20000
+    src, x = random_input("victim.f32", n)
+    raw = open(src, "rb").read()
+    cargs = ["--dtype", "f32", "--dims", str(n), "--eb", "1e-3"]
+
+    # 1. Standard output that is the input file (1<>victim): refused, the input intact.
+    with open(src, "r+b") as f:
+        rc, so, se = run_bytes(["compress", src, "-o", "-"] + cargs, stdout=f)
+    one_error_line("compress with stdout onto its input", rc, se, "standard output is the input file", "victim.f32")
+    check(open(src, "rb").read() == raw, "compress with stdout onto its input: the input changed")
+    with open(src, "rb") as fin, open(src, "r+b") as f:  # ebac compress - <victim 1<>victim
+        rc, so, se = run_bytes(["compress", "-"] + cargs, stdin=fin, stdout=f)
+    one_error_line("compress - with stdin and stdout the same file", rc, se, "standard output is the input file", "standard input")
+    check(open(src, "rb").read() == raw, "compress -: the input changed")
+    with open(src, "r+b") as f:
+        rc, so, se = run_bytes(["compress", src, "-o", "/dev/stdout"] + cargs, stdout=f)
+    one_error_line("compress -o /dev/stdout onto its input", rc, se, "standard output is the input file")
+    check(open(src, "rb").read() == raw, "-o /dev/stdout: the input changed")
+    stream_path = path("victim.ebac")
+    rc, so, se = run_bytes(["compress", src, "-o", stream_path] + cargs)
+    check(rc == 0, f"setup compress: {se}")
+    stream = open(stream_path, "rb").read()
+    with open(stream_path, "r+b") as f:
+        rc, so, se = run_bytes(["decompress", stream_path, "-o", "-"], stdout=f)
+    one_error_line("decompress with stdout onto its input", rc, se, "standard output is the input file")
+    check(open(stream_path, "rb").read() == stream, "decompress with stdout onto its input: the input changed")
+    with open(path("other.ebac"), "wb") as f:  # another regular file as standard output still works
+        rc, so, se = run_bytes(["compress", src, "-o", "-"] + cargs, stdout=f)
+    check(rc == 0 and open(path("other.ebac"), "rb").read() == stream, f"stdout onto another file: rc {rc} {se!r}")
+
+    # 2. A file-size limit (ulimit -f): the write fails with EFBIG and a message, no
+    # signal; the temporary file is removed and an existing output kept.
+    check(len(stream) > 4096, f"setup: the stream ({len(stream)} bytes) must exceed the 4096-byte limit")
+
+    def fsize_limit():
+        resource.setrlimit(resource.RLIMIT_FSIZE, (4096, 4096))
+    out = path("limited.ebac")
+    with open(out, "wb") as f:
+        f.write(b"old output")
+    for label, args in (("compress", ["compress", src, "-o", out] + cargs),
+                        ("decompress", ["decompress", stream_path, "-o", out])):
+        rc, so, se = run_bytes(args, preexec_fn=fsize_limit)
+        one_error_line(f"{label} past ulimit -f", rc, se, "file too large", "ulimit -f")
+        check(open(out, "rb").read() == b"old output", f"{label} past ulimit -f: the old output changed")
+        check(not temporaries(), f"{label} past ulimit -f: temporary files left behind: {temporaries()}")
+    with open(path("limited.stdout"), "wb") as f:  # standard output onto a file: the same error
+        rc, so, se = run_bytes(["compress", src, "-o", "-"] + cargs, stdout=f, preexec_fn=fsize_limit)
+    one_error_line("compress to stdout past ulimit -f", rc, se, "file too large")
+
+    # 3. Fatal signals while the output's temporary file exists (ebac waits for
+    # standard input, which never comes): each removes it and ends the process by that signal.
+    sigs = [signal.SIGUSR1, signal.SIGUSR2, signal.SIGALRM, signal.SIGPIPE, signal.SIGTERM, signal.SIGHUP, signal.SIGINT,
+            signal.SIGQUIT, signal.SIGVTALRM, signal.SIGPROF, signal.SIGXCPU, signal.SIGPOLL, signal.SIGRTMIN + 2]
+    if hasattr(signal, "SIGPWR"):
+        sigs.append(signal.SIGPWR)
+
+    def no_core():
+        resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
+        for s in sigs:  # a signal our parent ignores (nohup) would stay ignored in ebac, by design
+            signal.signal(s, signal.SIG_DFL)
+    for t in temporaries():  # what earlier checks may have left (they report it themselves)
+        os.remove(os.path.join(WORK, t))
+    for sig in sigs:
+        name = signal.Signals(sig).name if sig in signal.Signals.__members__.values() else f"signal {int(sig)}"
+        out = path("signalled.ebac")
+        p = subprocess.Popen([EBAC, "compress", "-", "-o", out] + cargs, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                             stderr=subprocess.PIPE, start_new_session=True, preexec_fn=no_core)
+        for _ in range(6000):  # until the temporary file exists (a hang guard, not a timing)
+            if temporaries() or p.poll() is not None:
+                break
+            time.sleep(0.01)
+        pending = temporaries()
+        p.send_signal(sig)
+        try:
+            p.wait(timeout=60)
+        except subprocess.TimeoutExpired:
+            p.kill()
+            p.wait()
+        p.stdin.close()
+        check(len(pending) == 1, f"{name}: the temporary file never appeared: {pending} (exit {p.returncode})")
+        check(p.returncode == -sig, f"{name}: exit status {p.returncode}, expected death by the signal ({-sig})")
+        check(not temporaries(), f"{name}: temporary files left behind: {temporaries()}")
+        check(not os.path.exists(out), f"{name}: the output was created")
+        for t in temporaries():
+            os.remove(os.path.join(WORK, t))
+
+    # 4. A valid stream followed by 1 GiB of zeros on a pipe: refused at once,
+    # with the peak memory of a small stream (measured on that very process).
+    def endless(args, payload, total=1 << 30):
+        p = subprocess.Popen([EBAC] + args, stdin=subprocess.PIPE, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+        sent = [0]
+
+        def feed():
+            try:
+                p.stdin.write(payload)
+                zeros = bytes(1 << 20)
+                while sent[0] < total:
+                    p.stdin.write(zeros)
+                    sent[0] += len(zeros)
+                p.stdin.close()
+            except (BrokenPipeError, ValueError, OSError):
+                pass
+        t = threading.Thread(target=feed, daemon=True)
+        t.start()
+        err = p.stderr.read().decode(errors="replace")
+        _, status, usage = os.wait4(p.pid, 0)
+        p.returncode = os.waitstatus_to_exitcode(status)
+        t.join(60)
+        return p.returncode, err, usage.ru_maxrss * 1024, sent[0]
+    for label, args in (("decompress -", ["decompress", "-", "-o", path("endless.out")]), ("info -", ["info", "-"])):
+        rc, se, peak, sent = endless(args, stream)
+        one_error_line(f"{label}: a stream then 1 GiB of zeros", rc, se, "trailing data", str(len(stream)))
+        check(peak < 200 << 20, f"{label}: peak RSS {peak >> 20} MiB with 1 GiB of trailing zeros (expected < 200 MiB)")
+        check(sent < 1 << 30, f"{label}: all of the trailing GiB was read ({sent} bytes)")
+    check(not os.path.exists(path("endless.out")), "decompress with trailing data created its output")
+    # A stream that decodes to more than --max-output, then endless zeros: refused from the header alone.
+    rc, se, peak, sent = endless(["decompress", "-", "-o", path("endless.out"), "--max-output", "1K"], stream)
+    one_error_line("decompress --max-output 1K, endless input", rc, se, "--max-output")
+    check(peak < 200 << 20, f"--max-output 1K, endless input: peak RSS {peak >> 20} MiB")
+    # A header claiming sections of any size costs only the bytes that arrive.
+    forged = bytearray(stream)
+    forged[64 + 8 * 3:64 + 8 * 4] = (1 << 50).to_bytes(8, "little")  # the payload section
+    rc, se, peak, sent = endless(["info", "-"], bytes(forged))
+    one_error_line("info: a header claiming a 1 PiB payload", rc, se, "claims", "more than any stream")
+    check(peak < 200 << 20, f"forged payload size: peak RSS {peak >> 20} MiB")
+    # The same on files and pipes without the zeros: a byte too many is refused, an exact stream works.
+    with open(path("trailing.ebac"), "wb") as f:
+        f.write(stream + b"\0")
+    for cmd in ("decompress", "info"):
+        rc, so, se = run_bytes([cmd, path("trailing.ebac")] + (["-o", path("t.out")] if cmd == "decompress" else []))
+        one_error_line(f"{cmd}: one trailing byte in a file", rc, se, "trailing data")
+    rc, so, se = run_bytes(["decompress", "-", "-o", "-"], input=stream)
+    ok = rc == 0 and len(so) == 4 * n
+    check(ok and float(np.abs(np.frombuffer(so, dtype=np.float32).astype(np.float64) - x).max()) <= 1e-3,
+          f"decompress of an exact stream on a pipe: rc {rc}, {len(so)} bytes, {se!r}")
+    rc, so, se = run_bytes(["decompress", "-", "-o", "-"], input=stream[:-5])
+    one_error_line("decompress of a truncated stream on a pipe", rc, se, "shorter")
+
+    # 5. Nonsense arguments. A --pool geometry that does not give the last --dims:
+    idx = path("pool.i64")
+    np.zeros(2 * 14 * 14, dtype=np.int64).tofile(idx)
+    for pool, ok in (("28,28:2:2", True), ("29,29:2:2", True), ("27,27:2:2", True),  # floor and ceil mode
+                     ("100,100:2:2", False), ("30,30:3:2:1", False), ("28,28:2:2:3", False), ("1,1:2:2", False)):
+        rc, so, se = run_bytes(["compress", idx, "-o", path("pool.ebac"), "--dtype", "i64", "--dims", "2,14,14", "--pool", pool])
+        if ok:
+            check(rc == 0, f"--pool {pool} on 2,14,14: rc {rc} {se!r}")
+        else:
+            one_error_line(f"--pool {pool} on 2,14,14", rc, se, "--pool", "does not match --dims", "14")
+    # info on a stored stream (random bytes do not shrink): no quantizer, encoder or chunks.
+    np.random.default_rng(1).integers(0, 256, 4000, dtype=np.uint8).tofile(path("noise.u8"))
+    rc, so, se = run_bytes(["compress", path("noise.u8"), "-o", path("noise.ebac"), "--dtype", "u8", "--dims", "4000"])
+    rc2, so2, se2 = run_bytes(["info", path("noise.ebac")])
+    info = so2.decode()
+    check(rc == 0 and rc2 == 0 and "stored yes" in info and "quantizer none encoder none chunk none" in info,
+          f"info on a stored stream: {info.strip()!r} {se2!r}")
+    # grad-error's shape errors name its own options, not --dims.
+    act = path("act.f32")
+    np.zeros(64, dtype=np.float32).tofile(act)
+    ge = ["grad-error", "--activation", act, "--grad-output", act, "--eb", "0.01"]
+    for label, extra, needles in (
+            ("overflowing --input-shape", ["--layer", "gelu", "--input-shape", "4294967296,4294967296"], ("--input-shape", "2^64")),
+            ("--input-shape past 2^48", ["--layer", "gelu", "--input-shape", "3037000500,3037000500"], ("--input-shape", "2^48")),
+            ("huge --weight-shape extent", ["--layer", "linear", "--input-shape", "8,8", "--weight-shape", "99999999999999999999,8"],
+             ("--weight-shape", "2^64")),
+            ("short activation", ["--layer", "gelu", "--input-shape", "8,9"], ("--input-shape", "288"))):
+        rc, so, se = run_bytes(ge + extra)
+        one_error_line(f"grad-error: {label}", rc, se, *needles)
+        check("--dims" not in se, f"grad-error: {label}: the message names --dims, which grad-error does not take: {se.strip()!r}")
+    # --min-time: an option of eval only, as the README says.
+    rc, so, se = run_bytes(ge + ["--layer", "gelu", "--input-shape", "8,8", "--min-time", "1"])
+    one_error_line("grad-error --min-time", rc, se, "--min-time")
+    rc, so, se = run_bytes(["eval", "--help"])
+    check(rc == 0 and b"--min-time" in so, "eval --help does not list --min-time")
+    readme = open(os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "README.md")).read()
+    claim = " ".join(l for l in readme.splitlines() if "--min-time" in l or "grad-error` only" in l)
+    check("`--min-time` (seconds, 0 to 3600" in readme and "of `eval` only" in readme and
+          "are options of `eval` and `grad-error`" not in readme,
+          f"README: --min-time must be documented as an option of eval only: {claim!r}")
+
+
 GROUPS = {"host_isa": group_host_isa, "integers": group_integers, "grad_error": group_grad_error, "info": group_info, "golden": group_golden, "roundtrip": group_roundtrip, "eval_json": group_eval_json, "errors": group_errors,
           "no_overwrite": group_no_overwrite, "adversarial": group_adversarial, "streams": group_streams,
-          "outputs": group_outputs, "limits": group_limits, "arguments": group_arguments}
+          "outputs": group_outputs, "limits": group_limits, "arguments": group_arguments, "hostile": group_hostile}
 
 
 def main():

@@ -222,6 +222,25 @@ py::tuple compress(at::Tensor t, double error_bound, const std::string& mode, co
     // included) in row-major order, and fold everything before them.
     fill_pooling(*pooling, r);
     TORCH_CHECK(t.dim() >= r.pool_dims, "ebac_torch: a pooling geometry of ", r.pool_dims, " dims on a tensor of rank ", t.dim());
+    // The last dims are the pooling output's: the size max-pooling gives this
+    // input, kernel, stride, padding and dilation (floor or ceil mode).
+    for (int j = 0; j < r.pool_dims; ++j) {
+      const int64_t in = r.pool_input[j], k = r.pool_kernel[j], st = r.pool_stride[j], pad = r.pool_padding[j],
+                    dil = r.pool_dilation[j], out = t.size(t.dim() - r.pool_dims + j);
+      TORCH_CHECK(in >= 1 && k >= 1 && st >= 1 && dil >= 1 && pad >= 0 && in < (int64_t{1} << 31) && k < (int64_t{1} << 31) &&
+                            st < (int64_t{1} << 31) && pad < (int64_t{1} << 31) && dil < (int64_t{1} << 31),
+                        "ebac_torch: pooling: sizes must be >= 1 (padding >= 0) and below 2^31 in spatial dim ", j);
+      const int64_t span = in + 2 * pad - dil * (k - 1) - 1;
+      int64_t lo = -1, hi = -1;
+      if (span >= 0) {
+        lo = span / st + 1;
+        hi = (span + st - 1) / st + 1;
+        if (hi > lo && (hi - 1) * st >= in + pad) --hi;
+      }
+      TORCH_CHECK(2 * pad <= k && span >= 0 && (out == lo || out == hi), "ebac_torch: pooling: input ", in, ", kernel ", k,
+                        ", stride ", st, ", padding ", pad, ", dilation ", dil, " in spatial dim ", j, " pool to ", lo,
+                        hi != lo ? " (or " + std::to_string(hi) + " in ceil mode)" : std::string(), ", but the tensor's size there is ", out);
+    }
     t = t.contiguous();
     std::uint64_t lead = 1;
     for (int64_t k = 0; k < t.dim() - r.pool_dims; ++k) lead *= static_cast<std::uint64_t>(t.size(k));
@@ -260,12 +279,147 @@ py::tuple compress(at::Tensor t, double error_bound, const std::string& mode, co
   return py::make_tuple(wrap_bytes(std::move(bytes)), t.strides().vec());
 }
 
+std::string list_text(const std::vector<int64_t>& v) {
+  std::string s = "(";
+  for (size_t i = 0; i < v.size(); ++i) s += (i ? ", " : "") + std::to_string(v[i]);
+  return s + (v.size() == 1 ? ",)" : ")");
+}
+
+/// The checks on decompress's arguments that need no stream: element code,
+/// shape and strides of one rank, no negative entry, and strides that lay the
+/// elements out densely (a permutation of row-major), as every stream is
+/// decoded into one dense block of numel elements. Returns the element count.
+/// ValueError/TypeError naming the argument (a Compressed's field of that name).
+std::uint64_t check_layout(const std::vector<int64_t>& sizes, const std::vector<int64_t>& strides, int elem_code) {
+  bool known = false;
+  for (int c = static_cast<int>(elem::f32); c <= static_cast<int>(elem::i64); ++c) known = known || c == elem_code;
+  TORCH_CHECK_TYPE(known, "ebac_torch: dtype: element code ", elem_code, " is not one ebac codes");
+  TORCH_CHECK_VALUE(sizes.size() <= 64, "ebac_torch: shape: rank ", sizes.size(), " (at most 64)");
+  TORCH_CHECK_VALUE(strides.size() == sizes.size(), "ebac_torch: strides: ", strides.size(), " entries for a shape of rank ",
+                    sizes.size());
+  std::uint64_t n = 1;
+  for (int64_t v : sizes) {
+    TORCH_CHECK_VALUE(v >= 0, "ebac_torch: shape: negative size in ", list_text(sizes));
+    TORCH_CHECK_VALUE(v == 0 || n <= (std::uint64_t{1} << 62) / static_cast<std::uint64_t>(v),
+                      "ebac_torch: shape: ", list_text(sizes), " has too many elements");
+    n *= static_cast<std::uint64_t>(v);
+  }
+  for (int64_t v : strides) TORCH_CHECK_VALUE(v >= 0, "ebac_torch: strides: negative stride in ", list_text(strides));
+  if (n == 0) return 0;
+  // Dense: sorted by stride, each dimension of size > 1 steps over exactly
+  // the elements of the ones inside it (a size-1 dimension's stride is never used).
+  std::vector<size_t> perm(sizes.size());
+  std::iota(perm.begin(), perm.end(), size_t{0});
+  std::stable_sort(perm.begin(), perm.end(), [&](size_t a, size_t b) { return strides[a] > strides[b]; });
+  std::uint64_t expected = 1;
+  for (size_t k = perm.size(); k-- > 0;) {
+    const size_t d = perm[k];
+    if (sizes[d] == 1) continue;
+    TORCH_CHECK_VALUE(static_cast<std::uint64_t>(strides[d]) == expected, "ebac_torch: strides: ", list_text(strides),
+                      " do not lay out shape ", list_text(sizes),
+                      " densely (a decoded tensor is one dense block: strides must be a permutation of row-major ones)");
+    expected *= static_cast<std::uint64_t>(sizes[d]);
+  }
+  return n;
+}
+
+/// The extents compress() gave the codec for a tensor of these sizes and
+/// (dense) strides: fill_extents's rule, or, for max-pool indices, the
+/// leading elements folded before the last `pool_dims` sizes.
+std::vector<int64_t> codec_extents(const std::vector<int64_t>& sizes, const std::vector<int64_t>& strides, int pool_dims) {
+  std::vector<int64_t> d;
+  if (pool_dims > 0) {
+    if (static_cast<int>(sizes.size()) < pool_dims) return d;
+    int64_t lead = 1;
+    for (size_t k = 0; k + static_cast<size_t>(pool_dims) < sizes.size(); ++k) lead *= sizes[k];
+    d.push_back(lead);
+    for (size_t k = sizes.size() - static_cast<size_t>(pool_dims); k < sizes.size(); ++k) d.push_back(sizes[k]);
+    return d;
+  }
+  std::vector<size_t> perm(sizes.size());
+  std::iota(perm.begin(), perm.end(), size_t{0});
+  std::stable_sort(perm.begin(), perm.end(), [&](size_t a, size_t b) { return strides[a] > strides[b]; });
+  for (size_t k : perm)
+    if (sizes[k] != 1) d.push_back(sizes[k]);
+  if (d.empty()) d.push_back(1);
+  while (d.size() > 8) {
+    d[1] *= d[0];
+    d.erase(d.begin());
+  }
+  return d;
+}
+
+bool row_major(const std::vector<int64_t>& sizes, const std::vector<int64_t>& strides) {
+  int64_t expected = 1;
+  for (size_t k = sizes.size(); k-- > 0;) {
+    if (sizes[k] == 1) continue;
+    if (strides[k] != expected) return false;
+    expected *= sizes[k];
+  }
+  return true;
+}
+
+/// decompress's arguments against the stream's header, before any memory is
+/// touched: the dtype the header names, its element count, and the extents
+/// in memory order that compress() derived from the shape and strides.
+void check_against_stream(const stream_info& s, const std::vector<int64_t>& sizes, const std::vector<int64_t>& strides,
+                          int elem_code) {
+  const std::uint64_t n = check_layout(sizes, strides, elem_code);
+  TORCH_CHECK_VALUE(static_cast<elem>(elem_code) == s.type, "ebac_torch: dtype: ", dtype_name(static_cast<elem>(elem_code)),
+                    ", but the blob holds ", dtype_name(s.type), " elements");
+  std::uint64_t held = 1;
+  for (int64_t v : s.dims) held *= static_cast<std::uint64_t>(v);  // the header reader checked the product
+  TORCH_CHECK_VALUE(n == held, "ebac_torch: shape: ", list_text(sizes), " has ", n, " elements, but the blob holds ", held);
+  // A max-pool index stream (or one stored raw: it keeps the extents it was
+  // given) may hold the pooling layout: row-major, the last dims kept.
+  const int pool_dims = static_cast<int>(s.dims.size()) - 1;
+  const bool pool_layout = (s.pooled || (s.stored && s.lossless_dtype)) && pool_dims >= 1 && pool_dims <= 3 &&
+                           row_major(sizes, strides) && codec_extents(sizes, strides, pool_dims) == s.dims;
+  TORCH_CHECK_VALUE(pool_layout || (!s.pooled && codec_extents(sizes, strides, 0) == s.dims), "ebac_torch: shape and strides: ",
+                    list_text(sizes), " with strides ", list_text(strides), " lay the elements out as ",
+                    list_text(codec_extents(sizes, strides, s.pooled ? pool_dims : 0)), " in memory, but the blob holds ",
+                    list_text(s.dims));
+}
+
+/// The header of a blob (a CPU copy of a device blob's first bytes).
+stream_info header_of(const at::Tensor& blob) {
+  const int64_t k = std::min<int64_t>(blob.numel(), static_cast<int64_t>(max_header_bytes));
+  const at::Tensor head = blob.is_cuda() ? blob.slice(0, 0, k).cpu() : blob;
+  try {
+    return inspect_header(reinterpret_cast<const std::byte*>(head.data_ptr<std::uint8_t>()), static_cast<std::size_t>(k),
+                          static_cast<std::size_t>(blob.numel()));
+  } catch (const std::runtime_error& e) {
+    TORCH_CHECK_VALUE(false, "ebac_torch: blob: ", e.what());
+  }
+  return {};  // unreachable
+}
+
+void check_blob_tensor(const at::Tensor& blob) {
+  TORCH_CHECK_TYPE(blob.scalar_type() == at::kByte && blob.dim() == 1 && blob.is_contiguous(),
+                   "ebac_torch: blob: a compressed blob is a contiguous 1-D uint8 tensor, got ", blob.scalar_type(), " of ",
+                   blob.dim(), " dims", blob.is_contiguous() ? "" : ", not contiguous");
+}
+
+/// check_fields(blob, sizes, strides, elem_code): what decompress checks
+/// first, on its own (a device blob's header is copied to the host).
+void check_fields(const at::Tensor& blob, const std::vector<int64_t>& sizes, const std::vector<int64_t>& strides, int elem_code) {
+  check_blob_tensor(blob);
+  check_layout(sizes, strides, elem_code);
+  check_against_stream(header_of(blob), sizes, strides, elem_code);
+}
+
 /// decompress(blob, sizes, strides, elem_code, threads, kernel_path) -> tensor
+/// The arguments are checked before any memory is touched (ValueError or
+/// TypeError naming the one that is wrong; a damaged CPU blob is a ValueError
+/// naming the blob). A CUDA blob's header stays on the device here (no
+/// synchronization, so this works inside a capture's refusal path): the
+/// layout is checked to be dense, and the device decoder checks the element
+/// count and dtype; ebac_torch.decompress checks the rest (check_fields).
 at::Tensor decompress(const at::Tensor& blob, std::vector<int64_t> sizes, std::vector<int64_t> strides, int elem_code,
                       int64_t threads, const std::string& kernel_path) {
   [[maybe_unused]] const cuda_kernels kernels = parse_kernel_path(kernel_path);  // CUDA blobs only
-  TORCH_CHECK(blob.scalar_type() == at::kByte && blob.dim() == 1 && blob.is_contiguous(),
-              "ebac_torch: a compressed blob is a contiguous 1-D uint8 tensor");
+  check_blob_tensor(blob);
+  check_layout(sizes, strides, elem_code);
   const at::ScalarType st = scalar_of(elem_code);
   if (blob.is_cuda()) {
 #if defined(EBAC_TORCH_WITH_CUDA)
@@ -283,15 +437,22 @@ at::Tensor decompress(const at::Tensor& blob, std::vector<int64_t> sizes, std::v
 #endif
   }
   TORCH_CHECK(blob.device().is_cpu(), "ebac_torch: unsupported device ", blob.device());
+  check_against_stream(header_of(blob), sizes, strides, elem_code);
   at::Tensor out = at::empty_strided(sizes, strides, at::TensorOptions().dtype(st).device(at::kCPU));
   const auto* data = reinterpret_cast<const std::byte*>(blob.data_ptr<std::uint8_t>());
   const auto size = static_cast<std::size_t>(blob.numel());
   void* dst = out.data_ptr();
   const auto count = static_cast<std::uint64_t>(out.numel());
+  std::string failure;
   {
     py::gil_scoped_release nogil;
-    host_decompress(data, size, dst, static_cast<elem>(elem_code), count, static_cast<int>(threads));
+    try {
+      host_decompress(data, size, dst, static_cast<elem>(elem_code), count, static_cast<int>(threads));
+    } catch (const std::runtime_error& e) {  // ebac::error: the stream is damaged
+      failure = e.what();
+    }
   }
+  TORCH_CHECK_VALUE(failure.empty(), "ebac_torch: blob: ", failure);
   return out;
 }
 
@@ -501,6 +662,9 @@ PYBIND11_MODULE(TORCH_EXTENSION_NAME, m) {
         py::arg("kernel_path") = "staged", py::arg("pooling") = py::none(),
         "Compress a tensor (float32/float16/bfloat16 under the bound; bool and integers losslessly; pooling = "
         "(input, kernel, stride, padding, dilation) for max-pool indices); returns (uint8 blob, strides to restore).");
+  m.def("check_fields", &check_fields, py::arg("blob"), py::arg("sizes"), py::arg("strides"), py::arg("elem"),
+        "What decompress checks before touching memory: blob, dtype, shape and strides against the stream's header "
+        "(ValueError/TypeError naming the one that is wrong).");
   m.def("decompress", &decompress, py::arg("blob"), py::arg("sizes"), py::arg("strides"), py::arg("elem"),
         py::arg("threads") = 0, py::arg("kernel_path") = "staged", "Decompress a blob into a new tensor with the given sizes and strides.");
   m.def("inspect", &inspect, py::arg("blob"), py::arg("stream_bytes") = 0,

@@ -56,6 +56,7 @@ struct stream_info {
   bool checksum = false;
   bool stored = false;          ///< the raw elements (coding would not have shrunk them)
   bool lossless_dtype = false;  ///< an integer or bool stream (no bound)
+  bool pooled = false;          ///< max-pool indices: dims are (leading elements, the pooling output's sizes)
 };
 
 /// True when `name` is a pipeline ebac::parse_pipeline accepts.

@@ -65,6 +65,7 @@ stream_info info_of(const ebac::stream_header& h, std::size_t size) {
   s.checksum = h.has_checksum();
   s.stored = h.is_stored();
   s.lossless_dtype = !ebac::is_floating(h.type);
+  s.pooled = !h.is_stored() && h.quantizer == ebac::quantizer_id::pool_window;
   return s;
 }
 }  // namespace

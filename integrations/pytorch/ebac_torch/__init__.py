@@ -9,6 +9,9 @@
 See docs/pytorch.md in the ebac repository.
 """
 
+import hashlib
+import operator
+
 import torch
 
 from . import _ext
@@ -29,12 +32,27 @@ def load_extension(verbose=False):
 
 
 class Compressed:
-    """A compressed tensor: the uint8 `blob` plus what is needed to rebuild it."""
+    """A compressed tensor: the uint8 `blob` plus what is needed to rebuild it.
 
-    __slots__ = ("blob", "shape", "strides", "dtype")
+    Anyone can build or unpickle one, so decompress() trusts none of its
+    fields: the blob must be a stream, and dtype, shape and strides must be
+    what its header says (the element type, the element count, and the
+    extents in memory order that compress derived from shape and strides),
+    or it raises ValueError/TypeError naming the field. `digest`, written by
+    compress(), binds shape, strides and dtype to the blob's header; it
+    catches the edits the header cannot refute (a size-1 dimension added,
+    two equal dimensions' strides exchanged). An object built without one
+    (digest=None) gets the header checks only. A payload byte changed in a
+    blob without a checksum (compress(checksum=False), the default) decodes
+    to other values within the decoder's checks; with checksum=True every
+    blob edit is refused.
+    """
 
-    def __init__(self, blob, shape, strides, dtype):
+    __slots__ = ("blob", "shape", "strides", "dtype", "digest")
+
+    def __init__(self, blob, shape, strides, dtype, digest=None):
         self.blob, self.shape, self.strides, self.dtype = blob, tuple(shape), tuple(strides), dtype
+        self.digest = digest
 
     @property
     def nbytes(self):
@@ -42,6 +60,16 @@ class Compressed:
 
     def __repr__(self):
         return "Compressed(shape=%s, dtype=%s, bytes=%d)" % (self.shape, self.dtype, self.nbytes)
+
+
+def _layout_digest(blob, shape, strides, dtype):
+    """The digest of shape, strides and dtype with the blob's header bytes."""
+    k = min(blob.numel(), _ext.load().max_header_bytes)
+    head = blob[:k].cpu() if blob.is_cuda else blob[:k]
+    h = hashlib.blake2b(digest_size=16, person=b"ebac-compressed")
+    h.update(bytes(head.numpy().tobytes()))
+    h.update(repr((tuple(int(v) for v in shape), tuple(int(v) for v in strides), str(dtype))).encode())
+    return h.hexdigest()
 
 
 def compress(t, error_bound=1e-2, mode="rel", pipeline="fast", threads=None, checksum=False, kernel_path="staged",
@@ -53,7 +81,8 @@ def compress(t, error_bound=1e-2, mode="rel", pipeline="fast", threads=None, che
     dilation), each a list over the spatial dims, marks a tensor of max-pool
     indices whose last dims are the pooling output's (see
     hooks.pooling_geometry). `kernel_path` picks the CUDA kernels
-    (KERNEL_PATHS; same stream from each)."""
+    (KERNEL_PATHS; same stream from each). checksum=True makes every later
+    change of the blob's bytes an error at decompress."""
     if t.dtype not in _ELEM_CODES:
         raise TypeError("ebac_torch.compress: dtype %s is not one ebac codes (float32, float16, bfloat16, bool, "
                         "uint8, int8, int16, int32, int64)" % t.dtype)
@@ -61,16 +90,45 @@ def compress(t, error_bound=1e-2, mode="rel", pipeline="fast", threads=None, che
     C = _ext.load()
     th = torch.get_num_threads() if threads is None else threads
     blob, strides = C.compress(t.detach(), float(error_bound), mode, pipeline, th, checksum, kernel_path, pooling)
-    return Compressed(blob, t.shape, strides, t.dtype)
+    return Compressed(blob, t.shape, strides, t.dtype, _layout_digest(blob, t.shape, strides, t.dtype))
+
+
+def _int_tuple(c, field):
+    v = getattr(c, field, None)
+    try:
+        out = tuple(operator.index(x) for x in v)
+    except TypeError:
+        raise TypeError("ebac_torch.decompress: %s: expected a sequence of ints, got %r" % (field, v)) from None
+    if any(not -2 ** 63 <= x < 2 ** 63 for x in out):
+        raise ValueError("ebac_torch.decompress: %s: %r has an entry outside int64" % (field, out))
+    return out
 
 
 def decompress(c, threads=None, kernel_path="staged"):
     """Rebuilds the tensor of a Compressed (same shape, strides, dtype and
-    device as the blob)."""
+    device as the blob). Every field is checked against the blob's header
+    (and the digest compress wrote) before memory is touched: ValueError or
+    TypeError naming the field that does not fit (see Compressed)."""
     _check_kernel_path(kernel_path)
+    if not isinstance(c, Compressed):
+        raise TypeError("ebac_torch.decompress: expected a Compressed, got %s" % type(c).__name__)
+    blob = getattr(c, "blob", None)
+    if not isinstance(blob, torch.Tensor):
+        raise TypeError("ebac_torch.decompress: blob: expected a uint8 tensor, got %s" % type(blob).__name__)
+    dtype = getattr(c, "dtype", None)
+    if not isinstance(dtype, torch.dtype) or dtype not in _ELEM_CODES:
+        raise TypeError("ebac_torch.decompress: dtype: %r is not one ebac codes (float32, float16, bfloat16, bool, "
+                        "uint8, int8, int16, int32, int64)" % (dtype,))
+    shape, strides = _int_tuple(c, "shape"), _int_tuple(c, "strides")
     C = _ext.load()
+    C.check_fields(blob, list(shape), list(strides), _ELEM_CODES[dtype])
+    digest = getattr(c, "digest", None)
+    if digest is not None and digest != _layout_digest(blob, shape, strides, dtype):
+        raise ValueError("ebac_torch.decompress: digest: shape %s, strides %s and dtype %s are not those compress "
+                         "recorded for this blob's header (a field, the blob's header or the digest was changed)"
+                         % (shape, strides, dtype))
     th = torch.get_num_threads() if threads is None else threads
-    return C.decompress(c.blob, list(c.shape), list(c.strides), _ELEM_CODES[c.dtype], th, kernel_path)
+    return C.decompress(blob, list(shape), list(strides), _ELEM_CODES[dtype], th, kernel_path)
 
 
 def inspect(c):

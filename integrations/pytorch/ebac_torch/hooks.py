@@ -19,6 +19,9 @@ is counted:
 * everything else that autograd saves (float64, complex, tiny tensors,
   tensors on a device without a backend) is kept as is and counted with its
   raw size, so the reported ratio covers every saved byte;
+* a view that repeats its elements (a broadcast operand such as
+  ``b.expand(2048, 4096)`` of a 1 x 4096 ``b``) is kept as is (kept reason
+  "broadcast") and counted as the memory it reaches, as plain PyTorch keeps it;
 * the float32 input an ``nn.LayerNorm`` saves is compressed row by row in
   LayerNorm's own units (``layernorm_rows``): each row divided by its
   standard deviation, under the bound scaled so that no element's error
@@ -28,7 +31,13 @@ is counted:
 * a tensor saved twice (a ReLU output that the next conv saves too) is
   stored and counted once: same storage (checked through a weak reference,
   so a recycled address never matches), data pointer, shape, strides, dtype
-  and version.
+  and version;
+* a saved tensor changed in place before backward (a kept or compressed
+  tensor still alive, or a parameter) makes backward raise autograd's own
+  error ("one of the variables needed for gradient computation has been
+  modified by an inplace operation"), which autograd does not check for
+  tensors that saved_tensors_hooks handle. A compressed tensor that is gone
+  by then cannot be asked; its blob holds the values it was saved with.
 
 A "pass" is the lifetime of the saved tensors of one (or several
 overlapping) autograd graphs: it starts with the first tensor packed while
@@ -36,6 +45,7 @@ nothing from an earlier pass is alive, and is complete once backward (or the
 end of the graph) has freed all of them. ``stats()`` reports the latest pass.
 """
 
+import math
 import threading
 import time
 import warnings
@@ -101,6 +111,15 @@ def _nbytes(t):
     return t.numel() * t.element_size()
 
 
+def _footprint(t):
+    """Bytes of memory a strided tensor reaches: less than _nbytes(t) for a
+    view that repeats elements (expand, a broadcast operand), which holds
+    only that much however large it looks."""
+    if t.numel() == 0:
+        return 0
+    return (1 + sum((n - 1) * abs(st) for n, st in zip(t.shape, t.stride()))) * t.element_size()
+
+
 def _row_normalized(t, ln, eb, mode):
     """The rows of a LayerNorm's float32 input divided by their standard
     deviation, with the absolute bound that keeps every element of the input
@@ -163,7 +182,7 @@ class _Packed:
     """What pack() returns for a non-parameter tensor: a blob or the tensor itself."""
 
     __slots__ = ("session", "blob", "tensor", "sizes", "strides", "elem", "stored", "saves",
-                 "unpacks", "cache", "module", "row_scale", "shape", "__weakref__")
+                 "unpacks", "cache", "module", "row_scale", "shape", "version", "source", "__weakref__")
 
     def __init__(self, session, stored):
         self.session = session
@@ -179,6 +198,8 @@ class _Packed:
         self.module = None  # the module that saved it first
         self.row_scale = None  # LayerNorm rows: the blob holds rows / row_scale (see _row_normalized)
         self.shape = None      # ... and the tensor's shape to restore
+        self.version = 0       # the tensor's _version when it was saved (checked at unpack, as autograd does)
+        self.source = None     # a compressed tensor: a weak reference to it, for that check
 
     def __del__(self):
         s = self.session
@@ -327,8 +348,8 @@ class compressed_activations:
                  unsupported_device="raw", keep_details=True, kernel_path="staged", layernorm_rows=True):
         if mode not in ("rel", "abs", "relative", "absolute"):
             raise ValueError("ebac_torch: mode must be 'rel' or 'abs', got %r" % (mode,))
-        if not (error_bound > 0):
-            raise ValueError("ebac_torch: error_bound must be > 0, got %r" % (error_bound,))
+        if not (error_bound > 0) or not math.isfinite(error_bound):
+            raise ValueError("ebac_torch: error_bound must be a finite number > 0, got %r" % (error_bound,))
         if unsupported_device not in ("raw", "error"):
             raise ValueError("ebac_torch: unsupported_device must be 'raw' or 'error'")
         self.kernel_path = _check_kernel_path(kernel_path)
@@ -463,6 +484,10 @@ class compressed_activations:
             return "layout"
         if t.dtype not in _ELEM_CODES:
             return "dtype"
+        if _footprint(t) < _nbytes(t):
+            # A view that repeats its elements (b.expand(...), a broadcast operand): kept as is,
+            # it holds only its storage, which compressing its logical size would exceed.
+            return "broadcast"
         if t.numel() < self.min_numel or _nbytes(t) <= _STREAM_OVERHEAD + 8 * t.dim():
             return "tiny"  # (a stream is never smaller than its header)
         if t.device.type != "cpu" and not self.C.has_cuda():
@@ -484,8 +509,10 @@ class compressed_activations:
             if self._is_parameter(t):
                 P.param_tensors += 1
                 P.param_bytes += _nbytes(t)
-                return t
+                return (t, t._version)
             raw = _nbytes(t)
+            if t.layout == torch.strided and _footprint(t) < raw:
+                raw = _footprint(t)  # a broadcast view: counted as the memory it holds (see _keep_reason)
             key = None
             if t.layout == torch.strided:
                 key = (t.data_ptr(), t.dtype, t.device, tuple(t.shape), tuple(t.stride()), t._version)
@@ -567,6 +594,9 @@ class compressed_activations:
                     head = blob[:k].to("cpu", non_blocking=True) if blob.is_cuda else blob[:k].clone()
                     P.pending_headers.append((detail, head, blob.numel(), blob.is_cuda))
             p.module = name
+            p.version = t._version
+            if p.tensor is None:
+                p.source = weakref.ref(t)
             self._live += 1
             P.tensors += 1
             P.raw_bytes += raw
@@ -625,10 +655,15 @@ class compressed_activations:
         detail["mse"] = sq / max(1, t.numel())
 
     def _unpack(self, p):
-        if isinstance(p, torch.Tensor):
-            return p
+        if isinstance(p, tuple):  # a parameter: (tensor, its version when saved)
+            _check_version(p[0], p[1], None)
+            return p[0]
         if p.tensor is not None:
+            _check_version(p.tensor, p.version, p.module)
             return p.tensor
+        source = p.source() if p.source is not None else None
+        if source is not None:  # the blob holds the old values; autograd would refuse the new ones
+            _check_version(source, p.version, p.module)
         p.unpacks += 1
         if p.cache is not None:
             out = p.cache
@@ -648,6 +683,19 @@ class compressed_activations:
                 P.unpack_seconds += time.perf_counter() - t0
                 P.decompressions += 1
         return out
+
+
+def _check_version(t, saved_version, module):
+    """Autograd's check on a saved tensor (its SavedVariable check, which it
+    skips for tensors that saved_tensors_hooks handle): refuses one changed in
+    place since it was saved, with autograd's own words."""
+    if t._version != saved_version:
+        raise RuntimeError(
+            "one of the variables needed for gradient computation has been modified by an inplace operation: "
+            "[%s %s]%s is at version %d; expected version %d instead. (Saved inside "
+            "ebac_torch.compressed_activations; without it autograd raises the same error.)"
+            % (t.type(), list(t.shape), "" if module is None else ", saved in %s," % module, t._version,
+               saved_version))
 
 
 def stats():

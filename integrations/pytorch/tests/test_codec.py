@@ -137,13 +137,14 @@ class RoundTrip(unittest.TestCase):
         blob, strides = C.compress(x, 1e-2, "rel", "fast", 1, True)
         bad = blob.clone()
         bad[-3] ^= 0xFF
-        with self.assertRaises(RuntimeError):  # checksum catches it
+        # A damaged blob or arguments that do not fit it: ValueError naming what is wrong.
+        with self.assertRaisesRegex(ValueError, "blob: .*checksum"):  # checksum catches it
             C.decompress(bad, [4, 4], strides, 1, 1)
-        with self.assertRaises(RuntimeError):  # truncated
+        with self.assertRaisesRegex(ValueError, "blob: .*shorter"):  # truncated
             C.decompress(blob[:20].clone(), [4, 4], strides, 1, 1)
-        with self.assertRaises(RuntimeError):  # wrong element count
+        with self.assertRaisesRegex(ValueError, "shape: .*20 elements, but the blob holds 16"):  # wrong element count
             C.decompress(blob, [4, 5], [5, 1], 1, 1)
-        with self.assertRaises(RuntimeError):  # wrong dtype
+        with self.assertRaisesRegex(ValueError, "dtype: float16, but the blob holds float32"):  # wrong dtype
             C.decompress(blob, [4, 4], strides, 2, 1)
 
     def test_kernel_path_is_checked_and_ignored_on_the_host(self):
