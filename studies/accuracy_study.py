@@ -920,9 +920,9 @@ def main(argv=None):
     ap.add_argument("--configs", default=DEFAULT_CONFIGS,
                     help="comma-separated configurations (see below)")
     ap.add_argument("--default", default="ratio@1e-2", help="the configuration the target is checked on")
-    ap.add_argument("--epochs", type=int, default=3)
+    ap.add_argument("--epochs", type=int, default=None, help="default 3 (2 with --smoke)")
     ap.add_argument("--train-n", type=int, default=60000, help="training images (a seeded subset)")
-    ap.add_argument("--steps-per-epoch", type=int, default=0, help="0: train-n / batch")
+    ap.add_argument("--steps-per-epoch", type=int, default=None, help="0: train-n / batch (default; 40 with --smoke)")
     ap.add_argument("--eval-n", type=int, default=10000, help="test images for accuracy")
     ap.add_argument("--probe-n", type=int, default=256, help="probe batch for the gradient check (0: off)")
     ap.add_argument("--batch", type=int, default=128)
@@ -942,9 +942,14 @@ def main(argv=None):
     if args.smoke:
         if args.configs == DEFAULT_CONFIGS:
             args.configs += ",controller"  # the smoke run exercises the controller too
-        args.epochs, args.steps_per_epoch, args.batch = 2, 40, 64
+        # --epochs and --steps-per-epoch given explicitly still apply (a shorter CI smoke).
+        args.batch = 64
+        args.epochs = 2 if args.epochs is None else args.epochs
+        args.steps_per_epoch = 40 if args.steps_per_epoch is None else args.steps_per_epoch
         args.train_n, args.eval_n, args.probe_n = min(args.train_n, 5120), min(args.eval_n, 1000), 64
         args.window, args.observe_every = 20, 5
+    args.epochs = 3 if args.epochs is None else args.epochs
+    args.steps_per_epoch = 0 if args.steps_per_epoch is None else args.steps_per_epoch
     if args.lr is None:
         args.lr = MODELS[args.model]["lr"]
     default_dir = "docs/study" if args.model == "resnet" else "docs/study-" + args.model
