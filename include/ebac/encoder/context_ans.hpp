@@ -419,7 +419,7 @@ struct context_ans {
   /// byte of padding) and rANS's loss against the ideal
   /// cost, which stays below 0.1% once a chunk has a few thousand codes.
   /// The host backend weighs predictors on a sample with it
-  /// (host/codec.hpp: cheapest_predictor), instead of coding the sample.
+  /// (host/compress.hpp: cheapest_predictor), instead of coding the sample.
   static double estimated_payload_bits(const statistics& s, const codebook& cb) {
     const std::vector<std::uint64_t> totals = s.totals();
     std::vector<std::uint64_t> counts;
