@@ -38,10 +38,10 @@
 #pragma once
 
 #include <ebac/config.hpp>
+#include <ebac/detail/bit_io.hpp>
 #include <ebac/detail/bytes.hpp>
 #include <ebac/encoder/context_ans_model.hpp>
 #include <ebac/encoder/encoder_id.hpp>
-#include <ebac/encoder/huffman.hpp>  // detail::bit_writer, detail::bit_reader
 #include <ebac/extents.hpp>
 #include <ebac/status.hpp>
 
