@@ -10,7 +10,7 @@
 #include <ebac/encoder/encoder_id.hpp>
 #include <ebac/extents.hpp>
 #include <ebac/predictor/predictor_id.hpp>
-#include <ebac/quantizer/linear.hpp>
+#include <ebac/quantizer/quantizer_id.hpp>
 #include <ebac/status.hpp>
 
 #include <concepts>

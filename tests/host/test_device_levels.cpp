@@ -14,7 +14,7 @@
 #include "test_support.hpp"
 
 #include <ebac/format/stored_header.hpp>
-#include <ebac/quantizer/chosen_stages.hpp>
+#include <ebac/format/apply_stages.hpp>
 #include <ebac/quantizer/level_search.hpp>
 
 #include <algorithm>

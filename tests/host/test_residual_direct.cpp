@@ -1,7 +1,7 @@
 // The CUDA backend computes each Lorenzo residual directly (the predictor's
 // residual()); the host backend runs one pass per axis. They must agree bit
 // for bit.
-#include <ebac/detail/element_code.hpp>
+#include <ebac/element_code.hpp>
 #include <ebac/ebac.hpp>
 #include <ebac/predictor/tiled_prefix.hpp>
 

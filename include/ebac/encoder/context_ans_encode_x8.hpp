@@ -20,9 +20,11 @@
 // skips it, no round runs.
 //
 // The same bytes as context_ans::encode_chunk of each chunk; tests/isa/
-// test_context_ans_encode_x8.cpp compares them. The host codec encodes
-// fours, then pairs, of full chunks with it where EBAC_HOST_AVX2 is 1
-// (ebac/detail/host_avx2.hpp) and one chunk at a time elsewhere.
+// test_context_ans_encode_x8.cpp compares them. The host codec asks
+// encode_chunks_side_by_side (encoder/context_ans_side_by_side.hpp) to encode fours, then
+// pairs, of full chunks with it where EBAC_HOST_AVX2 is 1
+// (ebac/detail/host_avx2.hpp); elsewhere, and for every other encoder,
+// that says no and the codec encodes one chunk at a time.
 #pragma once
 
 #include <ebac/config.hpp>

@@ -2,7 +2,7 @@
 //
 // The section holds k LEB128 varints: the first outlier's index, then each
 // index minus the previous one minus 1 (stream_header.hpp). The serial
-// reader (host/codec.hpp) walks them in order. The CUDA decoder cuts the
+// reader (host/decompress.hpp) walks them in order. The CUDA decoder cuts the
 // section into segments of bytes instead: a varint starts at byte i when
 // i == 0 or byte i-1 has its high bit clear, so each segment finds the
 // varints that start in it without reading the ones before. With a varint's

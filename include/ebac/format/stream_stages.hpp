@@ -3,7 +3,7 @@
 // A validated header (format/stream_header.hpp: read_stream_header) says
 // which predictor, quantizer and encoder coded the stream and with which
 // parameters; this turns those ids back into the policy objects, once, for
-// every backend: the host decoder (host/codec.hpp) and the CUDA one
+// every backend: the host decoder (host/decompress.hpp) and the CUDA one
 // (cuda/device_codec.cuh) run whatever it hands them. Writers record their
 // stages with set_stream_stages.
 #pragma once

@@ -20,7 +20,9 @@
 // a listed one that no unit defines is a link error, never a silent change.
 #pragma once
 
-#include <ebac/host/codec.hpp>
+#include <ebac/host/compress.hpp>
+#include <ebac/host/decompress.hpp>
+#include <ebac/host/inspect.hpp>
 
 EBAC_NAMESPACE_BEGIN
 namespace detail::host_codec_instances {

@@ -9,17 +9,13 @@
 // result to temp memory, where every later kernel reads it. The steps are
 // the host's, in the host's order, with the host's functions;
 // tests/host/test_device_levels.cpp checks the decision and the header it
-// gives against the host's streams.
+// gives against the host's streams. What the choice writes into a stream
+// header (apply_stages) is the format's: format/apply_stages.hpp.
 #pragma once
 
 #include <ebac/config.hpp>
 #include <ebac/dtype.hpp>
 #include <ebac/error_bound.hpp>
-#include <ebac/format/chunking.hpp>
-#include <ebac/format/stream_header.hpp>
-#include <ebac/predictor/lorenzo.hpp>
-#include <ebac/predictor/no_prediction.hpp>
-#include <ebac/predictor/predictor_id.hpp>
 #include <ebac/quantizer/levels.hpp>
 #include <ebac/quantizer/linear.hpp>
 #include <ebac/quantizer/quantizer_bound.hpp>
@@ -38,7 +34,7 @@ template <class MainQ>
 struct chosen_stages {
   std::uint32_t levels = 0;     ///< 1: coded as palette indices (lq); 0: by q
   /// 1: the bound is not finite on this tensor (device_bad_bound). Never for
-  /// a bound compress_argument_error accepts (host/codec.hpp says why).
+  /// a bound compress_argument_error accepts (host/compress.hpp says why).
   std::uint32_t bad_bound = 0;
   double eb_abs = 0;            ///< the header's absolute bound (0 for lossless coding)
   float top = 0;                ///< the header's top level (float quantizers of 16-bit tensors)
@@ -76,40 +72,6 @@ EBAC_HOST_DEVICE chosen_stages<MainQ> choose_integer_stages(const level_palette&
   s.q = main;
   s.levels = palette.count > 0 ? 1u : 0u;
   return s;
-}
-
-/// The chunk size the writer cuts a tensor into under the predictor a
-/// header names (format/chunking.hpp; the host's compress_to asks
-/// stream_chunk_elements of the predictor it codes with), from the
-/// pipeline's `requested` size.
-[[nodiscard]] EBAC_HOST_DEVICE std::uint32_t chunk_elements_for(const stream_header& h, std::uint32_t requested) noexcept {
-  return h.predictor == predictor_id::lorenzo ? stream_chunk_elements(h.lorenzo_params, h.shape, requested)
-                                              : stream_chunk_elements(no_prediction{}, h.shape, requested);
-}
-
-/// Turns the header of the main stages (predictor, quantizer id, pooling
-/// geometry filled in by the writer, chunk_elements the pipeline's
-/// requested size) into the header of the chosen ones: the palette's
-/// stages, or the main ones with their bound and top level; the chunk size
-/// of the chosen predictor and the chunk table's size with it.
-template <class MainQ>
-EBAC_HOST_DEVICE void apply_stages(stream_header& h, const chosen_stages<MainQ>& s) noexcept {
-  if (s.levels) {
-    h.predictor = predictor_id::none;
-    h.lorenzo_params = lorenzo{};
-    h.quantizer = quantizer_id::levels;
-    h.palette = s.lq.palette;
-    h.eb_abs = 0;
-    h.top = 0;
-  } else {
-    h.eb_abs = s.eb_abs;
-    h.top = s.top;
-  }
-  h.chunk_elements = chunk_elements_for(h, h.chunk_elements);
-  std::uint64_t n = 0;
-  (void)h.shape.count(n);
-  h.section_bytes[section_chunk_table] = 4 * ((n + h.chunk_elements - 1) / h.chunk_elements);
-  h.section_bytes[section_params] = h.params_bytes();
 }
 
 EBAC_NAMESPACE_END

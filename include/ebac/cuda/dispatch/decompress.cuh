@@ -24,7 +24,7 @@
 #include <ebac/format/stream_header.hpp>
 #include <ebac/format/stream_stages.hpp>
 #include <ebac/pipeline.hpp>
-#include <ebac/quantizer/chosen_stages.hpp>
+#include <ebac/format/apply_stages.hpp>
 #include <ebac/quantizer/exact.hpp>
 #include <ebac/quantizer/levels.hpp>
 #include <ebac/quantizer/pool_window.hpp>

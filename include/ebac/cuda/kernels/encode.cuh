@@ -19,7 +19,7 @@
 #include <ebac/format/outlier_index.hpp>
 #include <ebac/format/stored_header.hpp>
 #include <ebac/format/stream_header.hpp>
-#include <ebac/quantizer/chosen_stages.hpp>
+#include <ebac/format/apply_stages.hpp>
 
 #include <cub/block/block_reduce.cuh>
 #include <cub/block/block_scan.cuh>

@@ -28,7 +28,7 @@
 #include <ebac/cuda/kernels/levels.cuh>
 #include <ebac/cuda/kernels/lookback.cuh>
 #include <ebac/detail/bytes.hpp>
-#include <ebac/detail/element_code.hpp>
+#include <ebac/element_code.hpp>
 #include <ebac/encoder/block_bitpack.hpp>
 #include <ebac/extents.hpp>
 

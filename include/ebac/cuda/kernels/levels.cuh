@@ -25,7 +25,7 @@
 #include <ebac/dtype.hpp>
 #include <ebac/error_bound.hpp>
 #include <ebac/format/stream_header.hpp>
-#include <ebac/quantizer/chosen_stages.hpp>
+#include <ebac/format/apply_stages.hpp>
 #include <ebac/quantizer/level_search.hpp>
 #include <ebac/quantizer/levels.hpp>
 

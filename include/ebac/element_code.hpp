@@ -1,4 +1,4 @@
-// ebac/detail/element_code.hpp - one element's encoder input, from the raw tensor.
+// ebac/element_code.hpp - one element's encoder input, from the raw tensor.
 //
 // The staged pipeline quantizes the whole tensor into a field, then turns the
 // field into predictor residuals, then zigzags them into the codes the
@@ -8,7 +8,8 @@
 // tests/host/test_residual_direct.cpp checks that on the host. Elements go
 // through quantize_at (quantizer/element_ops.hpp), so every quantizer
 // works here, the positional pool_window one included (it gets the
-// element's flat index).
+// element's flat index). It composes a predictor with a quantizer, so it
+// sits with the pipeline, above both stages (docs/stages.md, "Layers").
 #pragma once
 
 #include <ebac/config.hpp>
