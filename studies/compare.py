@@ -9,9 +9,11 @@ Run it with the Debian interpreter (numpy 1.24, python3-zstandard):
 For every tensor and every relative bound r in --bounds, one absolute bound
 eb = r * (max - min over the finite values) is computed here, once, and every
 compressor gets that same eb: ebac (--mode abs, every named pipeline), SZ3
-(ABS), ZFP (fixed accuracy eb) and quantize+zstd (round(x / 2eb) to int32,
-zstd at each of --zstd-levels, default 3, named "quant+zstd -L" after the zstd
-CLI's -L; reconstruct q * 2eb; nothing is verified or stored raw, so its max
+(ABS), ZFP (fixed accuracy eb) and quantize+zstd set up as a user who wants
+speed writes it (round(x / 2eb) in float32, the codes in the smallest integer
+type that holds them: int8 at rel 1e-1 and 1e-2, int16 below; zstd at each of
+--zstd-levels, default 3, named "quant+zstd -L" after the zstd CLI's -L;
+reconstruct q * 2eb in float32; nothing is verified or stored raw, so its max
 error is whatever it measures). Every reconstruction is decompressed and
 compared element-wise here, in float64; a compressor's own claims are not
 trusted. Ratios are input bytes (in the tensor's storage dtype) over compressed
@@ -335,19 +337,34 @@ def zfp_results(args, t, bounds, tmp):
     return rows
 
 
+def code_dtype(max_abs_code):
+    """The smallest signed integer type that holds codes up to max_abs_code in magnitude."""
+    for dt in (np.int8, np.int16, np.int32):
+        if max_abs_code <= np.iinfo(dt).max:
+            return dt
+    return np.int64
+
+
 def zstd_results(args, t, eb, rel, level):
+    """quantize + zstd set up as a user who wants speed writes it: float32 arithmetic, the codes
+    round(x / 2eb) in the smallest integer type that holds them (int8 at rel 1e-1 and 1e-2, int16
+    below, for a tensor whose values are within its range of zero), chosen from the value range the
+    bound already needs (max |x|), then zstd at `level`; reconstruction q * 2eb in float32."""
     import zstandard
     x = t.f32 if t.all_finite else np.where(np.isfinite(t.f32), t.f32, np.float32(0))
-    step = 2.0 * eb
+    step = np.float32(2.0 * eb)
     dims = t.storage.shape
+    max_abs = float(np.abs(x).max()) if x.size else 0.0
+    # +1: round(x / step) may land one code past max|x| / step.
+    qtype = code_dtype(int(np.ceil(max_abs / float(step))) + 1)
 
     def compress(cctx):
-        q = np.rint(x.astype(np.float64) / step).astype(np.int32)
+        q = np.rint(x / step).astype(qtype)
         return cctx.compress(q.data)
 
     def decompress(blob):
-        q = np.frombuffer(dctx.decompress(blob), dtype=np.int32)
-        return (q * step).astype(np.float32).reshape(dims)
+        q = np.frombuffer(dctx.decompress(blob), dtype=qtype)
+        return (q.astype(np.float32) * step).reshape(dims)
 
     dctx = zstandard.ZstdDecompressor()
     times, blobs = {}, {}
@@ -359,7 +376,7 @@ def zstd_results(args, t, eb, rel, level):
         blobs[tag] = (blob, y)
     blob, y = blobs["1t"]
     err = peer_error(t, y)
-    extra = {"max_abs_error_f32": err.pop("max_abs_error_f32")}
+    extra = {"max_abs_error_f32": err.pop("max_abs_error_f32"), "code_type": np.dtype(qtype).name}
     if "all" in blobs:
         extra.update(bytes_out_all=len(blobs["all"][0]), note="zstd decompression is single-threaded")
     return [result(t, eb, rel, "quant+zstd -%d" % level, "quant+zstd", len(blob), err,
@@ -722,7 +739,9 @@ def markdown(meta, summary, found, violations, skipped, failures, rows_notes):
              "the bound held); bound held = tensors whose reconstruction is within eb everywhere (NaN/Inf bit-exact); "
              "PSNR = mean over tensors of 20 log10(range) - 10 log10(MSE); MB/s = total input bytes / total best time, "
              "1T = one thread, all = every core (ebac --threads 0, SZ3 openmp, ZFP OpenMP policy, zstd threads=-1); "
-             "'-' = not available. quant+zstd -L: round(x / 2eb) to int32, then zstd level L (the zstd CLI's -L). "
+             "'-' = not available. quant+zstd -L: round(x / 2eb) in float32, the codes in the smallest integer type "
+             "that holds them (int8 / int16 / int32, chosen from max |x| / 2eb; the JSON's code_type), then zstd "
+             "level L (the zstd CLI's -L). "
              "ebac best: per tensor, the ebac pipeline with the smallest stream (no MB/s of its own).")
     L.append("")
     return "\n".join(L)

@@ -57,5 +57,29 @@ class SpeedTargets(unittest.TestCase):
         self.assertEqual(speed_findings(s), [])
 
 
+class PeerCodeType(unittest.TestCase):
+    """quant+zstd's codes go in the smallest integer type that holds them (issue 51: a peer set up as a user
+    would), chosen from max |x| before quantizing; every code must fit it."""
+
+    def test_smallest_type(self):
+        import numpy as np
+        self.assertEqual([compare.code_dtype(v) for v in (0, 127, 128, 32767, 32768, 2**31 - 1, 2**31)],
+                         [np.int8, np.int8, np.int16, np.int16, np.int32, np.int32, np.int64])
+
+    def test_every_code_fits(self):
+        import numpy as np
+        rng = np.random.default_rng(5)
+        for rel in (1e-1, 1e-2, 1e-3, 1e-4):
+            for x in (np.maximum(rng.standard_normal(4096), 0).astype(np.float32),   # post-ReLU
+                      (rng.standard_normal(4096) * 3 - 1).astype(np.float32)):       # dense, off-centre
+                step = np.float32(2 * rel * float(x.max() - x.min()))
+                t = compare.code_dtype(int(np.ceil(float(np.abs(x).max()) / float(step))) + 1)
+                q = np.rint(x / step)
+                info = np.iinfo(t)
+                self.assertTrue(info.min <= q.min() and q.max() <= info.max, (rel, t))
+                # the type a user picks from the bound: int8 at 1e-1 and 1e-2, int16 at 1e-3 and 1e-4
+                self.assertEqual(t, np.int8 if rel >= 1e-2 else np.int16, (rel, float(x.min()), float(x.max())))
+
+
 if __name__ == "__main__":
     unittest.main()
