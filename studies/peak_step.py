@@ -100,7 +100,7 @@ class Tracker:
                 if sid and sid not in tr.raw:
                     tr.raw[sid] = (C.StorageRef(t), t.untyped_storage().nbytes() if hasattr(t, "untyped_storage")
                                    else t.storage().nbytes())
-            tr.event("pack")
+            tr.event("pack", session._module_name() if session._stack else "<top>")
             return p
 
         def _unpack(p):
@@ -109,7 +109,7 @@ class Tracker:
                 sid = C.storage_id(out)
                 if sid:
                     tr.dec[sid] = (C.StorageRef(out), out.numel() * out.element_size())
-            tr.event("unpack")
+            tr.event("unpack", getattr(p, "module", None) or "")
             return out
 
         session._pack, session._unpack = _pack, _unpack
@@ -121,9 +121,10 @@ class Tracker:
             del table[k]
         return sum(b for _, b in table.values())
 
-    def event(self, kind):
+    def event(self, kind, module):
         P = self.s._pass
-        self.events.append({"t": time.perf_counter() - self.sampler.t0, "kind": kind, "rss": rss_now(),
+        self.events.append({"t": time.perf_counter() - self.sampler.t0, "kind": kind, "module": module,
+                            "rss": rss_now(),
                             "compressed": P.live_stored_bytes if P is not None else 0,
                             "raw_alive": self._alive(self.raw), "decompressed_alive": self._alive(self.dec)})
 
@@ -266,19 +267,25 @@ def summarize(runs):
 
 
 def breakdown(res):
-    """What is alive at the instrumented step's highest RSS event (ebac ways)."""
+    """What is alive at the instrumented step's sampled RSS peak (ebac ways):
+    the counts of the last pack/unpack before it (nothing is packed or
+    unpacked between two events, so compressed bytes are exact; raw and
+    decompressed tensors can only have been freed since), and the rest."""
     tl = res.get("timeline") or {}
     ev = tl.get("events") or []
-    if not ev:
+    if not ev or not tl.get("samples"):
         return None
-    top = max(ev, key=lambda e: e["rss"])
+    t_peak, v_peak = max(tl["samples"], key=lambda s: s[1])
+    prior = [e for e in ev if e["t"] <= t_peak] or ev[:1]
+    top = prior[-1]
+    backward = next((t for t, what, _ in tl["marks"] if what == "backward"), None)
     base = tl["base"]
-    rise = top["rss"] - base
+    rise = v_peak - base
     other = rise - top["compressed"] - top["raw_alive"] - top["decompressed_alive"]
-    return {"phase": "forward" if top["kind"] == "pack" else "backward", "rise": rise,
+    return {"phase": "forward" if backward is None or t_peak < backward else "backward", "rise": rise,
+            "after": "%s %s" % (top["kind"], top.get("module", "")),
             "compressed": top["compressed"], "raw_alive": top["raw_alive"],
-            "decompressed_alive": top["decompressed_alive"], "other": other,
-            "sampled_peak_rise": max(v for _, v in tl["samples"]) - base if tl.get("samples") else None}
+            "decompressed_alive": top["decompressed_alive"], "other": other}
 
 
 def plot(results, out):
@@ -341,18 +348,19 @@ def report(results, args, out):
                 "%.1f" % (sv["raw_bytes"] / 1e6) if sv else "", "%.1f" % (sv["compressed_bytes"] / 1e6) if sv else "",
                 "%.2fx" % sv["ratio"] if sv else ""))
     L += ["", "## Where the peak is (instrumented step, ebac ways)", "",
-          "At the pack/unpack call with the highest RSS: compressed bytes alive, raw saved tensors whose storage "
-          "is still alive, decompressed tensors still alive, and the rest (gradients of activations, "
-          "temporaries of the ops, codec scratch, allocator slack). Parameters, gradients and Adam's state "
-          "are in the RSS before the step (4 x parameter bytes).", "",
-          "| network | way | phase | rise MB | compressed | raw alive | decompressed alive | other | "
-          "3 largest saved tensors MB | model+grads+Adam MB |", "|---|---|---|---|---|---|---|---|---|---|"]
+          "At the highest RSS sample of the instrumented step (every %g ms), with the counts of the last "
+          "pack/unpack before it: compressed bytes alive, raw saved tensors whose storage is still alive "
+          "(forward still holds them after they were compressed), decompressed tensors still alive, and the "
+          "rest (gradients of activations, the ops' own temporaries, codec scratch, allocator slack). "
+          "Parameters, gradients and Adam's state are in the RSS before the step (4 x parameter bytes)." % args.sample_ms,
+          "", "| network | way | phase | after | rise MB | compressed | raw alive | decompressed alive | other | "
+          "3 largest saved tensors MB | model+grads+Adam MB |", "|---|---|---|---|---|---|---|---|---|---|---|"]
     for r in results:
         b = breakdown(r) if r.get("ok") else None
         if b is None:
             continue
-        L.append("| %s | %s | %s | %.1f | %.1f | %.1f | %.1f | %.1f | %.1f | %.1f |" % (
-            r["network"], r["way"], b["phase"], b["rise"] / 1e6, b["compressed"] / 1e6, b["raw_alive"] / 1e6,
+        L.append("| %s | %s | %s | %s | %.1f | %.1f | %.1f | %.1f | %.1f | %.1f | %.1f |" % (
+            r["network"], r["way"], b["phase"], b["after"], b["rise"] / 1e6, b["compressed"] / 1e6, b["raw_alive"] / 1e6,
             b["decompressed_alive"] / 1e6, b["other"] / 1e6, sum(r.get("largest_saved") or []) / 1e6,
             r["static_model_bytes"] / 1e6))
     L += ["", "![memory over one step](timeline.png)", ""]
