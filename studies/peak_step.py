@@ -162,6 +162,7 @@ def worker(spec):
     session = [None]
 
     def step(track=False):
+        torch.manual_seed(seed + 1)  # the same dropout masks each way
         opt.zero_grad(set_to_none=True)
         mark("forward")
         tracker = None
@@ -183,6 +184,15 @@ def worker(spec):
 
     res = {"network": net, "way": way, "batch": batch, "param_bytes": pbytes,
            "static_model_bytes": 4 * pbytes, "memory_method": mem.method, "losses": []}
+    if spec.get("grads_path"):  # one step from the same weights, batch and RNG; its gradients
+        model.zero_grad(set_to_none=True)
+        orig_step, opt.step = opt.step, lambda: None
+        res["losses"].append(step()[0])
+        opt.step = orig_step
+        torch.save({n: p.grad.detach().clone() for n, p in model.named_parameters() if p.grad is not None},
+                   spec["grads_path"])
+        res["ok"] = True
+        return res
     for _ in range(2):  # warm-up: Adam's state exists, allocator and caches settled
         res["losses"].append(step()[0])
     gc.collect()
@@ -229,12 +239,13 @@ def worker_main(path):
     return 0 if res.get("ok") else 1
 
 
-def run_one(args, net, way, rnd, timeline):
+def run_one(args, net, way, rnd, timeline, grads_path=None):
     work = os.path.join(args.out, "work")
     os.makedirs(work, exist_ok=True)
     tag = "%s-%s-r%d" % (net, way, rnd)
     spec = {"network": net, "way": way, "batch": args.batch, "seed": args.seed, "error_bound": args.error_bound,
-            "timeline": timeline, "sample_ms": args.sample_ms, "result": os.path.join(work, tag + ".json")}
+            "timeline": timeline, "sample_ms": args.sample_ms, "result": os.path.join(work, tag + ".json"),
+            "grads_path": grads_path}
     sp = os.path.join(work, tag + ".spec.json")
     with open(sp, "w") as f:
         json.dump(spec, f)
@@ -249,6 +260,44 @@ def run_one(args, net, way, rnd, timeline):
             return json.load(f)
     except OSError:
         return {"ok": False, "error": "no result (see %s.log)" % tag, "network": net, "way": way}
+
+
+NEGLIGIBLE = mr.NEGLIGIBLE
+
+
+def grad_fidelity(args):
+    """Per network and way: the gradients of one step against plain's (same
+    weights, batch, RNG): min cosine over the parameters whose plain gradient
+    is above NEGLIGIBLE x the largest norm, and the loss."""
+    import torch
+    out = {}
+    for net in args.networks:
+        paths = {}
+        for way in args.ways:
+            paths[way] = os.path.join(args.out, "work", "grads-%s-%s.pt" % (net, way))
+            r = run_one(args, net, way, 99, False, grads_path=paths[way])
+            if not r.get("ok"):
+                out[(net, way)] = {"error": r.get("error")}
+                continue
+            out[(net, way)] = {"loss": r["losses"][0]}
+        if "plain" not in args.ways or not os.path.exists(paths["plain"]):
+            continue
+        ref = torch.load(paths["plain"])
+        gmax = max(float(g.double().norm()) for g in ref.values())
+        for way in args.ways:
+            if way == "plain" or not os.path.exists(paths[way]):
+                continue
+            g = torch.load(paths[way])
+            cos, judged, missing = [], 0, [n for n in ref if n not in g]
+            for n, r0 in ref.items():
+                if n not in g or float(r0.double().norm()) < NEGLIGIBLE * gmax:
+                    continue
+                a, b = g[n].double().flatten(), r0.double().flatten()
+                cos.append((float(a @ b) / (float(a.norm()) * float(b.norm()) or 1.0), n))
+                judged += 1
+            worst = min(cos) if cos else (float("nan"), "")
+            out[(net, way)].update(min_cosine=worst[0], worst=worst[1], judged=judged, missing=missing)
+    return out
 
 
 def summarize(runs):
@@ -320,7 +369,7 @@ def plot(results, out):
     plt.close(fig)
 
 
-def report(results, args, out):
+def report(results, args, out, grads=None):
     L = ["# Peak memory of one training step (issue 50)", "",
          "Command: `%s`  " % " ".join(sys.argv), "git %s; %s  " % (mr.git_state(), time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime())),
          "Batch %d, Adam, two warm-up steps, then one measured step: peak RSS rise over the RSS before it "
@@ -337,6 +386,8 @@ def report(results, args, out):
         p = summ.get((net, "plain"))
         for way in args.ways:
             s = summ.get((net, way))
+            if not results:
+                continue
             if s is None:
                 L.append("| %s | %s | failed | | | | | |" % (net, way))
                 continue
@@ -363,6 +414,18 @@ def report(results, args, out):
             r["network"], r["way"], b["phase"], b["after"], b["rise"] / 1e6, b["compressed"] / 1e6, b["raw_alive"] / 1e6,
             b["decompressed_alive"] / 1e6, b["other"] / 1e6, sum(r.get("largest_saved") or []) / 1e6,
             r["static_model_bytes"] / 1e6))
+    if grads:
+        L += ["", "## Gradients against plain", "",
+              "One step from the same weights, batch and RNG each way (studies/peak_step.py --grads); cosine "
+              "per parameter whose plain gradient is above %g x the largest norm." % NEGLIGIBLE, "",
+              "| network | way | loss | min cosine | worst parameter | parameters judged |", "|---|---|---|---|---|---|"]
+        for (net, way), g in grads.items():
+            if "error" in g:
+                L.append("| %s | %s | failed: %s | | | |" % (net, way, g["error"]))
+                continue
+            L.append("| %s | %s | %.5f | %s | %s | %s |" % (
+                net, way, g["loss"], "%.5f" % g["min_cosine"] if "min_cosine" in g else "(reference)",
+                g.get("worst", ""), g.get("judged", "")))
     L += ["", "![memory over one step](timeline.png)", ""]
     with open(os.path.join(out, "report.md"), "w") as f:
         f.write("\n".join(L))
@@ -383,6 +446,8 @@ def main():
     ap.add_argument("--sample-ms", type=float, default=2.0)
     ap.add_argument("--timeout", type=int, default=1200)
     ap.add_argument("--report-only", action="store_true", help="rewrite report.md and the plot from results.json")
+    ap.add_argument("--grads", action="store_true",
+                    help="also (or, with --rounds 0, only) compare one step's gradients of every way against plain's")
     args = ap.parse_args()
     args.networks = args.networks.split(",")
     args.ways = args.ways.split(",")
@@ -402,10 +467,23 @@ def main():
                                              if r.get("ok") else "FAILED " + r.get("error", "")), flush=True)
                     with open(rpath, "w") as f:
                         json.dump(results, f)
-    report(results, args, args.out)
-    plot([r for r in results if r.get("ok")], args.out)
+    grads = None
+    gpath = os.path.join(args.out, "grads.json")
+    if args.grads and not args.report_only:
+        grads = grad_fidelity(args)
+        with open(gpath, "w") as f:
+            json.dump([[k[0], k[1], v] for k, v in grads.items()], f)
+    elif os.path.exists(gpath):
+        with open(gpath) as f:
+            grads = {(a, b): v for a, b, v in json.load(f)}
+    report(results, args, args.out, grads)
+    if results:
+        plot([r for r in results if r.get("ok")], args.out)
     print(open(os.path.join(args.out, "report.md")).read())
-    return 0 if all(r.get("ok") for r in results) else 1
+    bad = [k for k, v in (grads or {}).items() if "error" in v or v.get("min_cosine", 1.0) < mr.COSINE_TARGET]
+    if bad:
+        print("gradient check failed: %s" % bad)
+    return 0 if all(r.get("ok") for r in results) and not bad else 1
 
 
 if __name__ == "__main__":

@@ -71,7 +71,7 @@ class Recompute(unittest.TestCase):
             self.assertTrue(torch.allclose(got[n], g, rtol=1e-4, atol=1e-6), n)
 
     def test_compressed_boundaries_gradients(self):
-        s = ebac_torch.compressed_activations(1e-3, "rel", model=self.model, min_numel=1)
+        s = ebac_torch.compressed_activations(1e-2, "rel", model=self.model, min_numel=1)
         got = step_grads(self.model, self.x, self.y, ckpt=ebac_torch.checkpoint, session=s)
         gmax = max(float(g.norm()) for g in self.base.values())
         for n, g in self.base.items():
@@ -85,9 +85,23 @@ class Recompute(unittest.TestCase):
         plain = ebac_torch.compressed_activations(1e-3, "rel", model=self.model, min_numel=1)
         step_grads(self.model, self.x, self.y, session=plain)
         self.assertLess(st["raw_bytes"], plain.stats()["raw_bytes"] / 2)
-        # stem conv output, BN output (ReLU input), ReLU output = block 1 input (deduped with block 1's
-        # boundary), then each block's output, the last one saved by the head's mean.
-        self.assertEqual(len(block_inputs), 2 + len(self.model.blocks))
+        # The stem's BN input and ReLU output and the last block's output (read by the head's mean), under
+        # the session's bound; each block's input (the first is the stem's ReLU output again: a boundary
+        # never shares the looser blob). Nothing from inside the blocks.
+        self.assertEqual(len(block_inputs), 3 + len(self.model.blocks))
+        # The boundaries under the checkpoint's bound, everything else under the session's.
+        eb, mode = ebac_torch.recompute.BOUNDARY_BOUND
+        tight = [d for d in st["details"] if d.get("eb") == eb and d.get("mode") == mode]
+        self.assertEqual(len(tight), len(self.model.blocks))
+        self.assertTrue(all(d["shape"] == (16, 8, 12, 12) for d in tight))
+        self.assertTrue(all(d.get("eb") == 1e-2 for d in st["details"] if "eb" in d and d not in tight))
+
+    def test_boundary_bound_argument(self):
+        s = ebac_torch.compressed_activations(1e-2, "rel", model=self.model, min_numel=1)
+        ck = lambda f, t: ebac_torch.checkpoint(f, t, error_bound=1e-3, mode="abs")  # noqa: E731
+        step_grads(self.model, self.x, self.y, ckpt=ck, session=s)
+        tight = [d for d in s.stats()["details"] if d.get("eb") == 1e-3 and d.get("mode") == "abs"]
+        self.assertEqual(len(tight), len(self.model.blocks))
 
     def test_first_block_reading_data_gets_parameter_grads(self):
         # The data does not require grad: the parameters inside still get gradients.
