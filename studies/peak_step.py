@@ -109,7 +109,7 @@ class Tracker:
                 sid = C.storage_id(out)
                 if sid:
                     tr.dec[sid] = (C.StorageRef(out), out.numel() * out.element_size())
-            tr.event("unpack", getattr(p, "module", None) or "")
+            tr.event("unpack", "(parameter)" if isinstance(p, __import__("torch").Tensor) else (p.module or ""))
             return out
 
         session._pack, session._unpack = _pack, _unpack
@@ -135,6 +135,9 @@ def worker(spec):
     torch.set_num_threads(1)
     import study_models as sm
     net, way, batch, seed = spec["network"], spec["way"], spec["batch"], spec["seed"]
+    pipeline = spec.get("pipeline") or "ratio"
+    if "@" in way:  # e.g. ebac@fast: that way with another pipeline
+        way, pipeline = way.split("@", 1)
     ebac_torch = None
     if way.startswith("ebac"):
         sys.path.insert(0, mr.EBAC_TORCH_PATH)
@@ -167,7 +170,8 @@ def worker(spec):
         mark("forward")
         tracker = None
         if way.startswith("ebac"):
-            s = ebac_torch.compressed_activations(error_bound=spec["error_bound"], mode="rel")
+            s = ebac_torch.compressed_activations(error_bound=spec["error_bound"], mode="rel",
+                                                  pipeline=pipeline)
             if track:  # before __enter__, which hands pack/unpack to autograd
                 tracker = Tracker(s, s.C, sampler[0])
             with s:
@@ -182,7 +186,7 @@ def worker(spec):
         mark("end")
         return float(loss), tracker
 
-    res = {"network": net, "way": way, "batch": batch, "param_bytes": pbytes,
+    res = {"network": net, "way": spec["way"], "batch": batch, "param_bytes": pbytes,
            "static_model_bytes": 4 * pbytes, "memory_method": mem.method, "losses": []}
     if spec.get("grads_path"):  # one step from the same weights, batch and RNG; its gradients
         model.zero_grad(set_to_none=True)
@@ -197,12 +201,12 @@ def worker(spec):
         res["losses"].append(step()[0])
     gc.collect()
     before = mem.before()
-    t0 = time.perf_counter()
+    t0, c0 = time.perf_counter(), time.process_time()
     loss, _ = step()
-    sec = time.perf_counter() - t0
+    sec, cpu = time.perf_counter() - t0, time.process_time() - c0
     peak = mem.peak()
     res["losses"].append(loss)
-    res.update(rss_before=before, peak=peak, rise=peak - before, seconds=sec)
+    res.update(rss_before=before, peak=peak, rise=peak - before, seconds=sec, cpu_seconds=cpu)
     if session[0] is not None:
         st = session[0].stats()
         res["saved"] = {k: st[k] for k in ("raw_bytes", "compressed_bytes", "ratio", "tensors",
@@ -245,7 +249,7 @@ def run_one(args, net, way, rnd, timeline, grads_path=None):
     tag = "%s-%s-r%d" % (net, way, rnd)
     spec = {"network": net, "way": way, "batch": args.batch, "seed": args.seed, "error_bound": args.error_bound,
             "timeline": timeline, "sample_ms": args.sample_ms, "result": os.path.join(work, tag + ".json"),
-            "grads_path": grads_path}
+            "grads_path": grads_path, "pipeline": args.pipeline}
     sp = os.path.join(work, tag + ".spec.json")
     with open(sp, "w") as f:
         json.dump(spec, f)
@@ -308,6 +312,7 @@ def summarize(runs):
     sec = [r["seconds"] for r in ok]
     out = {"n": len(ok), "rise_median": statistics.median(rise), "rise_min": min(rise), "rise_max": max(rise),
            "sec_median": statistics.median(sec), "sec_min": min(sec), "sec_max": max(sec),
+           "cpu_median": statistics.median(r.get("cpu_seconds", float("nan")) for r in ok),
            "rss_before": statistics.median(r["rss_before"] for r in ok)}
     if "saved" in ok[0]:
         out["saved"] = ok[0]["saved"]
@@ -342,42 +347,59 @@ def plot(results, out):
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
     nets = sorted({r["network"] for r in results})
-    fig, axes = plt.subplots(len(nets), 1, figsize=(9, 3.6 * len(nets)), squeeze=False)
-    for ax, net in zip(axes[:, 0], nets):
-        for i, way in enumerate(WAYS):
+    ways = []
+    for r in results:
+        if r["way"] not in ways:
+            ways.append(r["way"])
+    fig, axes = plt.subplots(len(nets), 2, figsize=(15, 3.8 * len(nets)), squeeze=False)
+    for (ax, zoom), net in zip(axes, nets):
+        top = 0.0
+        for i, way in enumerate(ways):
             r = next((r for r in results if r["network"] == net and r["way"] == way and r.get("timeline")), None)
             if r is None:
                 continue
             tl = r["timeline"]
-            ts = [t for t, _ in tl["samples"]]
-            end = max(ts) if ts else 1.0
-            ax.plot([t / end for t in ts], [(v - tl["base"]) / 1e6 for _, v in tl["samples"]],
-                    color="C%d" % i, lw=1.2, label="%s (%.1f s)" % (way, end))
-            for t, what, _ in tl["marks"]:
-                if what == "backward":
-                    ax.axvline(t / end, color="C%d" % i, lw=0.6, ls=":")
-            if tl["events"]:
-                ax.plot([e["t"] / end for e in tl["events"]], [e["compressed"] / 1e6 for e in tl["events"]],
-                        color="C%d" % i, lw=0.8, ls="--", label="%s: compressed bytes alive" % way)
-        ax.set_xlabel("fraction of the step (dotted: backward starts)")
-        ax.set_ylabel("RSS above the step's start, MB")
+            if way != "plain":
+                top = max([top] + [(v - tl["base"]) / 1e6 for _, v in tl["samples"]])
+            for a in (ax, zoom):
+                _draw(a, tl, i, way)
+        zoom.set_ylim(-5, 1.15 * top if top > 0 else None)
         ax.set_title(net)
-        ax.legend(fontsize=7)
+        zoom.set_title("%s, without plain's scale" % net)
     fig.suptitle("Memory over one training step (batch 256, Adam, one thread)")
     fig.tight_layout()
-    fig.savefig(os.path.join(out, "timeline.png"), dpi=110)
+    fig.savefig(os.path.join(out, "timeline.png"), dpi=100)
     plt.close(fig)
+
+
+def _draw(ax, tl, i, way):
+    """One way's RSS samples over the step (time as a fraction of the step),
+    where backward starts, and (ebac ways) the compressed bytes alive."""
+    ts = [t for t, _ in tl["samples"]]
+    end = max(ts) if ts else 1.0
+    ax.plot([t / end for t in ts], [(v - tl["base"]) / 1e6 for _, v in tl["samples"]],
+            color="C%d" % i, lw=1.1, label="%s (%.1f s)" % (way, end))
+    for t, what, _ in tl["marks"]:
+        if what == "backward":
+            ax.axvline(t / end, color="C%d" % i, lw=0.6, ls=":")
+    if tl["events"]:
+        ax.plot([e["t"] / end for e in tl["events"]], [e["compressed"] / 1e6 for e in tl["events"]],
+                color="C%d" % i, lw=0.8, ls="--", label="%s: compressed bytes alive" % way)
+    ax.set_xlabel("fraction of the step (dotted: backward starts)")
+    ax.set_ylabel("RSS above the step's start, MB")
+    ax.legend(fontsize=7)
 
 
 def report(results, args, out, grads=None):
     L = ["# Peak memory of one training step (issue 50)", "",
          "Command: `%s`  " % " ".join(sys.argv), "git %s; %s  " % (mr.git_state(), time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime())),
+         "ebac: rel %g, pipeline `%s`, otherwise compressed_activations' defaults.  " % (args.error_bound, args.pipeline),
          "Batch %d, Adam, two warm-up steps, then one measured step: peak RSS rise over the RSS before it "
          "(VmHWM after clear_refs, %s), one torch thread, each run in its own process; %d round(s), ways "
          "interleaved; median [min-max]. The machine is shared with other jobs: times are noisy." % (
              args.batch, ", ".join("%s=%s" % kv for kv in mr.WORKER_ENV.items()), args.rounds), ""]
-    L += ["| network | way | peak rise MB | plain/way | step s | saved raw MB | stored MB | ratio |",
-          "|---|---|---|---|---|---|---|---|"]
+    L += ["| network | way | peak rise MB | plain/way | step s (wall) | step CPU s | saved raw MB | stored MB | ratio |",
+          "|---|---|---|---|---|---|---|---|---|"]
     summ = {}
     for net in args.networks:
         for way in args.ways:
@@ -389,13 +411,13 @@ def report(results, args, out, grads=None):
             if not results:
                 continue
             if s is None:
-                L.append("| %s | %s | failed | | | | | |" % (net, way))
+                L.append("| %s | %s | failed | | | | | | |" % (net, way))
                 continue
             sv = s.get("saved") or {}
-            L.append("| %s | %s | %.1f [%.1f-%.1f] | %s | %.2f [%.2f-%.2f] | %s | %s | %s |" % (
+            L.append("| %s | %s | %.1f [%.1f-%.1f] | %s | %.2f [%.2f-%.2f] | %.2f | %s | %s | %s |" % (
                 net, way, s["rise_median"] / 1e6, s["rise_min"] / 1e6, s["rise_max"] / 1e6,
                 "%.2fx" % (p["rise_median"] / s["rise_median"]) if p and s["rise_median"] > 0 else "",
-                s["sec_median"], s["sec_min"], s["sec_max"],
+                s["sec_median"], s["sec_min"], s["sec_max"], s["cpu_median"],
                 "%.1f" % (sv["raw_bytes"] / 1e6) if sv else "", "%.1f" % (sv["compressed_bytes"] / 1e6) if sv else "",
                 "%.2fx" % sv["ratio"] if sv else ""))
     L += ["", "## Where the peak is (instrumented step, ebac ways)", "",
@@ -444,6 +466,9 @@ def main():
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--error-bound", type=float, default=1e-2)
     ap.add_argument("--sample-ms", type=float, default=2.0)
+    ap.add_argument("--no-timeline", dest="timeline", action="store_false",
+                    help="no instrumented step (timing runs)")
+    ap.add_argument("--pipeline", default="ratio", help="the ebac ways' pipeline (default: the session's default)")
     ap.add_argument("--timeout", type=int, default=1200)
     ap.add_argument("--report-only", action="store_true", help="rewrite report.md and the plot from results.json")
     ap.add_argument("--grads", action="store_true",
@@ -461,7 +486,7 @@ def main():
         for rnd in range(args.rounds):
             for net in args.networks:
                 for way in args.ways:
-                    r = run_one(args, net, way, rnd, timeline=(rnd == 0))
+                    r = run_one(args, net, way, rnd, timeline=(rnd == 0 and args.timeline))
                     results.append(r)
                     print("%s %s r%d: %s" % (net, way, rnd, "rise %.1f MB, %.2f s" % (r["rise"] / 1e6, r["seconds"])
                                              if r.get("ok") else "FAILED " + r.get("error", "")), flush=True)
@@ -477,7 +502,7 @@ def main():
         with open(gpath) as f:
             grads = {(a, b): v for a, b, v in json.load(f)}
     report(results, args, args.out, grads)
-    if results:
+    if any(r.get("timeline") for r in results):
         plot([r for r in results if r.get("ok")], args.out)
     print(open(os.path.join(args.out, "report.md")).read())
     bad = [k for k, v in (grads or {}).items() if "error" in v or v.get("min_cosine", 1.0) < mr.COSINE_TARGET]
