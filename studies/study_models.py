@@ -300,10 +300,13 @@ NETWORKS = {
                     title="VGG-style CNN (4 conv-BN-ReLU, 2 max-pools, dropout)"),
     "small-vit": dict(build=lambda size: SmallViT(), data="fmnist", size=28, batch=128, family="transformer",
                       title="small ViT (3 blocks, d=96, 4x4 patches)"),
-    "resnet20": dict(build=lambda size: ResNet20(), data="fmnist", size=28, batch=256, family="cnn",
+    # issue 50's two networks (studies/peak_step.py); memory_report.py runs them only when named
+    # (--networks resnet20,vit12), to keep its default run's length
+    "resnet20": dict(build=lambda size: ResNet20(), data="fmnist", size=28, batch=256, family="cnn", report=False,
                      title="ResNet-20-shaped CNN (16/32/64 channels, 3x3 basic blocks, BN, ReLU)"),
     "vit12": dict(build=lambda size: SmallViT(depth=12, heads=4), data="fmnist", size=28, batch=256,
-                  family="transformer", title="ViT, 12 blocks, d=96, 4 heads, 4x4 patches (50 tokens)"),
+                  family="transformer", report=False,
+                  title="ViT, 12 blocks, d=96, 4 heads, 4x4 patches (50 tokens)"),
     "gpt": dict(build=lambda size: TinyGPT(context=size), data="text", size=128, batch=32, family="transformer",
                 title="GPT-style byte LM (4 blocks, d=64, 4 heads)"),
     "vgg16_bn": dict(build=lambda size: _torchvision("vgg16_bn"), data="fmnist3", size=64, batch=16,
