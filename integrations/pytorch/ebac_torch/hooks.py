@@ -93,18 +93,19 @@ def _check_kernel_path(kernel_path):
         raise ValueError("ebac_torch: kernel_path must be one of %s, got %r" % (", ".join(KERNEL_PATHS), kernel_path))
     return kernel_path
 
-_state = threading.local()  # .boundary: (eb, mode) while ebac_torch.checkpoint saves a block's inputs
+_state = threading.local()  # .boundary: (eb, mode, pipeline) while ebac_torch.checkpoint saves a block's inputs
 
 
 class boundary_bound:
     """While active (this thread), tensors packed by a session get the bound
-    (eb, mode) instead of the session's, and never share a blob with an
+    (eb, mode) instead of the session's (and `pipeline`, None: the
+    session's), and never share a blob with an
     earlier save of the same tensor (which may hold it under a looser bound):
     ebac_torch.checkpoint keeps a block's inputs this way, because the
     recomputed block carries their error through every layer inside it."""
 
-    def __init__(self, eb, mode):
-        self.spec = (float(eb), "rel" if mode.startswith("rel") else "abs")
+    def __init__(self, eb, mode, pipeline=None):
+        self.spec = (float(eb), "rel" if mode.startswith("rel") else "abs", pipeline)
 
     def __enter__(self):
         self.prev = getattr(_state, "boundary", None)
@@ -472,7 +473,7 @@ class compressed_activations:
     def _bound_for(self, name, t):
         boundary = getattr(_state, "boundary", None)
         if boundary is not None:
-            return boundary[0], boundary[1], self.pipeline
+            return boundary[0], boundary[1], boundary[2] or self.pipeline
         if self.policy is not None:
             v = self.policy(name, t)
         elif name in self.bounds:

@@ -93,15 +93,18 @@ class Recompute(unittest.TestCase):
         eb, mode = ebac_torch.recompute.BOUNDARY_BOUND
         tight = [d for d in st["details"] if d.get("eb") == eb and d.get("mode") == mode]
         self.assertEqual(len(tight), len(self.model.blocks))
+        self.assertTrue(all(d["pipeline"] == ebac_torch.recompute.BOUNDARY_PIPELINE for d in tight))
+        self.assertTrue(all(d["pipeline"] == "ratio" for d in st["details"] if "pipeline" in d and d not in tight))
         self.assertTrue(all(d["shape"] == (16, 8, 12, 12) for d in tight))
         self.assertTrue(all(d.get("eb") == 1e-2 for d in st["details"] if "eb" in d and d not in tight))
 
     def test_boundary_bound_argument(self):
         s = ebac_torch.compressed_activations(1e-2, "rel", model=self.model, min_numel=1)
-        ck = lambda f, t: ebac_torch.checkpoint(f, t, error_bound=1e-3, mode="abs")  # noqa: E731
+        ck = lambda f, t: ebac_torch.checkpoint(f, t, error_bound=1e-3, mode="abs", pipeline="ratio-flat")  # noqa: E731
         step_grads(self.model, self.x, self.y, ckpt=ck, session=s)
         tight = [d for d in s.stats()["details"] if d.get("eb") == 1e-3 and d.get("mode") == "abs"]
         self.assertEqual(len(tight), len(self.model.blocks))
+        self.assertTrue(all(d["pipeline"] == "ratio-flat" for d in tight))
 
     def test_first_block_reading_data_gets_parameter_grads(self):
         # The data does not require grad: the parameters inside still get gradients.
