@@ -1312,7 +1312,8 @@ def main(argv=None):
     sys.path.insert(0, TOOLS)
     import study_models as sm
     all_nets = list(sm.NETWORKS)
-    nets = args.networks.split(",") if args.networks else (SMOKE["networks"] if args.smoke else all_nets)
+    default_nets = [n for n in all_nets if sm.NETWORKS[n].get("report", True)]
+    nets = args.networks.split(",") if args.networks else (SMOKE["networks"] if args.smoke else default_nets)
     bad = [n for n in nets if n not in sm.NETWORKS]
     if bad:
         ap.error("unknown network(s) %s; known: %s" % (", ".join(bad), ", ".join(all_nets)))

@@ -190,6 +190,55 @@ class SmallViT(nn.Module):
         return self.head_of(x)
 
 
+class BasicBlock(nn.Module):
+    """ResNet basic block: conv3x3-BN-ReLU-conv3x3-BN, plus the input (a 1x1
+    conv-BN projection when the shape changes), ReLU."""
+
+    def __init__(self, cin, cout, stride):
+        super().__init__()
+        self.conv1 = nn.Conv2d(cin, cout, 3, stride=stride, padding=1, bias=False)
+        self.bn1 = nn.BatchNorm2d(cout)
+        self.relu1 = nn.ReLU(inplace=False)
+        self.conv2 = nn.Conv2d(cout, cout, 3, padding=1, bias=False)
+        self.bn2 = nn.BatchNorm2d(cout)
+        self.relu2 = nn.ReLU(inplace=False)
+        self.short = None
+        if stride != 1 or cin != cout:
+            self.short = nn.Sequential(nn.Conv2d(cin, cout, 1, stride=stride, bias=False), nn.BatchNorm2d(cout))
+
+    def forward(self, x):
+        y = self.bn2(self.conv2(self.relu1(self.bn1(self.conv1(x)))))
+        return self.relu2(y + (x if self.short is None else self.short(x)))
+
+
+class ResNet20(nn.Module):
+    """ResNet-20-shaped CNN for Fashion-MNIST 28x28x1 (He et al.'s CIFAR
+    ResNet): conv3x3 16-BN-ReLU, then 3 stages of 3 basic blocks with 16, 32
+    and 64 channels (stride 2 at the start of stages 2 and 3, 1x1 projection
+    shortcuts), global average pool, FC 10."""
+
+    def __init__(self, num_classes=10, widths=(16, 32, 64), blocks=3):
+        super().__init__()
+        self.stem = nn.Sequential(nn.Conv2d(1, widths[0], 3, padding=1, bias=False), nn.BatchNorm2d(widths[0]),
+                                  nn.ReLU(inplace=False))
+        layers, cin = [], widths[0]
+        for i, w in enumerate(widths):
+            for j in range(blocks):
+                layers.append(BasicBlock(cin, w, 2 if (i > 0 and j == 0) else 1))
+                cin = w
+        self.blocks = nn.ModuleList(layers)
+        self.fc = nn.Linear(widths[-1], num_classes)
+
+    def head_of(self, x):
+        return self.fc(torch.flatten(F.adaptive_avg_pool2d(x, 1), 1))
+
+    def forward(self, x):
+        x = self.stem(x)
+        for b in self.blocks:
+            x = b(x)
+        return self.head_of(x)
+
+
 class TinyGPT(nn.Module):
     """GPT-style causal byte-level LM: token + position embedding, dropout,
     `depth` pre-LN blocks (causal self-attention with attention and residual
@@ -251,6 +300,13 @@ NETWORKS = {
                     title="VGG-style CNN (4 conv-BN-ReLU, 2 max-pools, dropout)"),
     "small-vit": dict(build=lambda size: SmallViT(), data="fmnist", size=28, batch=128, family="transformer",
                       title="small ViT (3 blocks, d=96, 4x4 patches)"),
+    # issue 50's two networks (studies/peak_step.py); memory_report.py runs them only when named
+    # (--networks resnet20,vit12), to keep its default run's length
+    "resnet20": dict(build=lambda size: ResNet20(), data="fmnist", size=28, batch=256, family="cnn", report=False,
+                     title="ResNet-20-shaped CNN (16/32/64 channels, 3x3 basic blocks, BN, ReLU)"),
+    "vit12": dict(build=lambda size: SmallViT(depth=12, heads=4), data="fmnist", size=28, batch=256,
+                  family="transformer", report=False,
+                  title="ViT, 12 blocks, d=96, 4 heads, 4x4 patches (50 tokens)"),
     "gpt": dict(build=lambda size: TinyGPT(context=size), data="text", size=128, batch=32, family="transformer",
                 title="GPT-style byte LM (4 blocks, d=64, 4 heads)"),
     "vgg16_bn": dict(build=lambda size: _torchvision("vgg16_bn"), data="fmnist3", size=64, batch=16,
@@ -270,6 +326,8 @@ SEGMENTS = {
     "vgg-cnn": "each of the 2 stages (2x conv-BN-ReLU + max-pool); the classifier is not checkpointed",
     "small-vit": "each transformer block; patch embedding and head are not",
     "gpt": "each transformer block; embeddings, final LayerNorm and LM head are not",
+    "resnet20": "each residual block (9); the stem and the head are not",
+    "vit12": "each transformer block (12); patch embedding and head are not",
     "vgg16_bn": "the 5 stages of `features` that end at a max-pool; avgpool and classifier are not",
     "resnet18": "the stem (conv1-bn1-relu-maxpool) and each residual block (8); avgpool and fc are not",
     "resnet50": "the stem (conv1-bn1-relu-maxpool) and each bottleneck block (16); avgpool and fc are not",
@@ -318,19 +376,25 @@ def _stages_split_at_pools(seq):
     return out
 
 
-def checkpointed_forward(name, model, x, on_segment=None):
-    """model(x) with the segments of SEGMENTS[name] under torch.utils.checkpoint.
+def checkpointed_forward(name, model, x, on_segment=None, ckpt=None):
+    """model(x) with the segments of SEGMENTS[name] under torch.utils.checkpoint
+    (or under `ckpt(fn, t)`, e.g. ebac_torch.checkpoint).
 
     `on_segment(t)`, if given, is called with each segment's input (the
     tensors checkpointing keeps from forward to backward)."""
     def seg(fn, t):
         if on_segment is not None:
             on_segment(t)
-        return _ckpt(fn, t)
+        return (ckpt or _ckpt)(fn, t)
 
     if name == "vgg-cnn":
         return model.classifier(seg(model.stage2, seg(model.stage1, x)))
-    if name in ("small-vit", "gpt"):
+    if name == "resnet20":
+        x = model.stem(x)
+        for b in model.blocks:
+            x = seg(b, x)
+        return model.head_of(x)
+    if name in ("small-vit", "gpt", "vit12"):
         x = model.embed(x)
         for b in model.blocks:
             x = seg(b, x)
@@ -365,3 +429,8 @@ def checkpointed_forward(name, model, x, on_segment=None):
             x = seg(b, x)
         return model.heads(enc.ln(x)[:, 0])
     raise ValueError("no checkpoint segmentation for %r" % name)
+
+
+def segmented_forward(name, model, x, ckpt):
+    """model(x) with each segment of SEGMENTS[name] run through ckpt(fn, t)."""
+    return checkpointed_forward(name, model, x, ckpt=ckpt)

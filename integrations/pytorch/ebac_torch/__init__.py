@@ -17,9 +17,10 @@ import torch
 from . import _ext
 from .adaptive import LayerAwareCompression, plan_batch
 from .hooks import _ELEM_CODES, KERNEL_PATHS, _check_kernel_path, compressed_activations, stats
+from .recompute import checkpoint
 from .propagation import batchnorm_input_grad_error, elementwise_input_grad_error, propagated_weight_error
 
-__all__ = ["compressed_activations", "stats", "LayerAwareCompression", "plan_batch", "compress", "decompress",
+__all__ = ["compressed_activations", "checkpoint", "stats", "LayerAwareCompression", "plan_batch", "compress", "decompress",
            "inspect", "predict_weight_error", "propagated_weight_error", "batchnorm_input_grad_error",
            "elementwise_input_grad_error", "load_extension", "has_cuda", "KERNEL_PATHS", "ebac_version", "__version__"]
 

@@ -103,7 +103,28 @@ def _check_kernel_path(kernel_path):
         raise ValueError("ebac_torch: kernel_path must be one of %s, got %r" % (", ".join(KERNEL_PATHS), kernel_path))
     return kernel_path
 
-_state = threading.local()
+_state = threading.local()  # .boundary: (eb, mode, pipeline) while ebac_torch.checkpoint saves a block's inputs
+
+
+class boundary_bound:
+    """While active (this thread), tensors packed by a session get the bound
+    (eb, mode) instead of the session's (and `pipeline`, None: the
+    session's), and never share a blob with an
+    earlier save of the same tensor (which may hold it under a looser bound):
+    ebac_torch.checkpoint keeps a block's inputs this way, because the
+    recomputed block carries their error through every layer inside it."""
+
+    def __init__(self, eb, mode, pipeline=None):
+        self.spec = (float(eb), "rel" if mode.startswith("rel") else "abs", pipeline)
+
+    def __enter__(self):
+        self.prev = getattr(_state, "boundary", None)
+        _state.boundary = self.spec
+        return self
+
+    def __exit__(self, *exc):
+        _state.boundary = self.prev
+        return False
 _last_session = None
 
 
@@ -471,6 +492,9 @@ class compressed_activations:
         return bool(self._param_ids) and self.C.storage_id(t) in self._param_ids
 
     def _bound_for(self, name, t):
+        boundary = getattr(_state, "boundary", None)
+        if boundary is not None:
+            return boundary[0], boundary[1], boundary[2] or self.pipeline
         if self.policy is not None:
             v = self.policy(name, t)
         elif name in self.bounds:
@@ -514,7 +538,7 @@ class compressed_activations:
             if t.layout == torch.strided and _footprint(t) < raw:
                 raw = _footprint(t)  # a broadcast view: counted as the memory it holds (see _keep_reason)
             key = None
-            if t.layout == torch.strided:
+            if t.layout == torch.strided and getattr(_state, "boundary", None) is None:
                 key = (t.data_ptr(), t.dtype, t.device, tuple(t.shape), tuple(t.stride()), t._version)
                 hit = self._table.get(key)
                 if hit is not None:

@@ -1,0 +1,524 @@
+#!/usr/bin/env python3
+"""Peak memory and time of one training step, the way issue 50 measures it:
+plain, ebac, per-block checkpointing and ebac composed with recomputation.
+
+    /usr/bin/python3 studies/peak_step.py --out build/peak-step
+    /usr/bin/python3 studies/peak_step.py --networks resnet20 --ways plain,ebac --rounds 3 --out build/p
+    /usr/bin/python3 studies/peak_step.py --smoke --out build/peak-step-smoke   # CI, about a minute
+
+Networks (studies/study_models.py): `resnet20` (ResNet-20-shaped CNN, 16/32/64
+channels, BN, ReLU, 3 stages of 3 basic blocks) and `vit12` (ViT, 12 blocks,
+d=96, 4 heads, 4x4 patches: 49 tokens + class token), on a batch of 256
+Fashion-MNIST images. Each (network, way) runs in its own process
+(this script with --worker), one torch thread, with the glibc thresholds of
+memory_report.WORKER_ENV fixed; `--rounds` repeats every way, interleaved
+(round 1: all ways, round 2: all ways, ...), for medians on a shared machine.
+
+In a worker: Adam (lr 1e-3), two warm-up steps, then one measured step: the
+peak RSS rise over the RSS before it (memory_report.Memory: VmHWM after
+clear_refs) and its wall time. Then one more step, instrumented, for the
+timeline and the breakdown: a thread samples the RSS every --sample-ms, and
+(ebac ways) every pack/unpack records the RSS and what is alive at that
+moment: the compressed bytes, the raw saved tensors whose storage is still
+alive (what forward still holds after compressing), and the decompressed
+tensors still alive in backward (checked through weak storage references,
+so the count never keeps a tensor alive).
+
+Ways:
+  plain             forward, loss, backward, Adam step;
+  ebac              forward and loss inside compressed_activations(error_bound=1e-2, mode="rel")
+                    with its defaults (no model=, as a new user writes it);
+  checkpoint        torch.utils.checkpoint (non-reentrant) around every residual/transformer block;
+  ebac-recompute    ebac_torch.checkpoint around every block, inside compressed_activations:
+                    only the block inputs are kept (compressed), the block is recomputed in backward.
+
+Writes results.json, report.md and timeline.png (RSS over the instrumented
+step, every way of a network on one axis) into --out.
+"""
+
+import argparse
+import json
+import os
+import statistics
+import subprocess
+import sys
+import threading
+import time
+
+TOOLS = os.path.dirname(os.path.abspath(__file__))
+REPO = os.path.dirname(TOOLS)
+sys.path.insert(0, TOOLS)
+import memory_report as mr  # noqa: E402  (Memory, WORKER_ENV; imports no torch at module level)
+
+WAYS = ["plain", "ebac", "checkpoint", "ebac-recompute"]
+NETWORKS = ["resnet20", "vit12"]
+PAGE = os.sysconf("SC_PAGE_SIZE")
+
+
+def rss_now():
+    with open("/proc/self/statm") as f:
+        return int(f.read().split()[1]) * PAGE
+
+
+class Sampler(threading.Thread):
+    """RSS every `period` seconds, with phase marks, until stopped."""
+
+    def __init__(self, period):
+        super().__init__(daemon=True)
+        self.period, self.t0 = period, time.perf_counter()
+        self.samples, self.marks = [], []
+        self._stop_evt = threading.Event()
+
+    def mark(self, what):
+        self.marks.append((time.perf_counter() - self.t0, what, rss_now()))
+
+    def run(self):
+        while not self._stop_evt.is_set():
+            self.samples.append((time.perf_counter() - self.t0, rss_now()))
+            time.sleep(self.period)
+
+    def stop(self):
+        self._stop_evt.set()
+        self.join()
+
+
+class Tracker:
+    """Wraps a session's pack/unpack: records at each call the RSS and what
+    is alive (compressed bytes, raw saved storages, decompressed storages)."""
+
+    def __init__(self, session, C, sampler):
+        self.s, self.C, self.sampler = session, C, sampler
+        self.raw = {}     # storage id -> (StorageRef, bytes) of packed raw tensors
+        self.dec = {}     # storage id -> (StorageRef, bytes) of unpacked (decompressed) tensors
+        self.events = []
+        pack, unpack = session._pack, session._unpack
+        tr = self
+
+        def _pack(t):
+            p = pack(t)
+            if p is not t and getattr(p, "blob", None) is not None:
+                sid = C.storage_id(t)
+                if sid and sid not in tr.raw:
+                    tr.raw[sid] = (C.StorageRef(t), t.untyped_storage().nbytes() if hasattr(t, "untyped_storage")
+                                   else t.storage().nbytes())
+            tr.event("pack", session._module_name() if session._stack else "<top>")
+            return p
+
+        def _unpack(p):
+            out = unpack(p)
+            if not isinstance(p, __import__("torch").Tensor) and getattr(p, "blob", None) is not None:
+                sid = C.storage_id(out)
+                if sid:
+                    tr.dec[sid] = (C.StorageRef(out), out.numel() * out.element_size())
+            tr.event("unpack", "(parameter)" if isinstance(p, __import__("torch").Tensor) else (p.module or ""))
+            return out
+
+        session._pack, session._unpack = _pack, _unpack
+
+    @staticmethod
+    def _alive(table):
+        dead = [k for k, (r, _) in table.items() if not r.alive()]
+        for k in dead:
+            del table[k]
+        return sum(b for _, b in table.values())
+
+    def event(self, kind, module):
+        P = self.s._pass
+        self.events.append({"t": time.perf_counter() - self.sampler.t0, "kind": kind, "module": module,
+                            "rss": rss_now(),
+                            "compressed": P.live_stored_bytes if P is not None else 0,
+                            "raw_alive": self._alive(self.raw), "decompressed_alive": self._alive(self.dec)})
+
+
+def worker(spec):
+    import gc
+    import torch
+    torch.set_num_threads(1)
+    import study_models as sm
+    net, way, batch, seed = spec["network"], spec["way"], spec["batch"], spec["seed"]
+    pipeline = spec.get("pipeline") or "ratio"
+    if "@" in way:  # e.g. ebac@fast: that way with another pipeline
+        way, pipeline = way.split("@", 1)
+    ebac_torch = None
+    if way.startswith("ebac"):
+        sys.path.insert(0, mr.EBAC_TORCH_PATH)
+        import ebac_torch
+        ebac_torch.load_extension()
+    torch.manual_seed(seed)
+    model = sm.NETWORKS[net]["build"](sm.NETWORKS[net]["size"]).train()
+    x, y = sm.network_input(net, batch, sm.NETWORKS[net]["size"], seed)
+    opt = torch.optim.Adam(model.parameters(), lr=1e-3)
+    pbytes = sum(p.numel() * p.element_size() for p in model.parameters())
+    mem = mr.Memory(torch, False)
+    sampler = [None]
+
+    def mark(what):
+        if sampler[0] is not None:
+            sampler[0].mark(what)
+
+    def forward_loss():
+        if way == "checkpoint":
+            return sm.loss_of(sm.checkpointed_forward(net, model, x), y)
+        if way == "ebac-recompute":
+            return sm.loss_of(sm.segmented_forward(net, model, x, ebac_torch.checkpoint), y)
+        return sm.loss_of(model(x), y)
+
+    session = [None]
+
+    def step(track=False):
+        torch.manual_seed(seed + 1)  # the same dropout masks each way
+        opt.zero_grad(set_to_none=True)
+        mark("forward")
+        tracker = None
+        if way.startswith("ebac"):
+            s = ebac_torch.compressed_activations(error_bound=spec["error_bound"], mode="rel",
+                                                  pipeline=pipeline)
+            if track:  # before __enter__, which hands pack/unpack to autograd
+                tracker = Tracker(s, s.C, sampler[0])
+            with s:
+                loss = forward_loss()
+            session[0] = s
+        else:
+            loss = forward_loss()
+        mark("backward")
+        loss.backward()
+        mark("optimizer")
+        opt.step()
+        mark("end")
+        return float(loss), tracker
+
+    res = {"network": net, "way": spec["way"], "batch": batch, "param_bytes": pbytes,
+           "static_model_bytes": 4 * pbytes, "memory_method": mem.method, "losses": []}
+    if spec.get("grads_path"):  # one step from the same weights, batch and RNG; its gradients
+        model.zero_grad(set_to_none=True)
+        orig_step, opt.step = opt.step, lambda: None
+        res["losses"].append(step()[0])
+        opt.step = orig_step
+        torch.save({n: p.grad.detach().clone() for n, p in model.named_parameters() if p.grad is not None},
+                   spec["grads_path"])
+        res["ok"] = True
+        return res
+    for _ in range(2):  # warm-up: Adam's state exists, allocator and caches settled
+        res["losses"].append(step()[0])
+    gc.collect()
+    before = mem.before()
+    t0, c0 = time.perf_counter(), time.process_time()
+    loss, _ = step()
+    sec, cpu = time.perf_counter() - t0, time.process_time() - c0
+    peak = mem.peak()
+    res["losses"].append(loss)
+    res.update(rss_before=before, peak=peak, rise=peak - before, seconds=sec, cpu_seconds=cpu)
+    if session[0] is not None:
+        st = session[0].stats()
+        res["saved"] = {k: st[k] for k in ("raw_bytes", "compressed_bytes", "ratio", "tensors",
+                                           "compressed_tensors", "peak_compressed_bytes", "pack_seconds",
+                                           "unpack_seconds", "decompressions")}
+        big = sorted((d["raw_bytes"] for d in st["details"]), reverse=True)
+        res["largest_saved"] = big[:3]
+    if spec.get("timeline"):
+        gc.collect()
+        s = Sampler(spec["sample_ms"] / 1000.0)
+        sampler[0] = s
+        base = rss_now()
+        s.start()
+        _, tracker = step(track=True)
+        s.stop()
+        sampler[0] = None
+        res["timeline"] = {"base": base, "samples": s.samples, "marks": s.marks,
+                           "events": tracker.events if tracker else []}
+    res["ok"] = True
+    return res
+
+
+def worker_main(path):
+    with open(path) as f:
+        spec = json.load(f)
+    try:
+        res = worker(spec)
+    except Exception as e:  # noqa: BLE001
+        import traceback
+        traceback.print_exc()
+        res = {"ok": False, "error": "%s: %s" % (type(e).__name__, e), "network": spec["network"], "way": spec["way"]}
+    with open(spec["result"], "w") as f:
+        json.dump(res, f)
+    return 0 if res.get("ok") else 1
+
+
+def run_one(args, net, way, rnd, timeline, grads_path=None):
+    work = os.path.join(args.out, "work")
+    os.makedirs(work, exist_ok=True)
+    tag = "%s-%s-r%d" % (net, way, rnd)
+    spec = {"network": net, "way": way, "batch": args.batch, "seed": args.seed, "error_bound": args.error_bound,
+            "timeline": timeline, "sample_ms": args.sample_ms, "result": os.path.join(work, tag + ".json"),
+            "grads_path": grads_path, "pipeline": args.pipeline}
+    sp = os.path.join(work, tag + ".spec.json")
+    with open(sp, "w") as f:
+        json.dump(spec, f)
+    env = dict(os.environ)
+    env.update(mr.WORKER_ENV)
+    env["OMP_NUM_THREADS"] = "1"
+    with open(os.path.join(work, tag + ".log"), "w") as lf:
+        subprocess.run([sys.executable, os.path.abspath(__file__), "--worker", sp], cwd=REPO, env=env,
+                       stdout=lf, stderr=subprocess.STDOUT, timeout=args.timeout)
+    try:
+        with open(spec["result"]) as f:
+            return json.load(f)
+    except OSError:
+        return {"ok": False, "error": "no result (see %s.log)" % tag, "network": net, "way": way}
+
+
+NEGLIGIBLE = mr.NEGLIGIBLE
+
+
+def grad_fidelity(args):
+    """Per network and way: the gradients of one step against plain's (same
+    weights, batch, RNG): min cosine over the parameters whose plain gradient
+    is above NEGLIGIBLE x the largest norm, and the loss."""
+    import torch
+    out = {}
+    for net in args.networks:
+        paths = {}
+        for way in args.ways:
+            paths[way] = os.path.join(args.out, "work", "grads-%s-%s.pt" % (net, way))
+            r = run_one(args, net, way, 99, False, grads_path=paths[way])
+            if not r.get("ok"):
+                out[(net, way)] = {"error": r.get("error")}
+                continue
+            out[(net, way)] = {"loss": r["losses"][0]}
+        if "plain" not in args.ways or not os.path.exists(paths["plain"]):
+            continue
+        ref = torch.load(paths["plain"])
+        gmax = max(float(g.double().norm()) for g in ref.values())
+        for way in args.ways:
+            if way == "plain" or not os.path.exists(paths[way]):
+                continue
+            g = torch.load(paths[way])
+            cos, judged, missing = [], 0, [n for n in ref if n not in g]
+            for n, r0 in ref.items():
+                if n not in g or float(r0.double().norm()) < NEGLIGIBLE * gmax:
+                    continue
+                a, b = g[n].double().flatten(), r0.double().flatten()
+                cos.append((float(a @ b) / (float(a.norm()) * float(b.norm()) or 1.0), n))
+                judged += 1
+            worst = min(cos) if cos else (float("nan"), "")
+            out[(net, way)].update(min_cosine=worst[0], worst=worst[1], judged=judged, missing=missing)
+    return out
+
+
+def summarize(runs):
+    ok = [r for r in runs if r.get("ok")]
+    if not ok:
+        return None
+    rise = [r["rise"] for r in ok]
+    sec = [r["seconds"] for r in ok]
+    out = {"n": len(ok), "rise_median": statistics.median(rise), "rise_min": min(rise), "rise_max": max(rise),
+           "sec_median": statistics.median(sec), "sec_min": min(sec), "sec_max": max(sec),
+           "cpu_median": statistics.median(r.get("cpu_seconds", float("nan")) for r in ok),
+           "rss_before": statistics.median(r["rss_before"] for r in ok)}
+    if "saved" in ok[0]:
+        out["saved"] = ok[0]["saved"]
+        out["largest_saved"] = ok[0].get("largest_saved")
+    return out
+
+
+def breakdown(res):
+    """What is alive at the instrumented step's sampled RSS peak (ebac ways):
+    the counts of the last pack/unpack before it (nothing is packed or
+    unpacked between two events, so compressed bytes are exact; raw and
+    decompressed tensors can only have been freed since), and the rest."""
+    tl = res.get("timeline") or {}
+    ev = tl.get("events") or []
+    if not ev or not tl.get("samples"):
+        return None
+    t_peak, v_peak = max(tl["samples"], key=lambda s: s[1])
+    prior = [e for e in ev if e["t"] <= t_peak] or ev[:1]
+    top = prior[-1]
+    backward = next((t for t, what, _ in tl["marks"] if what == "backward"), None)
+    base = tl["base"]
+    rise = v_peak - base
+    other = rise - top["compressed"] - top["raw_alive"] - top["decompressed_alive"]
+    return {"phase": "forward" if backward is None or t_peak < backward else "backward", "rise": rise,
+            "after": "%s %s" % (top["kind"], top.get("module", "")),
+            "compressed": top["compressed"], "raw_alive": top["raw_alive"],
+            "decompressed_alive": top["decompressed_alive"], "other": other}
+
+
+def plot(results, out):
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    nets = sorted({r["network"] for r in results})
+    ways = []
+    for r in results:
+        if r["way"] not in ways:
+            ways.append(r["way"])
+    fig, axes = plt.subplots(len(nets), 2, figsize=(15, 3.8 * len(nets)), squeeze=False)
+    for (ax, zoom), net in zip(axes, nets):
+        top = 0.0
+        for i, way in enumerate(ways):
+            r = next((r for r in results if r["network"] == net and r["way"] == way and r.get("timeline")), None)
+            if r is None:
+                continue
+            tl = r["timeline"]
+            if way != "plain":
+                top = max([top] + [(v - tl["base"]) / 1e6 for _, v in tl["samples"]])
+            for a in (ax, zoom):
+                _draw(a, tl, i, way)
+        zoom.set_ylim(-5, 1.15 * top if top > 0 else None)
+        ax.set_title(net)
+        zoom.set_title("%s, without plain's scale" % net)
+    fig.suptitle("Memory over one training step (batch 256, Adam, one thread)")
+    fig.tight_layout()
+    fig.savefig(os.path.join(out, "timeline.png"), dpi=100)
+    plt.close(fig)
+
+
+def _draw(ax, tl, i, way):
+    """One way's RSS samples over the step (time as a fraction of the step),
+    where backward starts, and (ebac ways) the compressed bytes alive."""
+    ts = [t for t, _ in tl["samples"]]
+    end = max(ts) if ts else 1.0
+    ax.plot([t / end for t in ts], [(v - tl["base"]) / 1e6 for _, v in tl["samples"]],
+            color="C%d" % i, lw=1.1, label="%s (%.1f s)" % (way, end))
+    for t, what, _ in tl["marks"]:
+        if what == "backward":
+            ax.axvline(t / end, color="C%d" % i, lw=0.6, ls=":")
+    if tl["events"]:
+        ax.plot([e["t"] / end for e in tl["events"]], [e["compressed"] / 1e6 for e in tl["events"]],
+                color="C%d" % i, lw=0.8, ls="--", label="%s: compressed bytes alive" % way)
+    ax.set_xlabel("fraction of the step (dotted: backward starts)")
+    ax.set_ylabel("RSS above the step's start, MB")
+    ax.legend(fontsize=7)
+
+
+def report(results, args, out, grads=None):
+    L = ["# Peak memory of one training step (issue 50)", "",
+         "Command: `%s`  " % " ".join(sys.argv), "git %s; %s  " % (mr.git_state(), time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime())),
+         "ebac: rel %g, pipeline `%s`, otherwise compressed_activations' defaults.  " % (args.error_bound, args.pipeline),
+         "Batch %d, Adam, two warm-up steps, then one measured step: peak RSS rise over the RSS before it "
+         "(VmHWM after clear_refs, %s), one torch thread, each run in its own process; %d round(s), ways "
+         "interleaved; median [min-max]. The machine is shared with other jobs: times are noisy." % (
+             args.batch, ", ".join("%s=%s" % kv for kv in mr.WORKER_ENV.items()), args.rounds), ""]
+    L += ["| network | way | peak rise MB | plain/way | step s (wall) | step CPU s | saved raw MB | stored MB | ratio |",
+          "|---|---|---|---|---|---|---|---|---|"]
+    summ = {}
+    for net in args.networks:
+        for way in args.ways:
+            summ[(net, way)] = summarize([r for r in results if r["network"] == net and r["way"] == way])
+    for net in args.networks:
+        p = summ.get((net, "plain"))
+        for way in args.ways:
+            s = summ.get((net, way))
+            if not results:
+                continue
+            if s is None:
+                L.append("| %s | %s | failed | | | | | | |" % (net, way))
+                continue
+            sv = s.get("saved") or {}
+            L.append("| %s | %s | %.1f [%.1f-%.1f] | %s | %.2f [%.2f-%.2f] | %.2f | %s | %s | %s |" % (
+                net, way, s["rise_median"] / 1e6, s["rise_min"] / 1e6, s["rise_max"] / 1e6,
+                "%.2fx" % (p["rise_median"] / s["rise_median"]) if p and s["rise_median"] > 0 else "",
+                s["sec_median"], s["sec_min"], s["sec_max"], s["cpu_median"],
+                "%.1f" % (sv["raw_bytes"] / 1e6) if sv else "", "%.1f" % (sv["compressed_bytes"] / 1e6) if sv else "",
+                "%.2fx" % sv["ratio"] if sv else ""))
+    L += ["", "## Where the peak is (instrumented step, ebac ways)", "",
+          "At the highest RSS sample of the instrumented step (every %g ms), with the counts of the last "
+          "pack/unpack before it: compressed bytes alive, raw saved tensors whose storage is still alive "
+          "(forward still holds them after they were compressed), decompressed tensors still alive, and the "
+          "rest (gradients of activations, the ops' own temporaries, codec scratch, allocator slack). "
+          "Parameters, gradients and Adam's state are in the RSS before the step (4 x parameter bytes)." % args.sample_ms,
+          "", "| network | way | phase | after | rise MB | compressed | raw alive | decompressed alive | other | "
+          "3 largest saved tensors MB | model+grads+Adam MB |", "|---|---|---|---|---|---|---|---|---|---|---|"]
+    for r in results:
+        b = breakdown(r) if r.get("ok") else None
+        if b is None:
+            continue
+        L.append("| %s | %s | %s | %s | %.1f | %.1f | %.1f | %.1f | %.1f | %.1f | %.1f |" % (
+            r["network"], r["way"], b["phase"], b["after"], b["rise"] / 1e6, b["compressed"] / 1e6, b["raw_alive"] / 1e6,
+            b["decompressed_alive"] / 1e6, b["other"] / 1e6, sum(r.get("largest_saved") or []) / 1e6,
+            r["static_model_bytes"] / 1e6))
+    if grads:
+        L += ["", "## Gradients against plain", "",
+              "One step from the same weights, batch and RNG each way (studies/peak_step.py --grads); cosine "
+              "per parameter whose plain gradient is above %g x the largest norm." % NEGLIGIBLE, "",
+              "| network | way | loss | min cosine | worst parameter | parameters judged |", "|---|---|---|---|---|---|"]
+        for (net, way), g in grads.items():
+            if "error" in g:
+                L.append("| %s | %s | failed: %s | | | |" % (net, way, g["error"]))
+                continue
+            L.append("| %s | %s | %.5f | %s | %s | %s |" % (
+                net, way, g["loss"], "%.5f" % g["min_cosine"] if "min_cosine" in g else "(reference)",
+                g.get("worst", ""), g.get("judged", "")))
+    L += ["", "![memory over one step](timeline.png)", ""]
+    with open(os.path.join(out, "report.md"), "w") as f:
+        f.write("\n".join(L))
+    return summ
+
+
+def main():
+    if len(sys.argv) == 3 and sys.argv[1] == "--worker":
+        sys.exit(worker_main(sys.argv[2]))
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--out", required=True)
+    ap.add_argument("--networks", default=",".join(NETWORKS))
+    ap.add_argument("--ways", default=",".join(WAYS))
+    ap.add_argument("--batch", type=int, default=256)
+    ap.add_argument("--smoke", action="store_true",
+                    help="CI: both networks at batch 32, one round, with --grads; fails when a worker fails or a "
+                         "recomputing way's gradient cosine is below 0.99 (ebac's own below 0.9, as the memory "
+                         "report's smoke)")
+    ap.add_argument("--rounds", type=int, default=1)
+    ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--error-bound", type=float, default=1e-2)
+    ap.add_argument("--sample-ms", type=float, default=2.0)
+    ap.add_argument("--no-timeline", dest="timeline", action="store_false",
+                    help="no instrumented step (timing runs)")
+    ap.add_argument("--pipeline", default="ratio", help="the ebac ways' pipeline (default: the session's default)")
+    ap.add_argument("--timeout", type=int, default=1200)
+    ap.add_argument("--report-only", action="store_true", help="rewrite report.md and the plot from results.json")
+    ap.add_argument("--grads", action="store_true",
+                    help="also (or, with --rounds 0, only) compare one step's gradients of every way against plain's")
+    args = ap.parse_args()
+    if args.smoke:
+        args.batch, args.rounds, args.grads = 32, 1, True
+    args.networks = args.networks.split(",")
+    args.ways = args.ways.split(",")
+    os.makedirs(args.out, exist_ok=True)
+    rpath = os.path.join(args.out, "results.json")
+    if args.report_only:
+        with open(rpath) as f:
+            results = json.load(f)
+    else:
+        results = []
+        for rnd in range(args.rounds):
+            for net in args.networks:
+                for way in args.ways:
+                    r = run_one(args, net, way, rnd, timeline=(rnd == 0 and args.timeline))
+                    results.append(r)
+                    print("%s %s r%d: %s" % (net, way, rnd, "rise %.1f MB, %.2f s" % (r["rise"] / 1e6, r["seconds"])
+                                             if r.get("ok") else "FAILED " + r.get("error", "")), flush=True)
+                    with open(rpath, "w") as f:
+                        json.dump(results, f)
+    grads = None
+    gpath = os.path.join(args.out, "grads.json")
+    if args.grads and not args.report_only:
+        grads = grad_fidelity(args)
+        with open(gpath, "w") as f:
+            json.dump([[k[0], k[1], v] for k, v in grads.items()], f)
+    elif os.path.exists(gpath):
+        with open(gpath) as f:
+            grads = {(a, b): v for a, b, v in json.load(f)}
+    report(results, args, args.out, grads)
+    if any(r.get("timeline") for r in results):
+        plot([r for r in results if r.get("ok")], args.out)
+    print(open(os.path.join(args.out, "report.md")).read())
+    def floor(way):  # ebac's own defaults are judged like the memory report's smoke (see docs/pytorch.md)
+        return mr.COSINE_SMOKE if args.smoke and way.split("@")[0] == "ebac" else mr.COSINE_TARGET
+    bad = [k for k, v in (grads or {}).items() if "error" in v or v.get("min_cosine", 1.0) < floor(k[1])]
+    if bad:
+        print("gradient check failed: %s" % bad)
+    return 0 if all(r.get("ok") for r in results) and not bad else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
