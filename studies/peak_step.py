@@ -4,7 +4,7 @@ plain, ebac, per-block checkpointing and ebac composed with recomputation.
 
     /usr/bin/python3 studies/peak_step.py --out build/peak-step
     /usr/bin/python3 studies/peak_step.py --networks resnet20 --ways plain,ebac --rounds 3 --out build/p
-    /usr/bin/python3 studies/peak_step.py --smoke --out build/peak-step-smoke   # CI, about a minute
+    /usr/bin/python3 studies/peak_step.py --smoke --out build/peak-step-smoke   # both networks, small (CI: --networks resnet20)
 
 Networks (studies/study_models.py): `resnet20` (ResNet-20-shaped CNN, 16/32/64
 channels, BN, ReLU, 3 stages of 3 basic blocks) and `vit12` (ViT, 12 blocks,
@@ -106,11 +106,14 @@ class Tracker:
 
         def _unpack(p):
             out = unpack(p)
-            if not isinstance(p, __import__("torch").Tensor) and getattr(p, "blob", None) is not None:
+            # A parameter comes back as itself, or as (tensor, version) where the
+            # session checks in-place changes.
+            param = isinstance(p, (__import__("torch").Tensor, tuple))
+            if not param and getattr(p, "blob", None) is not None:
                 sid = C.storage_id(out)
                 if sid:
                     tr.dec[sid] = (C.StorageRef(out), out.numel() * out.element_size())
-            tr.event("unpack", "(parameter)" if isinstance(p, __import__("torch").Tensor) else (p.module or ""))
+            tr.event("unpack", "(parameter)" if param else (p.module or ""))
             return out
 
         session._pack, session._unpack = _pack, _unpack
