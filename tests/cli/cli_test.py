@@ -1580,10 +1580,15 @@ print(os.waitstatus_to_exitcode(st), resource.getrusage(resource.RUSAGE_CHILDREN
 """
 
 
-def peak_rss_run(args):
-    """Runs ebac; returns (exit status, stderr text, peak RSS in bytes, through PEAK_RSS_HELPER)."""
+def peak_rss_run(args, stdin=None):
+    """Runs ebac (stdin: a file to read on its standard input, through a pipe); returns (exit status,
+    stderr text, peak RSS in bytes, through PEAK_RSS_HELPER)."""
+    feed = subprocess.Popen(["cat", stdin], stdout=subprocess.PIPE) if stdin else None
     p = subprocess.run([sys.executable, "-S", "-E", "-c", PEAK_RSS_HELPER, EBAC] + [str(a) for a in args],
-                       capture_output=True, timeout=120)
+                       stdin=feed.stdout if feed else None, capture_output=True, timeout=120)
+    if feed:
+        feed.stdout.close()
+        feed.wait()
     rc, kib = (int(v) for v in p.stdout.split())
     return rc, p.stderr.decode(errors="replace"), kib * 1024
 
@@ -1626,7 +1631,31 @@ def group_decode_memory():
             del got
             check(peak <= limit, f"{label}, {threads} thread(s): peak RSS {peak >> 20} MiB, more than 1.5 x the output + 64 MiB "
                                  f"({limit >> 20} MiB)")
-        os.remove(out)
+        if os.path.exists(out):
+            os.remove(out)
+    # A stored stream holds the elements themselves: decoded in its own buffer, from a file or a
+    # pipe (before: 2x the output, and from a pipe the buffer's old and new copies as it doubled).
+    import struct
+    n = 3 << 26  # 192 MiB, where 2x the output exceeds 1.5x + 64 MiB
+    h = bytearray(crafted_header("u8", [n], 1 << 14, 1, 0, (0, 0, 0, n, 0, 0)))
+    h[10] = 2  # stored, no checksum
+    h[14] = 0  # no quantizer
+    src = path("stored.ebac")
+    with open(src, "wb") as f:
+        f.write(h)
+        f.truncate(len(h) + n)  # zeros
+    limit = n * 3 // 2 + (64 << 20)
+    for label, args, stdin in (("file", ["--input", src], None), ("pipe", ["--input", "-"], src)):
+        for threads in (1, 2):
+            rc, se, peak = peak_rss_run(["decompress"] + args + ["--output", out, "--threads", threads], stdin=stdin)
+            if not check(rc == 0, f"stored stream from a {label}, {threads} thread(s): exit {rc}: {se.strip()!r}"):
+                continue
+            check(os.path.getsize(out) == n, f"stored stream from a {label}: output is not {n} bytes")
+            check(peak <= limit, f"stored stream from a {label}, {threads} thread(s): peak RSS {peak >> 20} MiB, more than "
+                                 f"1.5 x the output + 64 MiB ({limit >> 20} MiB)")
+    for f in (out, src):
+        if os.path.exists(f):
+            os.remove(f)
     # Over the cap: refused from the header, before the output or any scratch is allocated.
     src = path("crafted.ebac")
     with open(src, "wb") as f:
