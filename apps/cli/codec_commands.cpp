@@ -70,8 +70,8 @@ int cmd_decompress(int argc, char** argv) {
   ebac_cli::input_file in(in_path);
   out.check_not(in);
   ebac_cli::start_threads(threads);
-  const auto stream = read_stream(in, max_output);
-  const auto raw = decompress_any(stream, threads, max_output);
+  auto stream = read_stream(in, max_output);
+  const auto raw = decompress_any(std::move(stream), threads, max_output);
   out.write(raw.data(), raw.size());
   out.commit();
   return 0;

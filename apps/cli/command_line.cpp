@@ -9,6 +9,7 @@
 #include <ebac/host/isa_dispatch.hpp>
 
 #include <algorithm>
+#include <bit>
 #include <cctype>
 #include <cerrno>
 #include <cfloat>
@@ -295,6 +296,10 @@ std::vector<std::byte> read_stream(ebac_cli::input_file& in, std::uint64_t max_o
     if (bytes > max_output)
       throw input_error("the stream decodes to " + format_bytes(bytes) + ", more than --max-output " + format_bytes(max_output) +
                         "; give a larger --max-output to decode it");
+    // The whole size at once (bounded by the checks above): a buffer grown
+    // by doubling from a pipe held the old and the new copy at once (2x a
+    // stored stream's elements beside its output).
+    buf.reserve(static_cast<std::size_t>(total + 1));
   }
   if (in.read_to(buf, total + 1))
     throw input_error("input " + in.name() + " goes on after the " + std::to_string(total) +
@@ -346,6 +351,25 @@ std::vector<std::byte> decompress_any(const std::vector<std::byte>& stream, int 
   }
   decompress_into(stream.data(), stream.size(), h.type, out.data(), n, threads, max_output);
   return out;
+}
+
+std::vector<std::byte> decompress_any(std::vector<std::byte>&& stream, int threads, std::uint64_t max_output) {
+  const ebac::stream_header h = ebac::host::inspect(stream.data(), stream.size());  // validated, checksum included
+  if constexpr (std::endian::native == std::endian::little) {
+    if (h.is_stored()) {
+      const std::uint64_t bytes = ebac::element_count(h) * ebac::size_of(h.type);
+      if (bytes > max_output)
+        throw input_error("the stream decodes to " + format_bytes(bytes) + ", more than --max-output " + format_bytes(max_output) +
+                          "; give a larger --max-output to decode it");
+      // inspect checked that the payload holds exactly these bytes.
+      const auto at = static_cast<std::ptrdiff_t>(h.section_offset(ebac::section_payload));
+      std::vector<std::byte> out = std::move(stream);
+      out.erase(out.begin(), out.begin() + at);
+      out.resize(static_cast<std::size_t>(bytes));
+      return out;
+    }
+  }
+  return decompress_any(static_cast<const std::vector<std::byte>&>(stream), threads, max_output);
 }
 
 void decompress_into(const std::byte* stream, std::size_t size, ebac::dtype t, void* out, std::uint64_t count, int threads,

@@ -87,6 +87,11 @@ std::vector<std::byte> compress_any(const std::vector<std::byte>& raw, ebac::dty
 /// Decompresses into raw little-endian bytes of the stream's dtype.
 std::vector<std::byte> decompress_any(const std::vector<std::byte>& stream, int threads,
                                       std::uint64_t max_output = ebac::unlimited_output);
+/// The same, taking the stream: a stored stream's payload (its elements'
+/// raw little-endian bytes) becomes the output in the stream's own buffer,
+/// so that decoding it does not hold the elements twice.
+std::vector<std::byte> decompress_any(std::vector<std::byte>&& stream, int threads,
+                                      std::uint64_t max_output = ebac::unlimited_output);
 
 /// Decodes `count` elements of type t (the stream's dtype) into out.
 void decompress_into(const std::byte* stream, std::size_t size, ebac::dtype t, void* out, std::uint64_t count, int threads,

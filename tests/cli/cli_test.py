@@ -8,7 +8,7 @@ raw bits, and failures by exit status, stderr and the files left behind.
     cli_test.py --ebac build/bin/ebac --corpus data/corpus --workdir DIR --group NAME
 
 Groups: info, roundtrip, eval_json, errors, no_overwrite, adversarial, golden,
-streams, outputs, limits, arguments, integers, grad_error, host_isa, hostile (or all).
+streams, outputs, limits, arguments, integers, grad_error, host_isa, hostile, decode_memory (or all).
 Exit status: 0 all checks passed, 1 a check failed, 77 a check could not run
 here (it says which; ctest shows the test as skipped).
 """
@@ -1507,9 +1507,168 @@ def group_hostile():
           f"docs/cli.md: --min-time must be documented as an option of eval only: {claim!r}")
 
 
+# --- decode memory (issue 53, item 6) ------------------------------------------
+
+DTYPE_CODES = {"f32": (1, 4), "u8": (5, 1)}
+
+
+def crafted_header(dtype, dims, chunk, predictor, encoder, sections, lorenzo_axis=None):
+    """A version-2 stream header without checksum (docs/format.md): exact
+    quantizer for u8, linear (eb 1e-3) for f32; predictor 1 none or 2
+    Lorenzo along axis lorenzo_axis with one tile over it."""
+    import struct
+    code, _ = DTYPE_CODES[dtype]
+    rank = len(dims)
+    quant = 1 if dtype == "f32" else 3
+    h = bytearray(112 + 8 * rank)
+    h[0:4] = b"EBAC"
+    struct.pack_into("<HHBBBB", h, 4, 2, 112 + 8 * rank, code, 1 if quant == 1 else 0, 0, rank)
+    struct.pack_into("<BBBB", h, 12, predictor, 1 if predictor == 2 else 0, quant, encoder)
+    if predictor == 2:
+        h[16] = lorenzo_axis
+        struct.pack_into("<I", h, 20, dims[lorenzo_axis])
+    if quant == 1:
+        struct.pack_into("<dd", h, 32, 1e-3, 1e-3)
+    struct.pack_into("<I", h, 48, chunk)
+    struct.pack_into("<6Q", h, 64, *sections)
+    for k, d in enumerate(dims):
+        struct.pack_into("<Q", h, 112 + 8 * k, d)
+    return bytes(h)
+
+
+def varint_bytes(v):
+    b = bytearray()
+    while True:
+        x, v = v & 0x7F, v >> 7
+        if not v:
+            b.append(x)
+            return bytes(b)
+        b.append(x | 0x80)
+
+
+def crafted_zeros_stream(dtype, n, chunk, encoder, lorenzo_axis=None):
+    """A stream of n zeros in chunks of `chunk` codes, a few hundred bytes:
+    run-length (encoder 2; one run token a chunk), optionally under a Lorenzo
+    predictor along axis 0 of a rank-1 tensor (a block larger than a chunk:
+    the chunks depend on each other), or context ANS (encoder 4; one context
+    whose only token is 0, so each chunk is its byte count and four states
+    of 2^23 that no step changes)."""
+    import struct
+    chunks = (n + chunk - 1) // chunk
+    sizes = [min(chunk, n - c * chunk) for c in range(chunks)]
+    if encoder == 2:
+        bodies = [bytes([0xF0]) + varint_bytes(m - 15) for m in sizes]
+        codebook = b""
+    else:
+        bodies = [struct.pack("<5I", 16, 1 << 23, 1 << 23, 1 << 23, 1 << 23)] * chunks
+        codebook = bytes([1, 6]) + varint_bytes(1) + varint_bytes(1) + varint_bytes(16384)
+    table = b"".join(struct.pack("<I", len(b)) for b in bodies)
+    payload = b"".join(bodies)
+    predictor = 1 if lorenzo_axis is None else 2
+    h = crafted_header(dtype, [n], chunk, predictor, encoder, (0, len(codebook), len(table), len(payload), 0, 0), lorenzo_axis)
+    return h + codebook + table + payload
+
+
+# Runs the command in argv[1:] and prints its exit status and peak RSS (KiB).
+# A child's ru_maxrss counts the pages of its parent at the fork (Linux keeps
+# the larger of the RSS before and after exec): this small interpreter, not
+# the test's (numpy and its arrays), is the parent, which adds ~10 MiB.
+PEAK_RSS_HELPER = """import os, resource, sys
+pid = os.posix_spawn(sys.argv[1], sys.argv[1:], os.environ)
+_, st = os.waitpid(pid, 0)
+print(os.waitstatus_to_exitcode(st), resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss)
+"""
+
+
+def peak_rss_run(args, stdin=None):
+    """Runs ebac (stdin: a file to read on its standard input, through a pipe); returns (exit status,
+    stderr text, peak RSS in bytes, through PEAK_RSS_HELPER)."""
+    feed = subprocess.Popen(["cat", stdin], stdout=subprocess.PIPE) if stdin else None
+    p = subprocess.run([sys.executable, "-S", "-E", "-c", PEAK_RSS_HELPER, EBAC] + [str(a) for a in args],
+                       stdin=feed.stdout if feed else None, capture_output=True, timeout=120)
+    if feed:
+        feed.stdout.close()
+        feed.wait()
+    rc, kib = (int(v) for v in p.stdout.split())
+    return rc, p.stderr.decode(errors="replace"), kib * 1024
+
+
+def group_decode_memory():
+    """decompress's peak RSS stays within 1.5 x its output + 64 MiB whatever
+    chunk size, predictor and thread count a stream names (issue 53: a
+    264-byte u8 stream peaked at 1.31 GB under a 256M cap, 4 bytes of
+    scratch an element; context ANS took eight chunks' codes a thread), and
+    a stream over --max-output is refused before anything large is allocated."""
+    if SANITIZED:
+        print("note: sanitized build, peak RSS is ASan's: not checked", flush=True)
+        return
+    n8 = 1 << 26  # 64 MiB of u8 output
+    cases = (
+        # Lorenzo along the only axis, one block of 2^26 > a chunk of 2^24: the chunks depend on each other.
+        ("u8 lorenzo rle chunk 2^24", "u8", n8, crafted_zeros_stream("u8", n8, 1 << 24, 2, lorenzo_axis=0)),
+        ("f32 lorenzo rle chunk 2^22", "f32", 1 << 24, crafted_zeros_stream("f32", 1 << 24, 1 << 22, 2, lorenzo_axis=0)),
+        # Independent chunks of 2^24 and 2^22 codes; float ANS chunks of 2^22, the largest the
+        # AVX2 build decodes eight at a time (eight chunks: one group, with eight chunks' codes
+        # and the interleaved lanes; 267 MB for 128 MiB before the fix).
+        ("u8 none rle chunk 2^24", "u8", n8, crafted_zeros_stream("u8", n8, 1 << 24, 2)),
+        ("u8 none ans chunk 2^22", "u8", n8, crafted_zeros_stream("u8", n8, 1 << 22, 4)),
+        ("f32 none ans chunk 2^22", "f32", 1 << 25, crafted_zeros_stream("f32", 1 << 25, 1 << 22, 4)),
+    )
+    out = path("decoded.raw")
+    for label, dtype, n, stream in cases:
+        src = path("crafted.ebac")
+        with open(src, "wb") as f:
+            f.write(stream)
+        check(len(stream) < 1024, f"{label}: setup: the crafted stream takes {len(stream)} bytes")
+        out_bytes = n * DTYPE_CODES[dtype][1]
+        limit = out_bytes * 3 // 2 + (64 << 20)
+        for threads in (1, 2):
+            rc, se, peak = peak_rss_run(["decompress", "--input", src, "--output", out, "--threads", threads])
+            if not check(rc == 0, f"{label}, {threads} thread(s): exit {rc}: {se.strip()!r}"):
+                continue
+            got = np.fromfile(out, dtype=np.uint8)
+            check(got.size == out_bytes and not got.any(), f"{label}, {threads} thread(s): output is not {out_bytes} zero bytes")
+            del got
+            check(peak <= limit, f"{label}, {threads} thread(s): peak RSS {peak >> 20} MiB, more than 1.5 x the output + 64 MiB "
+                                 f"({limit >> 20} MiB)")
+        if os.path.exists(out):
+            os.remove(out)
+    # A stored stream holds the elements themselves: decoded in its own buffer, from a file or a
+    # pipe (before: 2x the output, and from a pipe the buffer's old and new copies as it doubled).
+    import struct
+    n = 3 << 26  # 192 MiB, where 2x the output exceeds 1.5x + 64 MiB
+    h = bytearray(crafted_header("u8", [n], 1 << 14, 1, 0, (0, 0, 0, n, 0, 0)))
+    h[10] = 2  # stored, no checksum
+    h[14] = 0  # no quantizer
+    src = path("stored.ebac")
+    with open(src, "wb") as f:
+        f.write(h)
+        f.truncate(len(h) + n)  # zeros
+    limit = n * 3 // 2 + (64 << 20)
+    for label, args, stdin in (("file", ["--input", src], None), ("pipe", ["--input", "-"], src)):
+        for threads in (1, 2):
+            rc, se, peak = peak_rss_run(["decompress"] + args + ["--output", out, "--threads", threads], stdin=stdin)
+            if not check(rc == 0, f"stored stream from a {label}, {threads} thread(s): exit {rc}: {se.strip()!r}"):
+                continue
+            check(os.path.getsize(out) == n, f"stored stream from a {label}: output is not {n} bytes")
+            check(peak <= limit, f"stored stream from a {label}, {threads} thread(s): peak RSS {peak >> 20} MiB, more than "
+                                 f"1.5 x the output + 64 MiB ({limit >> 20} MiB)")
+    for f in (out, src):
+        if os.path.exists(f):
+            os.remove(f)
+    # Over the cap: refused from the header, before the output or any scratch is allocated.
+    src = path("crafted.ebac")
+    with open(src, "wb") as f:
+        f.write(crafted_zeros_stream("u8", 1 << 28, 1 << 24, 2, lorenzo_axis=0))
+    rc, se, peak = peak_rss_run(["decompress", "--input", src, "--output", out, "--max-output", "64M", "--threads", 2])
+    one_error_line("256 MiB stream under --max-output 64M", rc, se, "--max-output")
+    check(peak <= 32 << 20, f"256 MiB stream under --max-output 64M: peak RSS {peak >> 20} MiB before the refusal (expected < 32 MiB)")
+
+
 GROUPS = {"host_isa": group_host_isa, "integers": group_integers, "grad_error": group_grad_error, "info": group_info, "golden": group_golden, "roundtrip": group_roundtrip, "eval_json": group_eval_json, "errors": group_errors,
           "no_overwrite": group_no_overwrite, "adversarial": group_adversarial, "streams": group_streams,
-          "outputs": group_outputs, "limits": group_limits, "arguments": group_arguments, "hostile": group_hostile}
+          "outputs": group_outputs, "limits": group_limits, "arguments": group_arguments, "hostile": group_hostile,
+          "decode_memory": group_decode_memory}
 
 
 def main():

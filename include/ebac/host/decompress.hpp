@@ -25,6 +25,7 @@
 #include <memory>
 #include <stdexcept>
 #include <string>
+#include <type_traits>
 #include <vector>
 
 EBAC_NAMESPACE_BEGIN
@@ -82,11 +83,17 @@ void decompress_parsed(const stream_header& h, const std::byte* data, std::size_
     };
 
     const auto readable = static_cast<std::size_t>((data + size) - payload);
+    // Scratch beside the output: at most decode_scratch_budget (half the
+    // output and 48 MiB), whatever chunk size and thread count.
+    const std::uint64_t budget = detail::decode_scratch_budget(n * sizeof(S));
     if (chunks_independent(pred, h.shape, C)) {
-      detail::per_thread_scratch<std::uint32_t> scratch(threads);  // freed when the call returns
+      const detail::decode_plan plan = detail::plan_decode<E>(n, C, threads, budget);
+      detail::per_thread_scratch<std::uint32_t> scratch(plan.threads);  // freed when the call returns
       detail::decode_chunks(
-          enc, payload, readable, offsets, n, C, threads, errors,
-          [&](std::uint64_t c, std::size_t) {
+          enc, payload, readable, offsets, n, C, plan, errors,
+          [&](std::uint64_t c, std::size_t m) {
+            // A group's chunks need distinct buffers; a chunk on its own, its own codes.
+            if (c >= plan.groups.grouped) return scratch.get(m);
             constexpr std::size_t k = detail::decode_chunks_together<E>;
             return scratch.get(std::size_t{C} * k) + std::size_t{C} * (c % k);
           },
@@ -95,12 +102,20 @@ void decompress_parsed(const stream_header& h, const std::byte* data, std::size_
             pred.unpredict_chunk(h.shape, codes, m);
             if (!detail::reconstruct_chunk<S>(q, codes, m, c * C, out + c * C)) bad_codes[c] = 1;
           });
+    } else if constexpr (std::is_same_v<std::remove_cvref_t<decltype(pred)>, lorenzo>) {
+      // Window by window (decode_lorenzo_windows), not the tensor's codes at once.
+      bool bad = false;
+      detail::decode_lorenzo_windows<S>(enc, pred, h.shape, q, payload, offsets, n, C, threads, budget, out, bad, [&](status s) {
+        fail(s, "a chunk's payload does not decode to its element count");
+      });
+      if (bad) bad_codes[0] = 1;
     } else {
       // Uninitialized: every element is written before it is read.
       std::unique_ptr<std::uint32_t[]> field_store(new std::uint32_t[static_cast<std::size_t>(n)]);
       std::uint32_t* const field = field_store.get();
+      const detail::decode_plan plan = detail::plan_decode<E>(n, C, threads, budget);
       detail::decode_chunks(
-          enc, payload, readable, offsets, n, C, threads, errors, [&](std::uint64_t c, std::size_t) { return field + c * C; },
+          enc, payload, readable, offsets, n, C, plan, errors, [&](std::uint64_t c, std::size_t) { return field + c * C; },
           [&](std::uint64_t, std::uint32_t* codes, std::size_t m) { detail::unzigzag_in_place(codes, m); });
       report();
       for (int k = (n > 0 ? pred.passes() : 0) - 1; k >= 0; --k)
@@ -133,10 +148,16 @@ void decompress_parsed(const stream_header& h, const std::byte* data, std::size_
 /// and count its element count. Throws ebac::error on any inconsistency, and
 /// status::buffer_too_small when the stream decodes to more than
 /// max_output_bytes bytes (count x sizeof(T)), before decoding anything.
-/// Working memory: a chunk's codes per thread (four bytes a code); with
-/// context ANS where AVX2 is compiled in, sixteen chunks' (decode_chunks:
-/// eight decoded side by side, then placed);
-/// with a predictor whose chunks depend on each other, the tensor's codes.
+/// Working memory beside the output: at most half the output's bytes and
+/// 48 MiB (decode_scratch_budget), whatever chunk size and thread count the
+/// stream and the caller name; fewer threads run, and context-ANS chunks
+/// go one at a time instead of side by side, where theirs would not fit.
+/// A chunk's codes per thread (four bytes a code); with context ANS where
+/// AVX2 is compiled in, sixteen chunks' (decode_chunks: eight decoded side by
+/// side, then placed); with a Lorenzo predictor whose chunks depend on each
+/// other, a window of whole slabs along its outermost axis and a batch of
+/// chunks' codes (decode_lorenzo_windows), never the tensor's codes. (One
+/// chunk's codes, up to 64 MiB, and two slabs are the least it takes.)
 template <element T>
 void decompress(const std::byte* data, std::size_t size, T* output, std::uint64_t count, int threads = 0,
                 std::uint64_t max_output_bytes = unlimited_output) {
