@@ -500,11 +500,13 @@ def worker(spec):
     return res
 
 
-def worker_main(path):
+def worker_main(path, run=None):
+    """Runs one way's spec file in this process (`run`: the worker, default this
+    report's; studies/peak_step.py passes its own) and writes its result file."""
     with open(path) as f:
         spec = json.load(f)
     try:
-        res = worker(spec)
+        res = (run or worker)(spec)
     except Exception as e:  # noqa: BLE001
         import traceback
         traceback.print_exc()

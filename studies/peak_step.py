@@ -233,20 +233,6 @@ def worker(spec):
     return res
 
 
-def worker_main(path):
-    with open(path) as f:
-        spec = json.load(f)
-    try:
-        res = worker(spec)
-    except Exception as e:  # noqa: BLE001
-        import traceback
-        traceback.print_exc()
-        res = {"ok": False, "error": "%s: %s" % (type(e).__name__, e), "network": spec["network"], "way": spec["way"]}
-    with open(spec["result"], "w") as f:
-        json.dump(res, f)
-    return 0 if res.get("ok") else 1
-
-
 def run_one(args, net, way, rnd, timeline, grads_path=None):
     work = os.path.join(args.out, "work")
     os.makedirs(work, exist_ok=True)
@@ -460,7 +446,7 @@ def report(results, args, out, grads=None):
 
 def main():
     if len(sys.argv) == 3 and sys.argv[1] == "--worker":
-        sys.exit(worker_main(sys.argv[2]))
+        sys.exit(mr.worker_main(sys.argv[2], worker))
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--out", required=True)
     ap.add_argument("--networks", default=",".join(NETWORKS))
