@@ -41,7 +41,6 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
-#include <functional>
 #include <mutex>
 #include <stdexcept>
 #include <string>
@@ -182,44 +181,6 @@ class input_file {
   input_file(const input_file&) = delete;
   input_file& operator=(const input_file&) = delete;
 
-  /// Reads until end of input or until `limit` bytes are held. After the
-  /// first `prefix` bytes arrive, on_prefix sees them (a stream reader can
-  /// refuse a wrong magic number without reading on).
-  std::vector<std::byte> read(std::uint64_t limit, std::size_t prefix = 0,
-                              const std::function<void(const std::byte*, std::size_t)>& on_prefix = {}) {
-    constexpr std::uint64_t step = std::uint64_t{1} << 20;
-    std::vector<std::byte> buf;
-    std::size_t have = 0;
-    // A regular file's size is a hint only (/proc and /sys files report 0 or 4096).
-    const std::uint64_t first = size_hint_ ? size_hint_ + 1 : step;
-    buf.resize(static_cast<std::size_t>(std::min(limit, first)));
-    bool seen_prefix = false;
-    for (;;) {
-      if (have == buf.size()) {
-        if (have >= limit) break;
-        buf.resize(static_cast<std::size_t>(std::min<std::uint64_t>(limit, std::max<std::uint64_t>(2 * have, step))));
-      }
-      const ::ssize_t r = ::read(fd_, buf.data() + have, buf.size() - have);
-      if (r < 0) {
-        if (errno == EINTR) continue;
-        if (errno == EAGAIN) {  // a non-blocking descriptor inherited from the shell
-          struct pollfd p {fd_, POLLIN, 0};
-          ::poll(&p, 1, -1);
-          continue;
-        }
-        throw input_error("cannot read input " + input_name(path_) + ": " + errno_text(errno));
-      }
-      if (r == 0) break;
-      have += static_cast<std::size_t>(r);
-      if (on_prefix && !seen_prefix && have >= prefix) {
-        seen_prefix = true;
-        on_prefix(buf.data(), have);
-      }
-    }
-    buf.resize(have);
-    return buf;
-  }
-
   /// Appends to buf until it holds `limit` bytes or the input ends; false
   /// at the end of the input. Memory grows with the bytes that arrive, not
   /// with `limit` (a header may claim any size).
@@ -254,7 +215,8 @@ class input_file {
   /// Exactly `need` bytes, or an error naming both sizes; `why` completes
   /// "... but <why> <need>" (e.g. "--dims and --dtype f32 need").
   std::vector<std::byte> read_exactly(std::uint64_t need, const std::string& why) {
-    auto data = read(need + 1);
+    std::vector<std::byte> data;
+    read_to(data, need + 1);
     if (data.size() > need) {
       if (size_hint_ > need)
         throw input_error("input " + input_name(path_) + " has " + std::to_string(size_hint_) + " bytes but " + why + " " + std::to_string(need));
