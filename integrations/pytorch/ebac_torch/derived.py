@@ -7,7 +7,10 @@ saves anyway:
   ``nn.Linear`` saves ``dropout(gelu(a))``, which is ``gelu(a) * noise``; the
   noise (0 or 1/(1-p), or a bool mask on CUDA) is saved by the dropout itself;
 * in attention, softmax saves its output ``p`` and the matmul with ``v`` saves
-  ``dropout(p) = p * noise``.
+  ``dropout(p) = p * noise``;
+* ``nn.LayerNorm`` saves its input ``x`` (which a session stores row by row,
+  divided by each row's spread sigma: hooks._row_normalized) and the next
+  Linear saves its output ``(x - mean) / sigma * w + b``.
 
 A session stores such a tensor as a *recipe* (``gelu``, ``multiply by the
 saved noise``): no bytes and no compression. In backward it is rebuilt from
@@ -23,7 +26,9 @@ the bound its output will need (``gelu_input_bound``): at mode "rel" the
 output's bound is rel x its range, which is about half the input's range
 (GELU maps the negative half to [-0.17, 0]), so the input is stored about
 one bit per element finer, and the output, as large as the input and often
-larger after dropout, is not stored at all.
+larger after dropout, is not stored at all. Likewise a LayerNorm's input
+rows get the bound its output needs (``layernorm_rows_bound``), if that costs
+at most two bits an element.
 """
 
 import math
@@ -54,6 +59,38 @@ def contiguous_key(t):
     if t.layout != torch.strided or not t.is_contiguous():
         return None
     return (t.data_ptr(), t.numel(), t.dtype, t.device, t._version)
+
+
+# A LayerNorm input is stored finer for its output only if that costs at most
+# this factor in bound (two bits an element): beyond it, storing the output is cheaper.
+LAYERNORM_MAX_TIGHTENING = 4.0
+
+
+def layernorm_rows_bound(rows, row_eb, weight, bias, eb, mode):
+    """For a LayerNorm input stored as `rows` (x / sigma per row) under
+    `row_eb`: (bound, shift, output error) where shift = mean / sigma per row
+    (the output is (rows - shift) * w + b), bound = the rows' bound that
+    keeps the output within (eb, mode) of its own range (never looser than
+    row_eb; row_eb itself when the tightening would cost more than
+    LAYERNORM_MAX_TIGHTENING), and the output error that bound carries,
+    rounding included."""
+    shift = rows.mean(dim=1)
+    z = rows - shift[:, None]
+    y = z if weight is None else z * weight.detach().reshape(1, -1)
+    if bias is not None:
+        y = y + bias.detach().reshape(1, -1)
+    w_max = 1.0 if weight is None else float(weight.detach().abs().max())
+    lo, hi = (float(v) for v in torch.aminmax(y))
+    need = eb * (hi - lo) if mode == "rel" else eb
+    bound = row_eb
+    if w_max > 0 and need / (w_max * GELU_MARGIN) < row_eb:
+        tighter = need / (w_max * GELU_MARGIN)
+        if tighter * LAYERNORM_MAX_TIGHTENING >= row_eb:
+            bound = tighter
+    # rows - shift and the LayerNorm's own (x - mean) * rstd differ by a few
+    # ulps of |rows| + |shift| (cancellation), times |w|.
+    rounding = 2.0 ** -20 * (float(rows.abs().max()) + float(shift.abs().max())) * w_max
+    return bound, shift, w_max * bound + rounding
 
 
 def gelu_input_bound(x, eb, mode):
@@ -108,6 +145,8 @@ class Recipe:
 
     def gain(self):
         """How much a source's error is multiplied on its way to the output (a resolved recipe)."""
+        if self.op == "layernorm":
+            return float("nan")  # not a multiple of the source's error: see params["error"]
         if self.op == "gelu":
             return GELU_LIPSCHITZ
         return abs(self.params["scale"]) * self.params["noise_max"]
@@ -118,6 +157,8 @@ def error_of(node, packed_error):
     None when a source's error is unknown or the noise is not exact.
     `packed_error(p)` gives a packed record's bound (0 for a lossless one)."""
     if isinstance(node, Recipe):
+        if node.op == "layernorm":  # fixed when learned: |w| x the rows' bound + rounding
+            return node.params["error"]
         if node.op == "gelu":
             e = error_of(node.sources[0], packed_error)
             return None if e is None else GELU_LIPSCHITZ * e
@@ -141,11 +182,21 @@ def fits(node, top, eb_abs, packed_error):
     return e + _ROUNDING * (top + e) <= eb_abs
 
 
-def rebuild(node, value_of):
-    """The output of a resolved recipe; `value_of(p)` reconstructs a packed source."""
+def rebuild(node, value_of, rows_of):
+    """The output of a resolved recipe; `value_of(p)` reconstructs a packed
+    source, `rows_of(p)` a LayerNorm input's stored rows (x / sigma)."""
     if not isinstance(node, Recipe):
         return value_of(node)
-    xs = [rebuild(s, value_of) for s in node.sources]
+    if node.op == "layernorm":
+        q = node.sources[0]
+        rows = rebuild(q, value_of, rows_of) if isinstance(q, Recipe) else rows_of(q)
+        y = rows - node.params["shift"][:, None]
+        if node.params["weight"] is not None:
+            y = y * node.params["weight"].reshape(1, -1)
+        if node.params["bias"] is not None:
+            y = y + node.params["bias"].reshape(1, -1)
+        return y.reshape(node.shape)
+    xs = [rebuild(s, value_of, rows_of) for s in node.sources]
     if node.op == "gelu":
         y = torch.nn.functional.gelu(xs[0], approximate=node.params["approximate"])
     else:

@@ -221,6 +221,7 @@ class _Packed:
 
     __slots__ = ("session", "blob", "tensor", "sizes", "strides", "elem", "stored", "saves",
                  "unpacks", "cache", "module", "row_scale", "shape", "version", "source", "recipe", "eb_abs",
+                 "row_shift", "row_error",
                  "__weakref__")
 
     def __init__(self, session, stored):
@@ -241,6 +242,8 @@ class _Packed:
         self.source = None     # a compressed tensor: a weak reference to it, for that check
         self.recipe = None     # a derived tensor: the resolved derived.Recipe that rebuilds it (no blob)
         self.eb_abs = None     # a float blob's bound on its elements, once known
+        self.row_shift = None  # LayerNorm rows: mean / sigma per row, for the recipe of its output
+        self.row_error = None  # ... and the error that output carries when rebuilt
 
     def __del__(self):
         s = self.session
@@ -482,7 +485,7 @@ class compressed_activations:
             self._dropout_noise[module] = None
 
     def _post(self, module, inputs, output):
-        if self.derive and isinstance(module, (torch.nn.GELU, torch.nn.Dropout)):
+        if self.derive and isinstance(module, (torch.nn.GELU, torch.nn.Dropout, torch.nn.LayerNorm)):
             self._learn_recipe(module, inputs, output)
         if self._stack and self._stack[-1] is module:
             self._stack.pop()
@@ -513,7 +516,8 @@ class compressed_activations:
         with self._lock, torch.no_grad():
             noise = self._dropout_noise.pop(module, None)
             self._gelu_inputs.pop(module, None)
-            if type(module) not in (torch.nn.GELU, torch.nn.Dropout) or getattr(_state, "boundary", None) is not None:
+            if (type(module) not in (torch.nn.GELU, torch.nn.Dropout, torch.nn.LayerNorm)
+                    or getattr(_state, "boundary", None) is not None):
                 return
             if not inputs or not isinstance(inputs[0], torch.Tensor) or not isinstance(output, torch.Tensor):
                 return
@@ -525,7 +529,14 @@ class compressed_activations:
             src = self._source_of(x)
             if ck is None or src is None:
                 return
-            if type(module) is torch.nn.GELU:
+            if type(module) is torch.nn.LayerNorm:
+                if isinstance(src, _derived.Recipe) or src.row_shift is None:
+                    return
+                w = None if module.weight is None else module.weight.detach().clone()
+                b = None if module.bias is None else module.bias.detach().clone()
+                rec = _derived.Recipe("layernorm", [src], {"shift": src.row_shift, "weight": w, "bias": b,
+                                                           "error": src.row_error}, output.shape, output.dtype)
+            elif type(module) is torch.nn.GELU:
                 rec = _derived.Recipe("gelu", [src], {"approximate": module.approximate}, output.shape, output.dtype)
             else:
                 if noise is None or not module.training or module.inplace or not (0.0 < module.p < 1.0):
@@ -740,12 +751,20 @@ class compressed_activations:
                         and isinstance(self._stack[-1], torch.nn.LayerNorm)
                         and self._norm_inputs.get(self._stack[-1]) == (t.data_ptr(), tuple(t.shape), t.dtype)):
                     rows = _row_normalized(t, self._stack[-1], eb, mode)
+                shift = None
                 if rows is not None:
                     x_rows, sigma, row_eb = rows
+                    ln = self._stack[-1]
+                    if self.derive and key is not None and type(ln) is torch.nn.LayerNorm:
+                        # the bound its output needs, if cheap enough (derived.py)
+                        row_eb, shift, row_error = _derived.layernorm_rows_bound(
+                            x_rows, row_eb, ln.weight, ln.bias, eb, mode)
                     blob, strides = self.C.compress(x_rows, row_eb, "abs", pipeline, threads, self.checksum,
                                                     self.kernel_path, None)
-                    p = _Packed(self, blob.numel() + _nbytes(sigma))
+                    p = _Packed(self, blob.numel() + _nbytes(sigma) + (_nbytes(shift) if shift is not None else 0))
                     p.row_scale = sigma
+                    if shift is not None:
+                        p.row_shift, p.row_error = shift, row_error
                     p.eb_abs = row_eb * float(sigma.max())
                     p.shape = tuple(t.shape)
                     p.sizes = list(x_rows.shape)
@@ -828,8 +847,10 @@ class compressed_activations:
     def _restore(self, p, threads):
         """The tensor a blob stands for (LayerNorm rows scaled back), or a derived one rebuilt."""
         if p.recipe is not None:
-            return _derived.rebuild(p.recipe, lambda q: q.tensor if q.tensor is not None else (
-                q.cache if q.cache is not None else self._restore(q, threads)))
+            return _derived.rebuild(
+                p.recipe,
+                lambda q: q.tensor if q.tensor is not None else (q.cache if q.cache is not None else self._restore(q, threads)),
+                lambda q: self.C.decompress(q.blob, q.sizes, q.strides, q.elem, threads, self.kernel_path))
         y = self.C.decompress(p.blob, p.sizes, p.strides, p.elem, threads, self.kernel_path)
         if p.row_scale is not None:
             y = (y * p.row_scale[:, None]).reshape(p.shape)

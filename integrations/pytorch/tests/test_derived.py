@@ -43,6 +43,24 @@ class Attention(nn.Module):
         return (att @ v).transpose(1, 2).reshape(b, t, c)
 
 
+class NormLinear(nn.Module):
+    """LayerNorm -> Linear: the Linear saves the LayerNorm's output."""
+
+    def __init__(self, d=32, affine=True):
+        super().__init__()
+        self.ln = nn.LayerNorm(d, elementwise_affine=affine)
+        self.fc = nn.Linear(d, d)
+        if affine:  # a trained-looking affine: uneven gains, offsets
+            with torch.no_grad():
+                self.ln.weight.copy_(torch.linspace(0.2, 3.0, d))
+                self.ln.bias.copy_(torch.linspace(-1.0, 1.0, d))
+
+    def forward(self, x):
+        # x * 1.0: LayerNorm's input is not a leaf, as inside a network (a leaf that requires
+        # grad is passed through as a parameter)
+        return self.fc(self.ln(x * 1.0))
+
+
 class DoubledGELU(nn.GELU):
     """Not what nn.GELU computes: must never be rebuilt as gelu(x)."""
 
@@ -157,6 +175,27 @@ class DerivedTensors(unittest.TestCase):
         self.assertEqual(st["derived"]["tensors"], 0)
         self.assertLessEqual(worst, 1.0)
         self.assertGreater(min_cosine(g, plain_grads(m, self.x)), 0.99)
+
+    def test_layernorm_output_is_rebuilt_from_its_rows(self):
+        # rows of different means and spreads, as a residual stream has; then rows of one spread and
+        # different means, whose output range is well below the input's range / max spread: the
+        # rows need a tighter bound than the input's own for the output to be rebuilt within its bound.
+        spread = (torch.linspace(0.1, 4.0, 16), torch.ones(16))
+        for affine, sd in ((True, spread[0]), (False, spread[0]), (True, spread[1]), (False, spread[1])):
+            m = NormLinear(affine=affine)
+            x = self.x * sd.reshape(1, 16, 1) + torch.linspace(-3, 3, 16).reshape(1, 16, 1)
+            x.requires_grad_(True)  # without affine parameters LayerNorm saves nothing otherwise
+            st, g, worst, checked = run(m, x)
+            self.assertLessEqual(worst, 1.0)
+            self.assertEqual(st["derived"]["tensors"], 1, "affine=%s" % affine)
+            self.assertGreater(checked, 1)
+            self.assertGreater(min_cosine(g, plain_grads(m, x)), 0.99)
+
+    def test_layernorm_rows_off_stores_the_output(self):
+        m = NormLinear()
+        st, _, worst, _ = run(m, self.x, layernorm_rows=False)
+        self.assertLessEqual(worst, 1.0)
+        self.assertEqual(st["derived"]["tensors"], 0)
 
     def test_inplace_change_of_a_source_is_refused(self):
         # fc2's input is rebuilt from the GELU input: if that changes in place
