@@ -438,6 +438,7 @@ class compressed_activations:
         self._pool_inputs = {}
         self._norm_inputs = {}
         self._table = {}
+        self._measuring = False
         self._recipes = {}        # derived.contiguous_key(output) -> (StorageRef, derived.Recipe)
         self._gelu_inputs = {}    # nn.GELU -> its input's (data_ptr, shape, dtype), while it runs
         self._dropout_noise = {}  # nn.Dropout -> the record of the noise it saved, while it runs
@@ -847,17 +848,41 @@ class compressed_activations:
     def _restore(self, p, threads):
         """The tensor a blob stands for (LayerNorm rows scaled back), or a derived one rebuilt."""
         if p.recipe is not None:
-            return _derived.rebuild(
-                p.recipe,
-                lambda q: q.tensor if q.tensor is not None else (q.cache if q.cache is not None else self._restore(q, threads)),
-                lambda q: self.C.decompress(q.blob, q.sizes, q.strides, q.elem, threads, self.kernel_path))
+            return _derived.rebuild(p.recipe, lambda q: self._source_value(q, threads),
+                                    lambda q: self._source_rows(q, threads))
         y = self.C.decompress(p.blob, p.sizes, p.strides, p.elem, threads, self.kernel_path)
         if p.row_scale is not None:
             y = (y * p.row_scale[:, None]).reshape(p.shape)
         return y
 
+    # A recipe's sources were saved by earlier ops, so their own unpacks come
+    # later in backward: a source decompressed for a rebuild is handed to its
+    # own unpack (as a tensor saved twice is) instead of being decoded again.
+    def _source_value(self, q, threads):
+        if q.tensor is not None:
+            return q.tensor
+        if q.cache is not None:
+            return q.cache
+        v = self._restore(q, threads)
+        if q.unpacks < q.saves and not self._measuring:
+            q.cache = v
+        return v
+
+    def _source_rows(self, q, threads):
+        """A LayerNorm input's stored rows (x / sigma), for the recipe of its output."""
+        if q.cache is not None:
+            return (q.cache.reshape(q.sizes) / q.row_scale[:, None])
+        rows = self.C.decompress(q.blob, q.sizes, q.strides, q.elem, threads, self.kernel_path)
+        if q.unpacks < q.saves and not self._measuring:
+            q.cache = (rows * q.row_scale[:, None]).reshape(q.shape)
+        return rows
+
     def _measure(self, P, name, t, p, eb_abs, detail):
-        y = self._restore(p, 1 if self.threads is None else self.threads)
+        self._measuring = True  # at pack time: a rebuild must not leave its sources decompressed till backward
+        try:
+            y = self._restore(p, 1 if self.threads is None else self.threads)
+        finally:
+            self._measuring = False
         x64 = t.detach().double()
         e = (y.double() - x64)
         fin = torch.isfinite(x64)
