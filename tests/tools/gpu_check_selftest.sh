@@ -56,10 +56,10 @@ expect "$out/summary.md" good "passed"
 # 4: the deadline (12 s, 8 of them the reserve): the stub is cut after the
 # 4 s left, and nothing after it starts.
 out=$tmp/run4
-EBAC_GPU_CHECK_GPU=1 OUT=$out GPU_BUILD_DIR=$tmp/none DEADLINE=12 RESERVE=8 STAGES="test,memcheck,initcheck,racecheck,bench,ncu,torch,torch-report" \
+EBAC_GPU_CHECK_GPU=1 OUT=$out GPU_BUILD_DIR=$tmp/none DEADLINE=12 RESERVE=8 STAGES="test,memcheck,initcheck,racecheck,bench,ncu,torch,torch-report,torch-all" \
   EBAC_GPU_CHECK_STUB="hog:100:sleep 300" bash "$script" > "$tmp/run4.log" 2>&1
 grep -qF -- "- **hog**: TIMED OUT" "$out/summary.md" || fail "run 4: the stub was not cut by the deadline: $(grep -F hog "$out/summary.md")"
-for s in test memcheck initcheck racecheck bench ncu; do expect "$out/summary.md" "$s" "skipped: no time left"; done
+for s in test memcheck initcheck racecheck bench ncu torch torch-report torch-all; do expect "$out/summary.md" "$s" "skipped: no time left"; done
 
 if ((fails)); then
   echo "--- run logs"
