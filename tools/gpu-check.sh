@@ -17,19 +17,21 @@
 #               as the yardstick in the same run (throughput.md)
 #   ncu         Nsight Compute on the `fast` pipeline's kernels of a small
 #               benchmark run (a handful of launches, two sections)
-#   torch       the ebac_torch tests on the GPU (test_cuda.py among them),
-#               then studies/memory_report.py on resnet50 and vit_b_16 at a
+#   torch       ebac_torch's CUDA tests (tests/test_cuda.py) on the GPU
+#   torch-report  studies/memory_report.py on resnet50 and vit_b_16 at a
 #               batch that fills a few GB, plain / ebac / checkpoint
 #               (torch.cuda.max_memory_allocated, step time, gradients)
+#   torch-all   every ebac_torch test under the machine's torch 2.x
 # Every stage that needs a GPU reports "skipped: no GPU" at once where none
 # is visible; a stage whose program was not built says so; a stage cut by
-# its time box reports "timed out". The summary is written whatever happens.
+# its time box reports "TIMED OUT". The summary is written whatever happens.
+# The boxes add up to more than DEADLINE: the last stages get what is left.
 #
 # Prepare HERE first: `bash tools/gpu-prepare.sh` (the machine has no
 # doctest), then call the device tool with carry ["build/deps"],
 # timeout_s 420 and the command
 #   OUT=$OUT bash tools/gpu-check.sh
-# (docs/cuda.md, "Checking on a GPU", gives the expected time per stage).
+# (docs/cuda.md, "The one-call check", gives the expected time per stage).
 #
 # Settings (environment):
 #   STAGES        comma list (default all of the above)
@@ -37,8 +39,9 @@
 #                 its own limit or what is left minus RESERVE, never more
 #   <STAGE>_TIMEOUT  BUILD_TIMEOUT, TORCH_BUILD_TIMEOUT, TEST_TIMEOUT,
 #                 SANITIZE_TIMEOUT (each tool), BENCH_TIMEOUT, NCU_TIMEOUT,
-#                 TORCH_TEST_TIMEOUT, REPORT_TIMEOUT
-#   BENCH_ARGS, SANITIZE_CASES, RACECHECK_CASES, NCU_KERNELS, REPORT_ARGS
+#                 TORCH_TEST_TIMEOUT, REPORT_TIMEOUT, TORCH_ALL_TIMEOUT
+#   BENCH_ARGS, SANITIZE_CASES, RACECHECK_CASES, NCU_KERNELS, NCU_LAUNCHES,
+#   REPORT_ARGS, RESERVE (seconds kept for the summary, default 8)
 #   GPU_BUILD_DIR the CMake build directory (default build/gpu)
 #   EBAC_GPU_CHECK_GPU=0|1  overrides the GPU detection (nvidia-smi -L)
 #   EBAC_GPU_CHECK_STUB="NAME:SECONDS:COMMAND"  adds a stage NAME running
