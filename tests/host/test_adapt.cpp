@@ -171,8 +171,8 @@ TEST_CASE("adapt: a controller with an impossible configuration refuses to start
 
 TEST_CASE("adapt: planner finds the largest batch, and is constexpr") {
   constexpr std::array<ad::layer_memory, 3> layers{{{1e6, 10}, {2e6, 4}, {5e5, 1}}};  // 0.1 + 0.5 + 0.5 MB per sample
-  // The saved bytes only (working set measured as 0): the arithmetic of the budget alone.
-  constexpr ad::planner_config cfg{.budget_bytes = 1e9, .static_bytes = 2e8, .safety_margin = 0.1, .working_bytes_per_sample = 0};
+  // The saved bytes only (no working set): the arithmetic of the budget alone.
+  constexpr ad::planner_config cfg{.budget_bytes = 1e9, .static_bytes = 2e8, .safety_margin = 0.1, .working_set_tensors = 0};
   constexpr ad::batch_plan p = ad::plan_batch(cfg, layers);
   static_assert(p.state == ad::plan_state::ok);
   static_assert(p.max_micro_batch == 636);  // (0.9e9 - 2e8) / 1.1e6 = 636.4
@@ -188,7 +188,7 @@ TEST_CASE("adapt: planner finds the largest batch, and is constexpr") {
 TEST_CASE("adapt: planner falls back to gradient accumulation for a target batch that does not fit") {
   const std::array<ad::layer_memory, 1> layers{{{4e6, 5}}};  // 0.8 MB per sample
   ad::planner_config cfg{.budget_bytes = 1e8, .static_bytes = 1e7, .safety_margin = 0.1, .target_global_batch = 1000};
-  cfg.working_bytes_per_sample = 0;
+  cfg.working_set_tensors = 0;
   cfg.scaling = ad::lr_scaling::square_root;
   cfg.warmup_samples = 50000;
   const auto p = ad::plan_batch(cfg, layers);
@@ -218,7 +218,7 @@ TEST_CASE("adapt: planner falls back to gradient accumulation for a target batch
 TEST_CASE("adapt: planner reports a budget too small for batch 1, static memory over budget, and bad inputs") {
   const std::array<ad::layer_memory, 1> layers{{{1e9, 2}}};  // 500 MB per sample even compressed
   ad::planner_config cfg{.budget_bytes = 1e9, .static_bytes = 6e8};
-  cfg.working_bytes_per_sample = 0;
+  cfg.working_set_tensors = 0;
   const auto p = ad::plan_batch(cfg, layers);
   CHECK(p.state == ad::plan_state::batch_one_too_large);
   CHECK_FALSE(p.ok());
@@ -261,12 +261,17 @@ TEST_CASE("adapt: planner counts the working set beside the saved bytes, derived
   ad::planner_config measured = derived;
   measured.static_bytes = 6e6;
   measured.working_bytes_per_sample = w;
+  // The derived 7 MB is a floor: above the probe's 2.95 MB, it wins unless the floor is switched off.
+  CHECK(ad::plan_batch(measured, layers).working_bytes_per_sample == doctest::Approx(7e6));
+  measured.working_set_tensors = 0;
   const auto m = ad::plan_batch(measured, layers);
   REQUIRE(m.ok());
   // The probe's own batch reproduces its rise, and the plan is the largest batch whose modelled peak fits.
   CHECK(measured.static_bytes + 32 * m.bytes_per_sample == doctest::Approx(110e6));
   CHECK(m.max_micro_batch == 305);  // (1e9 - 6e6) / (0.3 + 2.95) MB = 305.85
   CHECK(ad::describe(measured, m).find("working set") != std::string::npos);
+  measured.working_set_tensors = 1;  // a floor of 2 MB, under the probe's 2.95 MB: the probe's figure stands
+  CHECK(ad::plan_batch(measured, layers).working_bytes_per_sample == doctest::Approx(w));
   // Measurement noise below the saved bytes clamps to an empty working set; a bad probe is refused.
   CHECK(ad::working_from_probe({.peak_rise_bytes = 5e6, .batch = 32}, derived, layers) == 0);
   CHECK(ad::working_from_probe({.peak_rise_bytes = 5e6, .batch = 0}, derived, layers) < 0);

@@ -15,15 +15,19 @@
 // leaves saved at a tenth of the raw bytes while the working set stays a few
 // layer-sized tensors (docs/pytorch.md "Where ebac's peak is").
 //
-// working comes from one of two sources, the measured one first:
-//  * a probe step (working_from_probe): the peak rise of one step at a small
-//    batch, minus its static part and its saved bytes, per sample. It
-//    captures whatever the network's backward really holds, recomputation
-//    included (a checkpointed block rebuilds its saved tensors raw);
-//  * without a probe, working_set_tensors x the largest saved tensor's raw
-//    bytes per sample: 3.5 by default, from the peaks measured on a ResNet-20
-//    and a 12-block ViT (studies/batch_budget.py); it does not cover
-//    recomputation.
+// working is the larger of two estimates:
+//  * a probe step, when there is one (working_from_probe): the peak rise of
+//    one step at a small batch, minus its static part and its saved bytes,
+//    per sample. It captures whatever the network's backward really holds,
+//    recomputation included (a checkpointed block rebuilds its saved tensors
+//    raw). A small probe can under-count: blocks under the allocator's mmap
+//    threshold (glibc: 128 KiB) are carved from memory the process already
+//    holds, so the compressed bytes of a small batch barely raise the RSS
+//    (vit12 at batch 32 read 0.84 MB per sample, at 150 0.99);
+//  * working_set_tensors x the largest saved tensor's raw bytes per sample:
+//    3.5 by default, from the peaks measured on a ResNet-20 and a 12-block
+//    ViT (studies/batch_budget.py); alone it does not cover recomputation.
+// Set working_set_tensors to 0 to take a probe's figure as it is.
 // The planner keeps a safety margin of the budget free - ratios move during
 // training, and the allocator fragments - and returns the largest batch that
 // fits. When a target global batch does not fit, it falls back to gradient
@@ -72,10 +76,10 @@ struct planner_config {
   lr_scaling scaling = lr_scaling::linear;
   double warmup_samples = 0;                ///< linear warm-up length in samples (0: none)
   double reference_tau = default_target_relative_error;
-  /// Measured transient bytes per sample at the peak (working_from_probe); when >= 0 it is used instead
-  /// of working_set_tensors; negative: not measured.
+  /// Measured transient bytes per sample at the peak (working_from_probe); negative: not measured.
   double working_bytes_per_sample = -1;
-  /// Without a measurement: the working set in units of the largest saved tensor's raw bytes per sample.
+  /// The working set's floor (its value without a measurement), in units of the largest saved tensor's
+  /// raw bytes per sample.
   double working_set_tensors = 3.5;
 };
 
@@ -166,7 +170,8 @@ constexpr batch_plan plan_batch(const planner_config& c, std::span<const layer_m
     return p;
   }
   p.saved_bytes_per_sample = saved;
-  p.working_bytes_per_sample = c.working_bytes_per_sample >= 0 ? c.working_bytes_per_sample : c.working_set_tensors * largest;
+  const double floor = c.working_set_tensors * largest;
+  p.working_bytes_per_sample = c.working_bytes_per_sample > floor ? c.working_bytes_per_sample : floor;
   const double per_sample = saved + p.working_bytes_per_sample;
   p.bytes_per_sample = per_sample;
   p.usable_bytes = c.budget_bytes * (1 - c.safety_margin) - c.static_bytes;

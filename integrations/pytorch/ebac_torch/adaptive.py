@@ -496,11 +496,12 @@ def plan_batch(budget_bytes, batch, stats=None, static_bytes=0.0, safety_margin=
     boundaries).
 
     The working set (transients alive beside the saved bytes at the peak) is
-    measured when `probe_rise` is given: the peak memory rise of one training
-    step at this `batch`, of which `probe_static_bytes` (default
-    `static_bytes`) does not grow with the batch; otherwise it is
     `working_set_tensors` x the largest saved tensor's raw bytes per sample
-    (not valid for recomputation, whose backward rebuilds a block raw).
+    (not enough for recomputation, whose backward rebuilds a block raw), or
+    more when `probe_rise` measures more: the peak memory rise of one training
+    step at this `batch`, of which `probe_static_bytes` (default
+    `static_bytes`) does not grow with the batch. working_set_tensors=0 takes
+    the probe's figure as it is.
     `static_bytes` is what does not depend on the batch (weights, optimizer
     state, gradients, workspace), in the same terms as the budget: 0 (or the
     gradients' bytes) when the budget is a peak rise over the memory before

@@ -75,10 +75,14 @@ class Planner(unittest.TestCase):
         # With a probe step: its rise per sample is the whole per-sample cost, static part removed.
         rise, grads = 40 * (per_sample + largest), 1000.0
         q = ebac_torch.plan_batch(budget, 32, stats=st, safety_margin=0.1, probe_rise=32 * rise / 40 + grads,
-                                  static_bytes=grads)
+                                  static_bytes=grads, working_set_tensors=0)
         self.assertAlmostEqual(q["bytes_per_sample"], rise / 40, delta=1e-6 * rise)
         self.assertAlmostEqual(q["working_bytes_per_sample"], largest, delta=1e-6 * rise)
         self.assertEqual(q["max_micro_batch"], int((budget * 0.9 - grads) / (rise / 40)))
+        # ... and 3.5 x the largest tensor is its floor (a small probe's rise can under-count)
+        f = ebac_torch.plan_batch(budget, 32, stats=st, safety_margin=0.1, probe_rise=32 * rise / 40 + grads,
+                                  static_bytes=grads)
+        self.assertAlmostEqual(f["working_bytes_per_sample"], 3.5 * largest, delta=1e-6 * rise)
         with self.assertRaises(ValueError):
             ebac_torch.plan_batch(budget, 0, stats=st)
         self.assertFalse(ebac_torch.plan_batch(budget, 32, stats=st, probe_rise=-5.0)["ok"])
