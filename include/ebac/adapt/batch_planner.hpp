@@ -24,9 +24,14 @@
 //    threshold (glibc: 128 KiB) are carved from memory the process already
 //    holds, so the compressed bytes of a small batch barely raise the RSS
 //    (vit12 at batch 32 read 0.84 MB per sample, at 150 0.99);
-//  * working_set_tensors x the largest saved tensor's raw bytes per sample:
-//    3.5 by default, from the peaks measured on a ResNet-20 and a 12-block
-//    ViT (studies/batch_budget.py); alone it does not cover recomputation.
+//  * working_set_tensors x the largest saved tensor's raw bytes per sample
+//    x (1 - saved / raw): 3.5 by default, from the peaks measured on a
+//    ResNet-20 and a 12-block ViT (studies/batch_budget.py). The last factor
+//    is what backward has already released by the time it runs: saved
+//    tensors of about the working set's size, worth their full size when
+//    stored raw (plain training, whose peak rise is its saved bytes) and a
+//    1/ratio share of it when compressed. Alone it does not cover
+//    recomputation.
 // Set working_set_tensors to 0 to take a probe's figure as it is.
 // The planner keeps a safety margin of the budget free - ratios move during
 // training, and the allocator fragments - and returns the largest batch that
@@ -79,7 +84,7 @@ struct planner_config {
   /// Measured transient bytes per sample at the peak (working_from_probe); negative: not measured.
   double working_bytes_per_sample = -1;
   /// The working set's floor (its value without a measurement), in units of the largest saved tensor's
-  /// raw bytes per sample.
+  /// raw bytes per sample, times 1 - saved / raw.
   double working_set_tensors = 3.5;
 };
 
@@ -124,15 +129,17 @@ struct batch_plan {
 namespace detail {
 constexpr bool finite_nonneg(double v) noexcept { return v >= 0 && v < 1.7976931348623157e308; }
 
-/// Saved bytes per sample (uncompressed + each layer at its ratio) and the
-/// largest layer's raw bytes per sample; false on a bad layer.
+/// Saved bytes per sample (uncompressed + each layer at its ratio), the same
+/// uncompressed (raw), and the largest layer's raw bytes per sample; false on
+/// a bad layer.
 constexpr bool saved_per_sample(const planner_config& c, std::span<const layer_memory> layers, double& saved,
-                                double& largest) noexcept {
-  saved = c.uncompressed_bytes_per_sample;
+                                double& raw, double& largest) noexcept {
+  saved = raw = c.uncompressed_bytes_per_sample;
   largest = 0;
   for (const layer_memory& l : layers) {
     if (!finite_nonneg(l.bytes_per_sample) || !(l.compression_ratio > 0) || !finite_nonneg(l.compression_ratio)) return false;
     saved += l.bytes_per_sample / l.compression_ratio;
+    raw += l.bytes_per_sample;
     largest = l.bytes_per_sample > largest ? l.bytes_per_sample : largest;
   }
   return true;
@@ -146,9 +153,9 @@ constexpr bool saved_per_sample(const planner_config& c, std::span<const layer_m
 /// part that is negative or not finite, or a bad layer gives -1.
 constexpr double working_from_probe(const probe_step& probe, const planner_config& c,
                                     std::span<const layer_memory> layers) noexcept {
-  double saved = 0, largest = 0;
+  double saved = 0, raw = 0, largest = 0;
   if (probe.batch < 1 || !detail::finite_nonneg(probe.peak_rise_bytes) || !detail::finite_nonneg(probe.static_bytes) ||
-      !detail::finite_nonneg(c.uncompressed_bytes_per_sample) || !detail::saved_per_sample(c, layers, saved, largest))
+      !detail::finite_nonneg(c.uncompressed_bytes_per_sample) || !detail::saved_per_sample(c, layers, saved, raw, largest))
     return -1;
   const double w = (probe.peak_rise_bytes - probe.static_bytes) / static_cast<double>(probe.batch) - saved;
   return w > 0 ? w : 0;
@@ -164,13 +171,13 @@ constexpr batch_plan plan_batch(const planner_config& c, std::span<const layer_m
     p.state = plan_state::invalid_config;
     return p;
   }
-  double saved = 0, largest = 0;
-  if (!detail::saved_per_sample(c, layers, saved, largest)) {
+  double saved = 0, raw = 0, largest = 0;
+  if (!detail::saved_per_sample(c, layers, saved, raw, largest)) {
     p.state = plan_state::invalid_config;
     return p;
   }
   p.saved_bytes_per_sample = saved;
-  const double floor = c.working_set_tensors * largest;
+  const double floor = raw > 0 ? c.working_set_tensors * largest * (1 - saved / raw) : 0;
   p.working_bytes_per_sample = c.working_bytes_per_sample > floor ? c.working_bytes_per_sample : floor;
   const double per_sample = saved + p.working_bytes_per_sample;
   p.bytes_per_sample = per_sample;
