@@ -490,9 +490,16 @@ def worker(spec):
 
     if way == "ebac" and spec.get("budget") and steps and session is not None:
         static = statistics.median(s["rss_before"] for s in steps)
-        try:
-            res["plan"] = ebac_torch.plan_batch(spec["budget"], batch, stats=session.stats(), static_bytes=static)
+        rise = statistics.median(s["increase"] for s in steps)
+        try:  # this step is the probe (its rise measures the working set); then without it, ebac's and plain's
+            st = session.stats()
+            res["plan"] = ebac_torch.plan_batch(spec["budget"], batch, stats=st, static_bytes=static,
+                                                probe_rise=rise, probe_static_bytes=0.0, safety_margin=0.0)
             res["plan"]["static_bytes"] = static
+            res["plan_no_probe"] = ebac_torch.plan_batch(spec["budget"], batch, stats=st, static_bytes=static,
+                                                         safety_margin=0.0)
+            res["plan_plain_no_probe"] = ebac_torch.plan_batch(spec["budget"], batch, stats=st, static_bytes=static,
+                                                               compressed=False, safety_margin=0.0)
         except Exception as e:  # noqa: BLE001
             res["plan"] = {"error": "%s: %s" % (type(e).__name__, e)}
     res["wall_seconds"] = time.time() - t_start
@@ -1200,8 +1207,10 @@ def write_report(results, meta, figs, out):
         add("Budget: %s. Measured: peak RSS at the report batch and at half of it, each in a fresh process, "
             "fit to a + b·batch; the largest batch under the budget, then one run at that batch to check it "
             "(skipped above %dx the report batch). Predicted: `ebac_torch.plan_batch(budget, batch, "
-            "stats=<ebac's pass>, static_bytes=<RSS before the step>)` (10%% safety margin) and, for plain, the "
-            "same formula with every saved byte at full size."
+            "stats=<ebac's pass>, static_bytes=<RSS before the step>, probe_rise=<that step's rise>, "
+            "safety_margin=0)` (the step measures the working set; no margin, to compare with the "
+            "measurement), and without probe_rise (working set 3.5x the largest saved tensor); for plain, "
+            "`compressed=False` without a probe."
             % ("%g GiB" % meta["budget_gib"] if meta["budget_gib"] else "%.1fx the plain step's peak RSS at the "
                "report batch" % BUDGET_FACTOR, VERIFY_CAP))
         add("")
@@ -1218,7 +1227,11 @@ def write_report(results, meta, figs, out):
                 if way == "ebac":
                     pl = ("%d (static %s)" % (plan["max_micro_batch"], mb(plan.get("static_bytes")))
                           if "max_micro_batch" in plan else plan.get("error", "n/a"))
-                else:
+                    if "max_micro_batch" in (eb.get("plan_no_probe") or {}):
+                        pl += "; no probe %d" % eb["plan_no_probe"]["max_micro_batch"]
+                elif "max_micro_batch" in (eb.get("plan_plain_no_probe") or {}):
+                    pl = "no probe %d" % eb["plan_plain_no_probe"]["max_micro_batch"]
+                else:  # results from before the planner had a working set: the saved bytes alone
                     st = plan.get("static_bytes")
                     pl = "n/a"
                     if st and c.get("raw_bytes"):

@@ -1,12 +1,41 @@
 // ebac/adapt/batch_planner.hpp - turn freed activation memory into batch size.
 //
-// Memory at batch B is  static + B * per_sample, where static is the weights,
-// optimizer state and workspace, and per_sample is every saved tensor's
-// bytes per sample divided by the compression ratio measured for it (the
-// controller reports those) plus whatever is saved uncompressed. The planner
-// keeps a safety margin of the budget free - ratios move during training,
-// and the allocator fragments - and returns the largest batch that fits.
-// When a target global batch does not fit, it falls back to gradient
+// The peak memory of a training step at batch B is modelled as
+//
+//   peak(B) = static + B * (saved + working)
+//
+// static: what does not grow with the batch (weights, optimizer state,
+// gradients, workspace). saved: every saved tensor's bytes per sample
+// divided by the compression ratio measured for it (the controller reports
+// those), plus whatever is saved uncompressed. working: the transients alive
+// beside the saved bytes at the peak, per sample - in backward the
+// decompressed input of the running node, grad_output, grad_input and the
+// op's temporaries; at the end of forward the last layers' raw outputs. The
+// saved bytes alone miss it, and with compression it dominates: a 10x ratio
+// leaves saved at a tenth of the raw bytes while the working set stays a few
+// layer-sized tensors (docs/pytorch.md "Where ebac's peak is").
+//
+// working is the larger of two estimates:
+//  * a probe step, when there is one (working_from_probe): the peak rise of
+//    one step at a small batch, minus its static part and its saved bytes,
+//    per sample. It captures whatever the network's backward really holds,
+//    recomputation included (a checkpointed block rebuilds its saved tensors
+//    raw). A small probe can under-count: blocks under the allocator's mmap
+//    threshold (glibc: 128 KiB) are carved from memory the process already
+//    holds, so the compressed bytes of a small batch barely raise the RSS
+//    (vit12 at batch 32 read 0.84 MB per sample, at 150 0.99);
+//  * working_set_tensors x the largest saved tensor's raw bytes per sample
+//    x (1 - saved / raw): 3.5 by default, from the peaks measured on a
+//    ResNet-20 and a 12-block ViT (studies/batch_budget.py). The last factor
+//    is what backward has already released by the time it runs: saved
+//    tensors of about the working set's size, worth their full size when
+//    stored raw (plain training, whose peak rise is its saved bytes) and a
+//    1/ratio share of it when compressed. Alone it does not cover
+//    recomputation.
+// Set working_set_tensors to 0 to take a probe's figure as it is.
+// The planner keeps a safety margin of the budget free - ratios move during
+// training, and the allocator fragments - and returns the largest batch that
+// fits. When a target global batch does not fit, it falls back to gradient
 // accumulation: the fewest micro-steps whose micro-batch fits.
 //
 // Learning rate: the global batch sets it, by linear scaling (Goyal et al.,
@@ -52,6 +81,20 @@ struct planner_config {
   lr_scaling scaling = lr_scaling::linear;
   double warmup_samples = 0;                ///< linear warm-up length in samples (0: none)
   double reference_tau = default_target_relative_error;
+  /// Measured transient bytes per sample at the peak (working_from_probe); negative: not measured.
+  double working_bytes_per_sample = -1;
+  /// The working set's floor (its value without a measurement), in units of the largest saved tensor's
+  /// raw bytes per sample, times 1 - saved / raw.
+  double working_set_tensors = 3.5;
+};
+
+/// One training step measured at a small batch: its peak rise over the memory
+/// before it, and the part of that rise that does not grow with the batch
+/// (e.g. the gradients allocated by backward after zero_grad(set_to_none=True)).
+struct probe_step {
+  double peak_rise_bytes = 0;
+  std::int64_t batch = 0;
+  double static_bytes = 0;
 };
 
 enum class plan_state : std::uint8_t {
@@ -69,7 +112,9 @@ struct batch_plan {
   std::int64_t micro_batch = 0;         ///< batch per forward/backward
   std::int64_t accumulation_steps = 0;  ///< micro-steps per optimizer step
   std::int64_t global_batch = 0;        ///< micro_batch x accumulation_steps
-  double bytes_per_sample = 0;          ///< compressed activation bytes per sample
+  double bytes_per_sample = 0;          ///< saved + working bytes per sample
+  double saved_bytes_per_sample = 0;    ///< saved tensors (compressed ones at their ratio) per sample
+  double working_bytes_per_sample = 0;  ///< transients at the peak per sample (measured or derived)
   double usable_bytes = 0;              ///< budget x (1 - margin) - static
   double peak_bytes = 0;                ///< static + micro_batch x bytes_per_sample
   double learning_rate = 0;
@@ -81,23 +126,60 @@ struct batch_plan {
   }
 };
 
+namespace detail {
+constexpr bool finite_nonneg(double v) noexcept { return v >= 0 && v < 1.7976931348623157e308; }
+
+/// Saved bytes per sample (uncompressed + each layer at its ratio), the same
+/// uncompressed (raw), and the largest layer's raw bytes per sample; false on
+/// a bad layer.
+constexpr bool saved_per_sample(const planner_config& c, std::span<const layer_memory> layers, double& saved,
+                                double& raw, double& largest) noexcept {
+  saved = raw = c.uncompressed_bytes_per_sample;
+  largest = 0;
+  for (const layer_memory& l : layers) {
+    if (!finite_nonneg(l.bytes_per_sample) || !(l.compression_ratio > 0) || !finite_nonneg(l.compression_ratio)) return false;
+    saved += l.bytes_per_sample / l.compression_ratio;
+    raw += l.bytes_per_sample;
+    largest = l.bytes_per_sample > largest ? l.bytes_per_sample : largest;
+  }
+  return true;
+}
+}  // namespace detail
+
+/// The working set per sample that a probe step implies: its rise less its
+/// static part, per sample, less the saved bytes per sample of `layers` (the
+/// probe's own saved tensors and ratios). Negative results (measurement noise
+/// on a small probe) clamp to 0; a probe with batch < 1, a rise or static
+/// part that is negative or not finite, or a bad layer gives -1.
+constexpr double working_from_probe(const probe_step& probe, const planner_config& c,
+                                    std::span<const layer_memory> layers) noexcept {
+  double saved = 0, raw = 0, largest = 0;
+  if (probe.batch < 1 || !detail::finite_nonneg(probe.peak_rise_bytes) || !detail::finite_nonneg(probe.static_bytes) ||
+      !detail::finite_nonneg(c.uncompressed_bytes_per_sample) || !detail::saved_per_sample(c, layers, saved, raw, largest))
+    return -1;
+  const double w = (probe.peak_rise_bytes - probe.static_bytes) / static_cast<double>(probe.batch) - saved;
+  return w > 0 ? w : 0;
+}
+
 constexpr batch_plan plan_batch(const planner_config& c, std::span<const layer_memory> layers) noexcept {
   batch_plan p;
-  auto finite_nonneg = [](double v) { return v >= 0 && v < 1.7976931348623157e308; };
+  using detail::finite_nonneg;
   if (!(c.budget_bytes > 0) || !finite_nonneg(c.budget_bytes) || !finite_nonneg(c.static_bytes) ||
       !finite_nonneg(c.uncompressed_bytes_per_sample) || !(c.safety_margin >= 0 && c.safety_margin < 1) || c.target_global_batch < 0 ||
-      c.max_batch < 1 || c.reference_batch < 1 || !(c.reference_lr > 0) || !finite_nonneg(c.warmup_samples) || !(c.reference_tau > 0)) {
+      c.max_batch < 1 || c.reference_batch < 1 || !(c.reference_lr > 0) || !finite_nonneg(c.warmup_samples) || !(c.reference_tau > 0) ||
+      !(c.working_bytes_per_sample < 1.7976931348623157e308) || !finite_nonneg(c.working_set_tensors)) {
     p.state = plan_state::invalid_config;
     return p;
   }
-  double per_sample = c.uncompressed_bytes_per_sample;
-  for (const layer_memory& l : layers) {
-    if (!finite_nonneg(l.bytes_per_sample) || !(l.compression_ratio > 0) || !finite_nonneg(l.compression_ratio)) {
-      p.state = plan_state::invalid_config;
-      return p;
-    }
-    per_sample += l.bytes_per_sample / l.compression_ratio;
+  double saved = 0, raw = 0, largest = 0;
+  if (!detail::saved_per_sample(c, layers, saved, raw, largest)) {
+    p.state = plan_state::invalid_config;
+    return p;
   }
+  p.saved_bytes_per_sample = saved;
+  const double floor = raw > 0 ? c.working_set_tensors * largest * (1 - saved / raw) : 0;
+  p.working_bytes_per_sample = c.working_bytes_per_sample > floor ? c.working_bytes_per_sample : floor;
+  const double per_sample = saved + p.working_bytes_per_sample;
   p.bytes_per_sample = per_sample;
   p.usable_bytes = c.budget_bytes * (1 - c.safety_margin) - c.static_bytes;
   if (!(p.usable_bytes > 0)) {
@@ -131,21 +213,30 @@ constexpr batch_plan plan_batch(const planner_config& c, std::span<const layer_m
 
 /// One line that says what the plan is, or what is wrong and by how much.
 inline std::string describe(const planner_config& c, const batch_plan& p) {
-  auto mb = [](double b) { return std::to_string(static_cast<long long>(b / 1048576.0 + 0.5)) + " MiB"; };
+  // Whole MiB from 10 MiB up; below, two decimals (per-sample sizes are often a fraction of a MiB).
+  auto mb = [](double b) {
+    const double m = b / 1048576.0;
+    if (m >= 10) return std::to_string(static_cast<long long>(m + 0.5)) + " MiB";
+    const long long h = static_cast<long long>(m * 100 + 0.5);
+    return std::to_string(h / 100) + "." + (h % 100 < 10 ? "0" : "") + std::to_string(h % 100) + " MiB";
+  };
   switch (p.state) {
     case plan_state::invalid_config:
-      return "batch planner: invalid configuration (budget must be > 0, sizes finite and >= 0, ratios > 0, margin in [0, 1), lr > 0)";
+      return "batch planner: invalid configuration (budget must be > 0, sizes and working set finite and >= 0, ratios > 0, margin in [0, "
+             "1), lr > 0)";
     case plan_state::static_too_large:
       return "batch planner: static memory " + mb(c.static_bytes) + " exceeds the budget " + mb(c.budget_bytes) + " minus its " +
              std::to_string(static_cast<int>(c.safety_margin * 100 + 0.5)) + "% safety margin";
     case plan_state::batch_one_too_large:
-      return "batch planner: budget too small for batch 1: one sample needs " + mb(p.bytes_per_sample) + " of activations but only " +
+      return "batch planner: budget too small for batch 1: one sample needs " + mb(p.bytes_per_sample) + " (saved " +
+             mb(p.saved_bytes_per_sample) + " + working set " + mb(p.working_bytes_per_sample) + ") but only " +
              mb(p.usable_bytes) + " remain after static memory and the safety margin";
     default: break;
   }
   std::string s = "batch planner: micro-batch " + std::to_string(p.micro_batch) + " x " + std::to_string(p.accumulation_steps) +
                   " step(s) = global batch " + std::to_string(p.global_batch) + " (largest that fits: " + std::to_string(p.max_micro_batch) +
-                  "), peak " + mb(p.peak_bytes) + ", lr " + std::to_string(p.learning_rate) + ", warm-up " +
+                  "), peak " + mb(p.peak_bytes) + " (per sample: saved " + mb(p.saved_bytes_per_sample) + " + working set " +
+                  mb(p.working_bytes_per_sample) + "), lr " + std::to_string(p.learning_rate) + ", warm-up " +
                   std::to_string(p.warmup_steps) + " steps, tau " + std::to_string(p.target_relative_error);
   if (p.state == plan_state::accumulating) s += "; the target batch does not fit, so gradients are accumulated";
   if (p.state == plan_state::rounded_up)

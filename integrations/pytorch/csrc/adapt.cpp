@@ -67,11 +67,24 @@ planner_result plan_batch(const planner_request& r) {
   c.scaling = r.sqrt_scaling ? A::lr_scaling::square_root : A::lr_scaling::linear;
   c.warmup_samples = r.warmup_samples;
   c.reference_tau = r.reference_tau;
+  c.working_bytes_per_sample = r.working_bytes_per_sample;
+  c.working_set_tensors = r.working_set_tensors;
   std::vector<A::layer_memory> layers;
   for (std::size_t i = 0; i < r.bytes_per_sample.size() && i < r.compression_ratio.size(); ++i)
     layers.push_back(A::layer_memory{r.bytes_per_sample[i], r.compression_ratio[i]});
-  const A::batch_plan p = A::plan_batch(c, std::span<const A::layer_memory>(layers.data(), layers.size()));
+  const std::span<const A::layer_memory> span(layers.data(), layers.size());
   planner_result o;
+  if (r.probe_batch != 0) {  // the probe's saved tensors are these layers: same statistics, same batch
+    c.working_bytes_per_sample = A::working_from_probe(A::probe_step{r.probe_rise_bytes, r.probe_batch, r.probe_static_bytes}, c, span);
+    if (c.working_bytes_per_sample < 0) {
+      o.state = "invalid_config";
+      o.description = "batch planner: invalid probe step (batch >= 1, peak rise and static bytes finite and >= 0, sizes and ratios "
+                      "valid): batch " + std::to_string(r.probe_batch) + ", rise " + std::to_string(r.probe_rise_bytes) +
+                      ", static " + std::to_string(r.probe_static_bytes);
+      return o;
+    }
+  }
+  const A::batch_plan p = A::plan_batch(c, span);
   switch (p.state) {
     case A::plan_state::ok: o.state = "ok"; break;
     case A::plan_state::invalid_config: o.state = "invalid_config"; break;
@@ -88,6 +101,8 @@ planner_result plan_batch(const planner_request& r) {
   o.global_batch = p.global_batch;
   o.warmup_steps = p.warmup_steps;
   o.bytes_per_sample = p.bytes_per_sample;
+  o.saved_bytes_per_sample = p.saved_bytes_per_sample;
+  o.working_bytes_per_sample = p.working_bytes_per_sample;
   o.usable_bytes = p.usable_bytes;
   o.peak_bytes = p.peak_bytes;
   o.learning_rate = p.learning_rate;

@@ -607,7 +607,9 @@ py::dict predict_weight_error_py(const at::Tensor& x, const at::Tensor& y, const
 py::dict plan_batch_py(double budget_bytes, double static_bytes, double uncompressed_bytes_per_sample,
                        std::vector<double> bytes_per_sample, std::vector<double> compression_ratio,
                        double safety_margin, int64_t target_global_batch, int64_t max_batch, int64_t reference_batch,
-                       double reference_lr, const std::string& scaling, double warmup_samples, double reference_tau) {
+                       double reference_lr, const std::string& scaling, double warmup_samples, double reference_tau,
+                       double working_bytes_per_sample, double working_set_tensors, double probe_rise_bytes,
+                       double probe_static_bytes, int64_t probe_batch) {
   TORCH_CHECK(bytes_per_sample.size() == compression_ratio.size(),
               "ebac_torch: plan_batch: one compression ratio per compressed tensor");
   TORCH_CHECK(scaling == "linear" || scaling == "sqrt", "ebac_torch: plan_batch: scaling is 'linear' or 'sqrt'");
@@ -625,6 +627,11 @@ py::dict plan_batch_py(double budget_bytes, double static_bytes, double uncompre
   r.sqrt_scaling = scaling == "sqrt";
   r.warmup_samples = warmup_samples;
   r.reference_tau = reference_tau;
+  r.working_bytes_per_sample = working_bytes_per_sample;
+  r.working_set_tensors = working_set_tensors;
+  r.probe_rise_bytes = probe_rise_bytes;
+  r.probe_static_bytes = probe_static_bytes;
+  r.probe_batch = probe_batch;
   const planner_result o = plan_batch(r);
   py::dict d;
   d["ok"] = o.ok;
@@ -640,6 +647,8 @@ py::dict plan_batch_py(double budget_bytes, double static_bytes, double uncompre
   d["peak_bytes"] = o.peak_bytes;
   d["learning_rate"] = o.learning_rate;
   d["target_relative_error"] = o.target_relative_error;
+  d["saved_bytes_per_sample"] = o.saved_bytes_per_sample;
+  d["working_bytes_per_sample"] = o.working_bytes_per_sample;
   return d;
 }
 
@@ -693,8 +702,11 @@ PYBIND11_MODULE(TORCH_EXTENSION_NAME, m) {
         py::arg("uncompressed_bytes_per_sample"), py::arg("bytes_per_sample"), py::arg("compression_ratio"),
         py::arg("safety_margin") = 0.1, py::arg("target_global_batch") = 0, py::arg("max_batch") = int64_t{1} << 24,
         py::arg("reference_batch") = 16, py::arg("reference_lr") = 0.1, py::arg("scaling") = "linear",
-        py::arg("warmup_samples") = 0.0, py::arg("reference_tau") = 0.1,
-        "ebac::adapt::plan_batch: the largest batch that fits a memory budget, with lr and tau scaling.");
+        py::arg("warmup_samples") = 0.0, py::arg("reference_tau") = 0.1, py::arg("working_bytes_per_sample") = -1.0,
+        py::arg("working_set_tensors") = 3.5, py::arg("probe_rise_bytes") = 0.0, py::arg("probe_static_bytes") = 0.0,
+        py::arg("probe_batch") = 0,
+        "ebac::adapt::plan_batch: the largest batch that fits a memory budget (saved + working set per sample), "
+        "with lr and tau scaling; with probe_batch > 0 the working set is measured from that probe step.");
   py::class_<controller_handle>(m, "Controller")
       .def(py::init([](std::size_t layers, double target_relative_error, int64_t window, double initial_eb,
                        double smoothing, double max_step, double eb_min, double eb_max, double tolerance) {

@@ -176,12 +176,17 @@ struct planner_request {
   bool sqrt_scaling = false;
   double warmup_samples = 0, reference_tau = 0.1;
   std::vector<double> bytes_per_sample, compression_ratio;  ///< one entry per compressed tensor
+  double working_bytes_per_sample = -1, working_set_tensors = 3.5;  ///< see planner_config
+  /// A probe step (probe_batch > 0): the working set is measured from it (ebac::adapt::working_from_probe).
+  double probe_rise_bytes = 0, probe_static_bytes = 0;
+  std::int64_t probe_batch = 0;
 };
 struct planner_result {
   std::string state, description;
   bool ok = false;
   std::int64_t max_micro_batch = 0, micro_batch = 0, accumulation_steps = 0, global_batch = 0, warmup_steps = 0;
   double bytes_per_sample = 0, usable_bytes = 0, peak_bytes = 0, learning_rate = 0, target_relative_error = 0;
+  double saved_bytes_per_sample = 0, working_bytes_per_sample = 0;
 };
 planner_result plan_batch(const planner_request& r);
 

@@ -480,29 +480,53 @@ def _keep_grad(t, rec):
 
 def plan_batch(budget_bytes, batch, stats=None, static_bytes=0.0, safety_margin=0.1, target_global_batch=0,
                reference_batch=None, reference_lr=0.1, scaling="linear", warmup_samples=0.0, reference_tau=0.1,
-               max_batch=1 << 24):
-    """The largest batch whose saved activations fit `budget_bytes` (ebac::adapt::plan_batch).
+               max_batch=1 << 24, probe_rise=None, probe_static_bytes=None, working_set_tensors=3.5,
+               compressed=True):
+    """The largest batch whose training step fits `budget_bytes` (ebac::adapt::plan_batch).
 
-    `stats` (default: ebac_torch.stats()) is a pass measured at batch size
-    `batch`: each compressed tensor contributes raw_bytes / batch per sample
-    at its measured ratio, everything kept raw its raw bytes / batch (tensors
-    that do not grow with the batch, such as BatchNorm's statistics, are
-    counted as if they did, a small over-estimate). `static_bytes` is what
-    does not depend on the batch (weights, optimizer state, workspace).
-    Learning rate and tau are scaled from `reference_batch` (default: `batch`)
-    as the planner does (linear or "sqrt"). Returns a dict with the plan and a
-    one-line `description`.
+    The step's peak is modelled as static + batch x (saved + working) per
+    sample. `stats` (default: ebac_torch.stats()) is a pass measured at batch
+    size `batch`: each compressed tensor is saved at raw_bytes / batch per
+    sample over its measured ratio, everything kept raw at its raw bytes /
+    batch (tensors that do not grow with the batch, such as BatchNorm's
+    statistics, are counted as if they did, a small over-estimate). With
+    `compressed=False` every saved tensor counts at its raw size: the plan
+    for the same network trained plainly (or, with the statistics of an
+    ebac_torch.checkpoint pass, with torch.utils.checkpoint at the same
+    boundaries).
+
+    The working set (transients alive beside the saved bytes at the peak) is
+    `working_set_tensors` x the largest saved tensor's raw bytes per sample
+    (not enough for recomputation, whose backward rebuilds a block raw), or
+    more when `probe_rise` measures more: the peak memory rise of one training
+    step at this `batch`, of which `probe_static_bytes` (default
+    `static_bytes`) does not grow with the batch. working_set_tensors=0 takes
+    the probe's figure as it is.
+    `static_bytes` is what does not depend on the batch (weights, optimizer
+    state, gradients, workspace), in the same terms as the budget: 0 (or the
+    gradients' bytes) when the budget is a peak rise over the memory before
+    the step. Learning rate and tau are scaled from `reference_batch`
+    (default: `batch`) as the planner does (linear or "sqrt"). Returns a dict
+    with the plan (saved_bytes_per_sample and working_bytes_per_sample
+    included) and a one-line `description`.
     """
     st = stats if stats is not None else _last_stats()
     if not st.get("details"):
         raise ValueError("plan_batch: the statistics have no per-tensor details (run a pass with keep_details=True)")
+    if batch < 1:
+        raise ValueError("plan_batch: batch must be >= 1 (the batch the statistics were measured at), got %r" % (batch,))
     per, ratio, raw = [], [], 0.0
     for d in st["details"]:
         if "kept" not in d and d["stored_bytes"] > 0:  # compressed (under a bound or losslessly)
             per.append(d["raw_bytes"] / batch)
-            ratio.append(d["raw_bytes"] / d["stored_bytes"])
+            ratio.append(d["raw_bytes"] / d["stored_bytes"] if compressed else 1.0)
         else:
             raw += d["raw_bytes"] / batch
+    probe = {}
+    if probe_rise is not None:
+        probe = dict(probe_rise_bytes=float(probe_rise), probe_batch=int(batch),
+                     probe_static_bytes=float(static_bytes if probe_static_bytes is None else probe_static_bytes))
     return _ext.load().plan_batch(float(budget_bytes), float(static_bytes), raw, per, ratio, safety_margin,
                                   int(target_global_batch), int(max_batch), int(reference_batch or batch),
-                                  float(reference_lr), scaling, float(warmup_samples), float(reference_tau))
+                                  float(reference_lr), scaling, float(warmup_samples), float(reference_tau),
+                                  working_set_tensors=float(working_set_tensors), **probe)

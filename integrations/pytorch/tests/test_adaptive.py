@@ -62,16 +62,38 @@ class Planner(unittest.TestCase):
         loss.backward()
         st = ebac_torch.stats()
         per_sample = sum(d["stored_bytes"] for d in st["details"]) / 32
+        raw_per_sample = sum(d["raw_bytes"] for d in st["details"]) / 32
+        largest = max(d["raw_bytes"] for d in st["details"]) / 32
+        floor = 3.5 * largest * (1 - per_sample / raw_per_sample)
         budget = 1e6
+        # Without a probe: the saved bytes plus 3.5 x the largest saved tensor x (1 - saved / raw).
         p = ebac_torch.plan_batch(budget, 32, stats=st, safety_margin=0.1, reference_lr=0.05)
         self.assertTrue(p["ok"], p)
-        self.assertAlmostEqual(p["bytes_per_sample"], per_sample, delta=1e-6 * per_sample)
-        self.assertEqual(p["max_micro_batch"], int(budget * 0.9 / per_sample))
+        self.assertAlmostEqual(p["saved_bytes_per_sample"], per_sample, delta=1e-6 * per_sample)
+        self.assertAlmostEqual(p["working_bytes_per_sample"], floor, delta=1e-6 * largest)
+        self.assertEqual(p["max_micro_batch"], int(budget * 0.9 / (per_sample + floor)))
         self.assertIn("batch planner", p["description"])
-        # the same budget without compression holds about `ratio` times fewer samples
-        raw = ebac_torch.plan_batch(budget, 32, stats={"details": [
-            {"raw_bytes": d["raw_bytes"], "stored_bytes": d["raw_bytes"]} for d in st["details"]]})
-        self.assertGreater(p["max_micro_batch"], 2 * raw["max_micro_batch"])
+        self.assertIn("working set", p["description"])
+        # With a probe step: its rise per sample is the whole per-sample cost, static part removed.
+        rise, grads = 40 * (per_sample + largest), 1000.0
+        q = ebac_torch.plan_batch(budget, 32, stats=st, safety_margin=0.1, probe_rise=32 * rise / 40 + grads,
+                                  static_bytes=grads, working_set_tensors=0)
+        self.assertAlmostEqual(q["bytes_per_sample"], rise / 40, delta=1e-6 * rise)
+        self.assertAlmostEqual(q["working_bytes_per_sample"], largest, delta=1e-6 * rise)
+        self.assertEqual(q["max_micro_batch"], int((budget * 0.9 - grads) / (rise / 40)))
+        # ... and the derived figure is its floor (a small probe's rise can under-count)
+        f = ebac_torch.plan_batch(budget, 32, stats=st, safety_margin=0.1, probe_rise=32 * rise / 40 + grads,
+                                  static_bytes=grads)
+        self.assertAlmostEqual(f["working_bytes_per_sample"], floor, delta=1e-6 * rise)
+        with self.assertRaises(ValueError):
+            ebac_torch.plan_batch(budget, 0, stats=st)
+        self.assertFalse(ebac_torch.plan_batch(budget, 32, stats=st, probe_rise=-5.0)["ok"])
+        # Without compression: every saved byte raw, and no working-set floor (backward releases as much).
+        raw = ebac_torch.plan_batch(budget, 32, stats=st, compressed=False)
+        self.assertAlmostEqual(raw["saved_bytes_per_sample"], raw_per_sample, delta=1e-3)
+        self.assertEqual(raw["working_bytes_per_sample"], 0.0)
+        p0 = ebac_torch.plan_batch(budget, 32, stats=st, working_set_tensors=0)
+        self.assertGreater(p0["max_micro_batch"], 2 * raw["max_micro_batch"])
         # a target batch that does not fit: gradient accumulation, lr scaled linearly
         q = ebac_torch.plan_batch(budget, 32, stats=st, target_global_batch=4 * p["max_micro_batch"] + 1,
                                   reference_lr=0.05)
