@@ -32,8 +32,8 @@ is counted:
   (default 0.5) times the session's bound when that bound is the session's
   default (``bounds`` and ``policy`` answers are used as given). BatchNorm's
   gamma gradient sums dy * error / std over a channel against a gradient
-  that is itself a cancelling sum, so at one bound its relative error is
-  2-3x a convolution weight's (docs/error-model.md, section 6.6);
+  that is itself a cancelling sum, so at one bound its relative error is up
+  to 2-2.5x a convolution weight's (docs/error-model.md, section 6.6);
 * a tensor saved twice (a ReLU output that the next conv saves too) is
   stored and counted once: same storage (checked through a weak reference,
   so a recycled address never matches), data pointer, shape, strides, dtype
@@ -69,6 +69,7 @@ _ELEM_CODES = {**_FLOAT_CODES, torch.bool: 4, torch.uint8: 5, torch.int8: 6, tor
                torch.int64: 9}
 _POOLS = (torch.nn.MaxPool1d, torch.nn.MaxPool2d, torch.nn.MaxPool3d)
 _BATCHNORMS = (torch.nn.modules.batchnorm._BatchNorm,)  # BatchNorm1d/2d/3d, SyncBatchNorm
+BATCHNORM_BOUND_SCALE = 0.5  # compressed_activations' default batchnorm_bound_scale
 # A stream's fixed header and checksum (docs/format.md): a tensor of fewer
 # bytes than its stream's header cannot get smaller.
 _STREAM_OVERHEAD = 112 + 8
@@ -381,7 +382,7 @@ class compressed_activations:
     def __init__(self, error_bound=1e-2, mode="rel", pipeline="ratio", *, min_numel=4096, model=None,
                  bounds=None, policy=None, threads=None, checksum=False, measure_error=False,
                  unsupported_device="raw", keep_details=True, kernel_path="staged", layernorm_rows=True,
-                 batchnorm_bound_scale=0.5):
+                 batchnorm_bound_scale=BATCHNORM_BOUND_SCALE):
         if mode not in ("rel", "abs", "relative", "absolute"):
             raise ValueError("ebac_torch: mode must be 'rel' or 'abs', got %r" % (mode,))
         if not (error_bound > 0) or not math.isfinite(error_bound):

@@ -2,7 +2,7 @@
 
 BatchNorm's gamma gradient, sum over a channel of dy * xhat, is a cancelling
 sum, while the error compression adds to it, sum of dy * e / std, is not: at
-one bound its relative error is 2-3x a convolution weight's
+one bound its relative error is up to 2-2.5x a convolution weight's
 (docs/error-model.md, section 6.6). The session compresses a BatchNorm's
 saved input at a finer bound unless the caller chose that module's bound."""
 
