@@ -978,7 +978,7 @@ def write_report(results, meta, figs, out):
     add("torch %s, torchvision %s, Python %s, %s; %d threads (torch.set_num_threads), device %s; BLAS: %s.  "
         % (meta["torch"], meta["torchvision"], meta["python"], meta["machine"], meta["threads"], meta["device"],
            meta["blas"]))
-    add("ebac: relative bound %g, default settings (pipeline `ratio`, min_numel 4096).  " % meta["error_bound"])
+    add("ebac: relative bound %g, default settings (pipeline `auto`: `max` on the host; min_numel 4096).  " % meta["error_bound"])
     add("Each way runs in a fresh process: one warm-up step (it is also the gradient-fidelity step), then "
         "%d timed step(s); SGD (momentum 0.9) steps between them. Memory: %s; each worker runs with %s "
         "(glibc's initial thresholds, fixed), so freed tensors return to the system and the RSS before a "

@@ -139,7 +139,7 @@ def worker(spec):
     torch.set_num_threads(1)
     import study_models as sm
     net, way, batch, seed = spec["network"], spec["way"], spec["batch"], spec["seed"]
-    pipeline = spec.get("pipeline") or "ratio"
+    pipeline = spec.get("pipeline") or "auto"
     if "@" in way:  # e.g. ebac@fast: that way with another pipeline
         way, pipeline = way.split("@", 1)
     ebac_torch = None
@@ -462,7 +462,7 @@ def main():
     ap.add_argument("--sample-ms", type=float, default=2.0)
     ap.add_argument("--no-timeline", dest="timeline", action="store_false",
                     help="no instrumented step (timing runs)")
-    ap.add_argument("--pipeline", default="ratio", help="the ebac ways' pipeline (default: the session's default)")
+    ap.add_argument("--pipeline", default="auto", help="the ebac ways' pipeline (default: the session's, auto)")
     ap.add_argument("--timeout", type=int, default=1200)
     ap.add_argument("--report-only", action="store_true", help="rewrite report.md and the plot from results.json")
     ap.add_argument("--grads", action="store_true",

@@ -2,7 +2,7 @@
 // device-to-device memcpy of the same bytes measured in the same run.
 //
 //   gpu_throughput [--corpus data/corpus/manifest.tsv] [--gib 1] [--eb 1e-3] [--reps 20]
-//                  [--training data/training-corpus/manifest.tsv] [--ans-gib 1]
+//                  [--training data/training-corpus/manifest.tsv] [--ans-gib 1] [--only PREFIX]
 //
 // First the ANS section (--ans-gib 0 leaves it out): the training corpus's
 // tensors tiled to about --ans-gib, compressed on the host under `max`
@@ -180,10 +180,15 @@ void run(const char* name, const char* dtype, const std::vector<T>& x, const eba
               gbs(d.best_ms), gbs(d.median_ms), 100 * gbs(d.best_ms) / memcpy_gbs, verdict);
 }
 
+/// --only PREFIX: the rows whose name starts with it (tools/gpu-check.sh
+/// profiles the `fast` rows alone under Nsight Compute); empty: every row.
+std::string only_rows;
+
 /// run(), with an error (a corrupt header read back, a codebook the device
 /// wrote wrong) printed as the row instead of ending the table.
 template <class Pipe, class T, class... Args>
 void row(const char* name, const char* dtype, const std::vector<T>& x, Args&&... args) {
+  if (std::string(name).rfind(only_rows, 0) != 0) return;
   try {
     run<Pipe, T>(name, dtype, x, std::forward<Args>(args)...);
   } catch (const std::exception& ex) {
@@ -433,6 +438,15 @@ int main(int argc, char** argv) {
     else if (k == "--reps") reps = std::atoi(argv[i + 1]);
     else if (k == "--training") training = argv[i + 1];
     else if (k == "--ans-gib") ans_gib = std::atof(argv[i + 1]);
+    else if (k == "--only") only_rows = argv[i + 1];
+    else {
+      std::fprintf(stderr, "gpu_throughput: unknown option %s\n", k.c_str());
+      return 2;
+    }
+  }
+  if (argc % 2 == 0) {
+    std::fprintf(stderr, "gpu_throughput: option %s needs a value\n", argv[argc - 1]);
+    return 2;
   }
   cudaDeviceProp prop;
   CHECK_CUDA(cudaGetDeviceProperties(&prop, 0));

@@ -38,9 +38,11 @@ def extension():
     sources = [os.path.join("csrc", s) for s in flags.SOURCES] + [os.path.relpath(u, HERE) for u in units]
     if flags.want_cuda():
         from torch.utils.cpp_extension import CUDAExtension
+        cuda_units = flags.cuda_codec_units(os.path.join(HERE, "build", "ebac_codec_units"), ebac_include())
         return CUDAExtension(
-            "ebac_torch._C", sources + [os.path.join("csrc", s) for s in flags.CUDA_SOURCES],
-            include_dirs=[ebac_include()],
+            "ebac_torch._C", sources + [os.path.join("csrc", s) for s in flags.CUDA_SOURCES]
+            + [os.path.relpath(u, HERE) for u in cuda_units],
+            include_dirs=[ebac_include(), os.path.join(HERE, "csrc")],
             extra_compile_args={"cxx": flags.CXX_FLAGS + [flags.CUDA_DEFINE], "nvcc": flags.NVCC_FLAGS},
             extra_link_args=flags.LD_FLAGS)
     return CppExtension(

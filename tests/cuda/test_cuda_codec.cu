@@ -1222,4 +1222,34 @@ TEST_CASE("format 2: a code the quantizer cannot have written (level index, inte
   REQUIRE(ebac::host::inspect(pooled.data(), pooled.size()).quantizer == ebac::quantizer_id::pool_window);
   check_code_rejected<std::int64_t>(ones_in_a_block(pooled, 4), idx.size());  // 4 bits: 15 is past 9 offsets
 }
+
+/// One small input through every kind of kernel, once: the case the
+/// sanitizer runs of tools/gpu-check.sh use (racecheck tracks every
+/// shared-memory access, and the cases above, over many shapes and bounds,
+/// do not end in its time box). Each check here is one of theirs, on one
+/// input: bit-packing on all three paths (many chunks, and chunks of 64),
+/// Huffman and run-length staged and fused, a palette (format 2's level
+/// search and stage choice), Lorenzo along the last axes (two cuts), a far
+/// outlier, and an ANS stream decoded on both paths.
+TEST_CASE("sanitizer tour: every kernel family once, on small tensors") {
+  ebac::compress_options opt;
+  opt.bound = {1e-3, ebac::bound_mode::relative};
+  const std::size_t n = 20000;  // 5 chunks of 4096; 313 of 64
+  const auto x = activations(n, 901);
+  const ebac::extents flat{n};
+  for_each_pipeline([&](const auto& pipe, std::initializer_list<ebac::cuda::kernel_path> paths) {
+    check_matches_host(x, flat, pipe, opt, paths);
+  });
+  const auto mask = level_cases(64, 98, 902).front().second;
+  CHECK(check_matches_host(mask, ebac::extents{64, 98}, fast_t{}, opt, {staged, fused, single_pass}).quantizer ==
+        ebac::quantizer_id::levels);
+  const ebac::extents fmap{4, 5, 31, 32};
+  const auto y = activations(4 * 5 * 31 * 32, 903);
+  fast_t planes;
+  planes.predictor = ebac::lorenzo::along_last(2, fmap.rank, 64);
+  check_matches_host(y, fmap, planes, opt, {staged, fused, single_pass});
+  check_matches_host(with_far_outlier(x), flat, fast_t{}, opt, {staged, fused, single_pass});
+  CHECK(device_decodes_as_host<float>(host_stream(x, flat, "lorenzo:sign:ans", 0, 1e-2), n).encoder == ebac::encoder_id::context_ans);
 }
+
+}  // TEST_SUITE("gpu")

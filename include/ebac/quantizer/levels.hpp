@@ -147,13 +147,25 @@ struct level_quantizer {
 };
 
 /// The palette of a finished (merged) level set, or count 0 when the set
-/// overflowed or is empty.
-[[nodiscard]] EBAC_HOST_DEVICE level_palette palette_of(level_set s) noexcept {
+/// overflowed or is empty. Reads the set member by member, and only its
+/// first `size` entries: a copy of the whole struct would also read its
+/// padding, which a device kernel's member-wise store never writes (the
+/// CUDA backend's choose_stages_kernel, whose copy of the merged set from
+/// global memory was what compute-sanitizer initcheck reported).
+[[nodiscard]] EBAC_HOST_DEVICE level_palette palette_of(const level_set& merged) noexcept {
   level_palette p;
-  if (s.overflow || s.size == 0) return p;
+  const bool overflow = merged.overflow;
+  const std::uint32_t size = merged.size;
+  if (overflow || size == 0 || size > max_levels) return p;
+  level_set s;
+  s.size = size;
+  for (std::uint32_t i = 0; i < size; ++i) {
+    s.value[i] = merged.value[i];
+    s.count[i] = merged.count[i];
+  }
   s.sort();
-  p.count = s.size;
-  for (std::uint32_t i = 0; i < s.size; ++i) p.bits[i] = s.value[i];
+  p.count = size;
+  for (std::uint32_t i = 0; i < size; ++i) p.bits[i] = s.value[i];
   return p;
 }
 

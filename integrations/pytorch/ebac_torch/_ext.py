@@ -32,7 +32,8 @@ CXX_FLAGS = ["-O3", "-g0", "-std=c++20", "-fopenmp", "-ffp-contract=off", "-fvis
 LD_FLAGS = ["-fopenmp"]
 # csrc/'s own units; codec_units() writes the codec's, one per element type.
 SOURCES = ["bindings.cpp", "host_codec.cpp", "host_codec_x86_64_v3.cpp", "error_model.cpp", "adapt.cpp"]
-# The CUDA backend: one more source, compiled by nvcc, and a define for all.
+# The CUDA backend: one more source (the dispatcher; cuda_codec_units()
+# writes the per-element units), compiled by nvcc, and a define for all.
 CUDA_SOURCES = ["cuda_codec.cu"]
 CUDA_DEFINE = "-DEBAC_TORCH_WITH_CUDA=1"
 # -fmad=false: no FMA contraction in quantize/reconstruct, so device streams
@@ -86,30 +87,48 @@ def codec_elements(inc=None):
     return elements
 
 
-def codec_units(out_dir, inc=None):
-    """Writes the units that instantiate the host codec, one per element type
-    (so they compile in parallel; host_codec.cpp sees them declared extern,
-    EBAC_HOST_CODEC_PREBUILT), into out_dir; returns their paths. A file is
-    rewritten only when its text changes, so ninja does not rebuild it."""
+def _write_units(out_dir, inc, name, text):
+    """Writes one unit per element type, name % stem and text % element,
+    into out_dir; returns their paths. A file is rewritten only when its text
+    changes, so ninja does not rebuild it."""
     os.makedirs(out_dir, exist_ok=True)
     paths = []
     for element in codec_elements(inc):
         stem = re.sub(r"[^A-Za-z0-9]+", "_", element).strip("_")
-        path = os.path.join(out_dir, "codec_%s.cpp" % stem)
-        text = ("// Written by ebac_torch/_ext.py: the host codec for %s.\n"
-                "#include <ebac/host/codec_instances.hpp>\n"
-                "EBAC_HOST_CODEC_INSTANTIATE_COMPRESS(%s)\n"
-                "EBAC_HOST_CODEC_INSTANTIATE_DECOMPRESS(%s)\n" % (element, element, element))
+        path = os.path.join(out_dir, name % stem)
+        body = text.replace("@ELEMENT@", element)
         try:
             with open(path) as f:
-                same = f.read() == text
+                same = f.read() == body
         except OSError:
             same = False
         if not same:
             with open(path, "w") as f:
-                f.write(text)
+                f.write(body)
         paths.append(path)
     return paths
+
+
+def codec_units(out_dir, inc=None):
+    """Writes the units that instantiate the host codec, one per element type
+    (so they compile in parallel; host_codec.cpp sees them declared extern,
+    EBAC_HOST_CODEC_PREBUILT), into out_dir; returns their paths."""
+    return _write_units(out_dir, inc, "codec_%s.cpp",
+                        "// Written by ebac_torch/_ext.py: the host codec for @ELEMENT@.\n"
+                        "#include <ebac/host/codec_instances.hpp>\n"
+                        "EBAC_HOST_CODEC_INSTANTIATE_COMPRESS(@ELEMENT@)\n"
+                        "EBAC_HOST_CODEC_INSTANTIATE_DECOMPRESS(@ELEMENT@)\n")
+
+
+def cuda_codec_units(out_dir, inc=None):
+    """Writes the units of the CUDA backend, one per element type (nvcc
+    compiles them side by side; cuda_codec.cu calls them: csrc/
+    cuda_codec_typed.hpp), into out_dir; returns their paths. They include
+    csrc/cuda_codec_typed.cuh: csrc must be on the include path."""
+    return _write_units(out_dir, inc, "cuda_codec_%s.cu",
+                        "// Written by ebac_torch/_ext.py: the CUDA backend for @ELEMENT@.\n"
+                        "#include \"cuda_codec_typed.cuh\"\n"
+                        "EBAC_TORCH_CUDA_CODEC_INSTANTIATE(@ELEMENT@)\n")
 
 
 def _jit_load(verbose):
@@ -131,10 +150,12 @@ def _jit_load(verbose):
     name = "ebac_torch_C_" + tag + ("_cuda" if cuda else "")
     root = os.environ.get("TORCH_EXTENSIONS_DIR") or os.path.join(os.path.expanduser("~"), ".cache", "torch_extensions")
     units = codec_units(os.path.join(root, name + "_codec_units"), inc)
+    if cuda:
+        units += cuda_codec_units(os.path.join(root, name + "_codec_units"), inc)
     return cpp_extension.load(
         name=name,
         sources=[os.path.join(src, s) for s in sources] + units,
-        extra_include_paths=[inc],
+        extra_include_paths=[inc, src],
         extra_cflags=CXX_FLAGS + ([CUDA_DEFINE] if cuda else []),
         extra_cuda_cflags=NVCC_FLAGS if cuda else None,
         extra_ldflags=LD_FLAGS,

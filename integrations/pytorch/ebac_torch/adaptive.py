@@ -116,7 +116,7 @@ class LayerAwareCompression:
     """
 
     def __init__(self, model, target_relative_error=0.1, window=50, observe_every=10, initial_bound=1e-2,
-                 other_bound=1e-2, pipeline="ratio", *, eb_min=1e-5, eb_max=0.1, smoothing=0.5, max_step=4.0,
+                 other_bound=1e-2, pipeline="auto", *, eb_min=1e-5, eb_max=0.1, smoothing=0.5, max_step=4.0,
                  tolerance=0.25, min_numel=4096, threads=None, propagated_share=0.25):
         if observe_every < 1 or window < 1:
             raise ValueError("LayerAwareCompression: window and observe_every must be >= 1")

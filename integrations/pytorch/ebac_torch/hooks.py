@@ -61,6 +61,7 @@ from collections import OrderedDict
 import torch
 
 from . import _ext
+from . import derived as _derived
 
 _FLOAT_CODES = {torch.float32: 1, torch.float16: 2, torch.bfloat16: 3}
 # Every dtype ebac codes, as its element code (ebac::dtype): floats under the
@@ -70,6 +71,22 @@ _ELEM_CODES = {**_FLOAT_CODES, torch.bool: 4, torch.uint8: 5, torch.int8: 6, tor
 _POOLS = (torch.nn.MaxPool1d, torch.nn.MaxPool2d, torch.nn.MaxPool3d)
 _BATCHNORMS = (torch.nn.modules.batchnorm._BatchNorm,)  # BatchNorm1d/2d/3d, SyncBatchNorm
 BATCHNORM_BOUND_SCALE = 0.5  # compressed_activations' default batchnorm_bound_scale
+# The pipeline "auto" picks per device: the one with the best memory/time
+# trade measured on whole training steps (docs/pytorch.md, "Which pipeline").
+# On the host `max` stores 13-24% less than `ratio` and compresses faster
+# (resnet20 / vit12 at rel 1e-2, one thread: 11.6x / 13.0x against 9.3x /
+# 11.4x; pack CPU 0.26 / 1.75 s against 0.49 / 2.14 s); it has no CUDA
+# implementation, where `ratio` is the best ratio. All reconstruct the same values.
+AUTO_PIPELINES = {"cpu": "max", "cuda": "ratio"}
+
+
+def resolve_pipeline(pipeline, t):
+    """The pipeline a session uses for tensor t: `pipeline`, or for "auto" the device's (AUTO_PIPELINES)."""
+    if pipeline != "auto":
+        return pipeline
+    return AUTO_PIPELINES.get(t.device.type, "ratio")
+
+
 # A stream's fixed header and checksum (docs/format.md): a tensor of fewer
 # bytes than its stream's header cannot get smaller.
 _STREAM_OVERHEAD = 112 + 8
@@ -184,15 +201,15 @@ def _row_normalized(t, ln, eb, mode):
     return x / sigma[:, None], sigma, room / smax
 
 
-def round_trip(t, eb, mode="rel", pipeline="ratio", threads=None):
+def round_trip(t, eb, mode="rel", pipeline="auto", threads=None):
     """A float tensor compressed and back as a session stores it (no checksum): (reconstruction, blob)."""
     C = _ext.load()
     th = threads if threads is not None else torch.get_num_threads()
-    blob, strides = C.compress(t.detach(), eb, mode, pipeline, th, False)
+    blob, strides = C.compress(t.detach(), eb, mode, resolve_pipeline(pipeline, t), th, False)
     return C.decompress(blob, list(t.shape), list(strides), _FLOAT_CODES[t.dtype], th), blob
 
 
-def layernorm_input_round_trip(t, ln, eb, mode="rel", pipeline="ratio", threads=None):
+def layernorm_input_round_trip(t, ln, eb, mode="rel", pipeline="auto", threads=None):
     """A LayerNorm's float32 input `t` compressed and back as a session stores it (``layernorm_rows``).
 
     Returns (reconstruction shaped like t, stored bytes: the blob and the
@@ -211,7 +228,9 @@ class _Packed:
     """What pack() returns for a non-parameter tensor: a blob or the tensor itself."""
 
     __slots__ = ("session", "blob", "tensor", "sizes", "strides", "elem", "stored", "saves",
-                 "unpacks", "cache", "module", "row_scale", "shape", "version", "source", "__weakref__")
+                 "unpacks", "cache", "module", "row_scale", "shape", "version", "source", "recipe", "eb_abs",
+                 "row_shift", "row_error",
+                 "__weakref__")
 
     def __init__(self, session, stored):
         self.session = session
@@ -229,6 +248,10 @@ class _Packed:
         self.shape = None      # ... and the tensor's shape to restore
         self.version = 0       # the tensor's _version when it was saved (checked at unpack, as autograd does)
         self.source = None     # a compressed tensor: a weak reference to it, for that check
+        self.recipe = None     # a derived tensor: the resolved derived.Recipe that rebuilds it (no blob)
+        self.eb_abs = None     # a float blob's bound on its elements, once known
+        self.row_shift = None  # LayerNorm rows: mean / sigma per row, for the recipe of its output
+        self.row_error = None  # ... and the error that output carries when rebuilt
 
     def __del__(self):
         s = self.session
@@ -254,6 +277,7 @@ class _Pass:
         self.compressed_tensors = 0
         self.kept = {}            # reason -> [tensors, bytes]
         self.duplicates = 0
+        self.derived = [0, 0]     # tensors stored as recipes (derived.py), their raw bytes
         self.duplicate_bytes = 0
         self.param_tensors = 0
         self.param_bytes = 0
@@ -298,6 +322,7 @@ class _Pass:
             "kept": {k: {"tensors": v[0], "bytes": v[1]} for k, v in self.kept.items()},
             "duplicates": self.duplicates,
             "duplicate_bytes": self.duplicate_bytes,
+            "derived": {"tensors": self.derived[0], "bytes": self.derived[1]},
             "parameters": {"tensors": self.param_tensors, "bytes": self.param_bytes},
             "pack_seconds": self.pack_seconds,
             "unpack_seconds": self.unpack_seconds,
@@ -338,9 +363,11 @@ class compressed_activations:
             |x - y| <= error_bound * (max - min) of each tensor; absolute with
             mode="abs").
         mode: "rel" or "abs".
-        pipeline: an ebac pipeline name ("ratio": the default, ~12x on a small
-            ResNet at rel 1e-2; "fast": ~6.5x, several times faster on the host;
-            "ratio-flat", "rle", "plain", "max" (CPU tensors only)) or a "PREDICTOR:QUANTIZER:ENCODER"
+        pipeline: "auto" (the default: `max` for CPU tensors, `ratio` for
+            CUDA tensors; see AUTO_PIPELINES), an ebac pipeline name ("max"
+            (CPU tensors only): ~11.6x on a ResNet-20-shaped CNN at rel 1e-2;
+            "ratio": ~9.3x, slower on the host; "fast": ~6.8x, several times
+            faster; "ratio-flat", "rle", "plain") or a "PREDICTOR:QUANTIZER:ENCODER"
             triple. At one bound all these named pipelines reconstruct the same
             values, so the choice never changes training, only size and speed.
             "max-bound" (CPU tensors only) does not: it may quantize linearly,
@@ -377,12 +404,18 @@ class compressed_activations:
             parameter's gradient cosine >= 0.99 on the study ResNet-20 at rel
             1e-2 (blocks.1.bn1.weight: 0.988 at 1) for about 12% more stored
             bytes (docs/error-model.md, section 6.6).
+        derive: store a saved tensor that is the output of an nn.GELU or of
+            a training nn.Dropout whose input is saved too (an MLP's hidden
+            activation, dropout of attention probabilities) as a recipe over
+            those saved tensors, rebuilt in backward, when the bound allows
+            (see ebac_torch/derived.py); an nn.GELU's input is then stored
+            under the bound its output needs. False: every tensor is stored.
     """
 
-    def __init__(self, error_bound=1e-2, mode="rel", pipeline="ratio", *, min_numel=4096, model=None,
+    def __init__(self, error_bound=1e-2, mode="rel", pipeline="auto", *, min_numel=4096, model=None,
                  bounds=None, policy=None, threads=None, checksum=False, measure_error=False,
                  unsupported_device="raw", keep_details=True, kernel_path="staged", layernorm_rows=True,
-                 batchnorm_bound_scale=BATCHNORM_BOUND_SCALE):
+                 batchnorm_bound_scale=BATCHNORM_BOUND_SCALE, derive=True):
         if mode not in ("rel", "abs", "relative", "absolute"):
             raise ValueError("ebac_torch: mode must be 'rel' or 'abs', got %r" % (mode,))
         if not (error_bound > 0) or not math.isfinite(error_bound):
@@ -396,10 +429,11 @@ class compressed_activations:
             raise ValueError("ebac_torch: batchnorm_bound_scale must be a number in (0, 1], got %r"
                              % (batchnorm_bound_scale,))
         self.batchnorm_bound_scale = float(batchnorm_bound_scale)
+        self.derive = bool(derive)
         self.C = _ext.load()
         for p in [pipeline] + [b[2] for b in (bounds or {}).values()
                                if isinstance(b, (tuple, list)) and len(b) == 3]:
-            if not self.C.valid_pipeline(p):
+            if p != "auto" and not self.C.valid_pipeline(p):
                 raise ValueError("ebac_torch: unknown pipeline %r" % (p,))
         self.error_bound = float(error_bound)
         self.mode = "rel" if mode.startswith("rel") else "abs"
@@ -424,6 +458,10 @@ class compressed_activations:
         self._pool_inputs = {}
         self._norm_inputs = {}
         self._table = {}
+        self._measuring = False
+        self._recipes = {}        # derived.contiguous_key(output) -> (StorageRef, derived.Recipe)
+        self._gelu_inputs = {}    # nn.GELU -> its input's (data_ptr, shape, dtype), while it runs
+        self._dropout_noise = {}  # nn.Dropout -> the record of the noise it saved, while it runs
         self._live = 0
         self._closed = True       # the latest pass has freed everything it held
         self._pass = None
@@ -448,6 +486,8 @@ class compressed_activations:
             h.remove()
         self._handles = []
         self._stack = []
+        self._gelu_inputs.clear()
+        self._dropout_noise.clear()
         self._hooks.__exit__(*exc)
         self._hooks = None
         return False
@@ -459,12 +499,131 @@ class compressed_activations:
         if isinstance(module, (torch.nn.LayerNorm,) + _BATCHNORMS) and inputs and isinstance(inputs[0], torch.Tensor):
             x = inputs[0]
             self._norm_inputs[module] = (x.data_ptr(), tuple(x.shape), x.dtype)
+        if self.derive and isinstance(module, torch.nn.GELU) and inputs and isinstance(inputs[0], torch.Tensor):
+            x = inputs[0]
+            self._gelu_inputs[module] = (x.data_ptr(), tuple(x.shape), x.dtype)
+        if self.derive and isinstance(module, torch.nn.Dropout):
+            self._dropout_noise[module] = None
 
     def _post(self, module, inputs, output):
+        if self.derive and isinstance(module, (torch.nn.GELU, torch.nn.Dropout, torch.nn.LayerNorm)):
+            self._learn_recipe(module, inputs, output)
         if self._stack and self._stack[-1] is module:
             self._stack.pop()
         elif module in self._stack:  # an inner forward raised; drop what it left
             del self._stack[self._stack.index(module):]
+
+    # -- derived tensors (see derived.py) -------------------------------------
+    def _source_of(self, x):
+        """The record or recipe x is stored as in this pass, or None."""
+        if x.layout != torch.strided:
+            return None
+        hit = self._table.get((x.data_ptr(), x.dtype, x.device, tuple(x.shape), tuple(x.stride()), x._version))
+        if hit is not None:
+            sref, wref = hit
+            p = wref()
+            if p is not None and sref.same(x) and p.recipe is None:
+                return p
+        ck = _derived.contiguous_key(x)
+        r = self._recipes.get(ck) if ck is not None else None
+        if r is not None and r[0].same(x):
+            return r[1]
+        return None
+
+    def _learn_recipe(self, module, inputs, output):
+        """After an nn.GELU or nn.Dropout ran: remember how its output is made
+        from what this pass has stored, if it is (exact module types only: a
+        subclass may compute something else)."""
+        with self._lock, torch.no_grad():
+            noise = self._dropout_noise.pop(module, None)
+            self._gelu_inputs.pop(module, None)
+            if (type(module) not in (torch.nn.GELU, torch.nn.Dropout, torch.nn.LayerNorm)
+                    or getattr(_state, "boundary", None) is not None):
+                return
+            if not inputs or not isinstance(inputs[0], torch.Tensor) or not isinstance(output, torch.Tensor):
+                return
+            x = inputs[0]
+            if (output is x or output.dtype != torch.float32 or x.dtype != torch.float32
+                    or output.shape != x.shape or output.device != x.device):
+                return
+            ck = _derived.contiguous_key(output)
+            src = self._source_of(x)
+            if ck is None or src is None:
+                return
+            if type(module) is torch.nn.LayerNorm:
+                if isinstance(src, _derived.Recipe) or src.row_shift is None:
+                    return
+                w = None if module.weight is None else module.weight.detach().clone()
+                b = None if module.bias is None else module.bias.detach().clone()
+                rec = _derived.Recipe("layernorm", [src], {"shift": src.row_shift, "weight": w, "bias": b,
+                                                           "error": src.row_error}, output.shape, output.dtype)
+            elif type(module) is torch.nn.GELU:
+                rec = _derived.Recipe("gelu", [src], {"approximate": module.approximate}, output.shape, output.dtype)
+            else:
+                if noise is None or not module.training or module.inplace or not (0.0 < module.p < 1.0):
+                    return
+                rec_noise, n = noise
+                p_noise = rec_noise()
+                if p_noise is None or n.shape != output.shape or not n.is_contiguous() or not x.is_contiguous():
+                    return
+                scale = 1.0 / (1.0 - module.p)
+                if n.dtype == torch.bool:
+                    params = {"scale": scale, "noise_max": 1.0}
+                elif n.dtype == torch.float32:
+                    params = {"scale": 1.0, "noise_max": float(n.abs().max()) if n.numel() else 0.0}
+                else:
+                    return
+                # A spot check that the output is x * noise (* scale): a few
+                # thousand evenly spaced elements (no random draw: training's
+                # RNG stream stays as it is), within float32 rounding.
+                k = min(4096, output.numel())
+                idx = torch.arange(k, device=output.device) * (output.numel() // max(k, 1))
+                xs, ns, ys = x.reshape(-1)[idx], n.reshape(-1)[idx], output.detach().reshape(-1)[idx]
+                want = xs * ns * params["scale"] if n.dtype == torch.bool else xs * ns
+                if not bool(((want - ys).abs() <= 2.0 ** -20 * ys.abs()).all()):
+                    return
+                rec = _derived.Recipe("mul", [src, p_noise], params, output.shape, output.dtype)
+            self._recipes[ck] = (self.C.StorageRef(output), rec)
+
+    def _packed_error(self, p):
+        """Bound on the error of a stored record's elements (0: exact), None if unknown."""
+        if p.tensor is not None:
+            return 0.0
+        if p.recipe is not None or p.blob is None:
+            return None
+        if p.elem not in _FLOAT_CODES.values():
+            return 0.0
+        if p.eb_abs is None:
+            blob = p.blob
+            k = min(blob.numel(), self.C.max_header_bytes)
+            head = blob[:k].cpu() if blob.is_cuda else blob[:k]
+            p.eb_abs = float(self.C.inspect(head, blob.numel())["eb_abs"])
+        return p.eb_abs
+
+    def _try_derive(self, t, eb, mode):
+        """A record that rebuilds t from this pass's stored tensors, or None
+        (no recipe for t, a source gone, or the bound does not allow it)."""
+        if t.dtype != torch.float32:
+            return None
+        ck = _derived.contiguous_key(t)
+        hit = self._recipes.get(ck) if ck is not None else None
+        if hit is None or not hit[0].same(t):
+            return None
+        node = hit[1].resolved()
+        if node is None:
+            return None
+        if t.numel():
+            lo, hi = (float(v) for v in torch.aminmax(t.detach()))
+        else:
+            lo = hi = 0.0
+        eb_abs = eb * (hi - lo) if mode == "rel" else eb
+        if not _derived.fits(node, max(abs(lo), abs(hi)), eb_abs, self._packed_error):
+            return None
+        node.shape = tuple(t.shape)
+        p = _Packed(self, 0)
+        p.recipe = node
+        p.eb_abs = eb_abs
+        return p
 
     def _module_name(self):
         if not self._stack:
@@ -495,6 +654,7 @@ class compressed_activations:
                     self._pass.complete = True
                     self._closed = True
                     self._table.clear()
+                    self._recipes.clear()
 
     def _new_pass_if_idle(self):
         if self._live == 0 and self._closed:
@@ -502,6 +662,7 @@ class compressed_activations:
             self._passes += 1
             self._pass = _Pass(self._passes)
             self._table.clear()
+            self._recipes.clear()
 
     # -- hooks ---------------------------------------------------------------
     def _is_parameter(self, t):
@@ -585,6 +746,9 @@ class compressed_activations:
                 spec = self._bound_for(name, t)
                 if spec is None:
                     reason = "policy"
+            derived_p = None
+            if reason is None and key is not None and self._recipes:
+                derived_p = self._try_derive(t, spec[0], spec[1])
             if reason is not None:
                 p = _Packed(self, raw)
                 p.tensor = t
@@ -593,8 +757,18 @@ class compressed_activations:
                 P.kept[reason][1] += raw
                 detail = {"module": name, "shape": tuple(t.shape), "dtype": str(t.dtype).replace("torch.", ""),
                           "raw_bytes": raw, "stored_bytes": raw, "kept": reason}
+            elif derived_p is not None:
+                p = derived_p
+                P.derived[0] += 1
+                P.derived[1] += raw
+                detail = {"module": name, "shape": tuple(t.shape), "dtype": str(t.dtype).replace("torch.", ""),
+                          "raw_bytes": raw, "stored_bytes": 0, "derived": p.recipe.op, "eb": spec[0],
+                          "mode": spec[1], "eb_abs": p.eb_abs}
+                if self.measure_error:
+                    self._measure(P, name, t, p, p.eb_abs, detail)
             else:
                 eb, mode, pipeline = spec
+                pipeline = resolve_pipeline(pipeline, t)
                 threads = self.threads if self.threads is not None else torch.get_num_threads()
                 lossless = t.dtype not in _FLOAT_CODES
                 pooling = None
@@ -606,16 +780,32 @@ class compressed_activations:
                         and isinstance(self._stack[-1], torch.nn.LayerNorm)
                         and self._norm_inputs.get(self._stack[-1]) == (t.data_ptr(), tuple(t.shape), t.dtype)):
                     rows = _row_normalized(t, self._stack[-1], eb, mode)
+                shift = None
                 if rows is not None:
                     x_rows, sigma, row_eb = rows
+                    ln = self._stack[-1]
+                    if self.derive and key is not None and type(ln) is torch.nn.LayerNorm:
+                        # the bound its output needs, if cheap enough (derived.py)
+                        row_eb, shift, row_error = _derived.layernorm_rows_bound(
+                            x_rows, row_eb, ln.weight, ln.bias, eb, mode)
                     blob, strides = self.C.compress(x_rows, row_eb, "abs", pipeline, threads, self.checksum,
                                                     self.kernel_path, None)
-                    p = _Packed(self, blob.numel() + _nbytes(sigma))
+                    p = _Packed(self, blob.numel() + _nbytes(sigma) + (_nbytes(shift) if shift is not None else 0))
                     p.row_scale = sigma
+                    if shift is not None:
+                        p.row_shift, p.row_error = shift, row_error
+                    p.eb_abs = row_eb * float(sigma.max())
                     p.shape = tuple(t.shape)
                     p.sizes = list(x_rows.shape)
                 else:
-                    blob, strides = self.C.compress(t.detach(), eb, mode, pipeline, threads, self.checksum,
+                    c_eb, c_mode = eb, mode
+                    top = self._stack[-1] if self._stack else None
+                    if (self.derive and not lossless and type(top) is torch.nn.GELU and key is not None
+                            and self._gelu_inputs.get(top) == (t.data_ptr(), tuple(t.shape), t.dtype)):
+                        g = _derived.gelu_input_bound(t, eb, mode)
+                        if g is not None:  # the bound its output will need (derived.py)
+                            c_eb, c_mode = g, "abs"
+                    blob, strides = self.C.compress(t.detach(), c_eb, c_mode, pipeline, threads, self.checksum,
                                                     self.kernel_path, pooling)
                     p = _Packed(self, blob.numel())
                     p.sizes = list(t.shape)
@@ -648,6 +838,8 @@ class compressed_activations:
                     P.pending_headers.append((detail, head, blob.numel(), blob.is_cuda))
             p.module = name
             p.version = t._version
+            if self._stack and self._stack[-1] in self._dropout_noise:
+                self._dropout_noise[self._stack[-1]] = (weakref.ref(p), t)  # read by _learn_recipe
             if p.tensor is None:
                 p.source = weakref.ref(t)
             self._live += 1
@@ -682,14 +874,43 @@ class compressed_activations:
             return p.module if p is not None and sref.same(t) else None
 
     def _restore(self, p, threads):
-        """The tensor a blob stands for (LayerNorm rows scaled back)."""
+        """The tensor a blob stands for (LayerNorm rows scaled back), or a derived one rebuilt."""
+        if p.recipe is not None:
+            return _derived.rebuild(p.recipe, lambda q: self._source_value(q, threads),
+                                    lambda q: self._source_rows(q, threads))
         y = self.C.decompress(p.blob, p.sizes, p.strides, p.elem, threads, self.kernel_path)
         if p.row_scale is not None:
             y = (y * p.row_scale[:, None]).reshape(p.shape)
         return y
 
+    # A recipe's sources were saved by earlier ops, so their own unpacks come
+    # later in backward: a source decompressed for a rebuild is handed to its
+    # own unpack (as a tensor saved twice is) instead of being decoded again.
+    def _source_value(self, q, threads):
+        if q.tensor is not None:
+            return q.tensor
+        if q.cache is not None:
+            return q.cache
+        v = self._restore(q, threads)
+        if q.unpacks < q.saves and not self._measuring:
+            q.cache = v
+        return v
+
+    def _source_rows(self, q, threads):
+        """A LayerNorm input's stored rows (x / sigma), for the recipe of its output."""
+        if q.cache is not None:
+            return (q.cache.reshape(q.sizes) / q.row_scale[:, None])
+        rows = self.C.decompress(q.blob, q.sizes, q.strides, q.elem, threads, self.kernel_path)
+        if q.unpacks < q.saves and not self._measuring:
+            q.cache = (rows * q.row_scale[:, None]).reshape(q.shape)
+        return rows
+
     def _measure(self, P, name, t, p, eb_abs, detail):
-        y = self._restore(p, 1 if self.threads is None else self.threads)
+        self._measuring = True  # at pack time: a rebuild must not leave its sources decompressed till backward
+        try:
+            y = self._restore(p, 1 if self.threads is None else self.threads)
+        finally:
+            self._measuring = False
         x64 = t.detach().double()
         e = (y.double() - x64)
         fin = torch.isfinite(x64)

@@ -5,12 +5,18 @@ built without its CUDA backend (every CPU-only machine, CI included);
 tools/gpu-check.sh runs it on the lent GPU.
 """
 
+import os
+import re
 import unittest
+import warnings
 
-from _common import C, ebac_torch, max_err, promised_bound, torch
+from _common import REPO, C, ebac_torch, max_err, promised_bound, torch
 
 HAVE = torch.cuda.is_available() and C.has_cuda()
-WHY = "no CUDA device" if not torch.cuda.is_available() else "ebac_torch built without its CUDA backend"
+# The skip reason unittest prints ("skipped 'no CUDA: ...'"); tools/gpu-check.sh
+# greps for it, so a GPU run that skipped these shows in its summary.
+WHY = ("no CUDA: torch.cuda.is_available() is False" if not torch.cuda.is_available()
+       else "no CUDA: ebac_torch was built without its CUDA backend (EBAC_TORCH_CUDA=1 and nvcc build it)")
 ELEM = {torch.float32: 1, torch.float16: 2, torch.bfloat16: 3, torch.bool: 4, torch.uint8: 5, torch.int8: 6, torch.int16: 7,
         torch.int32: 8, torch.int64: 9}
 
@@ -166,6 +172,73 @@ class CudaBackend(unittest.TestCase):
         bad[0] ^= 0xFF  # magic
         with self.assertRaises(RuntimeError):
             C.decompress(bad, list(x.shape), list(s), 1, 0)
+
+
+class DeviceChoiceOnTheCpu(unittest.TestCase):
+    """What decides between the backends, checked on any machine."""
+
+    def test_want_cuda_follows_the_environment_then_the_machine(self):
+        from ebac_torch import _ext
+        saved = os.environ.pop("EBAC_TORCH_CUDA", None)
+        try:
+            os.environ["EBAC_TORCH_CUDA"] = "1"
+            self.assertTrue(_ext.want_cuda())
+            os.environ["EBAC_TORCH_CUDA"] = "0"
+            self.assertFalse(_ext.want_cuda())
+            del os.environ["EBAC_TORCH_CUDA"]
+            if not torch.cuda.is_available():  # no device: never a CUDA build by default
+                self.assertFalse(_ext.want_cuda())
+        finally:
+            os.environ.pop("EBAC_TORCH_CUDA", None)
+            if saved is not None:
+                os.environ["EBAC_TORCH_CUDA"] = saved
+
+    def test_cuda_units_one_per_element_type(self):
+        # the CUDA backend's units (_ext.cuda_codec_units): one per dtype the
+        # extension maps (ELEM above), each instantiating its own type, and a
+        # second call leaves them untouched (ninja rebuilds nothing)
+        import tempfile
+        from ebac_torch import _ext
+        with tempfile.TemporaryDirectory() as d:
+            inc = os.path.join(REPO, "include")  # the tree's element list (an install has no headers)
+            units = _ext.cuda_codec_units(d, inc)
+            self.assertEqual(len(units), len(ELEM))
+            self.assertEqual(len(set(units)), len(units))
+            instantiated = set()
+            for u in units:
+                with open(u) as f:
+                    text = f.read()
+                self.assertIn('#include "cuda_codec_typed.cuh"', text)
+                instantiated.update(re.findall(r"EBAC_TORCH_CUDA_CODEC_INSTANTIATE\(([^)]+)\)", text))
+            self.assertEqual(instantiated, {"float", "::ebac::float16", "::ebac::bfloat16", "bool", "std::uint8_t",
+                                            "std::int8_t", "std::int16_t", "std::int32_t", "std::int64_t"})
+            before = [os.stat(u).st_mtime_ns for u in units]
+            self.assertEqual(_ext.cuda_codec_units(d, inc), units)
+            self.assertEqual([os.stat(u).st_mtime_ns for u in units], before)
+
+    def test_a_tensor_on_another_device_is_refused_by_name(self):
+        # "meta" stands in for a device this build has no backend for (a CUDA
+        # tensor in a CPU-only build takes the same branch, with its own message)
+        t = torch.empty((4, 8, 16, 16), device="meta")
+        with self.assertRaisesRegex(RuntimeError, "unsupported device meta"):
+            C.compress(t, 1e-2, "rel", "fast", 1, False)
+
+    def test_hooks_keep_a_tensor_whose_device_has_no_backend(self):
+        # the hooks' choice for a saved tensor off the CPU: compress it when the
+        # extension has that backend, else keep it raw (warning once) or raise
+        t = torch.empty((4, 8, 16, 16), device="meta")
+        s = ebac_torch.compressed_activations(1e-2)
+        if C.has_cuda():
+            self.skipTest("this build has a device backend: the meta tensor would go to C.compress (checked above)")
+        with warnings.catch_warnings(record=True) as w:
+            warnings.simplefilter("always")
+            self.assertEqual(s._keep_reason(t), "device")
+            self.assertEqual(s._keep_reason(t), "device")
+        self.assertEqual(len([x for x in w if "kept uncompressed" in str(x.message)]), 1)
+        strict = ebac_torch.compressed_activations(1e-2, unsupported_device="error")
+        with self.assertRaisesRegex(RuntimeError, "no meta backend"):
+            strict._keep_reason(t)
+        self.assertIsNone(s._keep_reason(torch.zeros((4, 8, 16, 16))))  # a CPU tensor is compressed
 
 
 if __name__ == "__main__":

@@ -102,8 +102,8 @@ class InPlaceChanges(unittest.TestCase):
         with ebac_torch.compressed_activations(1e-6, "abs", min_numel=1, model=net) as s:
             loss = step()
         loss.backward()
-        for a, b in zip(ref, [p.grad for p in net.parameters()]):
-            self.assertLess(float((a - b).abs().max()), 1e-2)
+        for a, b in zip(ref, [p.grad for p in net.parameters()]):  # float32 rounding of gradients ~1e5
+            self.assertLess(float((a - b).abs().max()), 1e-6 * float(a.abs().max()))
         self.assertGreaterEqual(s.stats()["duplicates"], 1)
 
 

@@ -18,7 +18,10 @@ def grads_of(model, loss_fn, tensors, policy=None, eb=1e-2):
     if policy is None:
         loss_fn().backward()
     else:
-        with ebac_torch.compressed_activations(eb, "rel", "ratio", model=model, policy=policy, min_numel=1000):
+        # derive=False: every tensor under exactly the bound the policy gives (a session that rebuilds
+        # a GELU's output stores the GELU's input finer than asked: see ebac_torch/derived.py).
+        with ebac_torch.compressed_activations(eb, "rel", "ratio", model=model, policy=policy, min_numel=1000,
+                                               derive=False):
             loss = loss_fn()
         loss.backward()
     return [t.grad.detach().double().clone() for t in tensors]

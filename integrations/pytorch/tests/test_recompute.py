@@ -94,7 +94,8 @@ class Recompute(unittest.TestCase):
         tight = [d for d in st["details"] if d.get("eb") == eb and d.get("mode") == mode]
         self.assertEqual(len(tight), len(self.model.blocks))
         self.assertTrue(all(d["pipeline"] == ebac_torch.recompute.BOUNDARY_PIPELINE for d in tight))
-        self.assertTrue(all(d["pipeline"] == "ratio" for d in st["details"] if "pipeline" in d and d not in tight))
+        auto = ebac_torch.hooks.AUTO_PIPELINES["cpu"]  # the session's default, "auto", on the host
+        self.assertTrue(all(d["pipeline"] == auto for d in st["details"] if "pipeline" in d and d not in tight))
         self.assertTrue(all(d["shape"] == (16, 8, 12, 12) for d in tight))
         # (the stem's BN input under batchnorm_bound_scale x the session's: hooks.py, test_batchnorm_bound.py)
         bn = [d for d in st["details"] if d["module"] == "stem.1" and "eb" in d]
