@@ -34,7 +34,10 @@ def bn_input(model, x):
 def stored_bytes(model, x, **kw):
     """Stored bytes of each module's compressed saved tensors in one session (threads=1;
     BatchNorm's mean and 1/std are kept raw: tiny)."""
-    with ebac_torch.compressed_activations(error_bound=EB, mode="rel", model=model, threads=1, **kw) as s:
+    # pipeline "ratio", as the reference compress calls below (the session's default, "auto", is
+    # "max" on the host: same values, other bytes)
+    with ebac_torch.compressed_activations(error_bound=EB, mode="rel", pipeline="ratio", model=model, threads=1,
+                                           **kw) as s:
         model(x).square().sum().backward()
     out = {}
     for d in s.stats()["details"]:
