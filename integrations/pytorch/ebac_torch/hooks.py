@@ -402,7 +402,7 @@ class compressed_activations:
             turns it off). Applies to the session's default bound only, not
             to `bounds` or `policy` answers. 0.5 keeps every non-negligible
             parameter's gradient cosine >= 0.99 on the study ResNet-20 at rel
-            1e-2 (blocks.1.bn1.weight: 0.988 at 1) for about 12% more stored
+            1e-2 (blocks.1.bn1.weight: 0.988 at 1) for 12-17% more stored
             bytes (docs/error-model.md, section 6.6).
         derive: store a saved tensor that is the output of an nn.GELU or of
             a training nn.Dropout whose input is saved too (an MLP's hidden
