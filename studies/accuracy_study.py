@@ -256,6 +256,12 @@ def gradient_probe(model, xb, yb, cfg, threads, policy=None, layer_bound=None):
     m.train()
     state = copy.deepcopy(m.state_dict())
     layers = [(n, mod) for n, mod in m.named_modules() if isinstance(mod, (nn.Conv2d, nn.Linear))]
+    if layer_bound is None and policy is None:
+        # The session's default bound, but a BatchNorm's input under batchnorm_bound_scale x it (hooks.py),
+        # so that the propagated term below sees the error the compressed pass has.
+        kinds = dict(m.named_modules())
+        layer_bound = (lambda n: cfg["eb"] * ebac_torch.hooks.BATCHNORM_BOUND_SCALE
+                       if isinstance(kinds.get(n), nn.BatchNorm2d) else cfg["eb"])
     bns = [(n, mod) for n, mod in m.named_modules()
            if isinstance(mod, nn.BatchNorm2d) or ebac_torch.propagation.elementwise_name(mod) is not None]
     rec, bn_after = {}, {}

@@ -15,7 +15,9 @@
 //     of x (eb - |x| or -x), and elements whose exact value repeats in the
 //     channel, whose error repeats with it. Both follow the input's structure
 //     instead of behaving like noise, so they inherit the coherence the
-//     gradient itself has;
+//     gradient itself has - a first-bin error only as far as it lies on its
+//     channel's least-squares line in x (the sign part of eb sign(x) - x on
+//     two-signed data goes to the other elements' pyramid);
 //   - per channel group, the energy pyramid of the input x itself, which with
 //     the gradient RMS measures that coherence (weight_error_model.hpp);
 //   - per channel, sum e^2 and the non-zero count (the i.i.d. model).
@@ -136,15 +138,46 @@ input_error_statistics collect_input_error_statistics(const conv2d_geometry& g, 
     const double mean = flat ? s.flat_mean[static_cast<std::size_t>(c)] : s.rest_mean[static_cast<std::size_t>(c)];
     return err(j) - mean;
   };
+  // A first-bin element's error (eb sign(x) - x, or -x) is structured only as far as it is a
+  // function of x that the gradient's coherence reaches: per channel, its least-squares line
+  // b_c + a_c x over the channel's first-bin elements. On one-signed data (post-ReLU) that is
+  // the whole error (eb - x); on two-signed data (LayerNorm outputs, attention values) the
+  // sign part eb sign(x) is orthogonal to x on the channel and is left to the noise-like term.
+  std::vector<double> slope(static_cast<std::size_t>(C), 0.0), intercept(static_cast<std::size_t>(C), 0.0);
+  for (std::int64_t c = 0; c < C; ++c) {
+    double k = 0, sx = 0, sxx = 0, se = 0, sex = 0;
+    for (std::int64_t n = 0; n < g.batch; ++n)
+      for (std::int64_t i = 0; i < plane; ++i) {
+        const std::int64_t j = (n * C + c) * plane + i;
+        if (!first_bin(j) || rep[static_cast<std::size_t>(j)] != 0) continue;
+        const double xv = detail::as_double(x[j]), e = err(j);
+        k += 1;
+        sx += xv;
+        sxx += xv * xv;
+        se += e;
+        sex += e * xv;
+      }
+    const double var = k > 0 ? sxx - sx * sx / k : 0.0;
+    const double a = var > 0 ? (sex - sx * se / k) / var : 0.0;
+    slope[static_cast<std::size_t>(c)] = a;
+    intercept[static_cast<std::size_t>(c)] = k > 0 ? (se - a * sx) / k : 0.0;
+  }
+  // The part of element j's residual that carries the gradient's coherence, and the rest.
+  auto coherent_part = [&](std::int64_t n, std::int64_t c, std::int64_t j) {
+    if (rep[static_cast<std::size_t>(j)] != 0) return residual(n, c, j);
+    const double line = intercept[static_cast<std::size_t>(c)] + slope[static_cast<std::size_t>(c)] * detail::as_double(x[j]);
+    return residual(n, c, j) - (err(j) - line);
+  };
   for (std::int64_t grp = 0; grp < g.groups; ++grp) {
     const std::int64_t c0 = grp * Cg;
     s.pyramids.push_back(build_energy_pyramid(g.batch, Cg, Ho, Wo, [&](std::int64_t n, std::int64_t cl, std::int64_t oh, std::int64_t ow) {
       const std::int64_t j = centre(n, c0 + cl, oh, ow);
-      return j < 0 || structured(j) ? 0.0 : residual(n, c0 + cl, j);
+      if (j < 0) return 0.0;
+      return structured(j) ? residual(n, c0 + cl, j) - coherent_part(n, c0 + cl, j) : residual(n, c0 + cl, j);
     }));
     s.structured_pyramids.push_back(build_energy_pyramid(g.batch, Cg, Ho, Wo, [&](std::int64_t n, std::int64_t cl, std::int64_t oh, std::int64_t ow) {
       const std::int64_t j = centre(n, c0 + cl, oh, ow);
-      return j < 0 || !structured(j) ? 0.0 : residual(n, c0 + cl, j);
+      return j < 0 || !structured(j) ? 0.0 : coherent_part(n, c0 + cl, j);
     }));
     s.input_pyramids.push_back(build_energy_pyramid(g.batch, Cg, Ho, Wo, [&](std::int64_t n, std::int64_t cl, std::int64_t oh, std::int64_t ow) {
       const std::int64_t j = centre(n, c0 + cl, oh, ow);

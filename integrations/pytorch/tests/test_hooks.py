@@ -226,7 +226,10 @@ class Hooks(unittest.TestCase):
             C.inspect(head, c.blob.numel() + 1)  # not the stream's size: trailing bytes
 
     def test_measure_error_holds_bound(self):
-        ctx = ebac_torch.compressed_activations(1e-2, "rel", "ratio", model=self.model, min_numel=1, measure_error=True)
+        # batchnorm_bound_scale=1: every tensor under the one bound the recorder checks (the finer
+        # BatchNorm-input bound of the default has its own tests: test_batchnorm_bound.py)
+        ctx = ebac_torch.compressed_activations(1e-2, "rel", "ratio", model=self.model, min_numel=1, measure_error=True,
+                                                batchnorm_bound_scale=1)
         rec = ctx.C = RecordingExtension(ctx.C, 1e-2, "rel")
         with ctx:
             grads(self.model, self.x, self.y)
@@ -247,7 +250,8 @@ class Hooks(unittest.TestCase):
     def test_half_precision_autocast(self):
         model = copy.deepcopy(self.model)
         base = grads(model, self.x, self.y, torch.autocast("cpu", dtype=torch.bfloat16))
-        ctx = ebac_torch.compressed_activations(1e-3, model=model, min_numel=1, measure_error=True)
+        ctx = ebac_torch.compressed_activations(1e-3, model=model, min_numel=1, measure_error=True,
+                                                batchnorm_bound_scale=1)  # one bound, as above
         rec = ctx.C = RecordingExtension(ctx.C, 1e-3, "rel")  # rel: the default mode
         with torch.autocast("cpu", dtype=torch.bfloat16):
             comp = grads(model, self.x, self.y, ctx)
