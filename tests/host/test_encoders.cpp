@@ -1207,7 +1207,7 @@ std::vector<std::uint64_t> striped_histogram(const std::vector<std::uint32_t>& c
 }
 }  // namespace
 
-TEST_CASE("striped: round trips, truncations and mutations; statistics count the format's tokens") {
+TEST_CASE("striped: round trips, truncations and mutations, and statistics that count the format's tokens") {
   std::mt19937_64 rng(41);
   for (const auto& cs : code_sets(4)) {
     CAPTURE(cs.name);
