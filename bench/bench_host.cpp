@@ -282,9 +282,12 @@ std::vector<std::uint32_t> coder_codes(bool sparse) {
   return codes;
 }
 
+/// The chunk size of the coder cases (the named pipelines' default).
+constexpr std::size_t coder_chunk = std::size_t{1} << 14;
+
 template <class E>
 void register_coder(const char* name) {
-  constexpr std::size_t C = std::size_t{1} << 14;
+  constexpr std::size_t C = coder_chunk;
   for (bool sparse : {true, false}) {
     const std::string suffix = std::string(name) + (sparse ? "/sparse" : "/wide");
     benchmark::RegisterBenchmark(("encode/" + suffix).c_str(), [sparse](benchmark::State& state) {

@@ -126,9 +126,9 @@ inline bool parse_pipeline(std::string_view name, pipeline_spec& s) {
     return true;
   }
   // ratio's stages with the striped Huffman encoder (encoder/striped_huffman.hpp):
-  // within 1% of ratio's streams on the training slice, decoded 1.0-1.8x
-  // faster (docs/benchmarks.md). Host only: the CUDA backend refuses its
-  // pipelines and its streams.
+  // within 1% of ratio's streams on the training slice, decompressed
+  // 0.98-1.75x and compressed 0.93-1.49x as fast (docs/benchmarks.md). Host
+  // only: the CUDA backend refuses its pipelines and its streams.
   if (name == "balanced") {
     s.lorenzo_auto_dims = 2;
     s.encoder = encoder_id::striped_huffman;
