@@ -26,7 +26,7 @@
 // the codebook and codes every chunk; decode decodes every chunk. <codes>:
 // tokens that are a run of 1-16 zeros with probability 0.75 (sparse: about
 // 96% zeros, the other codes 1 + geometric of mean 2) or 0.1 (wide: about
-// 46% zeros, the other codes 1 + geometric of mean 49). Counters:
+// 49% zeros, the other codes 1 + geometric of mean 49). Counters:
 // codes_per_second, bits_per_code.
 //
 // DIR defaults to the corpus this was built with (EBAC_CORPUS_DIR) or the
