@@ -20,6 +20,15 @@
 // learn/<encoder>/<n> times what a codebook encoder (Huffman, ANS) pays per
 // tensor to learn its codebook, on synthetic codes.
 //
+// encode/<encoder>/<codes> and decode/<encoder>/<codes> time an entropy
+// coder alone (Huffman, striped Huffman) on the codes of a training-size
+// tensor (2^21 codes, chunks of 2^14): encode gathers the statistics, learns
+// the codebook and codes every chunk; decode decodes every chunk. <codes>:
+// tokens that are a run of 1-16 zeros with probability 0.75 (sparse: about
+// 96% zeros, the other codes 1 + geometric of mean 2) or 0.1 (wide: about
+// 49% zeros, the other codes 1 + geometric of mean 49). Counters:
+// codes_per_second, bits_per_code.
+//
 // DIR defaults to the corpus this was built with (EBAC_CORPUS_DIR) or the
 // EBAC_CORPUS environment variable. Without a corpus it falls back to
 // synthetic tensors and says so. Host only: the CUDA backend's throughput
@@ -257,6 +266,77 @@ void register_learn(const char* name) {
   }
 }
 
+/// Synthetic codes of a training-size tensor (see the header comment).
+std::vector<std::uint32_t> coder_codes(bool sparse) {
+  std::mt19937 rng(sparse ? 7u : 8u);
+  std::uniform_real_distribution<double> u(0, 1);
+  std::geometric_distribution<std::uint32_t> small(1.0 / 3), wide(1.0 / 50);
+  std::vector<std::uint32_t> codes(std::size_t{1} << 21);
+  for (std::size_t i = 0; i < codes.size();) {
+    if (u(rng) < (sparse ? 0.75 : 0.1)) {  // a run of zeros, 1 to 16 long
+      const std::size_t run = std::min<std::size_t>(codes.size() - i, 1 + rng() % 16);
+      for (std::size_t k = 0; k < run; ++k) codes[i++] = 0;
+    } else {
+      codes[i++] = 1 + (sparse ? small(rng) : wide(rng));
+    }
+  }
+  return codes;
+}
+
+/// The chunk size of the coder cases (the named pipelines' default).
+constexpr std::size_t coder_chunk = std::size_t{1} << 14;
+
+template <class E>
+void register_coder(const char* name) {
+  for (bool sparse : {true, false}) {
+    const std::string suffix = std::string(name) + (sparse ? "/sparse" : "/wide");
+    benchmark::RegisterBenchmark(("encode/" + suffix).c_str(), [sparse](benchmark::State& state) {
+      constexpr std::size_t C = coder_chunk;
+      const std::vector<std::uint32_t> codes = coder_codes(sparse);
+      const std::size_t chunks = (codes.size() + C - 1) / C;
+      std::vector<std::byte> out(E{}.max_chunk_bytes(C) * chunks);
+      std::size_t bytes = 0;
+      for (auto _ : state) {
+        typename E::statistics stats;
+        for (std::size_t c = 0; c < chunks; ++c) stats.add(codes.data() + c * C, std::min(C, codes.size() - c * C));
+        const auto cb = E::learn(stats);
+        const E enc = E::bind(cb);
+        bytes = 0;
+        for (std::size_t c = 0; c < chunks; ++c) bytes += enc.encode_chunk(codes.data() + c * C, std::min(C, codes.size() - c * C), out.data() + bytes);
+        benchmark::DoNotOptimize(out.data());
+      }
+      state.counters["codes_per_second"] = benchmark::Counter(static_cast<double>(codes.size()), benchmark::Counter::kIsIterationInvariantRate);
+      state.counters["bits_per_code"] = 8.0 * static_cast<double>(bytes) / static_cast<double>(codes.size());
+    })->Unit(benchmark::kMillisecond);
+    benchmark::RegisterBenchmark(("decode/" + suffix).c_str(), [sparse](benchmark::State& state) {
+      constexpr std::size_t C = coder_chunk;
+      const std::vector<std::uint32_t> codes = coder_codes(sparse);
+      const std::size_t chunks = (codes.size() + C - 1) / C;
+      typename E::statistics stats;
+      for (std::size_t c = 0; c < chunks; ++c) stats.add(codes.data() + c * C, std::min(C, codes.size() - c * C));
+      const auto cb = E::learn(stats);
+      const E enc = E::bind(cb);
+      std::vector<std::byte> buf(enc.max_chunk_bytes(C));
+      std::vector<std::vector<std::byte>> coded(chunks);
+      for (std::size_t c = 0; c < chunks; ++c)
+        coded[c].assign(buf.data(), buf.data() + enc.encode_chunk(codes.data() + c * C, std::min(C, codes.size() - c * C), buf.data()));
+      std::vector<std::uint32_t> back(C);
+      for (auto _ : state) {
+        for (std::size_t c = 0; c < chunks; ++c) {
+          const std::size_t m = std::min(C, codes.size() - c * C);
+          if (enc.decode_chunk(coded[c].data(), coded[c].size(), back.data(), m) != ebac::status::ok ||
+              std::memcmp(back.data(), codes.data() + c * C, m * sizeof(std::uint32_t)) != 0) {
+            state.SkipWithError("a chunk did not decode to its codes");
+            return;
+          }
+        }
+        benchmark::DoNotOptimize(back.data());
+      }
+      state.counters["codes_per_second"] = benchmark::Counter(static_cast<double>(codes.size()), benchmark::Counter::kIsIterationInvariantRate);
+    })->Unit(benchmark::kMillisecond);
+  }
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -287,6 +367,9 @@ int main(int argc, char** argv) {
   register_for<ebac::bfloat16>(corpus, "bf16");
   register_learn<ebac::huffman>("huffman");
   register_learn<ebac::context_ans>("ans");
+  register_learn<ebac::striped_huffman>("striped");
+  register_coder<ebac::huffman>("huffman");
+  register_coder<ebac::striped_huffman>("striped");
   benchmark::RunSpecifiedBenchmarks();
   benchmark::Shutdown();
   return 0;

@@ -61,7 +61,7 @@ PYDEPS = os.path.join(REPO, "build", "pydeps")
 if os.path.isdir(PYDEPS) and PYDEPS not in sys.path:
     sys.path.append(PYDEPS)  # appended: never shadows Debian's numpy
 
-EBAC_PIPELINES = ["fast", "ratio", "ratio-flat", "rle", "plain", "max", "max-bound"]
+EBAC_PIPELINES = ["fast", "ratio", "ratio-flat", "rle", "plain", "max", "max-bound", "balanced", "balanced-bound"]
 PEER_FAMILIES = ["sz3", "zfp", "quant+zstd"]
 KINDS = ["post_relu", "dense", "other"]
 # The design's one-core speed targets for the best-ratio pipeline on tensors of a trainer's size, MB/s of

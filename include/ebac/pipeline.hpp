@@ -81,13 +81,14 @@ struct pipeline_spec {
 };
 
 /// The named pipelines, in the order `--pipeline all` reports them.
-inline constexpr std::array<std::string_view, 7> pipeline_names = {"fast", "ratio", "ratio-flat", "rle", "plain", "max", "max-bound"};
+inline constexpr std::array<std::string_view, 9> pipeline_names = {"fast",  "ratio",     "ratio-flat", "rle",           "plain",
+                                                                   "max",   "max-bound", "balanced",   "balanced-bound"};
 
 /// Parses a named pipeline ("fast", "ratio", ...) or an explicit
 /// "predictor:quantizer:encoder" triple, e.g. "lorenzo2:sign:huffman".
 ///   predictor: none | lorenzo (flat 1-D) | lorenzo1 | lorenzo2 | lorenzo3 (last axes)
 ///   quantizer: sign (zero/sign preserving) | linear
-///   encoder:   the name of a registered encoder (encoder/registry.hpp): bitpack | rle | huffman | ans
+///   encoder:   the name of a registered encoder (encoder/registry.hpp): bitpack | rle | huffman | ans | striped
 inline bool parse_pipeline(std::string_view name, pipeline_spec& s) {
   s = pipeline_spec{};
   if (name == "fast") return true;  // flat Lorenzo + sign-preserving + bit-packing
@@ -122,6 +123,23 @@ inline bool parse_pipeline(std::string_view name, pipeline_spec& s) {
   if (name == "max-bound") {
     parse_pipeline("max", s);
     s.choose_quantizer = true;
+    return true;
+  }
+  // ratio's stages with the striped Huffman encoder (encoder/striped_huffman.hpp):
+  // within 1% of ratio's streams on the training slice, decompressed
+  // 0.98-1.75x and compressed 0.93-1.49x as fast (docs/benchmarks.md). Host
+  // only: the CUDA backend refuses its pipelines and its streams.
+  if (name == "balanced") {
+    s.lorenzo_auto_dims = 2;
+    s.encoder = encoder_id::striped_huffman;
+    return true;
+  }
+  // balanced with the linear quantizer: the bound is all it promises (a
+  // small value may come back as 0, as with max-bound); at rel 1e-1 its
+  // streams are markedly smaller (docs/benchmarks.md).
+  if (name == "balanced-bound") {
+    parse_pipeline("balanced", s);
+    s.quantizer = quantizer_id::linear;
     return true;
   }
   const auto c1 = name.find(':');

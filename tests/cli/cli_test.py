@@ -34,13 +34,13 @@ CORPUS = None
 WORK = None
 FAILURES = []
 
-PIPELINES = ["fast", "ratio", "ratio-flat", "rle", "plain", "max", "max-bound"]
+PIPELINES = ["fast", "ratio", "ratio-flat", "rle", "plain", "max", "max-bound", "balanced", "balanced-bound"]
 
 
 def keeps_signs(pipeline):
     """Whether the pipeline promises zeros and signs: not with the linear
-    quantizer, nor max-bound (which may choose it per tensor)."""
-    return ":linear:" not in pipeline and pipeline != "max-bound"
+    quantizer (balanced-bound), nor max-bound (which may choose it per tensor)."""
+    return ":linear:" not in pipeline and pipeline not in ("max-bound", "balanced-bound")
 
 
 JSON_KEYS = {"pipeline", "ratio", "max_abs_error", "bound_held", "psnr", "compress_MBps",

@@ -203,7 +203,7 @@ int main(int argc, char** argv) {
 
   std::vector<std::string> pipelines(ebac::pipeline_names.begin(), ebac::pipeline_names.end());
   for (const char* triple : {"lorenzo1:linear:rle", "lorenzo2:linear:bitpack", "lorenzo3:sign:huffman", "none:linear:huffman",
-                             "lorenzo2:sign:ans", "none:sign:ans"})
+                             "lorenzo2:sign:ans", "none:sign:ans", "none:linear:striped"})
     pipelines.emplace_back(triple);
   const ebac::extents shapes[] = {{300}, {6, 50}, {3, 4, 25}, {2, 3, 5, 10}, {0}};
   const std::uint32_t chunks[] = {32, 64, 128, ebac::default_chunk_elements};

@@ -350,6 +350,80 @@ ref_codes reference_decode(const ebac::context_ans& enc, const std::byte* in, st
   return out;
 }
 
+/// Striped Huffman (docs/format.md, "striped"): varints R0, R1, R2, then
+/// four bit streams of R0, R1, R2 and the remaining bytes. Token t is in
+/// stream t mod 4: its symbol's canonical code (MSB first into the
+/// LSB-first stream), then raw bits LSB first. Symbols: v < 32 is the code
+/// v; 32 <= s < 140 is a code of bit width b = 6 + (s - 32) / 4 whose two
+/// bits below the leading one are (s - 32) mod 4, its b - 3 lower bits raw;
+/// 140 <= s < 171 is a run of 2^k + raw(k) zeros, k = s - 139. Every
+/// stream must end in its last byte once n codes are out, no run past the
+/// n-th code. Written bit by bit, from the code lengths alone.
+ref_codes reference_decode(const ebac::striped_huffman& enc, const std::byte* in, std::size_t bytes, std::size_t n) {
+  constexpr int max_len = 11;
+  std::vector<std::uint32_t> symbols[max_len + 1];
+  std::uint64_t first[max_len + 1] = {};
+  for (std::uint32_t s = 0; s < 171; ++s)
+    if (enc.length[s]) symbols[enc.length[s]].push_back(s);
+  std::uint64_t next = 0;
+  for (int l = 1; l <= max_len; ++l) {
+    first[l] = next;
+    next = (next + symbols[l].size()) << 1;
+  }
+  std::size_t pos = 0;
+  std::uint64_t size[4];
+  std::uint64_t used = 0;
+  for (int s = 0; s < 3; ++s) {
+    if (!ref_varint(in, bytes, pos, size[s])) return std::nullopt;
+    used += size[s];
+    if (size[s] > bytes || used > bytes - pos) return std::nullopt;
+  }
+  size[3] = bytes - pos - used;
+  std::uint64_t begin[4], bit[4];  // each stream's first bit and next bit, counted from `in`
+  for (int s = 0; s < 4; ++s) {
+    begin[s] = bit[s] = 8 * (s == 0 ? pos : begin[s - 1] / 8 + size[s - 1]);
+  }
+  auto read = [&](int s, unsigned k, std::uint64_t& v) {
+    v = 0;
+    for (unsigned j = 0; j < k; ++j) {
+      if (bit[s] >= begin[s] + 8 * size[s]) return false;
+      v |= std::uint64_t{ref_bit(in, bit[s]++)} << j;
+    }
+    return true;
+  };
+  std::vector<std::uint32_t> out(n);
+  std::size_t i = 0;
+  for (std::uint64_t t = 0; i < n; ++t) {
+    const int s = static_cast<int>(t % 4);
+    std::int64_t sym = -1;
+    std::uint64_t code = 0;
+    for (int l = 1; l <= max_len && sym < 0; ++l) {
+      std::uint64_t b;
+      if (!read(s, 1, b)) return std::nullopt;
+      code = (code << 1) | b;
+      if (code >= first[l] && code - first[l] < symbols[l].size()) sym = symbols[l][code - first[l]];
+    }
+    if (sym < 0) return std::nullopt;
+    std::uint64_t raw;
+    if (sym < 32) {
+      out[i++] = static_cast<std::uint32_t>(sym);
+    } else if (sym < 140) {
+      const unsigned b = 6 + static_cast<unsigned>(sym - 32) / 4, m = static_cast<unsigned>(sym - 32) % 4;
+      if (!read(s, b - 3, raw)) return std::nullopt;
+      out[i++] = static_cast<std::uint32_t>((std::uint64_t{1} << (b - 1)) | (std::uint64_t{m} << (b - 3)) | raw);
+    } else {
+      const unsigned k = static_cast<unsigned>(sym - 139);
+      if (!read(s, k, raw)) return std::nullopt;
+      const std::uint64_t run = (std::uint64_t{1} << k) + raw;
+      if (run > n - i) return std::nullopt;
+      for (std::uint64_t j = 0; j < run; ++j) out[i++] = 0;
+    }
+  }
+  for (int s = 0; s < 4; ++s)
+    if ((bit[s] - begin[s] + 7) / 8 != size[s]) return std::nullopt;
+  return out;
+}
+
 /// The library decoder and the reference agree on `in`: both reject it, or
 /// both decode it, to the same codes, every one written.
 template <class E>
@@ -1105,6 +1179,148 @@ std::vector<std::byte> ans_chunk(const ebac::context_ans_codebook& cb, const std
 }
 }  // namespace
 
+namespace {
+/// The striped codebook of a code set's own tokens, counted here from the
+/// format's token rules (not the encoder's statistics).
+std::vector<std::uint64_t> striped_histogram(const std::vector<std::uint32_t>& codes) {
+  std::vector<std::uint64_t> h(171, 0);
+  for (std::size_t i = 0; i < codes.size();) {
+    std::size_t j = i;
+    while (j < codes.size() && codes[j] == 0) ++j;
+    if (j - i >= 2) {  // a run of L zeros: class floor(log2 L)
+      unsigned k = 0;
+      while ((std::uint64_t{2} << k) <= j - i) ++k;
+      ++h[139 + k];
+      i = j;
+      continue;
+    }
+    const std::uint32_t v = codes[i++];
+    if (v < 32) {
+      ++h[v];
+    } else {
+      unsigned b = 0;
+      while (b < 32 && (v >> b) != 0) ++b;
+      ++h[32 + 4 * (b - 6) + ((v >> (b - 3)) & 3u)];
+    }
+  }
+  return h;
+}
+}  // namespace
+
+TEST_CASE("striped: round trips, truncations and mutations, and statistics that count the format's tokens") {
+  std::mt19937_64 rng(41);
+  for (const auto& cs : code_sets(4)) {
+    CAPTURE(cs.name);
+    ebac::striped_huffman::statistics st;
+    // Added in two parts and merged: sums do not depend on the grouping
+    // (the chunk is cut after a non-zero code, so no run is split).
+    std::size_t cut = cs.codes.size() / 2;
+    while (cut > 0 && cs.codes[cut - 1] == 0) --cut;
+    ebac::striped_huffman::statistics second;
+    st.add(cs.codes.data(), cut);
+    second.add(cs.codes.data() + cut, cs.codes.size() - cut);
+    st.merge(second);
+    CHECK(st.count == striped_histogram(cs.codes));
+    const auto cb = ebac::striped_huffman::learn(st);
+    for (std::uint32_t s = 0; s < ebac::striped_alphabet::size; ++s) {
+      CHECK(cb.length[s] <= 11);
+      CHECK((cb.length[s] != 0) == (st.count[s] != 0));  // every token that occurs has a code
+    }
+    check_encoder(ebac::striped_huffman::bind(cb), cs, rng, !cs.codes.empty() && cs.codes.size() <= 16384);
+    std::vector<std::byte> ser;
+    cb.serialize(ser);
+    ebac::striped_codebook back;
+    auto in = exact_copy(ser.data(), ser.size());
+    REQUIRE(ebac::striped_codebook::deserialize(in.get(), ser.size(), back) == ebac::status::ok);
+    CHECK(back.length == cb.length);
+    CHECK(back.code_lsb == cb.code_lsb);
+  }
+}
+
+TEST_CASE("striped: lengths stay within 11 bits on Fibonacci histograms, and every symbol codes") {
+  std::mt19937_64 rng(42);
+  std::vector<std::uint64_t> h(ebac::striped_alphabet::size, 0);
+  std::uint64_t a = 1, b = 1;
+  for (std::uint32_t s = 0; s < ebac::striped_alphabet::size; ++s) {
+    h[s] = a;
+    const auto c = a + b;
+    a = b;
+    b = std::min<std::uint64_t>(c, std::uint64_t{1} << 40);
+  }
+  const auto cb = ebac::striped_codebook::from_histogram(h.data());
+  std::uint64_t kraft = 0;
+  for (std::uint32_t s = 0; s < ebac::striped_alphabet::size; ++s) {
+    REQUIRE(cb.length[s] >= 1);
+    REQUIRE(cb.length[s] <= 11);
+    kraft += std::uint64_t{1} << (11 - cb.length[s]);
+  }
+  CHECK(kraft <= 2048);
+  // One value of every bucket (both ends), every literal, a run of every
+  // class a 2^16 chunk can hold, each closed by a non-zero code.
+  code_set cs{"every symbol", {}};
+  for (std::uint32_t v = 0; v < 32; ++v) cs.codes.push_back(v);
+  for (unsigned width = 6; width <= 32; ++width)
+    for (std::uint32_t m = 0; m < 4; ++m) {
+      const std::uint32_t low = static_cast<std::uint32_t>((std::uint64_t{4 + m} << (width - 3)));
+      cs.codes.push_back(low);
+      cs.codes.push_back(static_cast<std::uint32_t>(low + ((std::uint64_t{1} << (width - 3)) - 1)));
+    }
+  for (unsigned k = 1; k <= 15; ++k) {
+    cs.codes.insert(cs.codes.end(), (std::size_t{1} << k) + (k % 3), 0u);
+    cs.codes.push_back(7);
+  }
+  check_encoder(ebac::striped_huffman::bind(cb), cs, rng, false);
+}
+
+TEST_CASE("striped: codebook sections that break the format are refused, and what is accepted decodes as the format says") {
+  std::vector<std::uint64_t> h(ebac::striped_alphabet::size, 0);
+  for (std::uint32_t s = 0; s < 60; ++s) h[s * 2] = 1 + s * s;
+  const auto cb = ebac::striped_codebook::from_histogram(h.data());
+  std::vector<std::byte> ser;
+  cb.serialize(ser);
+  ebac::striped_codebook out;
+  for (std::size_t l = 0; l < ser.size(); ++l) {
+    auto t = exact_copy(ser.data(), l);
+    CAPTURE(l);
+    CHECK(ebac::striped_codebook::deserialize(t.get(), l, out) != ebac::status::ok);
+  }
+  // A length of 12, a symbol past the alphabet, an over-full code: refused.
+  auto refused = [&](std::vector<std::uint8_t> bytes) {
+    std::vector<std::byte> b(bytes.size());
+    for (std::size_t i = 0; i < bytes.size(); ++i) b[i] = static_cast<std::byte>(bytes[i]);
+    auto t = exact_copy(b.data(), b.size());
+    return ebac::striped_codebook::deserialize(t.get(), b.size(), out) != ebac::status::ok;
+  };
+  CHECK(refused({1, 5, 12}));          // one symbol, length 12
+  CHECK(refused({1, 171, 1}));         // symbol 171
+  CHECK(refused({3, 0, 1, 0, 1, 0, 1}));  // three codes of one bit
+  CHECK(refused({1, 0, 0}));           // length 0
+  CHECK_FALSE(refused({2, 0, 1, 0, 1}));  // two codes of one bit: a complete code
+  std::mt19937_64 rng(43);
+  std::vector<std::uint32_t> codes(3000);
+  for (auto& c : codes) c = static_cast<std::uint32_t>(rng() % 120);
+  std::size_t usable = 0;
+  for (std::size_t pos = 0; pos < ser.size(); ++pos)
+    for (std::uint8_t x : {0x01, 0x02, 0x10, 0x80, 0xff}) {
+      auto t = exact_copy(ser.data(), ser.size());
+      t[pos] ^= static_cast<std::byte>(x);
+      if (ebac::striped_codebook::deserialize(t.get(), ser.size(), out) != ebac::status::ok) continue;
+      ++usable;
+      std::uint64_t kraft = 0;
+      for (auto l : out.length)
+        if (l) kraft += std::uint64_t{1} << (11 - l);
+      CHECK(kraft <= 2048);
+      // Garbage through a codebook the stream names: decoded as the format says.
+      const ebac::striped_huffman enc = ebac::striped_huffman::bind(out);
+      std::vector<std::byte> garbage(200);
+      for (auto& g : garbage) g = static_cast<std::byte>(rng());
+      garbage[0] = std::byte{60}, garbage[1] = std::byte{50}, garbage[2] = std::byte{40};
+      auto gin = exact_copy(garbage.data(), garbage.size());
+      for (std::size_t n : {1u, 7u, 100u, 400u}) check_against_reference(enc, gin.get(), garbage.size(), n, reference_decode(enc, gin.get(), garbage.size(), n));
+    }
+  CHECK(usable > 0);
+}
+
 TEST_CASE("context_ans: byte layout") {
   // All zeros: the chunk's one block is all zero, flagged in a bitmap of
   // one byte (bit 31 of the byte count says it follows) and takes no step:
@@ -1771,10 +1987,11 @@ TEST_CASE("encoder registry: ids, names and reader checks come from the encoders
   const expected want[] = {{ebac::encoder_id::block_bitpack, "bitpack", false, 4},
                            {ebac::encoder_id::run_length, "rle", false, 0},
                            {ebac::encoder_id::huffman, "huffman", true, 0},
-                           {ebac::encoder_id::context_ans, "ans", true, 20}};
+                           {ebac::encoder_id::context_ans, "ans", true, 20},
+                           {ebac::encoder_id::striped_huffman, "striped", true, 0}};
   int registered = 0;
   for (int raw = 0; raw < 256; ++raw) registered += ebac::encoder_registered(static_cast<std::uint8_t>(raw));
-  CHECK(registered == 4);
+  CHECK(registered == 5);
   for (const auto& w : want) {
     CAPTURE(w.name);
     CHECK(ebac::encoder_registered(static_cast<std::uint8_t>(w.id)));

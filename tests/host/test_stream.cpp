@@ -445,7 +445,7 @@ TEST_CASE("stream: the header parser validates every field before using it") {
       {"quantizer id 6", u8(14, 6)},
       {"quantizer id 4 (levels) without a palette", u8(14, 4)},
       {"encoder id 0", u8(15, 0)},
-      {"encoder id 5 (the first id no encoder has)", u8(15, 5)},
+      {"encoder id 6 (the first id no encoder has)", u8(15, 6)},
       {"encoder id 200 (a program's own, not in this build)", u8(15, 200)},
       {"encoder bitpack with a codebook", u8(15, 1)},
       {"requested bound 0", f64(32, 0.0)},

@@ -85,7 +85,7 @@ TEST_CASE("isa: the AVX2 build writes the baseline build's streams and decodes t
       }
     }
   }
-  CHECK(compared == 6 * 11 * 4);
+  CHECK(compared == 6 * 13 * 4);  // 6 tensors x (9 named pipelines + 4 triples) x 4 bounds
 }
 
 }  // TEST_SUITE

@@ -32,7 +32,7 @@ inline std::vector<std::string> all_pipelines() {
   std::vector<std::string> v(ebac::pipeline_names.begin(), ebac::pipeline_names.end());
   for (const char* p : {"none", "lorenzo", "lorenzo1", "lorenzo2", "lorenzo3"})
     for (const char* q : {"sign", "linear"})
-      for (const char* e : {"bitpack", "rle", "huffman"}) v.push_back(std::string(p) + ":" + q + ":" + e);
+      for (const char* e : {"bitpack", "rle", "huffman", "striped"}) v.push_back(std::string(p) + ":" + q + ":" + e);
   return v;
 }
 

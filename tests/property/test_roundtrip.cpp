@@ -45,7 +45,7 @@ TEST_CASE("property: every bound from 1e-1 to 1e-6, tiny and huge, on a few pipe
   const std::vector<double> bounds = {1e-1, 1e-2, 1e-3, 1e-4, 1e-5, 1e-6, 1e-9, 1e-20, 1e-38, 1e-40, 1e-45, 1e-300,
                                       1.0, 1e3, 1e30, 1e39, 1e300};
   const ebac::extents e{3, 11, 23};
-  for (const char* pipe : {"fast", "ratio", "rle", "plain", "lorenzo2:linear:huffman", "lorenzo3:sign:rle"})
+  for (const char* pipe : {"fast", "ratio", "rle", "plain", "lorenzo2:linear:huffman", "lorenzo3:sign:rle", "balanced", "balanced-bound"})
     for (double b : bounds)
       for (auto mode : {ebac::bound_mode::absolute, ebac::bound_mode::relative}) {
         if (mode == ebac::bound_mode::relative && b > 1e6) continue;  // not a sensible relative bound

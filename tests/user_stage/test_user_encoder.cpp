@@ -67,8 +67,8 @@ TEST_CASE("user encoder: registered beside the library's, by name and id") {
   // The library's encoders are all still there, and nothing else.
   int registered = 0;
   for (int raw = 0; raw < 256; ++raw) registered += ebac::encoder_registered(static_cast<std::uint8_t>(raw));
-  CHECK(registered == 5);
-  for (const char* name : {"bitpack", "rle", "huffman", "ans"}) CHECK(ebac::encoder_named(name, id));
+  CHECK(registered == 6);
+  for (const char* name : {"bitpack", "rle", "huffman", "ans", "striped"}) CHECK(ebac::encoder_named(name, id));
   CHECK_FALSE(ebac::encoder_registered(201));
 }
 

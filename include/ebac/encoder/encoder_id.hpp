@@ -7,6 +7,6 @@
 
 EBAC_NAMESPACE_BEGIN
 
-enum class encoder_id : std::uint8_t { block_bitpack = 1, run_length = 2, huffman = 3, context_ans = 4 };
+enum class encoder_id : std::uint8_t { block_bitpack = 1, run_length = 2, huffman = 3, context_ans = 4, striped_huffman = 5 };
 
 EBAC_NAMESPACE_END

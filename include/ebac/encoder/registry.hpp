@@ -27,6 +27,7 @@
 #include <ebac/encoder/encoder_id.hpp>
 #include <ebac/encoder/huffman.hpp>
 #include <ebac/encoder/run_length.hpp>
+#include <ebac/encoder/striped_huffman.hpp>
 #include <ebac/status.hpp>
 
 #ifdef EBAC_USER_ENCODERS_HEADER
@@ -53,7 +54,7 @@ struct encoder_list {};
 inline constexpr std::uint8_t first_user_encoder_id = 128;
 
 /// The library's encoders.
-#define EBAC_LIBRARY_ENCODERS block_bitpack, run_length, huffman, context_ans
+#define EBAC_LIBRARY_ENCODERS block_bitpack, run_length, huffman, context_ans, striped_huffman
 using library_encoders = encoder_list<EBAC_LIBRARY_ENCODERS>;
 
 /// The registered encoders: the library's, then a program's own.

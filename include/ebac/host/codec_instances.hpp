@@ -45,7 +45,8 @@ EBAC_NAMESPACE_END
   EBAC_HOST_CODEC_PIPELINES_E_(X, T, ::ebac::block_bitpack) \
   EBAC_HOST_CODEC_PIPELINES_E_(X, T, ::ebac::run_length)    \
   EBAC_HOST_CODEC_PIPELINES_E_(X, T, ::ebac::huffman)       \
-  EBAC_HOST_CODEC_PIPELINES_E_(X, T, ::ebac::context_ans)
+  EBAC_HOST_CODEC_PIPELINES_E_(X, T, ::ebac::context_ans)   \
+  EBAC_HOST_CODEC_PIPELINES_E_(X, T, ::ebac::striped_huffman)
 
 // The two compress() overloads for pipeline P and element type T.
 #define EBAC_HOST_CODEC_COMPRESS_DECL_(PREFIX, T, P)                                                                     \

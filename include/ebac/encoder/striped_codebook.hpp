@@ -1,0 +1,128 @@
+// ebac/encoder/striped_codebook.hpp - the striped Huffman encoder's
+// codebook: code lengths of at most 11 bits over its 171 symbols
+// (encoder/striped_tokens.hpp), learned from a token histogram with the
+// length-limited construction the huffman encoder uses
+// (huffman_codebook.hpp: detail::huffman_lengths_into), their canonical
+// codes, and one 2048-entry decode table whose entry holds everything a
+// token needs: code length, raw-bit count, run flag and base value.
+//
+// Stream form: a varint count of used symbols, then per used symbol its gap
+// to the previous one (varint) and its length byte, as huffman's.
+#pragma once
+
+#include <ebac/config.hpp>
+#include <ebac/detail/bit_io.hpp>
+#include <ebac/detail/bytes.hpp>
+#include <ebac/encoder/huffman_codebook.hpp>
+#include <ebac/encoder/striped_tokens.hpp>
+#include <ebac/status.hpp>
+
+#include <algorithm>
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <vector>
+
+EBAC_NAMESPACE_BEGIN
+
+/// A decode-table entry: bits 0-7 the code's length (0: no code has these
+/// bits, a corrupt stream), 8-15 the raw bits that follow, bit 16 a zero
+/// run, bits 32-63 the base value (striped_symbol).
+namespace striped_entry {
+inline constexpr std::uint64_t run_flag = std::uint64_t{1} << 16;
+[[nodiscard]] constexpr std::uint64_t make(std::uint32_t symbol, int length) noexcept {
+  const striped_symbol_value v = striped_symbol(symbol);
+  return static_cast<std::uint64_t>(length) | (std::uint64_t{v.nextra} << 8) | (v.run ? run_flag : 0) |
+         (std::uint64_t{v.base} << 32);
+}
+}  // namespace striped_entry
+
+struct striped_codebook {
+  std::vector<std::uint8_t> length = std::vector<std::uint8_t>(striped_alphabet::size, 0);  ///< 0: unused
+  std::vector<std::uint32_t> code_lsb = std::vector<std::uint32_t>(striped_alphabet::size, 0);  ///< canonical, bit-reversed
+  std::vector<std::uint64_t> table = std::vector<std::uint64_t>(std::size_t{1} << striped_alphabet::table_bits, 0);
+
+  /// Codes and table from `length`; false if a length exceeds the maximum
+  /// or the lengths are not a prefix code (Kraft).
+  bool finalize() {
+    namespace A = striped_alphabet;
+    std::uint32_t count[A::max_code_length + 1] = {};
+    for (std::uint32_t s = 0; s < A::size; ++s) {
+      if (length[s] > A::max_code_length) return false;
+      if (length[s]) ++count[length[s]];
+    }
+    std::uint64_t kraft = 0;
+    for (int l = 1; l <= A::max_code_length; ++l) kraft += std::uint64_t{count[l]} << (A::max_code_length - l);
+    if (kraft > (std::uint64_t{1} << A::max_code_length)) return false;
+    std::uint32_t next[A::max_code_length + 2] = {};
+    std::uint32_t code = 0;
+    for (int l = 1; l <= A::max_code_length; ++l) {
+      next[l] = code;
+      code = (code + count[l]) << 1;
+    }
+    std::fill(table.begin(), table.end(), 0);
+    for (std::uint32_t s = 0; s < A::size; ++s) {
+      const int l = length[s];
+      if (!l) continue;
+      code_lsb[s] = detail::reverse_bits(next[l]++, l);
+      const std::uint64_t e = striped_entry::make(s, l);
+      for (std::uint32_t t = code_lsb[s]; t < (1u << A::table_bits); t += 1u << l) table[t] = e;
+    }
+    return true;
+  }
+
+  /// The codebook of a token histogram (hist[striped_alphabet::size]).
+  static striped_codebook from_histogram(const std::uint64_t* hist) {
+    namespace A = striped_alphabet;
+    auto w = std::make_unique<detail::huffman_length_workspace>();
+    for (std::uint32_t s = 0; s < A::size; ++s) w->freq[s] = hist[s];
+    detail::huffman_host_exec ex;
+    striped_codebook cb;
+    detail::huffman_lengths_into(ex, *w, A::size, A::max_code_length, cb.length.data());
+    cb.finalize();
+    return cb;
+  }
+
+  static constexpr std::size_t max_serialized_bytes = 10 + 3 * std::size_t{striped_alphabet::size};
+
+  void serialize(std::vector<std::byte>& out) const {
+    namespace A = striped_alphabet;
+    std::byte tmp[max_serialized_bytes];
+    std::byte* p = tmp;
+    std::uint64_t used = 0;
+    for (std::uint32_t s = 0; s < A::size; ++s) used += length[s] != 0;
+    p += detail::put_varint(p, used);
+    std::uint32_t prev = 0;
+    bool first = true;
+    for (std::uint32_t s = 0; s < A::size; ++s) {
+      if (!length[s]) continue;
+      p += detail::put_varint(p, first ? s : s - prev - 1);
+      *p++ = static_cast<std::byte>(length[s]);
+      prev = s;
+      first = false;
+    }
+    out.insert(out.end(), tmp, p);
+  }
+
+  static status deserialize(const std::byte* p, std::size_t bytes, striped_codebook& cb) {
+    namespace A = striped_alphabet;
+    const std::byte* end = p + bytes;
+    std::uint64_t used;
+    if (!detail::get_varint(p, end, used) || used > A::size) return status::corrupt_stream;
+    cb.length.assign(A::size, 0);
+    std::uint64_t s = 0;
+    for (std::uint64_t i = 0; i < used; ++i) {
+      std::uint64_t d;
+      if (!detail::get_varint(p, end, d) || d >= A::size) return status::corrupt_stream;
+      s = (i == 0) ? d : s + d + 1;
+      if (s >= A::size || p >= end) return status::corrupt_stream;
+      const auto l = static_cast<std::uint8_t>(*p++);
+      if (l == 0 || l > A::max_code_length) return status::corrupt_stream;
+      cb.length[s] = l;
+    }
+    if (p != end) return status::corrupt_stream;
+    return cb.finalize() ? status::ok : status::corrupt_stream;
+  }
+};
+
+EBAC_NAMESPACE_END
