@@ -10,6 +10,7 @@
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <memory>
 #include <sstream>
 #include <type_traits>
 
@@ -81,10 +82,11 @@ struct replay_reader {
 /// order (standard output, a device, a FIFO), into the whole output in memory.
 struct output_sink {
   output_file* out;
-  std::vector<std::byte> buffer;  // a window, or the whole output
+  std::vector<std::byte> buffer;        // a window (positional output)
+  std::unique_ptr<std::byte[]> whole;   // the output, its pages touched as windows arrive
   static void* target(void* self, std::uint64_t first, std::size_t bytes) {
     auto& k = *static_cast<output_sink*>(self);
-    if (!k.out->positional()) return k.buffer.data() + first;
+    if (!k.out->positional()) return k.whole.get() + first;
     if (k.buffer.size() < bytes) {
       k.buffer.clear();
       k.buffer.shrink_to_fit();
@@ -120,13 +122,16 @@ int cmd_decompress(int argc, char** argv) {
   replay_reader reader{read_stream_prefix(in, max_output, total), 0, &in};
   ebac::stream_header h;
   const char* what = "";
-  if (ebac::read_stream_header_fields(reader.prefix.data(), reader.prefix.size(), static_cast<std::size_t>(total), h, &what) != ebac::status::ok)
-    (void)ebac::host::inspect(reader.prefix.data(), reader.prefix.size());  // throws: what is wrong with the header
-  output_sink sink{&out, {}};
+  const ebac::status hs = ebac::read_stream_header_fields(reader.prefix.data(), reader.prefix.size(), static_cast<std::size_t>(total), h, &what);
+  if (hs != ebac::status::ok) {
+    (void)ebac::host::inspect(reader.prefix.data(), reader.prefix.size());  // names what is wrong, as for a whole stream
+    ebac::detail::fail(hs, what);
+  }
+  output_sink sink{&out, {}, {}};
   const std::uint64_t bytes = ebac::element_count(h) * ebac::size_of(h.type);  // within max_output (read_stream_prefix)
   if (!out.positional()) {
     try {
-      sink.buffer.resize(static_cast<std::size_t>(bytes));
+      sink.whole.reset(new std::byte[static_cast<std::size_t>(bytes)]);  // not zero-filled: every byte is decoded
     } catch (const std::bad_alloc&) {
       throw input_error("out of memory: cannot allocate the " + format_bytes(bytes) + " the stream decodes to");
     }
@@ -144,7 +149,7 @@ int cmd_decompress(int argc, char** argv) {
   decompress_stream_any(io, h.type, threads, max_output);
   std::byte extra;
   if (in.read_some(&extra, 1) > 0) refuse_trailing_data(in, total);
-  if (!out.positional()) out.write(sink.buffer.data(), sink.buffer.size());
+  if (!out.positional()) out.write(sink.whole.get(), static_cast<std::size_t>(bytes));
   out.commit();
   return 0;
 }

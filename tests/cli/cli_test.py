@@ -1593,6 +1593,37 @@ def peak_rss_run(args, stdin=None):
     return rc, p.stderr.decode(errors="replace"), kib * 1024
 
 
+def write_low_ratio_stream(name, n, chunk=1 << 24):
+    """A u8 stream of n zeros (no prediction, exact quantizer) bit-packed at 7 bits a code: each
+    chunk is its blocks' width bytes (7) and 28 zero bytes a block of 32, a ratio of 32/29. Written
+    sparse: only the headers, the table and the width bytes take disk blocks."""
+    import struct
+    chunks = (n + chunk - 1) // chunk
+    sizes = [min(chunk, n - c * chunk) for c in range(chunks)]
+    bodies = [(m + 31) // 32 * 29 for m in sizes]
+    table = b"".join(struct.pack("<I", b) for b in bodies)
+    h = crafted_header("u8", [n], chunk, 1, 1, (0, 0, len(table), sum(bodies), 0, 0))
+    with open(name, "wb") as f:
+        f.write(h + table)
+        at = len(h) + len(table)
+        for m, b in zip(sizes, bodies):
+            f.seek(at)
+            f.write(b"\x07" * ((m + 31) // 32))
+            at += b
+        f.truncate(at)
+
+
+def zero_file(name):
+    """Whether a file holds only zero bytes (read a chunk at a time)."""
+    with open(name, "rb") as f:
+        while True:
+            b = f.read(1 << 24)
+            if not b:
+                return True
+            if b.count(0) != len(b):
+                return False
+
+
 def group_decode_memory():
     """decompress's peak RSS stays within 1.5 x its output + 64 MiB whatever
     chunk size, predictor and thread count a stream names (issue 53: a
@@ -1656,6 +1687,47 @@ def group_decode_memory():
     for f in (out, src):
         if os.path.exists(f):
             os.remove(f)
+    # A coded stream of a low ratio (1.1: bit-packing at 7 bits a u8 code) and 256 MiB of output,
+    # from a file and from a pipe: decoded window by window from the input to the output file
+    # (before: the whole stream beside the whole output, 1.9x the output).
+    n = 1 << 28
+    write_low_ratio_stream(src := path("low_ratio.ebac"), n)
+    limit = n * 3 // 2 + (64 << 20)
+    for label, args, stdin, threads in (("file", ["--input", src], None, 1), ("file", ["--input", src], None, 2),
+                                        ("pipe", ["--input", "-"], src, 2)):
+        rc, se, peak = peak_rss_run(["decompress"] + args + ["--output", out, "--threads", threads], stdin=stdin)
+        if not check(rc == 0, f"low-ratio stream from a {label}, {threads} thread(s): exit {rc}: {se.strip()!r}"):
+            continue
+        check(os.path.getsize(out) == n and zero_file(out), f"low-ratio stream from a {label}: output is not {n} zero bytes")
+        check(peak <= limit, f"low-ratio stream from a {label}, {threads} thread(s): peak RSS {peak >> 20} MiB, more than "
+                             f"1.5 x the output + 64 MiB ({limit >> 20} MiB)")
+    # The same stream cut short, and followed by a byte: refused, and no output file left behind.
+    size = os.path.getsize(src)
+    for label, change in (("truncated", lambda f: f.truncate(size - 1000)), ("with a trailing byte", lambda f: (f.seek(size), f.write(b"x")))):
+        if os.path.exists(out):
+            os.remove(out)
+        with open(src, "r+b") as f:
+            change(f)
+        rc, se, _ = peak_rss_run(["decompress", "--input", src, "--output", out, "--threads", 2])
+        one_error_line(f"low-ratio stream {label}", rc, se, "shorter than its sections" if label == "truncated" else "trailing data")
+        check(not os.path.exists(out) and not [f for f in os.listdir(WORK) if f.startswith(".ebac-tmp-")],
+              f"low-ratio stream {label}: an output or a temporary file was left behind")
+        write_low_ratio_stream(src, n)
+    os.remove(src)
+    # The largest corpus streams: their peak is the program's own, far within the allowance.
+    rows = sorted(manifest(), key=lambda r: -int(np.prod(r["dims"])))[:2]
+    for r in rows:
+        raw = os.path.join(CORPUS, r["file"])
+        comp = path("corpus.ebac")
+        rc, _, se = run("compress", raw, "--dtype", r["dtype"], "--dims", ",".join(map(str, r["dims"])), "--eb", "1e-2",
+                        "--mode", "rel", "--output", comp)
+        if not check(rc == 0, f"{r['file']}: compress failed: {se.strip()!r}"):
+            continue
+        out_bytes = os.path.getsize(raw)
+        for threads in (1, 2):
+            rc, se, peak = peak_rss_run(["decompress", "--input", comp, "--output", out, "--threads", threads])
+            check(rc == 0 and os.path.getsize(out) == out_bytes, f"{r['file']}: decompress failed: {se.strip()!r}")
+            check(peak <= out_bytes * 3 // 2 + (64 << 20), f"{r['file']}, {threads} thread(s): peak RSS {peak >> 20} MiB")
     # Over the cap: refused from the header, before the output or any scratch is allocated.
     src = path("crafted.ebac")
     with open(src, "wb") as f:

@@ -167,10 +167,12 @@ inline void decompress_dynamic(const isa::codec* c, const std::byte* stream, std
 }
 
 /// host::decompress_stream of a stream of element type t (the caller read
-/// its header) through `io`, as compress_dynamic.
-inline void decompress_stream_dynamic(const isa::codec* c, const isa::stream_io& io, dtype t, int threads,
+/// its header) through `io`, as compress_dynamic. (A template, so that only
+/// a unit that calls it compiles the streaming decoder for every type.)
+template <class Types = every_dtype>
+void decompress_stream_dynamic(const isa::codec* c, const isa::stream_io& io, dtype t, int threads,
                                       std::uint64_t max_output = unlimited_output) {
-  if (!codes(c, t) || c->decompress_stream == nullptr) return decompress_stream_typed(io, t, threads, max_output);
+  if (!codes(c, t) || c->decompress_stream == nullptr) return decompress_stream_typed<Types>(io, t, threads, max_output);
   isa::failure f;
   c->decompress_stream(io, static_cast<int>(t), threads, max_output, f);
   detail_isa::rethrow(f);
