@@ -1617,6 +1617,26 @@ def write_low_ratio_stream(name, n, chunk=1 << 24):
         f.truncate(at)
 
 
+def write_bitpack_zero_stream(name, n, chunk=32):
+    """A u8 stream of n zeros bit-packed in chunks of `chunk` codes, each a block width of 0 a
+    block of 32 (the table written, the payload's zero widths sparse)."""
+    import struct
+    chunks = (n + chunk - 1) // chunk
+    sizes = [(min(chunk, n - c * chunk) + 31) // 32 for c in (0, chunks - 1)]
+    body = sizes[0] * (chunks - 1) + sizes[1]
+    h = crafted_header("u8", [n], chunk, 1, 1, (0, 0, 4 * chunks, body, 0, 0))
+    with open(name, "wb") as f:
+        f.write(h)
+        piece = struct.pack("<I", sizes[0]) * min(chunks - 1, 1 << 20)
+        left = chunks - 1
+        while left > 0:
+            k = min(left, 1 << 20)
+            f.write(piece[:4 * k])
+            left -= k
+        f.write(struct.pack("<I", sizes[1]))
+        f.truncate(len(h) + 4 * chunks + body)
+
+
 def zero_file(name):
     """Whether a file holds only zero bytes (read a chunk at a time)."""
     with open(name, "rb") as f:
@@ -1705,7 +1725,11 @@ def group_decode_memory():
         check(os.path.getsize(out) == n and zero_file(out), f"low-ratio stream from a {label}: output is not {n} zero bytes")
         check(peak <= limit, f"low-ratio stream from a {label}, {threads} thread(s): peak RSS {peak >> 20} MiB, more than "
                              f"1.5 x the output + 64 MiB ({limit >> 20} MiB)")
-    # The same stream cut short, and followed by a byte: refused, and no output file left behind.
+    os.remove(src)
+    # A stream of the same kind (16 MiB of output) cut short, and followed by a byte: refused,
+    # and no output file left behind.
+    n = 1 << 24
+    write_low_ratio_stream(src, n, chunk=1 << 20)
     size = os.path.getsize(src)
     for label, change in (("truncated", lambda f: f.truncate(size - 1000)), ("with a trailing byte", lambda f: (f.seek(size), f.write(b"x")))):
         if os.path.exists(out):
@@ -1716,7 +1740,20 @@ def group_decode_memory():
         one_error_line(f"low-ratio stream {label}", rc, se, "truncated" if label == "truncated" else "trailing data")
         check(not os.path.exists(out) and not [f for f in os.listdir(WORK) if f.startswith(".ebac-tmp-")],
               f"low-ratio stream {label}: an output or a temporary file was left behind")
-        write_low_ratio_stream(src, n)
+        write_low_ratio_stream(src, n, chunk=1 << 20)
+    os.remove(src)
+    # Chunks of 32 u8 codes (4 bytes of chunk table a chunk, an eighth of the output): into a file
+    # the table and a window are all decompress holds (before: the output, the stream and 13
+    # bytes of bookkeeping a chunk; 1.6 GiB for 1 GiB of output).
+    n = 1 << 27
+    write_bitpack_zero_stream(src, n)
+    for threads in (1, 2):
+        rc, se, peak = peak_rss_run(["decompress", "--input", src, "--output", out, "--threads", threads])
+        if not check(rc == 0, f"chunks of 32, {threads} thread(s): exit {rc}: {se.strip()!r}"):
+            continue
+        check(os.path.getsize(out) == n and zero_file(out), f"chunks of 32: output is not {n} zero bytes")
+        check(peak <= n // 8 + (48 << 20), f"chunks of 32, {threads} thread(s): peak RSS {peak >> 20} MiB, more than an eighth "
+                                           f"of the output + 48 MiB ({(n // 8 + (48 << 20)) >> 20} MiB)")
     os.remove(src)
     # The largest corpus streams: their peak is the program's own, far within the allowance.
     rows = sorted(manifest(), key=lambda r: -int(np.prod(r["dims"])))[:2]
