@@ -10,11 +10,15 @@
 // codebook, the chunk table (4 bytes a chunk, at most an eighth of the
 // output) and the outlier index section. The stream is read once, in order,
 // exactly as far as its header says; its checksum is verified at the end.
-// Verdicts are host::decompress's: a truncated stream, a checksum that does
-// not match (also where a chunk fails to decode first: the rest of the
-// stream is then read to tell bit rot from a forged chunk, as the
-// whole-buffer decoder, which checks the checksum first, would), a chunk
-// that does not decode, a code no quantizer writes, a bad outlier index.
+// Verdicts are host::decompress's: a stream one decodes the other decodes to
+// the same bits, and one refuses the other refuses (fuzz_decompress checks
+// both): a truncated stream, a checksum that does not match (also where a
+// chunk fails to decode first: the rest of the stream is then read, so bit
+// rot is named as the whole-buffer decoder, which checks the checksum first,
+// names it), a chunk that does not decode, a code no quantizer writes, a bad
+// outlier index. Where a stream without checksum has several faults, the
+// first in stream order is named (the whole-buffer decoder names a chunk
+// that does not decode before a bad code in an earlier chunk).
 // Elements reach the sink before the checksum is verified: a caller that
 // must not expose an unverified result writes to a temporary place (the
 // ebac CLI: a temporary file, renamed once the call returns).
