@@ -10,6 +10,7 @@
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <memory>
 #include <sstream>
 #include <type_traits>
 
@@ -57,6 +58,50 @@ int cmd_compress(int argc, char** argv) {
   return 0;
 }
 
+namespace {
+
+/// decompress's reader: the stream's first bytes (read_stream_prefix), then the input.
+struct replay_reader {
+  std::vector<std::byte> prefix;
+  std::size_t served = 0;
+  input_file* in;
+  static std::size_t read(void* self, std::byte* dst, std::size_t n) {
+    auto& r = *static_cast<replay_reader*>(self);
+    if (r.served < r.prefix.size()) {
+      const std::size_t k = std::min(n, r.prefix.size() - r.served);
+      std::memcpy(dst, r.prefix.data() + r.served, k);
+      r.served += k;
+      return k;
+    }
+    return r.in->read_some(dst, n);
+  }
+};
+
+/// decompress's sink: into a temporary file, a window at a time (positional
+/// writes: outliers come after the windows), or, for an output written in
+/// order (standard output, a device, a FIFO), into the whole output in memory.
+struct output_sink {
+  output_file* out;
+  std::vector<std::byte> buffer;        // a window (positional output)
+  std::unique_ptr<std::byte[]> whole;   // the output, its pages touched as windows arrive
+  static void* target(void* self, std::uint64_t first, std::size_t bytes) {
+    auto& k = *static_cast<output_sink*>(self);
+    if (!k.out->positional()) return k.whole.get() + first;
+    if (k.buffer.size() < bytes) {
+      k.buffer.clear();
+      k.buffer.shrink_to_fit();
+      k.buffer.resize(bytes);
+    }
+    return k.buffer.data();
+  }
+  static void written(void* self, std::uint64_t first, std::size_t bytes) {
+    auto& k = *static_cast<output_sink*>(self);
+    if (k.out->positional()) k.out->write_at(first, k.buffer.data(), bytes);
+  }
+};
+
+}  // namespace
+
 int cmd_decompress(int argc, char** argv) {
   const args a = parse_command(argc, argv,
                                {input_option, output_option, threads_option,
@@ -70,9 +115,41 @@ int cmd_decompress(int argc, char** argv) {
   ebac_cli::input_file in(in_path);
   out.check_not(in);
   ebac_cli::start_threads(threads);
-  auto stream = read_stream(in, max_output);
-  const auto raw = decompress_any(std::move(stream), threads, max_output);
-  out.write(raw.data(), raw.size());
+  // The header (refused here as read_stream refuses it), then the body
+  // window by window: neither the whole stream nor, into a regular file,
+  // the whole output is held (host/decompress_stream.hpp).
+  std::uint64_t total = 0;
+  replay_reader reader{read_stream_prefix(in, max_output, total), 0, &in};
+  ebac::stream_header h;
+  const char* what = "";
+  const ebac::status hs = ebac::read_stream_header_fields(reader.prefix.data(), reader.prefix.size(), static_cast<std::size_t>(total), h, &what);
+  if (hs != ebac::status::ok) {
+    (void)ebac::host::inspect(reader.prefix.data(), reader.prefix.size());  // names what is wrong, as for a whole stream
+    ebac::detail::fail(hs, what);
+  }
+  output_sink sink{&out, {}, {}};
+  const std::uint64_t bytes = ebac::element_count(h) * ebac::size_of(h.type);  // within max_output (read_stream_prefix)
+  if (!out.positional()) {
+    try {
+      sink.whole.reset(new std::byte[static_cast<std::size_t>(bytes)]);  // not zero-filled: every byte is decoded
+    } catch (const std::bad_alloc&) {
+      throw input_error("out of memory: cannot allocate the " + format_bytes(bytes) + " the stream decodes to");
+    }
+  }
+  // One context for both: the reader and the sink side by side.
+  struct both {
+    replay_reader* r;
+    output_sink* k;
+  } ctx{&reader, &sink};
+  ebac::isa::stream_io io;
+  io.context = &ctx;
+  io.read = [](void* c, std::byte* p, std::size_t n) { return replay_reader::read(static_cast<both*>(c)->r, p, n); };
+  io.target = [](void* c, std::uint64_t f, std::size_t b) { return output_sink::target(static_cast<both*>(c)->k, f, b); };
+  io.written = [](void* c, std::uint64_t f, std::size_t b) { output_sink::written(static_cast<both*>(c)->k, f, b); };
+  decompress_stream_any(io, h.type, threads, max_output);
+  std::byte extra;
+  if (in.read_some(&extra, 1) > 0) refuse_trailing_data(in, total);
+  if (!out.positional()) out.write(sink.whole.get(), static_cast<std::size_t>(bytes));
   out.commit();
   return 0;
 }

@@ -250,9 +250,10 @@ std::vector<std::byte> read_array(const std::string& path, const ebac::extents& 
 /// first few bytes that are no ebac header (e.g. /dev/zero), a header that
 /// does not hold together, a stream that decodes to more than max_output
 /// bytes (before reading its body), and any byte after the stream.
-std::vector<std::byte> read_stream(ebac_cli::input_file& in, std::uint64_t max_output) {
+std::vector<std::byte> read_stream_prefix(ebac_cli::input_file& in, std::uint64_t max_output, std::uint64_t& total) {
   using ebac::detail::load_le;
   std::vector<std::byte> buf;
+  total = 0;
   constexpr std::size_t magic_and_version = 8;
   if (!in.read_to(buf, magic_and_version)) return buf;  // too short: the caller's inspect says so
   ebac::stream_header h;
@@ -268,7 +269,7 @@ std::vector<std::byte> read_stream(ebac_cli::input_file& in, std::uint64_t max_o
   // The size the header gives the whole stream (sections, checksum); a sum
   // that overflows is no stream's.
   constexpr std::uint64_t implausible = std::uint64_t{1} << 62;
-  std::uint64_t total = header;
+  total = header;
   for (int k = 0; k < ebac::section_count; ++k)
     total = std::min(implausible, total + std::min(implausible, load_le<std::uint64_t>(buf.data() + 64 + 8 * k)));
   if (static_cast<std::uint8_t>(buf[10]) & ebac::stream_flag_checksum) total += 8;
@@ -296,14 +297,24 @@ std::vector<std::byte> read_stream(ebac_cli::input_file& in, std::uint64_t max_o
     if (bytes > max_output)
       throw input_error("the stream decodes to " + format_bytes(bytes) + ", more than --max-output " + format_bytes(max_output) +
                         "; give a larger --max-output to decode it");
-    // The whole size at once (bounded by the checks above): a buffer grown
-    // by doubling from a pipe held the old and the new copy at once (2x a
-    // stored stream's elements beside its output).
-    buf.reserve(static_cast<std::size_t>(total + 1));
   }
-  if (in.read_to(buf, total + 1))
-    throw input_error("input " + in.name() + " goes on after the " + std::to_string(total) +
-                      "-byte stream its header describes: trailing data is refused (one stream per input)");
+  return buf;
+}
+
+void refuse_trailing_data(ebac_cli::input_file& in, std::uint64_t total) {
+  throw input_error("input " + in.name() + " goes on after the " + std::to_string(total) +
+                    "-byte stream its header describes: trailing data is refused (one stream per input)");
+}
+
+std::vector<std::byte> read_stream(ebac_cli::input_file& in, std::uint64_t max_output) {
+  std::uint64_t total = 0;
+  std::vector<std::byte> buf = read_stream_prefix(in, max_output, total);
+  if (buf.size() < std::min<std::uint64_t>(total, ebac::max_stream_prefix_bytes)) return buf;  // the caller's inspect says why
+  // The whole size at once (bounded by read_stream_prefix's checks): a
+  // buffer grown by doubling from a pipe held the old and the new copy at
+  // once (2x a stored stream's elements beside its output).
+  buf.reserve(static_cast<std::size_t>(total + 1));
+  if (in.read_to(buf, total + 1)) refuse_trailing_data(in, total);
   return buf;  // shorter than total: the caller's inspect reports it truncated
 }
 
@@ -334,6 +345,10 @@ std::vector<std::byte> compress_any(const std::vector<std::byte>& raw, ebac::dty
   return ebac::host::compress_dynamic(chosen_codec(), raw.data(), t, e, spec, opt);
 }
 
+void decompress_stream_any(const ebac::isa::stream_io& io, ebac::dtype t, int threads, std::uint64_t max_output) {
+  ebac::host::decompress_stream_dynamic(chosen_codec(), io, t, threads, max_output);
+}
+
 /// Decompresses into raw little-endian bytes of the stream's dtype.
 std::vector<std::byte> decompress_any(const std::vector<std::byte>& stream, int threads,
                                       std::uint64_t max_output) {
@@ -351,25 +366,6 @@ std::vector<std::byte> decompress_any(const std::vector<std::byte>& stream, int 
   }
   decompress_into(stream.data(), stream.size(), h.type, out.data(), n, threads, max_output);
   return out;
-}
-
-std::vector<std::byte> decompress_any(std::vector<std::byte>&& stream, int threads, std::uint64_t max_output) {
-  const ebac::stream_header h = ebac::host::inspect(stream.data(), stream.size());  // validated, checksum included
-  if constexpr (std::endian::native == std::endian::little) {
-    if (h.is_stored()) {
-      const std::uint64_t bytes = ebac::element_count(h) * ebac::size_of(h.type);
-      if (bytes > max_output)
-        throw input_error("the stream decodes to " + format_bytes(bytes) + ", more than --max-output " + format_bytes(max_output) +
-                          "; give a larger --max-output to decode it");
-      // inspect checked that the payload holds exactly these bytes.
-      const auto at = static_cast<std::ptrdiff_t>(h.section_offset(ebac::section_payload));
-      std::vector<std::byte> out = std::move(stream);
-      out.erase(out.begin(), out.begin() + at);
-      out.resize(static_cast<std::size_t>(bytes));
-      return out;
-    }
-  }
-  return decompress_any(static_cast<const std::vector<std::byte>&>(stream), threads, max_output);
 }
 
 void decompress_into(const std::byte* stream, std::size_t size, ebac::dtype t, void* out, std::uint64_t count, int threads,

@@ -7,6 +7,7 @@
 #include "io.hpp"
 
 #include <ebac/ebac.hpp>
+#include <ebac/host/isa_codec.hpp>
 
 #include <nlohmann/json.hpp>
 
@@ -80,6 +81,14 @@ std::vector<std::byte> read_array(const std::string& path, const ebac::extents& 
 /// bytes that are no ebac header, a stream that decodes to more than
 /// max_output bytes (before reading its body) and trailing data.
 std::vector<std::byte> read_stream(input_file& in, std::uint64_t max_output = ebac::unlimited_output);
+/// The first bytes of a stream, through its stage parameters, with
+/// read_stream's refusals of its header (not the trailing data); `total`:
+/// the size the header gives the stream (0 where it could not be read).
+/// Shorter than the prefix where the input ends first or the header is
+/// invalid: the library's header reader then says why.
+std::vector<std::byte> read_stream_prefix(input_file& in, std::uint64_t max_output, std::uint64_t& total);
+/// Refuses an input that goes on after the `total`-byte stream it holds.
+[[noreturn]] void refuse_trailing_data(input_file& in, std::uint64_t total);
 
 /// Compresses raw little-endian bytes of element type t with the pipeline spec.
 std::vector<std::byte> compress_any(const std::vector<std::byte>& raw, ebac::dtype t, const ebac::extents& e,
@@ -87,11 +96,9 @@ std::vector<std::byte> compress_any(const std::vector<std::byte>& raw, ebac::dty
 /// Decompresses into raw little-endian bytes of the stream's dtype.
 std::vector<std::byte> decompress_any(const std::vector<std::byte>& stream, int threads,
                                       std::uint64_t max_output = ebac::unlimited_output);
-/// The same, taking the stream: a stored stream's payload (its elements'
-/// raw little-endian bytes) becomes the output in the stream's own buffer,
-/// so that decoding it does not hold the elements twice.
-std::vector<std::byte> decompress_any(std::vector<std::byte>&& stream, int threads,
-                                      std::uint64_t max_output = ebac::unlimited_output);
+/// host::decompress_stream of a stream of element type t through io, in
+/// the build decompress_into runs.
+void decompress_stream_any(const ebac::isa::stream_io& io, ebac::dtype t, int threads, std::uint64_t max_output);
 
 /// Decodes `count` elements of type t (the stream's dtype) into out.
 void decompress_into(const std::byte* stream, std::size_t size, ebac::dtype t, void* out, std::uint64_t count, int threads,

@@ -33,6 +33,7 @@
 //    remain, recognisable by its prefix.
 #pragma once
 
+#include <algorithm>
 #include <cerrno>
 #include <condition_variable>
 #include <csignal>
@@ -181,6 +182,21 @@ class input_file {
   input_file(const input_file&) = delete;
   input_file& operator=(const input_file&) = delete;
 
+  /// Reads up to n (> 0) bytes into dst: how many, 0 at the end of the input.
+  std::size_t read_some(std::byte* dst, std::size_t n) {
+    for (;;) {
+      const ::ssize_t r = ::read(fd_, dst, std::min<std::size_t>(n, std::size_t{1} << 30));
+      if (r >= 0) return static_cast<std::size_t>(r);
+      if (errno == EINTR) continue;
+      if (errno == EAGAIN) {
+        struct pollfd p {fd_, POLLIN, 0};
+        ::poll(&p, 1, -1);
+        continue;
+      }
+      throw input_error("cannot read input " + input_name(path_) + ": " + errno_text(errno));
+    }
+  }
+
   /// Appends to buf until it holds `limit` bytes or the input ends; false
   /// at the end of the input. Memory grows with the bytes that arrive, not
   /// with `limit` (a header may claim any size).
@@ -192,21 +208,12 @@ class input_file {
         const std::uint64_t grow = size_hint_ > have ? size_hint_ + 1 : std::max<std::uint64_t>(2 * have, step);
         buf.resize(static_cast<std::size_t>(std::min(limit, std::max<std::uint64_t>(grow, have + 1))));
       }
-      const ::ssize_t r = ::read(fd_, buf.data() + have, buf.size() - have);
-      if (r < 0) {
-        if (errno == EINTR) continue;
-        if (errno == EAGAIN) {
-          struct pollfd p {fd_, POLLIN, 0};
-          ::poll(&p, 1, -1);
-          continue;
-        }
-        throw input_error("cannot read input " + input_name(path_) + ": " + errno_text(errno));
-      }
+      const std::size_t r = read_some(buf.data() + have, buf.size() - have);
       if (r == 0) {
         buf.resize(have);
         return false;
       }
-      have += static_cast<std::size_t>(r);
+      have += r;
     }
     buf.resize(have);
     return true;
@@ -321,12 +328,29 @@ class output_file {
           ::poll(&q, 1, -1);
           continue;
         }
-        if (errno == EFBIG)
-          throw input_error("cannot write output " + shown() + ": " + errno_text(errno) +
-                            " (past the file size limit, ulimit -f, or the file system's largest file)");
-        throw input_error("cannot write output " + shown() + ": " + errno_text(errno));
+        write_failed(errno);
       }
       p += w;
+      size -= static_cast<std::size_t>(w);
+    }
+  }
+
+  /// Whether the output is a temporary file (a regular file, replaced at
+  /// commit): write_at may place bytes anywhere in it, in any order.
+  bool positional() const { return !temp_name_.empty(); }
+
+  /// Writes size bytes at byte `offset` of the temporary file (positional()).
+  void write_at(std::uint64_t offset, const void* data, std::size_t size) {
+    const auto* p = static_cast<const char*>(data);
+    while (size > 0) {
+      const ::ssize_t w = ::pwrite(fd_, p, std::min<std::size_t>(size, std::size_t{1} << 30), static_cast<::off_t>(offset));
+      if (w < 0) {
+        if (errno == EINTR) continue;
+        write_failed(errno);
+      }
+      if (w == 0) write_failed(EIO);  // a regular file that takes nothing: never loop on it
+      p += w;
+      offset += static_cast<std::uint64_t>(w);
       size -= static_cast<std::size_t>(w);
     }
   }
@@ -362,6 +386,13 @@ class output_file {
   }
 
  private:
+  [[noreturn]] void write_failed(int e) const {
+    if (e == EFBIG)
+      throw input_error("cannot write output " + shown() + ": " + errno_text(e) +
+                        " (past the file size limit, ulimit -f, or the file system's largest file)");
+    throw input_error("cannot write output " + shown() + ": " + errno_text(e));
+  }
+
   std::string shown() const { return path_ == "-" ? std::string("standard output") : "'" + path_ + "'"; }
 
   void open_stdout() {

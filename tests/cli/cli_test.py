@@ -798,12 +798,16 @@ def group_limits():
                          "--pipeline", pipeline)
         check(rc == 0, f"setup big {pipeline}: {se}")
     outcomes = {}
-    for mb in range(100, 420, 20):
+    # decompress holds a window of the stream and of its output (host::decompress_stream): it
+    # succeeds in 50 MB of address space and fails in 40, so it is tried below 100 MB too.
+    for mb in [40, 60, 80] + list(range(100, 420, 20)):
         for label, args in (("compress fast", compress_args(big, path("big.out"), n, ["--threads", "2"])),
                             ("compress ratio", ["compress", "--input", big, "--output", path("big.out"), "--dtype", "f32", "--dims",
                                                 "16,1024,1024", "--eb", "1e-4", "--pipeline", "ratio", "--threads", "2"]),
                             ("decompress fast", ["decompress", "--input", streams["fast"], "--output", path("big.out"), "--threads", "2"]),
                             ("decompress ratio", ["decompress", "--input", streams["ratio"], "--output", path("big.out"), "--threads", "2"])):
+            if mb < 100 and label.startswith("compress"):
+                continue
             rc, so, se = run_bytes(args, preexec_fn=limited(mb), timeout=120)
             outcomes.setdefault(label, []).append(rc)
             if rc == 0:
@@ -1593,6 +1597,57 @@ def peak_rss_run(args, stdin=None):
     return rc, p.stderr.decode(errors="replace"), kib * 1024
 
 
+def write_low_ratio_stream(name, n, chunk=1 << 24):
+    """A u8 stream of n zeros (no prediction, exact quantizer) bit-packed at 7 bits a code: each
+    chunk is its blocks' width bytes (7) and 28 zero bytes a block of 32, a ratio of 32/29. Written
+    sparse: only the headers, the table and the width bytes take disk blocks."""
+    import struct
+    chunks = (n + chunk - 1) // chunk
+    sizes = [min(chunk, n - c * chunk) for c in range(chunks)]
+    bodies = [(m + 31) // 32 * 29 for m in sizes]
+    table = b"".join(struct.pack("<I", b) for b in bodies)
+    h = crafted_header("u8", [n], chunk, 1, 1, (0, 0, len(table), sum(bodies), 0, 0))
+    with open(name, "wb") as f:
+        f.write(h + table)
+        at = len(h) + len(table)
+        for m, b in zip(sizes, bodies):
+            f.seek(at)
+            f.write(b"\x07" * ((m + 31) // 32))
+            at += b
+        f.truncate(at)
+
+
+def write_bitpack_zero_stream(name, n, chunk=32):
+    """A u8 stream of n zeros bit-packed in chunks of `chunk` codes, each a block width of 0 a
+    block of 32 (the table written, the payload's zero widths sparse)."""
+    import struct
+    chunks = (n + chunk - 1) // chunk
+    sizes = [(min(chunk, n - c * chunk) + 31) // 32 for c in (0, chunks - 1)]
+    body = sizes[0] * (chunks - 1) + sizes[1]
+    h = crafted_header("u8", [n], chunk, 1, 1, (0, 0, 4 * chunks, body, 0, 0))
+    with open(name, "wb") as f:
+        f.write(h)
+        piece = struct.pack("<I", sizes[0]) * min(chunks - 1, 1 << 20)
+        left = chunks - 1
+        while left > 0:
+            k = min(left, 1 << 20)
+            f.write(piece[:4 * k])
+            left -= k
+        f.write(struct.pack("<I", sizes[1]))
+        f.truncate(len(h) + 4 * chunks + body)
+
+
+def zero_file(name):
+    """Whether a file holds only zero bytes (read a chunk at a time)."""
+    with open(name, "rb") as f:
+        while True:
+            b = f.read(1 << 24)
+            if not b:
+                return True
+            if b.count(0) != len(b):
+                return False
+
+
 def group_decode_memory():
     """decompress's peak RSS stays within 1.5 x its output + 64 MiB whatever
     chunk size, predictor and thread count a stream names (issue 53: a
@@ -1656,6 +1711,64 @@ def group_decode_memory():
     for f in (out, src):
         if os.path.exists(f):
             os.remove(f)
+    # A coded stream of a low ratio (1.1: bit-packing at 7 bits a u8 code) and 256 MiB of output,
+    # from a file and from a pipe: decoded window by window from the input to the output file
+    # (before: the whole stream beside the whole output, 1.9x the output).
+    n = 1 << 28
+    write_low_ratio_stream(src := path("low_ratio.ebac"), n)
+    limit = n * 3 // 2 + (64 << 20)
+    for label, args, stdin, threads in (("file", ["--input", src], None, 1), ("file", ["--input", src], None, 2),
+                                        ("pipe", ["--input", "-"], src, 2)):
+        rc, se, peak = peak_rss_run(["decompress"] + args + ["--output", out, "--threads", threads], stdin=stdin)
+        if not check(rc == 0, f"low-ratio stream from a {label}, {threads} thread(s): exit {rc}: {se.strip()!r}"):
+            continue
+        check(os.path.getsize(out) == n and zero_file(out), f"low-ratio stream from a {label}: output is not {n} zero bytes")
+        check(peak <= limit, f"low-ratio stream from a {label}, {threads} thread(s): peak RSS {peak >> 20} MiB, more than "
+                             f"1.5 x the output + 64 MiB ({limit >> 20} MiB)")
+    os.remove(src)
+    # A stream of the same kind (16 MiB of output) cut short, and followed by a byte: refused,
+    # and no output file left behind.
+    n = 1 << 24
+    write_low_ratio_stream(src, n, chunk=1 << 20)
+    size = os.path.getsize(src)
+    for label, change in (("truncated", lambda f: f.truncate(size - 1000)), ("with a trailing byte", lambda f: (f.seek(size), f.write(b"x")))):
+        if os.path.exists(out):
+            os.remove(out)
+        with open(src, "r+b") as f:
+            change(f)
+        rc, se, _ = peak_rss_run(["decompress", "--input", src, "--output", out, "--threads", 2])
+        one_error_line(f"low-ratio stream {label}", rc, se, "truncated" if label == "truncated" else "trailing data")
+        check(not os.path.exists(out) and not [f for f in os.listdir(WORK) if f.startswith(".ebac-tmp-")],
+              f"low-ratio stream {label}: an output or a temporary file was left behind")
+        write_low_ratio_stream(src, n, chunk=1 << 20)
+    os.remove(src)
+    # Chunks of 32 u8 codes (4 bytes of chunk table a chunk, an eighth of the output): into a file
+    # the table and a window are all decompress holds (before: the output, the stream and 13
+    # bytes of bookkeeping a chunk; 1.6 GiB for 1 GiB of output).
+    n = 1 << 27
+    write_bitpack_zero_stream(src, n)
+    for threads in (1, 2):
+        rc, se, peak = peak_rss_run(["decompress", "--input", src, "--output", out, "--threads", threads])
+        if not check(rc == 0, f"chunks of 32, {threads} thread(s): exit {rc}: {se.strip()!r}"):
+            continue
+        check(os.path.getsize(out) == n and zero_file(out), f"chunks of 32: output is not {n} zero bytes")
+        check(peak <= n // 8 + (48 << 20), f"chunks of 32, {threads} thread(s): peak RSS {peak >> 20} MiB, more than an eighth "
+                                           f"of the output + 48 MiB ({(n // 8 + (48 << 20)) >> 20} MiB)")
+    os.remove(src)
+    # The largest corpus streams: their peak is the program's own, far within the allowance.
+    rows = sorted(manifest(), key=lambda r: -int(np.prod(r["dims"])))[:2]
+    for r in rows:
+        raw = os.path.join(CORPUS, r["file"])
+        comp = path("corpus.ebac")
+        rc, _, se = run("compress", raw, "--dtype", r["dtype"], "--dims", ",".join(map(str, r["dims"])), "--eb", "1e-2",
+                        "--mode", "rel", "--output", comp)
+        if not check(rc == 0, f"{r['file']}: compress failed: {se.strip()!r}"):
+            continue
+        out_bytes = os.path.getsize(raw)
+        for threads in (1, 2):
+            rc, se, peak = peak_rss_run(["decompress", "--input", comp, "--output", out, "--threads", threads])
+            check(rc == 0 and os.path.getsize(out) == out_bytes, f"{r['file']}: decompress failed: {se.strip()!r}")
+            check(peak <= out_bytes * 3 // 2 + (64 << 20), f"{r['file']}, {threads} thread(s): peak RSS {peak >> 20} MiB")
     # Over the cap: refused from the header, before the output or any scratch is allocated.
     src = path("crafted.ebac")
     with open(src, "wb") as f:

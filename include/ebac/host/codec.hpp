@@ -23,12 +23,14 @@
 //   host/encode_chunks.hpp  per-chunk quantize / zigzag / encode, range and palette scans
 //   host/inspect.hpp        host::inspect: a stream's header, validated
 //   host/decompress.hpp     host::decompress
+//   host/decompress_stream.hpp  host::decompress_stream: from a reader, window by window
 //   host/decode_chunks.hpp  per-chunk decode / unzigzag / reconstruct
 //   host/chunk_passes.hpp   what both share: chunk lengths, predictor passes
 #pragma once
 
 #include <ebac/host/compress.hpp>
 #include <ebac/host/decompress.hpp>
+#include <ebac/host/decompress_stream.hpp>
 #include <ebac/host/inspect.hpp>
 
 // A program that compiles the codec once (host/codec_instances.hpp) sees its

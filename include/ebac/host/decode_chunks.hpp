@@ -191,11 +191,15 @@ void decode_chunks(const E& enc, const std::byte* payload, std::size_t readable,
 /// and a code the quantizer cannot have written sets `bad`.
 /// Scratch: a window (at least two slabs) and a batch of chunks' codes, in
 /// `budget` bytes where two slabs and one chunk fit.
-template <class S, class E, class Q, class FailChunk>
-void decode_lorenzo_windows(const E& enc, const lorenzo& pred, const extents& shape, const Q& q, const std::byte* payload,
-                            const std::vector<std::uint64_t>& offsets, std::uint64_t n, std::uint32_t C, int threads,
-                            std::uint64_t budget, S* out, bool& bad, FailChunk&& fail_chunk) {
-  const std::uint64_t chunks = offsets.size() - 1;
+/// The payload comes a batch at a time: fetch(c0, k, local) gives the bytes
+/// of chunks [c0, c0 + k) (asked for in increasing order; the pointer is
+/// valid until the next call) with chunk c0 + i at [local[i], local[i + 1]).
+/// A window's elements [e0, e0 + m) go where target(e0, m) says, and
+/// written(e0, m) follows once they are final (windows in order).
+template <class S, class E, class Q, class Fetch, class Target, class Written, class FailChunk>
+void decode_lorenzo_windows(const E& enc, const lorenzo& pred, const extents& shape, const Q& q, std::uint64_t chunks,
+                            Fetch&& fetch, std::uint64_t n, std::uint32_t C, int threads, std::uint64_t budget,
+                            Target&& target, Written&& written, bool& bad, FailChunk&& fail_chunk) {
   const axis_pass p0 = pred.pass(shape, 0);
   const std::uint64_t slab = p0.inner, D = p0.extent, T = p0.tile;
   // Slabs a window: about 2^22 codes (16 MiB), at least one, at most D,
@@ -216,16 +220,19 @@ void decode_lorenzo_windows(const E& enc, const lorenzo& pred, const extents& sh
   std::uint32_t* const carry = window_store.get();  // the slab before the window, final
   std::uint32_t* const window = carry + slab;
   std::vector<status> batch_errors(static_cast<std::size_t>(batch));
+  std::vector<std::uint64_t> local;
 
   // The codes in element order: chunks [first_chunk, first_chunk + decoded) are in batch_store.
   std::uint64_t first_chunk = 0, decoded = 0;
   auto decode_batch = [&](std::uint64_t c0) {
     const std::uint64_t k = std::min<std::uint64_t>(batch, chunks - c0);
+    const std::byte* const payload = fetch(c0, k, local);
     parallel_for(static_cast<std::int64_t>(k), threads, [&](std::int64_t i) {
       const std::uint64_t c = c0 + static_cast<std::uint64_t>(i);
       const std::size_t m = detail::chunk_length(c, C, n);
       std::uint32_t* codes = batch_store.get() + static_cast<std::size_t>(i) * C;
-      const status s = enc.decode_chunk(payload + offsets[c], static_cast<std::size_t>(offsets[c + 1] - offsets[c]), codes, m);
+      const auto u = static_cast<std::size_t>(i);
+      const status s = enc.decode_chunk(payload + local[u], static_cast<std::size_t>(local[u + 1] - local[u]), codes, m);
       batch_errors[static_cast<std::size_t>(i)] = s;
       if (s == status::ok) unzigzag_in_place(codes, m);
     }, 1);
@@ -272,15 +279,34 @@ void decode_lorenzo_windows(const E& enc, const lorenzo& pred, const extents& sh
       }, 1);
       // Reconstruct the window, in tasks of whole 2^15 elements.
       const std::uint64_t tasks = (m + pass_task_elements - 1) / pass_task_elements;
+      S* const out = target(e0, static_cast<std::size_t>(m));
       parallel_for(static_cast<std::int64_t>(tasks), threads, [&](std::int64_t ti) {
         const std::uint64_t b0 = static_cast<std::uint64_t>(ti) * pass_task_elements, b1 = std::min(m, b0 + pass_task_elements);
-        if (!reconstruct_chunk<S>(q, window + b0, static_cast<std::size_t>(b1 - b0), e0 + b0, out + e0 + b0))
+        if (!reconstruct_chunk<S>(q, window + b0, static_cast<std::size_t>(b1 - b0), e0 + b0, out + b0))
           any_bad.store(true, std::memory_order_relaxed);
       });
+      written(e0, static_cast<std::size_t>(m));
       std::copy(window + m - slab, window + m, carry);
     }
   }
   bad = any_bad.load();
+}
+
+/// decode_lorenzo_windows of a payload in memory (chunk c at payload +
+/// offsets[c]) into out[0, n).
+template <class S, class E, class Q, class FailChunk>
+void decode_lorenzo_windows(const E& enc, const lorenzo& pred, const extents& shape, const Q& q, const std::byte* payload,
+                            const std::vector<std::uint64_t>& offsets, std::uint64_t n, std::uint32_t C, int threads,
+                            std::uint64_t budget, S* out, bool& bad, FailChunk&& fail_chunk) {
+  decode_lorenzo_windows<S>(
+      enc, pred, shape, q, offsets.size() - 1,
+      [&](std::uint64_t c0, std::uint64_t k, std::vector<std::uint64_t>& local) {
+        local.resize(static_cast<std::size_t>(k + 1));
+        for (std::uint64_t i = 0; i <= k; ++i) local[static_cast<std::size_t>(i)] = offsets[c0 + i] - offsets[c0];
+        return payload + offsets[c0];
+      },
+      n, C, threads, budget, [&](std::uint64_t e0, std::size_t) { return out + e0; }, [](std::uint64_t, std::size_t) {}, bad,
+      fail_chunk);
 }
 
 }  // namespace detail

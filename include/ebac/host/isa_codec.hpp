@@ -42,6 +42,17 @@ struct failure {
   std::string what;  ///< the error's what()
 };
 
+/// host::decompress_stream's reader and sink in standard types, for a call
+/// into another build: read as a byte_reader, target/written as an
+/// element_sink but in bytes (first byte, bytes).
+struct stream_io {
+  void* context = nullptr;
+  std::size_t (*read)(void* context, std::byte* dst, std::size_t n) = nullptr;
+  void* (*target)(void* context, std::uint64_t first_byte, std::size_t bytes) = nullptr;
+  void (*written)(void* context, std::uint64_t first_byte, std::size_t bytes) = nullptr;
+  std::uint64_t window_bytes = std::uint64_t{8} << 20;
+};
+
 /// A build's entry points. `extents`, `spec` and `options` point at the
 /// caller's ebac::extents, ebac::pipeline_spec and ebac::compress_options:
 /// both builds compile these trivially copyable types from the same headers,
@@ -54,6 +65,7 @@ struct codec {
                                      failure& f) = nullptr;
   void (*decompress)(const std::byte* stream, std::size_t size, int dtype, void* out, std::uint64_t count, int threads,
                      std::uint64_t max_output, failure& f) = nullptr;
+  void (*decompress_stream)(const stream_io& io, int dtype, int threads, std::uint64_t max_output, failure& f) = nullptr;
 };
 
 /// Defined by the unit that includes <ebac/host/x86_64_v3_codec.ipp>: the

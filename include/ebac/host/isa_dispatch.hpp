@@ -81,6 +81,36 @@ void decompress_typed(const std::byte* stream, std::size_t size, dtype t, void* 
   });
 }
 
+namespace detail_isa {
+/// An isa::stream_io's target and written as an element_sink of S.
+template <class S>
+struct io_sink {
+  const isa::stream_io* io;
+  S* target(std::uint64_t first, std::size_t count) const {
+    return static_cast<S*>(io->target(io->context, first * sizeof(S), count * sizeof(S)));
+  }
+  void written(std::uint64_t first, std::size_t count) const { io->written(io->context, first * sizeof(S), count * sizeof(S)); }
+};
+}  // namespace detail_isa
+
+/// host::decompress_stream of a stream of element type t through `io`, in
+/// this build; as compress_typed.
+template <class Types = every_dtype>
+void decompress_stream_typed(const isa::stream_io& io, dtype t, int threads, std::uint64_t max_output = unlimited_output) {
+  visit_dtype(t, [&]<class T>(std::type_identity<T>) {
+    if constexpr (Types::template codes<T>) {
+      detail_isa::io_sink<storage_t<T>> sink{&io};
+      stream_decode_options o;
+      o.threads = threads;
+      o.max_output_bytes = max_output;
+      o.window_bytes = io.window_bytes;
+      host::decompress_stream<T>([&](std::byte* p, std::size_t n) { return io.read(io.context, p, n); }, sink, o);
+    } else {
+      fail_not_coded(t);
+    }
+  });
+}
+
 /// The build this program runs for the types it codes: isa::choose decided
 /// once, offered the x86-64-v3 codec where the program links its unit
 /// (`Linked`: the unit that includes x86_64_v3_codec.ipp is part of it);
@@ -133,6 +163,18 @@ inline void decompress_dynamic(const isa::codec* c, const std::byte* stream, std
   if (!codes(c, t)) return decompress_typed(stream, size, t, out, count, threads, max_output);
   isa::failure f;
   c->decompress(stream, size, static_cast<int>(t), out, count, threads, max_output, f);
+  detail_isa::rethrow(f);
+}
+
+/// host::decompress_stream of a stream of element type t (the caller read
+/// its header) through `io`, as compress_dynamic. (A template, so that only
+/// a unit that calls it compiles the streaming decoder for every type.)
+template <class Types = every_dtype>
+void decompress_stream_dynamic(const isa::codec* c, const isa::stream_io& io, dtype t, int threads,
+                                      std::uint64_t max_output = unlimited_output) {
+  if (!codes(c, t) || c->decompress_stream == nullptr) return decompress_stream_typed<Types>(io, t, threads, max_output);
+  isa::failure f;
+  c->decompress_stream(io, static_cast<int>(t), threads, max_output, f);
   detail_isa::rethrow(f);
 }
 

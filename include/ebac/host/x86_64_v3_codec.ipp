@@ -41,6 +41,10 @@ void decompress(const std::byte* stream, std::size_t size, int type, void* out, 
   ebac::host::decompress_typed<coded_here>(stream, size, static_cast<ebac::dtype>(type), out, count, threads, max_output);
 }
 
+void decompress_stream(const stream_io& io, int type, int threads, std::uint64_t max_output) {
+  ebac::host::decompress_stream_typed<coded_here>(io, static_cast<ebac::dtype>(type), threads, max_output);
+}
+
 }  // namespace
 }  // namespace ebac::isa::x86_64_v3_detail
 
@@ -70,6 +74,14 @@ void decompress_entry(const std::byte* stream, std::size_t size, int type, void*
   }
 }
 
+void decompress_stream_entry(const stream_io& io, int type, int threads, std::uint64_t max_output, failure& f) {
+  try {
+    decompress_stream(io, type, threads, max_output);
+  } catch (const ebac::error& e) {  // the reader's and the sink's own exceptions pass through
+    f = {true, static_cast<int>(e.code()), e.what()};
+  }
+}
+
 }  // namespace
 }  // namespace x86_64_v3_detail
 
@@ -83,6 +95,7 @@ codec x86_64_v3_codec() {
   c.object_sizes[2] = sizeof(ebac::compress_options);
   c.compress = &compress_entry;
   c.decompress = &decompress_entry;
+  c.decompress_stream = &decompress_stream_entry;
   return c;
 }
 
