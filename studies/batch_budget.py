@@ -121,20 +121,7 @@ def run_one(args, net, way, batch, stats=False, accumulate=1):
             return r
     spec = {"network": net, "way": way, "batch": batch, "seed": args.seed, "error_bound": args.error_bound,
             "stats": stats, "accumulate": accumulate, "result": result}
-    sp = os.path.join(work, tag + ".spec.json")
-    with open(sp, "w") as f:
-        json.dump(spec, f)
-    env = dict(os.environ)
-    env.update(mr.WORKER_ENV)
-    env["OMP_NUM_THREADS"] = "1"
-    with open(os.path.join(work, tag + ".log"), "w") as lf:
-        subprocess.run([sys.executable, os.path.abspath(__file__), "--worker", sp], cwd=REPO, env=env,
-                       stdout=lf, stderr=subprocess.STDOUT, timeout=args.timeout)
-    try:
-        with open(result) as f:
-            return json.load(f)
-    except OSError:
-        return {"ok": False, "error": "no result (see %s.log)" % tag}
+    return mr.run_worker(__file__, spec, work, tag, args.timeout)
 
 
 # Which probe's saved-tensor statistics describe a way, and whether they count compressed:

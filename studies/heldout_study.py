@@ -35,12 +35,12 @@ import argparse
 import csv
 import math
 import os
-import subprocess
 import sys
 import json
 import tempfile
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from grad_error_study import run  # noqa: E402  (runs an ebac command, returns its JSON)
 
 BOUNDS = [1e-3, 1e-2, 1e-1]
 BAND = (0.8, 1.25)
@@ -159,13 +159,6 @@ def grad_error_cmd(ebac, d, row, extra):
     else:
         cmd += ["--layer", "linear", "--weight-shape", row["weight_shape"]]
     return cmd + extra
-
-
-def run(cmd):
-    p = subprocess.run(cmd, capture_output=True, text=True)
-    if p.returncode != 0:
-        raise RuntimeError("%s\n%s" % (" ".join(cmd), p.stderr.strip()))
-    return json.loads(p.stdout)
 
 
 def band(res):

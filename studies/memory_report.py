@@ -507,6 +507,27 @@ def worker(spec):
     return res
 
 
+def run_worker(script, spec, work, tag, timeout):
+    """Runs `script --worker SPEC` in a process of its own (WORKER_ENV, one
+    OpenMP thread), SPEC being `spec` written to WORK/TAG.spec.json and its
+    output going to WORK/TAG.log; returns the JSON the worker wrote to
+    spec["result"], or {"ok": False, "error": ...} when it wrote none."""
+    sp = os.path.join(work, tag + ".spec.json")
+    with open(sp, "w") as f:
+        json.dump(spec, f)
+    env = dict(os.environ)
+    env.update(WORKER_ENV)
+    env["OMP_NUM_THREADS"] = "1"
+    with open(os.path.join(work, tag + ".log"), "w") as lf:
+        subprocess.run([sys.executable, os.path.abspath(script), "--worker", sp], cwd=REPO, env=env,
+                       stdout=lf, stderr=subprocess.STDOUT, timeout=timeout)
+    try:
+        with open(spec["result"]) as f:
+            return json.load(f)
+    except OSError:
+        return {"ok": False, "error": "no result (see %s.log)" % tag}
+
+
 def worker_main(path, run=None):
     """Runs one way's spec file in this process (`run`: the worker, default this
     report's; studies/peak_step.py passes its own) and writes its result file."""

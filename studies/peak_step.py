@@ -40,7 +40,6 @@ import argparse
 import json
 import os
 import statistics
-import subprocess
 import sys
 import threading
 import time
@@ -240,20 +239,10 @@ def run_one(args, net, way, rnd, timeline, grads_path=None):
     spec = {"network": net, "way": way, "batch": args.batch, "seed": args.seed, "error_bound": args.error_bound,
             "timeline": timeline, "sample_ms": args.sample_ms, "result": os.path.join(work, tag + ".json"),
             "grads_path": grads_path, "pipeline": args.pipeline}
-    sp = os.path.join(work, tag + ".spec.json")
-    with open(sp, "w") as f:
-        json.dump(spec, f)
-    env = dict(os.environ)
-    env.update(mr.WORKER_ENV)
-    env["OMP_NUM_THREADS"] = "1"
-    with open(os.path.join(work, tag + ".log"), "w") as lf:
-        subprocess.run([sys.executable, os.path.abspath(__file__), "--worker", sp], cwd=REPO, env=env,
-                       stdout=lf, stderr=subprocess.STDOUT, timeout=args.timeout)
-    try:
-        with open(spec["result"]) as f:
-            return json.load(f)
-    except OSError:
-        return {"ok": False, "error": "no result (see %s.log)" % tag, "network": net, "way": way}
+    r = mr.run_worker(__file__, spec, work, tag, args.timeout)
+    if not r.get("ok", True) and "network" not in r:
+        r.update(network=net, way=way)
+    return r
 
 
 NEGLIGIBLE = mr.NEGLIGIBLE

@@ -272,26 +272,53 @@ EBAC_HOST_DEVICE void huffman_fill_table(std::uint32_t s, const std::uint8_t* le
   for (std::uint32_t t = code_lsb[s]; t < (1u << A::table_bits); t += 1u << l) table[t] = (s << 8) | static_cast<std::uint32_t>(l);
 }
 
-/// The codebook's stream form: varint flags (use_runs) and used-symbol
-/// count, then per used symbol its gap to the previous one (varint) and its
-/// length byte. Returns the bytes written (<= huffman_codebook::max_serialized_bytes).
-EBAC_HOST_DEVICE std::size_t huffman_serialize(const std::uint8_t* length, bool use_runs, std::byte* out) noexcept {
-  namespace A = huffman_alphabet;
-  std::byte* p = out;
+/// A code-length table's stream form, shared by the Huffman codebooks
+/// (this one and striped_codebook): a varint count of used symbols, then per
+/// used symbol its gap to the previous one (varint) and its length byte.
+/// Writes at p and returns the end of what it wrote.
+EBAC_HOST_DEVICE std::byte* put_code_lengths(const std::uint8_t* length, std::uint32_t alphabet, std::byte* p) noexcept {
   std::uint64_t used = 0;
-  for (std::uint32_t s = 0; s < A::size; ++s) used += length[s] != 0;
-  p += put_varint(p, use_runs ? 1 : 0);
+  for (std::uint32_t s = 0; s < alphabet; ++s) used += length[s] != 0;
   p += put_varint(p, used);
   std::uint64_t prev = 0;
   bool first = true;
-  for (std::uint32_t s = 0; s < A::size; ++s) {
+  for (std::uint32_t s = 0; s < alphabet; ++s) {
     if (!length[s]) continue;
     p += put_varint(p, first ? s : s - prev - 1);
     *p++ = static_cast<std::byte>(length[s]);
     prev = s;
     first = false;
   }
-  return static_cast<std::size_t>(p - out);
+  return p;
+}
+
+/// Reads put_code_lengths' form from [p, end) into `length` (alphabet
+/// entries, 0 for unused symbols), advancing p: false on a count, gap or
+/// length outside the alphabet or 1..max_length, or bytes running out.
+inline bool get_code_lengths(const std::byte*& p, const std::byte* end, std::uint32_t alphabet, unsigned max_length,
+                             std::vector<std::uint8_t>& length) {
+  std::uint64_t used;
+  if (!get_varint(p, end, used) || used > alphabet) return false;
+  length.assign(alphabet, 0);
+  std::uint64_t s = 0;
+  for (std::uint64_t i = 0; i < used; ++i) {
+    std::uint64_t d;
+    if (!get_varint(p, end, d) || d >= alphabet) return false;
+    s = (i == 0) ? d : s + d + 1;
+    if (s >= alphabet || p >= end) return false;
+    const auto l = static_cast<std::uint8_t>(*p++);
+    if (l == 0 || l > max_length) return false;
+    length[s] = l;
+  }
+  return true;
+}
+
+/// The codebook's stream form: varint flags (use_runs), then the code
+/// lengths (put_code_lengths). Returns the bytes written (<= huffman_codebook::max_serialized_bytes).
+EBAC_HOST_DEVICE std::size_t huffman_serialize(const std::uint8_t* length, bool use_runs, std::byte* out) noexcept {
+  std::byte* p = out;
+  p += put_varint(p, use_runs ? 1 : 0);
+  return static_cast<std::size_t>(put_code_lengths(length, huffman_alphabet::size, p) - out);
 }
 }  // namespace detail
 
@@ -336,22 +363,11 @@ inline void huffman_codebook::serialize(std::vector<std::byte>& out) const {
 inline status huffman_codebook::deserialize(const std::byte* p, std::size_t bytes, huffman_codebook& cb) {
   namespace A = huffman_alphabet;
   const std::byte* end = p + bytes;
-  std::uint64_t flags, used;
+  std::uint64_t flags;
   if (!detail::get_varint(p, end, flags) || flags > 1) return status::corrupt_stream;
-  if (!detail::get_varint(p, end, used) || used > A::size) return status::corrupt_stream;
   cb.use_runs = flags == 1;
-  cb.length.assign(A::size, 0);
-  std::uint64_t s = 0;
-  for (std::uint64_t i = 0; i < used; ++i) {
-    std::uint64_t d;
-    if (!detail::get_varint(p, end, d) || d >= A::size) return status::corrupt_stream;
-    s = (i == 0) ? d : s + d + 1;
-    if (s >= A::size || p >= end) return status::corrupt_stream;
-    const auto l = static_cast<std::uint8_t>(*p++);
-    if (l == 0 || l > A::max_code_length) return status::corrupt_stream;
-    cb.length[s] = l;
-  }
-  if (p != end) return status::corrupt_stream;
+  if (!detail::get_code_lengths(p, end, A::size, A::max_code_length, cb.length) || p != end)
+    return status::corrupt_stream;
   return cb.finalize() ? status::ok : status::corrupt_stream;
 }
 

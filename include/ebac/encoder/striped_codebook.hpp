@@ -88,39 +88,16 @@ struct striped_codebook {
   void serialize(std::vector<std::byte>& out) const {
     namespace A = striped_alphabet;
     std::byte tmp[max_serialized_bytes];
-    std::byte* p = tmp;
-    std::uint64_t used = 0;
-    for (std::uint32_t s = 0; s < A::size; ++s) used += length[s] != 0;
-    p += detail::put_varint(p, used);
-    std::uint32_t prev = 0;
-    bool first = true;
-    for (std::uint32_t s = 0; s < A::size; ++s) {
-      if (!length[s]) continue;
-      p += detail::put_varint(p, first ? s : s - prev - 1);
-      *p++ = static_cast<std::byte>(length[s]);
-      prev = s;
-      first = false;
-    }
-    out.insert(out.end(), tmp, p);
+    std::vector<std::uint8_t> len(length);
+    len.resize(A::size, 0);
+    out.insert(out.end(), tmp, detail::put_code_lengths(len.data(), A::size, tmp));
   }
 
   static status deserialize(const std::byte* p, std::size_t bytes, striped_codebook& cb) {
     namespace A = striped_alphabet;
     const std::byte* end = p + bytes;
-    std::uint64_t used;
-    if (!detail::get_varint(p, end, used) || used > A::size) return status::corrupt_stream;
-    cb.length.assign(A::size, 0);
-    std::uint64_t s = 0;
-    for (std::uint64_t i = 0; i < used; ++i) {
-      std::uint64_t d;
-      if (!detail::get_varint(p, end, d) || d >= A::size) return status::corrupt_stream;
-      s = (i == 0) ? d : s + d + 1;
-      if (s >= A::size || p >= end) return status::corrupt_stream;
-      const auto l = static_cast<std::uint8_t>(*p++);
-      if (l == 0 || l > A::max_code_length) return status::corrupt_stream;
-      cb.length[s] = l;
-    }
-    if (p != end) return status::corrupt_stream;
+    if (!detail::get_code_lengths(p, end, A::size, A::max_code_length, cb.length) || p != end)
+      return status::corrupt_stream;
     return cb.finalize() ? status::ok : status::corrupt_stream;
   }
 };
