@@ -25,7 +25,7 @@ struct piece_reader {
   std::size_t operator()(std::byte* dst, std::size_t n) {
     const std::size_t left = bytes->size() - pos;
     std::size_t k = std::min({n, left, std::uniform_int_distribution<std::size_t>(1, max_piece)(rng)});
-    std::memcpy(dst, bytes->data() + pos, k);
+    if (k) std::memcpy(dst, bytes->data() + pos, k);  // an empty stream's data() may be null
     pos += k;
     return k;
   }
