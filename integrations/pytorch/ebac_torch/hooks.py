@@ -70,6 +70,9 @@ _ELEM_CODES = {**_FLOAT_CODES, torch.bool: 4, torch.uint8: 5, torch.int8: 6, tor
                torch.int64: 9}
 _POOLS = (torch.nn.MaxPool1d, torch.nn.MaxPool2d, torch.nn.MaxPool3d)
 _BATCHNORMS = (torch.nn.modules.batchnorm._BatchNorm,)  # BatchNorm1d/2d/3d, SyncBatchNorm
+# Modules whose input the pre-hook records, so that pack can tell it apart from
+# other tensors they save: LayerNorm (its rows), BatchNorm (its bound), GELU (derived.py).
+_INPUT_READERS = (torch.nn.LayerNorm, torch.nn.GELU) + _BATCHNORMS
 BATCHNORM_BOUND_SCALE = 0.5  # compressed_activations' default batchnorm_bound_scale
 # The pipeline "auto" picks per device: the one with the best memory/time
 # trade measured on whole training steps (docs/pytorch.md, "Which pipeline").
@@ -151,6 +154,11 @@ class boundary_bound:
         _state.boundary = self.prev
         return False
 _last_session = None
+
+
+def _table_key(t):
+    """A strided tensor's key in a session's dedupe table (checked against its storage on a hit)."""
+    return (t.data_ptr(), t.dtype, t.device, tuple(t.shape), tuple(t.stride()), t._version)
 
 
 def _nbytes(t):
@@ -456,11 +464,10 @@ class compressed_activations:
         self._anon = {}
         self._stack = []
         self._pool_inputs = {}
-        self._norm_inputs = {}
+        self._module_inputs = {}  # LayerNorm / BatchNorm / GELU -> its input's (data_ptr, shape, dtype)
         self._table = {}
         self._measuring = False
         self._recipes = {}        # derived.contiguous_key(output) -> (StorageRef, derived.Recipe)
-        self._gelu_inputs = {}    # nn.GELU -> its input's (data_ptr, shape, dtype), while it runs
         self._dropout_noise = {}  # nn.Dropout -> the record of the noise it saved, while it runs
         self._live = 0
         self._closed = True       # the latest pass has freed everything it held
@@ -486,7 +493,6 @@ class compressed_activations:
             h.remove()
         self._handles = []
         self._stack = []
-        self._gelu_inputs.clear()
         self._dropout_noise.clear()
         self._hooks.__exit__(*exc)
         self._hooks = None
@@ -496,12 +502,9 @@ class compressed_activations:
         self._stack.append(module)
         if isinstance(module, _POOLS) and inputs and isinstance(inputs[0], torch.Tensor):
             self._pool_inputs[module] = tuple(inputs[0].shape)
-        if isinstance(module, (torch.nn.LayerNorm,) + _BATCHNORMS) and inputs and isinstance(inputs[0], torch.Tensor):
+        if isinstance(module, _INPUT_READERS) and inputs and isinstance(inputs[0], torch.Tensor):
             x = inputs[0]
-            self._norm_inputs[module] = (x.data_ptr(), tuple(x.shape), x.dtype)
-        if self.derive and isinstance(module, torch.nn.GELU) and inputs and isinstance(inputs[0], torch.Tensor):
-            x = inputs[0]
-            self._gelu_inputs[module] = (x.data_ptr(), tuple(x.shape), x.dtype)
+            self._module_inputs[module] = (x.data_ptr(), tuple(x.shape), x.dtype)
         if self.derive and isinstance(module, torch.nn.Dropout):
             self._dropout_noise[module] = None
 
@@ -514,16 +517,23 @@ class compressed_activations:
             del self._stack[self._stack.index(module):]
 
     # -- derived tensors (see derived.py) -------------------------------------
+    def _stored(self, t):
+        """The record this pass stored strided tensor t as (same storage, pointer, shape, strides, dtype,
+        version: the dedupe table), or None."""
+        hit = self._table.get(_table_key(t))
+        if hit is None:
+            return None
+        sref, wref = hit
+        p = wref()
+        return p if p is not None and sref.same(t) else None
+
     def _source_of(self, x):
         """The record or recipe x is stored as in this pass, or None."""
         if x.layout != torch.strided:
             return None
-        hit = self._table.get((x.data_ptr(), x.dtype, x.device, tuple(x.shape), tuple(x.stride()), x._version))
-        if hit is not None:
-            sref, wref = hit
-            p = wref()
-            if p is not None and sref.same(x) and p.recipe is None:
-                return p
+        p = self._stored(x)
+        if p is not None and p.recipe is None:
+            return p
         ck = _derived.contiguous_key(x)
         r = self._recipes.get(ck) if ck is not None else None
         if r is not None and r[0].same(x):
@@ -531,12 +541,11 @@ class compressed_activations:
         return None
 
     def _learn_recipe(self, module, inputs, output):
-        """After an nn.GELU or nn.Dropout ran: remember how its output is made
+        """After an nn.GELU, nn.LayerNorm or nn.Dropout ran: remember how its output is made
         from what this pass has stored, if it is (exact module types only: a
         subclass may compute something else)."""
         with self._lock, torch.no_grad():
             noise = self._dropout_noise.pop(module, None)
-            self._gelu_inputs.pop(module, None)
             if (type(module) not in (torch.nn.GELU, torch.nn.Dropout, torch.nn.LayerNorm)
                     or getattr(_state, "boundary", None) is not None):
                 return
@@ -689,9 +698,13 @@ class compressed_activations:
 
     def _is_batchnorm_input(self, t):
         """True when `t` is the input of the BatchNorm module running now (what it saves for backward)."""
-        if not self._stack or not isinstance(self._stack[-1], _BATCHNORMS):
+        return self._is_input_of_running(t, _BATCHNORMS)
+
+    def _is_input_of_running(self, t, kinds):
+        """True when the module running now is one of `kinds` and `t` is its input (_pre recorded it)."""
+        if not self._stack or not isinstance(self._stack[-1], kinds):
             return False
-        return self._norm_inputs.get(self._stack[-1]) == (t.data_ptr(), tuple(t.shape), t.dtype)
+        return self._module_inputs.get(self._stack[-1]) == (t.data_ptr(), tuple(t.shape), t.dtype)
 
     def _keep_reason(self, t):
         if t.layout != torch.strided:
@@ -729,16 +742,13 @@ class compressed_activations:
                 raw = _footprint(t)  # a broadcast view: counted as the memory it holds (see _keep_reason)
             key = None
             if t.layout == torch.strided and getattr(_state, "boundary", None) is None:
-                key = (t.data_ptr(), t.dtype, t.device, tuple(t.shape), tuple(t.stride()), t._version)
-                hit = self._table.get(key)
-                if hit is not None:
-                    sref, wref = hit
-                    p = wref()
-                    if p is not None and sref.same(t):
-                        p.saves += 1
-                        P.duplicates += 1
-                        P.duplicate_bytes += raw
-                        return p
+                key = _table_key(t)
+                p = self._stored(t)
+                if p is not None:
+                    p.saves += 1
+                    P.duplicates += 1
+                    P.duplicate_bytes += raw
+                    return p
             name = self._module_name()
             reason = self._keep_reason(t)
             spec = None
@@ -776,9 +786,7 @@ class compressed_activations:
                     pool = self._stack[-1]
                     pooling = pooling_geometry(pool, self._pool_inputs.get(pool), t)
                 rows = None
-                if (not lossless and self.layernorm_rows and self._stack
-                        and isinstance(self._stack[-1], torch.nn.LayerNorm)
-                        and self._norm_inputs.get(self._stack[-1]) == (t.data_ptr(), tuple(t.shape), t.dtype)):
+                if not lossless and self.layernorm_rows and self._is_input_of_running(t, torch.nn.LayerNorm):
                     rows = _row_normalized(t, self._stack[-1], eb, mode)
                 shift = None
                 if rows is not None:
@@ -799,9 +807,8 @@ class compressed_activations:
                     p.sizes = list(x_rows.shape)
                 else:
                     c_eb, c_mode = eb, mode
-                    top = self._stack[-1] if self._stack else None
-                    if (self.derive and not lossless and type(top) is torch.nn.GELU and key is not None
-                            and self._gelu_inputs.get(top) == (t.data_ptr(), tuple(t.shape), t.dtype)):
+                    if (self.derive and not lossless and key is not None and self._is_input_of_running(t, torch.nn.GELU)
+                            and type(self._stack[-1]) is torch.nn.GELU):
                         g = _derived.gelu_input_bound(t, eb, mode)
                         if g is not None:  # the bound its output will need (derived.py)
                             c_eb, c_mode = g, "abs"
@@ -865,13 +872,8 @@ class compressed_activations:
         with self._lock:
             if t.layout != torch.strided:
                 return None
-            key = (t.data_ptr(), t.dtype, t.device, tuple(t.shape), tuple(t.stride()), t._version)
-            hit = self._table.get(key)
-            if hit is None:
-                return None
-            sref, wref = hit
-            p = wref()
-            return p.module if p is not None and sref.same(t) else None
+            p = self._stored(t)
+            return p.module if p is not None else None
 
     def _restore(self, p, threads):
         """The tensor a blob stands for (LayerNorm rows scaled back), or a derived one rebuilt."""
