@@ -66,11 +66,7 @@ def worker(spec):
     session = [None]
 
     def forward_loss():
-        if way == "checkpoint":
-            return sm.loss_of(sm.checkpointed_forward(net, model, x), y)
-        if way == "ebac-recompute":
-            return sm.loss_of(sm.segmented_forward(net, model, x, ebac_torch.checkpoint), y)
-        return sm.loss_of(model(x), y)
+        return sm.way_loss(net, way, model, x, y, ebac_torch)
 
     def step():
         torch.manual_seed(seed + 1)

@@ -159,11 +159,7 @@ def worker(spec):
             sampler[0].mark(what)
 
     def forward_loss():
-        if way == "checkpoint":
-            return sm.loss_of(sm.checkpointed_forward(net, model, x), y)
-        if way == "ebac-recompute":
-            return sm.loss_of(sm.segmented_forward(net, model, x, ebac_torch.checkpoint), y)
-        return sm.loss_of(model(x), y)
+        return sm.way_loss(net, way, model, x, y, ebac_torch)
 
     session = [None]
 

@@ -376,6 +376,18 @@ def _stages_split_at_pools(seq):
     return out
 
 
+def way_loss(name, way, model, x, y, ebac_torch=None):
+    """The loss of one forward of network `name` the way a study compares:
+    "checkpoint" (torch.utils.checkpoint over SEGMENTS), "ebac-recompute"
+    (ebac_torch.checkpoint over the same segments) or a plain forward (plain
+    and ebac ways; an ebac session is the caller's)."""
+    if way == "checkpoint":
+        return loss_of(checkpointed_forward(name, model, x), y)
+    if way == "ebac-recompute":
+        return loss_of(segmented_forward(name, model, x, ebac_torch.checkpoint), y)
+    return loss_of(model(x), y)
+
+
 def checkpointed_forward(name, model, x, on_segment=None, ckpt=None):
     """model(x) with the segments of SEGMENTS[name] under torch.utils.checkpoint
     (or under `ckpt(fn, t)`, e.g. ebac_torch.checkpoint).
