@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # The project's test command (README, .ci/run). On a fresh Debian 12 machine,
 # as root, it installs what the tests need, then:
+#   0. format:         tools/format.sh --check (every tracked C++/CUDA file laid out as .clang-format says)
 #   1. release-cuda:   the release-cuda preset's settings (release without nvcc) configured with
 #                      CMake's default generator, as a user types it (build/ci-release-cuda): one
 #                      build of the tests, the CLI, the header checks and, with
@@ -42,6 +43,7 @@ packages=(
   python3-torchvision       # studies/memory_report.py's torchvision networks (the smoke uses only its own)
   dataset-fashion-mnist     # the smoke study trains on it
   libtorch-dev zlib1g-dev   # examples/01_libtorch_autograd (a C++ trainer including ebac's headers)
+  clang-format              # tools/format.sh --check: the C++/CUDA layout (.clang-format)
   ccache                    # every compile goes through it: a rerun on the same machine rebuilds little
 )
 
@@ -125,6 +127,9 @@ ccache_report() { [[ $ccache_on == 1 ]] && ccache --show-stats | grep -E "Hits|M
 # (cmake/ebacHostCodec.cmake) and the header checks are compiled once. It is
 # configured without -G, with CMake's default generator (Unix Makefiles), as a
 # user types it; the presets use Ninja, so both generators are built in CI.
+# The C++/CUDA layout: every tracked source laid out as .clang-format says.
+format_check() { bash tools/format.sh --check; }
+
 main_dir=build/ci-release-cuda
 release_build() {
   local cuda=()
@@ -244,8 +249,9 @@ libtorch_example() {
 }
 # ---- end of the PyTorch block ------------------------------------------------------------------
 
+run_stage "format: tools/format.sh --check" format_check
 run_stage "release-cuda: configure + build" release_build
-if [[ ${#failed[@]} -eq 0 ]]; then run_stage "release-cuda: ctest" release_test; fi
+if [[ "${failed[*]}" != *"release-cuda: configure"* ]]; then run_stage "release-cuda: ctest" release_test; fi
 run_stage "asan: configure + build" asan_build
 if [[ "${failed[*]}" != *"asan: configure"* ]]; then run_stage "asan: ctest" asan_test; fi
 run_stage "fuzz (${FUZZ_SECONDS}s)" fuzz
