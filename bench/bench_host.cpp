@@ -51,7 +51,7 @@
 #include <vector>
 
 #ifndef EBAC_CORPUS_DIR
-#  define EBAC_CORPUS_DIR "data/corpus"
+#define EBAC_CORPUS_DIR "data/corpus"
 #endif
 
 namespace {
@@ -106,7 +106,10 @@ std::vector<tensor> load_corpus(const fs::path& dir) {
   while (std::getline(m, line)) {
     if (line.empty()) continue;
     const auto v = split(line, '\t');
-    if (cols.empty()) { cols = v; continue; }
+    if (cols.empty()) {
+      cols = v;
+      continue;
+    }
     auto col = [&](const char* name) -> std::string {
       for (std::size_t k = 0; k < cols.size(); ++k)
         if (cols[k] == name) return k < v.size() ? v[k] : std::string();
@@ -173,9 +176,8 @@ std::vector<std::byte> compress_one(const tensor& t, const ebac::pipeline_spec& 
   ebac::compress_options opt;
   opt.bound = {eb, ebac::bound_mode::absolute};
   opt.threads = 1;
-  return ebac::with_pipeline(spec, t.shape, [&](auto pipe) {
-    return ebac::host::compress(data_of<T>(t).data(), t.shape, pipe, opt);
-  });
+  return ebac::with_pipeline(spec, t.shape,
+                             [&](auto pipe) { return ebac::host::compress(data_of<T>(t).data(), t.shape, pipe, opt); });
 }
 
 struct group {
@@ -200,41 +202,48 @@ void register_for(const std::vector<tensor>& corpus, const char* dtype_name) {
           }
         if (g.tensors.empty()) continue;
         char suffix[96];
-        std::snprintf(suffix, sizeof suffix, "/%.*s/%s/rel:%g/%s", static_cast<int>(pname.size()), pname.data(),
-                      dtype_name, rel, kind);
+        std::snprintf(suffix, sizeof suffix, "/%.*s/%s/rel:%g/%s", static_cast<int>(pname.size()), pname.data(), dtype_name, rel,
+                      kind);
 
-        benchmark::RegisterBenchmark(("compress" + std::string(suffix)).c_str(), [g, spec](benchmark::State& state) {
-          std::uint64_t bytes_out = 0;
-          for (auto _ : state) {
-            bytes_out = 0;
-            for (std::size_t i = 0; i < g.tensors.size(); ++i) {
-              const auto s = compress_one<T>(*g.tensors[i], spec, g.bounds[i]);
-              bytes_out += s.size();
-              benchmark::DoNotOptimize(s.data());
-            }
-          }
-          state.SetBytesProcessed(static_cast<std::int64_t>(state.iterations() * g.bytes_in));
-          state.counters["ratio"] = static_cast<double>(g.bytes_in) / static_cast<double>(bytes_out);
-        })->UseRealTime()->Unit(benchmark::kMillisecond);
+        benchmark::RegisterBenchmark(("compress" + std::string(suffix)).c_str(),
+                                     [g, spec](benchmark::State& state) {
+                                       std::uint64_t bytes_out = 0;
+                                       for (auto _ : state) {
+                                         bytes_out = 0;
+                                         for (std::size_t i = 0; i < g.tensors.size(); ++i) {
+                                           const auto s = compress_one<T>(*g.tensors[i], spec, g.bounds[i]);
+                                           bytes_out += s.size();
+                                           benchmark::DoNotOptimize(s.data());
+                                         }
+                                       }
+                                       state.SetBytesProcessed(static_cast<std::int64_t>(state.iterations() * g.bytes_in));
+                                       state.counters["ratio"] = static_cast<double>(g.bytes_in) / static_cast<double>(bytes_out);
+                                     })
+            ->UseRealTime()
+            ->Unit(benchmark::kMillisecond);
 
-        benchmark::RegisterBenchmark(("decompress" + std::string(suffix)).c_str(), [g, spec](benchmark::State& state) {
-          std::vector<std::vector<std::byte>> streams;
-          std::vector<std::vector<T>> outs;
-          std::uint64_t bytes_out = 0;
-          for (std::size_t i = 0; i < g.tensors.size(); ++i) {
-            streams.push_back(compress_one<T>(*g.tensors[i], spec, g.bounds[i]));
-            outs.emplace_back(data_of<T>(*g.tensors[i]).size());
-            bytes_out += streams.back().size();
-          }
-          for (auto _ : state) {
-            for (std::size_t i = 0; i < streams.size(); ++i) {
-              ebac::host::decompress(streams[i].data(), streams[i].size(), outs[i].data(), outs[i].size(), 1);
-              benchmark::DoNotOptimize(outs[i].data());
-            }
-          }
-          state.SetBytesProcessed(static_cast<std::int64_t>(state.iterations() * g.bytes_in));
-          state.counters["ratio"] = static_cast<double>(g.bytes_in) / static_cast<double>(bytes_out);
-        })->UseRealTime()->Unit(benchmark::kMillisecond);
+        benchmark::RegisterBenchmark(("decompress" + std::string(suffix)).c_str(),
+                                     [g, spec](benchmark::State& state) {
+                                       std::vector<std::vector<std::byte>> streams;
+                                       std::vector<std::vector<T>> outs;
+                                       std::uint64_t bytes_out = 0;
+                                       for (std::size_t i = 0; i < g.tensors.size(); ++i) {
+                                         streams.push_back(compress_one<T>(*g.tensors[i], spec, g.bounds[i]));
+                                         outs.emplace_back(data_of<T>(*g.tensors[i]).size());
+                                         bytes_out += streams.back().size();
+                                       }
+                                       for (auto _ : state) {
+                                         for (std::size_t i = 0; i < streams.size(); ++i) {
+                                           ebac::host::decompress(streams[i].data(), streams[i].size(), outs[i].data(),
+                                                                  outs[i].size(), 1);
+                                           benchmark::DoNotOptimize(outs[i].data());
+                                         }
+                                       }
+                                       state.SetBytesProcessed(static_cast<std::int64_t>(state.iterations() * g.bytes_in));
+                                       state.counters["ratio"] = static_cast<double>(g.bytes_in) / static_cast<double>(bytes_out);
+                                     })
+            ->UseRealTime()
+            ->Unit(benchmark::kMillisecond);
       }
     }
   }
@@ -302,10 +311,12 @@ void register_coder(const char* name) {
         const auto cb = E::learn(stats);
         const E enc = E::bind(cb);
         bytes = 0;
-        for (std::size_t c = 0; c < chunks; ++c) bytes += enc.encode_chunk(codes.data() + c * C, std::min(C, codes.size() - c * C), out.data() + bytes);
+        for (std::size_t c = 0; c < chunks; ++c)
+          bytes += enc.encode_chunk(codes.data() + c * C, std::min(C, codes.size() - c * C), out.data() + bytes);
         benchmark::DoNotOptimize(out.data());
       }
-      state.counters["codes_per_second"] = benchmark::Counter(static_cast<double>(codes.size()), benchmark::Counter::kIsIterationInvariantRate);
+      state.counters["codes_per_second"] =
+          benchmark::Counter(static_cast<double>(codes.size()), benchmark::Counter::kIsIterationInvariantRate);
       state.counters["bits_per_code"] = 8.0 * static_cast<double>(bytes) / static_cast<double>(codes.size());
     })->Unit(benchmark::kMillisecond);
     benchmark::RegisterBenchmark(("decode/" + suffix).c_str(), [sparse](benchmark::State& state) {
@@ -319,7 +330,8 @@ void register_coder(const char* name) {
       std::vector<std::byte> buf(enc.max_chunk_bytes(C));
       std::vector<std::vector<std::byte>> coded(chunks);
       for (std::size_t c = 0; c < chunks; ++c)
-        coded[c].assign(buf.data(), buf.data() + enc.encode_chunk(codes.data() + c * C, std::min(C, codes.size() - c * C), buf.data()));
+        coded[c].assign(buf.data(),
+                        buf.data() + enc.encode_chunk(codes.data() + c * C, std::min(C, codes.size() - c * C), buf.data()));
       std::vector<std::uint32_t> back(C);
       for (auto _ : state) {
         for (std::size_t c = 0; c < chunks; ++c) {
@@ -332,7 +344,8 @@ void register_coder(const char* name) {
         }
         benchmark::DoNotOptimize(back.data());
       }
-      state.counters["codes_per_second"] = benchmark::Counter(static_cast<double>(codes.size()), benchmark::Counter::kIsIterationInvariantRate);
+      state.counters["codes_per_second"] =
+          benchmark::Counter(static_cast<double>(codes.size()), benchmark::Counter::kIsIterationInvariantRate);
     })->Unit(benchmark::kMillisecond);
   }
 }
@@ -359,8 +372,8 @@ int main(int argc, char** argv) {
     corpus = synthetic();
     benchmark::AddCustomContext("corpus", "synthetic (no corpus found at " + dir + ")");
   } else {
-    benchmark::AddCustomContext("corpus", dir + ": " + std::to_string(corpus.size()) + " f32 activations, " +
-                                              std::to_string(bytes) + " bytes");
+    benchmark::AddCustomContext(
+        "corpus", dir + ": " + std::to_string(corpus.size()) + " f32 activations, " + std::to_string(bytes) + " bytes");
   }
   register_for<float>(corpus, "f32");
   register_for<ebac::float16>(corpus, "f16");

@@ -29,10 +29,15 @@ constexpr std::uint64_t default_max_output = std::uint64_t{4} << 30;
 
 int cmd_compress(int argc, char** argv) {
   const args a = parse_command(argc, argv,
-                               {input_option, output_option, {"dtype", "--dtype", "element type: f32, f16, bf16, bool, u8, i8, i16, i32, i64"},
-                                {"dims", "--dims", "extents, outermost first"}, {"eb", "--eb", "error bound (floating-point dtypes)"},
-                                {"mode", "--mode", "abs (default) or rel"}, {"pipeline", "--pipeline", "pipeline name or triple"},
-                                {"pool", "--pool", "max-pool geometry IN:K:S[:P[:D]] of an index tensor"}, threads_option});
+                               {input_option,
+                                output_option,
+                                {"dtype", "--dtype", "element type: f32, f16, bf16, bool, u8, i8, i16, i32, i64"},
+                                {"dims", "--dims", "extents, outermost first"},
+                                {"eb", "--eb", "error bound (floating-point dtypes)"},
+                                {"mode", "--mode", "abs (default) or rel"},
+                                {"pipeline", "--pipeline", "pipeline name or triple"},
+                                {"pool", "--pool", "max-pool geometry IN:K:S[:P[:D]] of an index tensor"},
+                                threads_option});
   const std::string& in_path = input_arg(a);
   const std::string out_path = a.has("output") ? a.opt.at("output") : "-";
   const ebac::dtype t = parse_dtype_arg(a.need("dtype"));
@@ -82,8 +87,8 @@ struct replay_reader {
 /// order (standard output, a device, a FIFO), into the whole output in memory.
 struct output_sink {
   output_file* out;
-  std::vector<std::byte> buffer;        // a window (positional output)
-  std::unique_ptr<std::byte[]> whole;   // the output, its pages touched as windows arrive
+  std::vector<std::byte> buffer;       // a window (positional output)
+  std::unique_ptr<std::byte[]> whole;  // the output, its pages touched as windows arrive
   static void* target(void* self, std::uint64_t first, std::size_t bytes) {
     auto& k = *static_cast<output_sink*>(self);
     if (!k.out->positional()) return k.whole.get() + first;
@@ -103,9 +108,9 @@ struct output_sink {
 }  // namespace
 
 int cmd_decompress(int argc, char** argv) {
-  const args a = parse_command(argc, argv,
-                               {input_option, output_option, threads_option,
-                                {"max-output", "--max-output", "most bytes to decode (default 4G)"}});
+  const args a = parse_command(
+      argc, argv,
+      {input_option, output_option, threads_option, {"max-output", "--max-output", "most bytes to decode (default 4G)"}});
   const std::string& in_path = input_arg(a);
   const std::string out_path = a.has("output") ? a.opt.at("output") : "-";
   const int threads = threads_arg(a, 0);
@@ -122,7 +127,8 @@ int cmd_decompress(int argc, char** argv) {
   replay_reader reader{read_stream_prefix(in, max_output, total), 0, &in};
   ebac::stream_header h;
   const char* what = "";
-  const ebac::status hs = ebac::read_stream_header_fields(reader.prefix.data(), reader.prefix.size(), static_cast<std::size_t>(total), h, &what);
+  const ebac::status hs =
+      ebac::read_stream_header_fields(reader.prefix.data(), reader.prefix.size(), static_cast<std::size_t>(total), h, &what);
   if (hs != ebac::status::ok) {
     (void)ebac::host::inspect(reader.prefix.data(), reader.prefix.size());  // names what is wrong, as for a whole stream
     ebac::detail::fail(hs, what);
@@ -180,12 +186,15 @@ int cmd_info(int argc, char** argv) {
     dims += std::to_string(h.shape.dims[i]);
   }
   std::printf("format %d dtype %s dims %s mode %s eb %.17g eb_abs %.17g predictor %s", EBAC_FORMAT_VERSION,
-              std::string(ebac::to_string(h.type)).c_str(), dims.c_str(), ebac::is_floating(h.type) ? std::string(ebac::to_string(h.mode)).c_str() : "lossless",
-              h.eb_requested, h.eb_abs, h.predictor == ebac::predictor_id::none ? "none" : "lorenzo");
+              std::string(ebac::to_string(h.type)).c_str(), dims.c_str(),
+              ebac::is_floating(h.type) ? std::string(ebac::to_string(h.mode)).c_str() : "lossless", h.eb_requested, h.eb_abs,
+              h.predictor == ebac::predictor_id::none ? "none" : "lorenzo");
   if (h.predictor == ebac::predictor_id::lorenzo) {  // "key value" pairs, like the rest of the line
     std::printf(" lorenzo_dims %d axes", h.lorenzo_params.dims);
     for (int k = 0; k < h.lorenzo_params.dims; ++k)
-      std::printf(k ? ",%s" : " %s", h.lorenzo_params.axis[k] == ebac::lorenzo_flat_axis ? "flat" : std::to_string(h.lorenzo_params.axis[k]).c_str());
+      std::printf(k ? ",%s" : " %s", h.lorenzo_params.axis[k] == ebac::lorenzo_flat_axis
+                                         ? "flat"
+                                         : std::to_string(h.lorenzo_params.axis[k]).c_str());
     std::printf(" tiles");
     for (int k = 0; k < h.lorenzo_params.dims; ++k) std::printf(k ? ",%u" : " %u", h.lorenzo_params.tile[k]);
   }
@@ -193,8 +202,7 @@ int cmd_info(int argc, char** argv) {
   // (the header's fields for them are unused).
   const bool stored = h.is_stored();
   std::printf(" quantizer %s encoder %s chunk %s outliers %" PRIu64 " bytes %zu checksum %s stored %s\n",
-              stored ? "none" : quantizer_name(h.quantizer),
-              stored ? "none" : std::string(ebac::encoder_name(h.encoder)).c_str(),
+              stored ? "none" : quantizer_name(h.quantizer), stored ? "none" : std::string(ebac::encoder_name(h.encoder)).c_str(),
               stored ? "none" : std::to_string(h.chunk_elements).c_str(), h.outlier_count, stream.size(),
               h.has_checksum() ? "yes" : "no", stored ? "yes" : "no");
   return 0;
@@ -236,7 +244,8 @@ eval_result evaluate(const std::vector<std::byte>& raw, const ebac::extents& e, 
   const double tc = best_seconds([&] { stream = compress_any(raw, ebac::dtype_of<T>::value, e, spec, opt); }, min_time);
   std::vector<ebac::storage_t<T>> y(static_cast<std::size_t>(n));  // bool: one byte each
   T* const yp = reinterpret_cast<T*>(y.data());
-  const double td = best_seconds([&] { decompress_into(stream.data(), stream.size(), ebac::dtype_of<T>::value, yp, n, opt.threads); }, min_time);
+  const double td = best_seconds(
+      [&] { decompress_into(stream.data(), stream.size(), ebac::dtype_of<T>::value, yp, n, opt.threads); }, min_time);
   const ebac::stream_header h = ebac::host::inspect(stream.data(), stream.size());
   eval_result res;
   res.pipeline = name;
@@ -257,30 +266,29 @@ eval_result evaluate(const std::vector<std::byte>& raw, const ebac::extents& e, 
     res.psnr = INFINITY;
     return res;
   } else {
-
-  // Judge the reconstruction here, independently of the compressor's checks.
-  double max_err = 0, sq = 0;
-  ebac::value_range r;
-  bool exact_nonfinite = true;
-  std::uint64_t finite = 0;
-  for (std::uint64_t i = 0; i < n; ++i) {
-    const float xf = ebac::to_float(x[i]), yf = ebac::to_float(y[i]);
-    if (std::isfinite(xf)) {
-      const double d = std::fabs(static_cast<double>(xf) - static_cast<double>(yf));
-      max_err = std::max(max_err, std::isnan(d) ? INFINITY : d);
-      sq += d * d;
-      r.add(xf);
-      ++finite;
-    } else if (ebac::raw_bits(x[i]) != ebac::raw_bits(y[i])) {
-      exact_nonfinite = false;
+    // Judge the reconstruction here, independently of the compressor's checks.
+    double max_err = 0, sq = 0;
+    ebac::value_range r;
+    bool exact_nonfinite = true;
+    std::uint64_t finite = 0;
+    for (std::uint64_t i = 0; i < n; ++i) {
+      const float xf = ebac::to_float(x[i]), yf = ebac::to_float(y[i]);
+      if (std::isfinite(xf)) {
+        const double d = std::fabs(static_cast<double>(xf) - static_cast<double>(yf));
+        max_err = std::max(max_err, std::isnan(d) ? INFINITY : d);
+        sq += d * d;
+        r.add(xf);
+        ++finite;
+      } else if (ebac::raw_bits(x[i]) != ebac::raw_bits(y[i])) {
+        exact_nonfinite = false;
+      }
     }
-  }
-  res.max_abs_error = max_err;
-  res.eb_abs = h.eb_abs;
-  res.bound_held = max_err <= h.eb_abs && exact_nonfinite;
-  const double mse = finite ? sq / static_cast<double>(finite) : 0;
-  res.psnr = (mse > 0 && r.span() > 0) ? 20 * std::log10(r.span()) - 10 * std::log10(mse) : INFINITY;
-  return res;
+    res.max_abs_error = max_err;
+    res.eb_abs = h.eb_abs;
+    res.bound_held = max_err <= h.eb_abs && exact_nonfinite;
+    const double mse = finite ? sq / static_cast<double>(finite) : 0;
+    res.psnr = (mse > 0 && r.span() > 0) ? 20 * std::log10(r.span()) - 10 * std::log10(mse) : INFINITY;
+    return res;
   }
 }
 
@@ -302,8 +310,8 @@ void print_result(const eval_result& r, bool json, const std::string& file, bool
     return;
   }
   if (header) {
-    std::printf("%-44s %-11s %9s %12s %12s %5s %8s %10s %10s\n", "file", "pipeline", "ratio", "max_abs_err", "eb_abs",
-                "held", "psnr", "comp_MB/s", "dec_MB/s");
+    std::printf("%-44s %-11s %9s %12s %12s %5s %8s %10s %10s\n", "file", "pipeline", "ratio", "max_abs_err", "eb_abs", "held",
+                "psnr", "comp_MB/s", "dec_MB/s");
   }
   std::printf("%-44s %-11s %9.2f %12.4g %12.4g %5s %8.2f %10.1f %10.1f\n", file.empty() ? "-" : file.c_str(), r.pipeline.c_str(),
               r.ratio, r.max_abs_error, r.eb_abs, r.bound_held ? "yes" : "NO", r.psnr, r.compress_MBps, r.decompress_MBps);
@@ -334,7 +342,10 @@ std::vector<eval_input> read_manifest(const std::string& path) {
     ++lineno;
     if (line.empty()) continue;
     auto v = split(line);
-    if (cols.empty()) { cols = v; continue; }
+    if (cols.empty()) {
+      cols = v;
+      continue;
+    }
     auto col = [&](const char* name) -> std::string {
       const auto it = std::find(cols.begin(), cols.end(), name);
       if (it == cols.end()) throw input_error("manifest '" + path + "' has no column '" + name + "'");
@@ -355,10 +366,15 @@ std::vector<eval_input> read_manifest(const std::string& path) {
 
 int cmd_eval(int argc, char** argv) {
   const args a = parse_command(argc, argv,
-                               {input_option, {"manifest", "--manifest", "a manifest.tsv listing the inputs"},
-                                {"dtype", "--dtype", "element type"}, {"dims", "--dims", "extents, outermost first"},
-                                {"eb", "--eb", "error bound"}, {"pool", "--pool", "max-pool geometry IN:K:S[:P[:D]] of an index tensor"}, {"mode", "--mode", "abs (default) or rel"},
-                                {"pipeline", "--pipeline", "a pipeline, or all (the default)"}, threads_option,
+                               {input_option,
+                                {"manifest", "--manifest", "a manifest.tsv listing the inputs"},
+                                {"dtype", "--dtype", "element type"},
+                                {"dims", "--dims", "extents, outermost first"},
+                                {"eb", "--eb", "error bound"},
+                                {"pool", "--pool", "max-pool geometry IN:K:S[:P[:D]] of an index tensor"},
+                                {"mode", "--mode", "abs (default) or rel"},
+                                {"pipeline", "--pipeline", "a pipeline, or all (the default)"},
+                                threads_option,
                                 {"min-time", "--min-time", "seconds of repetitions per timing (default 0.2)"}},
                                /*json_flag=*/true);
   ebac::compress_options opt;
@@ -396,9 +412,8 @@ int cmd_eval(int argc, char** argv) {
   for (const auto& in : inputs) {
     const auto raw = read_array(in.path, in.shape, in.type);
     for (const auto& name : names) {
-      const eval_result r = ebac::visit_dtype(in.type, [&]<class T>(std::type_identity<T>) {
-        return evaluate<T>(raw, in.shape, name, opt, min_time);
-      });
+      const eval_result r = ebac::visit_dtype(
+          in.type, [&]<class T>(std::type_identity<T>) { return evaluate<T>(raw, in.shape, name, opt, min_time); });
       all_held = all_held && r.bound_held;
       print_result(r, a.json, in.label, header);
       header = false;

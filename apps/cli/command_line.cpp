@@ -25,7 +25,7 @@
 
 // 1 where CMake built x86_64_v3_codec.cpp into the program (EBAC_CLI_X86_64_V3).
 #ifndef EBAC_CLI_X86_64_V3
-#  define EBAC_CLI_X86_64_V3 0
+#define EBAC_CLI_X86_64_V3 0
 #endif
 
 namespace ebac_cli {
@@ -40,7 +40,8 @@ args parse_command(int argc, char** argv, std::initializer_list<option_def> defs
   app.set_help_flag("-h,--help", "print this command's options");
   for (const option_def& d : defs) {
     const std::string key = d.key;
-    app.add_option_function<std::string>(d.names, [&a, key](const std::string& v) { a.opt[key] = v; }, d.help);
+    app.add_option_function<std::string>(
+        d.names, [&a, key](const std::string& v) { a.opt[key] = v; }, d.help);
   }
   if (json_flag) app.add_flag("--json", a.json, "one JSON object per result line");
   try {
@@ -48,9 +49,7 @@ args parse_command(int argc, char** argv, std::initializer_list<option_def> defs
   } catch (const CLI::CallForHelp&) {
     std::fputs(app.help().c_str(), stdout);
     std::exit(0);
-  } catch (const CLI::ParseError& e) {
-    throw usage_error(e.what());
-  }
+  } catch (const CLI::ParseError& e) { throw usage_error(e.what()); }
   return a;
 }
 
@@ -62,7 +61,8 @@ double parse_double(const std::string& s, const char* what) {
   const double v = std::strtod(s.c_str(), &end);
   if (s.empty() || *end != '\0' || std::isspace(static_cast<unsigned char>(s[0])))
     throw usage_error(std::string(what) + " '" + s + "' is not a number");
-  if (errno == ERANGE && std::isinf(v)) throw usage_error(std::string(what) + " '" + s + "' is out of range (above 1.8e308, the largest double)");
+  if (errno == ERANGE && std::isinf(v))
+    throw usage_error(std::string(what) + " '" + s + "' is out of range (above 1.8e308, the largest double)");
   if (v != 0 && std::fabs(v) < DBL_MIN)
     throw usage_error(std::string(what) + " '" + s + "' is too small: below 2.2e-308, the smallest normal double");
   if (errno == ERANGE) throw usage_error(std::string(what) + " '" + s + "' is too small: it underflows to 0");
@@ -74,7 +74,8 @@ long parse_int(const std::string& s, const char* what, long lo, long hi) {
   errno = 0;
   const long v = std::strtol(s.c_str(), &end, 10);
   if (s.empty() || *end != '\0' || errno == ERANGE || v < lo || v > hi)
-    throw usage_error(std::string(what) + " '" + s + "' must be an integer in [" + std::to_string(lo) + ", " + std::to_string(hi) + "]");
+    throw usage_error(std::string(what) + " '" + s + "' must be an integer in [" + std::to_string(lo) + ", " +
+                      std::to_string(hi) + "]");
   return v;
 }
 
@@ -85,8 +86,20 @@ std::uint64_t parse_size(const std::string& s, const char* what) {
   std::string unit = s.substr(digits);
   for (char& c : unit) c = static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
   int shift = -1;
-  for (auto [name, k] : {std::pair{"", 0}, {"B", 0}, {"K", 10}, {"KB", 10}, {"KIB", 10}, {"M", 20}, {"MB", 20}, {"MIB", 20},
-                         {"G", 30}, {"GB", 30}, {"GIB", 30}, {"T", 40}, {"TB", 40}, {"TIB", 40}})
+  for (auto [name, k] : {std::pair{"", 0},
+                         {"B", 0},
+                         {"K", 10},
+                         {"KB", 10},
+                         {"KIB", 10},
+                         {"M", 20},
+                         {"MB", 20},
+                         {"MIB", 20},
+                         {"G", 30},
+                         {"GB", 30},
+                         {"GIB", 30},
+                         {"T", 40},
+                         {"TB", 40},
+                         {"TIB", 40}})
     if (unit == name) shift = k;
   errno = 0;
   const unsigned long long v = digits ? std::strtoull(s.substr(0, digits).c_str(), nullptr, 10) : 0;
@@ -99,7 +112,10 @@ std::string format_bytes(std::uint64_t b) {
   const char* units[] = {"bytes", "KiB", "MiB", "GiB", "TiB"};
   int u = 0;
   double v = static_cast<double>(b);
-  while (v >= 1024 && u < 4) { v /= 1024; ++u; }
+  while (v >= 1024 && u < 4) {
+    v /= 1024;
+    ++u;
+  }
   char buf[64];
   if (u == 0) std::snprintf(buf, sizeof buf, "%" PRIu64 " bytes", b);
   else std::snprintf(buf, sizeof buf, "%" PRIu64 " bytes (%.4g %s)", b, v, units[u]);
@@ -191,12 +207,13 @@ ebac::pool_geometry parse_pool(const std::string& s, const ebac::extents& shape)
       if (hi > lo && (hi - 1) * st >= in + pad) --hi;
     }
     if (2 * pad > k || span < 0 || (static_cast<std::int64_t>(out) != lo && static_cast<std::int64_t>(out) != hi))
-      throw usage_error("--pool '" + s + "' does not match --dims in spatial dim " + std::to_string(j) + ": input " + std::to_string(in) +
-                        ", kernel " + std::to_string(k) + ", stride " + std::to_string(st) + ", padding " + std::to_string(pad) +
-                        ", dilation " + std::to_string(dil) +
+      throw usage_error("--pool '" + s + "' does not match --dims in spatial dim " + std::to_string(j) + ": input " +
+                        std::to_string(in) + ", kernel " + std::to_string(k) + ", stride " + std::to_string(st) + ", padding " +
+                        std::to_string(pad) + ", dilation " + std::to_string(dil) +
                         (2 * pad > k ? std::string(" (padding more than half the kernel)")
                          : span < 0  ? std::string(" give no output (the window is larger than the padded input)")
-                                     : " pool to " + std::to_string(lo) + (hi != lo ? " (" + std::to_string(hi) + " in ceil mode)" : std::string())) +
+                                     : " pool to " + std::to_string(lo) +
+                                          (hi != lo ? " (" + std::to_string(hi) + " in ceil mode)" : std::string())) +
                         ", but --dims gives " + std::to_string(out));
   }
   return g;
@@ -260,7 +277,8 @@ std::vector<std::byte> read_stream_prefix(ebac_cli::input_file& in, std::uint64_
   const char* what = "invalid stream header";
   // With only these bytes the header reader can judge nothing but the
   // magic and the version; "truncated" means they passed.
-  ebac::status s = ebac::read_stream_header_fields(buf.data(), magic_and_version, std::numeric_limits<std::size_t>::max(), h, &what);
+  ebac::status s =
+      ebac::read_stream_header_fields(buf.data(), magic_and_version, std::numeric_limits<std::size_t>::max(), h, &what);
   if (s != ebac::status::ok && s != ebac::status::truncated_stream) ebac::detail::fail(s, what);
   if (!in.read_to(buf, ebac::stream_fixed_header_bytes)) return buf;
   const int rank = static_cast<int>(buf[11]);
@@ -275,8 +293,10 @@ std::vector<std::byte> read_stream_prefix(ebac_cli::input_file& in, std::uint64_
   if (static_cast<std::uint8_t>(buf[10]) & ebac::stream_flag_checksum) total += 8;
   if (!more || total >= implausible) {
     // Too short for its header, or sizes no stream has: the header reader names what is wrong.
-    s = ebac::read_stream_header_fields(buf.data(), buf.size(), more ? std::numeric_limits<std::size_t>::max() : buf.size(), h, &what);
-    ebac::detail::fail(s != ebac::status::ok ? s : ebac::status::corrupt_stream, s != ebac::status::ok ? what : "section sizes overflow");
+    s = ebac::read_stream_header_fields(buf.data(), buf.size(), more ? std::numeric_limits<std::size_t>::max() : buf.size(), h,
+                                        &what);
+    ebac::detail::fail(s != ebac::status::ok ? s : ebac::status::corrupt_stream,
+                       s != ebac::status::ok ? what : "section sizes overflow");
   }
   // The stage parameters follow the header; then the header is checked
   // against the size it gives, before the body is read.
@@ -291,9 +311,10 @@ std::vector<std::byte> read_stream_prefix(ebac_cli::input_file& in, std::uint64_
     // a header that claims more is forged, and its size is not read.
     const std::uint64_t most = h.header_bytes() + bytes + 8;
     if (total > most)
-      throw input_error("input " + in.name() + ": the stream header claims " + std::to_string(total) + " bytes, more than any stream of " +
-                        std::to_string(ebac::element_count(h)) + " " + std::string(ebac::to_string(h.type)) +
-                        " elements takes (" + std::to_string(most) + "): not an ebac writer's stream");
+      throw input_error("input " + in.name() + ": the stream header claims " + std::to_string(total) +
+                        " bytes, more than any stream of " + std::to_string(ebac::element_count(h)) + " " +
+                        std::string(ebac::to_string(h.type)) + " elements takes (" + std::to_string(most) +
+                        "): not an ebac writer's stream");
     if (bytes > max_output)
       throw input_error("the stream decodes to " + format_bytes(bytes) + ", more than --max-output " + format_bytes(max_output) +
                         "; give a larger --max-output to decode it");
@@ -328,9 +349,7 @@ namespace {
 const ebac::isa::codec* chosen_codec() {
   try {
     return ebac::host::chosen_codec<EBAC_CLI_X86_64_V3 != 0>();
-  } catch (const std::invalid_argument& e) {
-    throw usage_error(e.what());
-  }
+  } catch (const std::invalid_argument& e) { throw usage_error(e.what()); }
 }
 
 }  // namespace
@@ -350,8 +369,7 @@ void decompress_stream_any(const ebac::isa::stream_io& io, ebac::dtype t, int th
 }
 
 /// Decompresses into raw little-endian bytes of the stream's dtype.
-std::vector<std::byte> decompress_any(const std::vector<std::byte>& stream, int threads,
-                                      std::uint64_t max_output) {
+std::vector<std::byte> decompress_any(const std::vector<std::byte>& stream, int threads, std::uint64_t max_output) {
   const ebac::stream_header h = ebac::host::inspect(stream.data(), stream.size());
   const std::uint64_t n = ebac::element_count(h);
   const std::uint64_t bytes = n * ebac::size_of(h.type);

@@ -85,8 +85,9 @@ std::pair<long, long> ge_parse_pair(const args& a, const std::string& key, long 
 }
 
 struct ge_trial {
-  double eb_requested = 0, eb_abs = 0, predicted = 0, measured = 0, iid = 0, coherent_share = 0, structured_share = 0, kappa = 1, dof = 0, ratio_bytes = 0, margin = 1, repeated_share = 0;
-  double input_predicted = 0, input_measured = 0;  // batchnorm2d, layernorm and the elementwise kinds
+  double eb_requested = 0, eb_abs = 0, predicted = 0, measured = 0, iid = 0, coherent_share = 0, structured_share = 0, kappa = 1,
+         dof = 0, ratio_bytes = 0, margin = 1, repeated_share = 0;
+  double input_predicted = 0, input_measured = 0;        // batchnorm2d, layernorm and the elementwise kinds
   double producer_predicted = 0, producer_measured = 0;  // elementwise with --producer-input
 };
 
@@ -96,8 +97,8 @@ struct ge_report {
   std::int64_t weights = 0;
   double grad_rms = 0, input_grad_rms = 0, flat_share = 0;
   std::int64_t distinct_rows = 0;  ///< linear, layernorm: the input's distinct rows (the model merges repeats)
-  double target_sigma = 0;  // > 0 in target mode
-  double producer_grad_rms = -1;  // >= 0: the producing linear layer's weight gradient was checked too
+  double target_sigma = 0;         // > 0 in target mode
+  double producer_grad_rms = -1;   // >= 0: the producing linear layer's weight gradient was checked too
   int solver_evaluations = 0;
   double solver_predicted = 0;
   std::vector<ge_trial> trials;
@@ -145,7 +146,8 @@ ge_options ge_parse_options(const args& a, ge_report& rep) {
 /// decompresses it: the trial's bound, absolute bound and ratio are filled
 /// in, the reconstruction (same element type and layout) is returned.
 std::vector<std::byte> ge_round_trip(const std::vector<std::byte>& raw, ebac::dtype t, const ebac::extents& shape,
-                                     const ebac::pipeline_spec& spec, const ebac::error_bound& bound, int threads, ge_trial& trial) {
+                                     const ebac::pipeline_spec& spec, const ebac::error_bound& bound, int threads,
+                                     ge_trial& trial) {
   ebac::compress_options opt;
   opt.bound = bound;
   opt.threads = threads;
@@ -233,9 +235,7 @@ ge_report ge_run(const args& a, const std::vector<std::byte>& raw, const ebac::e
   // A matmul's saved operand is compressed as saved ([slices, M, K]) and
   // read by the model with the slices side by side (matmul_model.hpp).
   const bool mm = (layer == "matmul");
-  auto to_geometry = [&](const T* saved) {
-    return em::matmul_rows_layout(saved, g.groups, g.batch, g.in_channels_per_group());
-  };
+  auto to_geometry = [&](const T* saved) { return em::matmul_rows_layout(saved, g.groups, g.batch, g.in_channels_per_group()); };
   std::vector<T> x_rows;
   if (mm) {
     x_rows = to_geometry(x);
@@ -276,7 +276,8 @@ ge_report ge_run(const args& a, const std::vector<std::byte>& raw, const ebac::e
   std::optional<em::merged_rows<T, double>> rows_view;
   std::vector<double> dy_model;  // what rows_view merges: dy, scaled for LayerNorm
   if (merge_rows) {
-    dy_model = ln ? em::layernorm_scaled_output_gradient(rows, features, dy.data(), ln_inv_std) : std::vector<double>(dy.begin(), dy.end());
+    dy_model = ln ? em::layernorm_scaled_output_gradient(rows, features, dy.data(), ln_inv_std)
+                  : std::vector<double>(dy.begin(), dy.end());
     rows_view.emplace(g, x, dy_model.data());
   }
   const em::conv2d_geometry& gm = rows_view ? rows_view->geometry() : g;
@@ -284,8 +285,9 @@ ge_report ge_run(const args& a, const std::vector<std::byte>& raw, const ebac::e
   rep.distinct_rows = rows_view ? rows_view->distinct_rows() : 0;
   const em::flat_mask mask = em::find_flat_mask(gm, xm);
   rep.flat_share = mask.share();
-  em::output_gradient_statistics dstats = rows_view ? em::collect_output_gradient_statistics(gm, rows_view->output_gradient(), mask)
-                                                    : em::collect_output_gradient_statistics(gm, dy.data(), mask);
+  em::output_gradient_statistics dstats = rows_view
+                                              ? em::collect_output_gradient_statistics(gm, rows_view->output_gradient(), mask)
+                                              : em::collect_output_gradient_statistics(gm, dy.data(), mask);
   rep.weights = norm ? g.in_channels : g.weight_count();
 
   // Exact reference with the original input.
@@ -300,7 +302,8 @@ ge_report ge_run(const args& a, const std::vector<std::byte>& raw, const ebac::e
       for (std::int64_t n = 0; n < g.batch; ++n)
         for (std::int64_t i = 0; i < plane; ++i) {
           const std::int64_t j = (n * C + c) * plane + i;
-          const double xh = (em::detail::as_double(in[j]) - mean[static_cast<std::size_t>(c)]) * inv_std[static_cast<std::size_t>(c)];
+          const double xh =
+              (em::detail::as_double(in[j]) - mean[static_cast<std::size_t>(c)]) * inv_std[static_cast<std::size_t>(c)];
           sdy += dy[static_cast<std::size_t>(j)];
           sdyx += dy[static_cast<std::size_t>(j)] * xh;
         }
@@ -309,7 +312,8 @@ ge_report ge_run(const args& a, const std::vector<std::byte>& raw, const ebac::e
       for (std::int64_t n = 0; n < g.batch; ++n)
         for (std::int64_t i = 0; i < plane; ++i) {
           const std::int64_t j = (n * C + c) * plane + i;
-          const double xh = (em::detail::as_double(in[j]) - mean[static_cast<std::size_t>(c)]) * inv_std[static_cast<std::size_t>(c)];
+          const double xh =
+              (em::detail::as_double(in[j]) - mean[static_cast<std::size_t>(c)]) * inv_std[static_cast<std::size_t>(c)];
           dx[static_cast<std::size_t>(j)] = k * (dy[static_cast<std::size_t>(j)] - mdy - xh * m1);
         }
     }
@@ -374,7 +378,8 @@ ge_report ge_run(const args& a, const std::vector<std::byte>& raw, const ebac::e
       // gamma: the depthwise sums already carry 1/s (scaled dy). dx: row by row.
       double sg = 0;
       for (std::int64_t d = 0; d < features; ++d) sg += p.group_sum_squares[static_cast<std::size_t>(d)];
-      const double sx = em::layernorm_input_grad_mean_square(rows, features, x, y, ln_mean, ln_inv_std, dy.data(), ln_gamma.data());
+      const double sx =
+          em::layernorm_input_grad_mean_square(rows, features, x, y, ln_mean, ln_inv_std, dy.data(), ln_gamma.data());
       t.predicted = std::sqrt(sg / static_cast<double>(features));
       t.input_predicted = std::sqrt(sx);
       return;
@@ -384,8 +389,9 @@ ge_report ge_run(const args& a, const std::vector<std::byte>& raw, const ebac::e
     bn_backward(y, dg1, dx1);  // m1 = dgamma / M as the trainer computes it, from the decompressed input
     double sg = 0, sx = 0;
     for (std::int64_t c = 0; c < C; ++c) {
-      const em::batchnorm_channel_error b{gamma[static_cast<std::size_t>(c)], inv_std[static_cast<std::size_t>(c)], static_cast<double>(M),
-                                          dg1[static_cast<std::size_t>(c)] / M, es.sum_squares[static_cast<std::size_t>(c)] / M};
+      const em::batchnorm_channel_error b{gamma[static_cast<std::size_t>(c)], inv_std[static_cast<std::size_t>(c)],
+                                          static_cast<double>(M), dg1[static_cast<std::size_t>(c)] / M,
+                                          es.sum_squares[static_cast<std::size_t>(c)] / M};
       sg += b.gamma_grad_square(p.group_sum_squares[static_cast<std::size_t>(c)]);
       sx += b.input_grad_square(p.group_sum_squares[static_cast<std::size_t>(c)]);
     }
@@ -434,8 +440,7 @@ ge_report ge_run(const args& a, const std::vector<std::byte>& raw, const ebac::e
     auto sigma_of = [&](double eb_abs) {
       if (spec.quantizer == ebac::quantizer_id::linear)
         em::reconstruct_like_decoder(ebac::linear_quantizer::make(eb_abs), x, n_in, ybuf.data());
-      else
-        em::reconstruct_like_decoder(ebac::sign_preserving_quantizer::make(eb_abs), x, n_in, ybuf.data());
+      else em::reconstruct_like_decoder(ebac::sign_preserving_quantizer::make(eb_abs), x, n_in, ybuf.data());
       ge_trial t;
       predict(ybuf.data(), eb_abs, t);
       return t.predicted;
@@ -532,7 +537,7 @@ ge_report ge_run_elementwise(const args& a, const std::vector<std::byte>& raw, c
     t.dof = dof;
     if (!xin.empty()) {
       t.producer_predicted = std::sqrt(em::elementwise_propagated_weight_grad_mean_square(f, st, eb_abs, y, dy.data(), rows,
-                                                                                        out_features, xin.data(), in_features));
+                                                                                          out_features, xin.data(), in_features));
       std::vector<double> change(n);
       for (std::size_t i = 0; i < n; ++i)
         change[i] = em::elementwise_input_grad_change(f, em::detail::as_double(s[i]), em::detail::as_double(y[i]), dy[i]);
@@ -639,20 +644,22 @@ void ge_print(const ge_report& r, bool json) {
     print_json_line(j);
     return;
   }
-  std::printf("layer %s  pipeline %s  eb %.6g (%s)  eb_abs %.6g  trials %zu  weights %lld\n", r.layer.c_str(), r.pipeline.c_str(), r.eb,
-              r.mode.c_str(), eb_abs, r.trials.size(), static_cast<long long>(r.weights));
+  std::printf("layer %s  pipeline %s  eb %.6g (%s)  eb_abs %.6g  trials %zu  weights %lld\n", r.layer.c_str(), r.pipeline.c_str(),
+              r.eb, r.mode.c_str(), eb_abs, r.trials.size(), static_cast<long long>(r.weights));
   if (elementwise) std::printf("(no weight: the sigmas below are the input gradient's)\n");
   std::printf("predicted_sigma %.6g  measured_sigma %.6g  ratio %.4f", pred, meas, ratio);
   if (r.trials.size() > 1) std::printf(" (per trial %.4f .. %.4f)", rmin, rmax);
   std::printf("  [measured/true by chance: %.3f .. %.3f at %.0f dof]", iv.low, iv.high, dof);
-  std::printf("\ngrad_rms %.6g  relative_error %.4g  iid_sigma %.6g  coherent_share %.3f  structured_share %.3f  kappa %.3f  flat_share %.3f  compression_ratio %.2f\n",
-              r.grad_rms, r.grad_rms > 0 ? meas / r.grad_rms : NAN, iid, coh, first, kappa, r.flat_share, bytes);
+  std::printf(
+      "\ngrad_rms %.6g  relative_error %.4g  iid_sigma %.6g  coherent_share %.3f  structured_share %.3f  kappa %.3f  flat_share "
+      "%.3f  compression_ratio %.2f\n",
+      r.grad_rms, r.grad_rms > 0 ? meas / r.grad_rms : NAN, iid, coh, first, kappa, r.flat_share, bytes);
   if (margin != 1)
     std::printf("level data (%.0f%% of non-zero inputs repeat): predicted_sigma includes the conservative margin %.2f\n",
                 100 * repeated, margin);
   if (norm)
-    std::printf("input_grad_predicted_sigma %.6g  input_grad_measured_sigma %.6g  input_grad_ratio %.4f  input_grad_rms %.6g\n", ipred,
-                imeas, imeas > 0 ? ipred / imeas : NAN, r.input_grad_rms);
+    std::printf("input_grad_predicted_sigma %.6g  input_grad_measured_sigma %.6g  input_grad_ratio %.4f  input_grad_rms %.6g\n",
+                ipred, imeas, imeas > 0 ? ipred / imeas : NAN, r.input_grad_rms);
   if (r.producer_grad_rms >= 0) {
     const double pp = ge_quadratic_mean(r.trials, &ge_trial::producer_predicted);
     const double pm = ge_quadratic_mean(r.trials, &ge_trial::producer_measured);
@@ -692,38 +699,41 @@ ebac::extents ge_weight_shape(const args& a, const ebac::extents& in, int rank, 
 }  // namespace
 
 int cmd_grad_error(int argc, char** argv) {
-  const args a = parse_command(argc, argv,
-                               {{"activation", "--activation", "the saved input (raw array)"},
-                                {"grad-output", "--grad-output", "the output gradient (raw f32)"},
-                                {"layer", "--layer", "linear, conv2d, batchnorm2d, layernorm, matmul, gelu, silu, tanh or sigmoid"},
-                                {"input-shape", "--input-shape", "N,C[,H,W]"},
-                                {"weight-shape", "--weight-shape", "O,C/G[,KH,KW]"},
-                                {"stride", "--stride", "S or S,S"},
-                                {"padding", "--padding", "P or P,P"},
-                                {"dilation", "--dilation", "D or D,D"},
-                                {"groups", "--groups", "G"},
-                                {"eb", "--eb", "error bound"},
-                                {"mode", "--mode", "abs (default) or rel"},
-                                {"pipeline", "--pipeline", "pipeline (default fast)"},
-                                {"trials", "--trials", "compressions at bounds around eb"},
-                                {"dtype", "--dtype", "element type of the activation"},
-                                {"gamma", "--gamma", "batchnorm2d, layernorm: per-channel / per-feature gamma (raw f32)"},
-                                {"eps", "--eps", "batchnorm2d, layernorm: epsilon"},
-                                {"target-rel", "--target-rel", "target sigma relative to the gradient RMS"},
-                                {"producer-input", "--producer-input", "gelu, silu, tanh, sigmoid: input of the linear layer that produced the pre-activation (raw f32, rows x I)"},
-                                {"producer-features", "--producer-features", "I, the producing linear layer's input features"},
-                                {"target-sigma", "--target-sigma", "target sigma"},
-                                threads_option},
-                               /*json_flag=*/true);
+  const args a = parse_command(
+      argc, argv,
+      {{"activation", "--activation", "the saved input (raw array)"},
+       {"grad-output", "--grad-output", "the output gradient (raw f32)"},
+       {"layer", "--layer", "linear, conv2d, batchnorm2d, layernorm, matmul, gelu, silu, tanh or sigmoid"},
+       {"input-shape", "--input-shape", "N,C[,H,W]"},
+       {"weight-shape", "--weight-shape", "O,C/G[,KH,KW]"},
+       {"stride", "--stride", "S or S,S"},
+       {"padding", "--padding", "P or P,P"},
+       {"dilation", "--dilation", "D or D,D"},
+       {"groups", "--groups", "G"},
+       {"eb", "--eb", "error bound"},
+       {"mode", "--mode", "abs (default) or rel"},
+       {"pipeline", "--pipeline", "pipeline (default fast)"},
+       {"trials", "--trials", "compressions at bounds around eb"},
+       {"dtype", "--dtype", "element type of the activation"},
+       {"gamma", "--gamma", "batchnorm2d, layernorm: per-channel / per-feature gamma (raw f32)"},
+       {"eps", "--eps", "batchnorm2d, layernorm: epsilon"},
+       {"target-rel", "--target-rel", "target sigma relative to the gradient RMS"},
+       {"producer-input", "--producer-input",
+        "gelu, silu, tanh, sigmoid: input of the linear layer that produced the pre-activation (raw f32, rows x I)"},
+       {"producer-features", "--producer-features", "I, the producing linear layer's input features"},
+       {"target-sigma", "--target-sigma", "target sigma"},
+       threads_option},
+      /*json_flag=*/true);
   const std::string layer = a.need("layer");
   const std::optional<em::elementwise_function> elementwise = em::parse_elementwise_function(layer);
-  if (layer != "linear" && layer != "conv2d" && layer != "batchnorm2d" && layer != "layernorm" && layer != "matmul" && !elementwise)
-    throw usage_error("--layer must be linear, conv2d, batchnorm2d, layernorm, matmul, gelu, silu, tanh or sigmoid, got '" + layer + "'");
+  if (layer != "linear" && layer != "conv2d" && layer != "batchnorm2d" && layer != "layernorm" && layer != "matmul" &&
+      !elementwise)
+    throw usage_error("--layer must be linear, conv2d, batchnorm2d, layernorm, matmul, gelu, silu, tanh or sigmoid, got '" +
+                      layer + "'");
   const ebac::extents in_shape = parse_dims(a.need("input-shape"), "--input-shape");
   const ebac::dtype t = a.has("dtype") ? parse_dtype_arg(a.opt.at("dtype")) : ebac::dtype::f32;
   if (!ebac::is_floating(t)) throw usage_error("grad-error: --dtype must be f32, f16 or bf16 (activations under a bound)");
-  if (!elementwise)
-    ge_refuse(a, {"producer-input", "producer-features"}, "applies to gelu, silu, tanh and sigmoid only");
+  if (!elementwise) ge_refuse(a, {"producer-input", "producer-features"}, "applies to gelu, silu, tanh and sigmoid only");
   if (elementwise) {
     // The saved tensor (gelu/silu: the input; tanh/sigmoid: the output) and dy share one shape.
     ge_refuse(a, {"weight-shape", "stride", "padding", "dilation", "groups", "gamma", "eps"},
@@ -747,7 +757,8 @@ int cmd_grad_error(int argc, char** argv) {
     if (in_shape.rank < 2) throw usage_error("--input-shape of a linear layer is N,C (or N,...,C)");
     const ebac::extents w = ge_weight_shape(a, in_shape, 2, 1, "a linear layer is O,C", "C", "the input's");
     const std::uint64_t rows = ge_leading(in_shape, 1);
-    g = em::conv2d_geometry::linear(static_cast<std::int64_t>(rows), static_cast<std::int64_t>(w.dims[1]), static_cast<std::int64_t>(w.dims[0]));
+    g = em::conv2d_geometry::linear(static_cast<std::int64_t>(rows), static_cast<std::int64_t>(w.dims[1]),
+                                    static_cast<std::int64_t>(w.dims[0]));
     ge_refuse(a, {"stride", "padding", "dilation", "groups", "gamma", "eps"}, "does not apply to a linear layer");
   } else if (layer == "conv2d") {
     if (in_shape.rank != 4) throw usage_error("--input-shape of a conv2d layer is N,C,H,W");
@@ -771,8 +782,8 @@ int cmd_grad_error(int argc, char** argv) {
   } else if (layer == "matmul") {
     // C = A B per slice of the leading extents, A saved: [..., M, K] with the other operand K,N.
     if (in_shape.rank < 2) throw usage_error("--input-shape of a matmul is [...,]M,K (the saved operand)");
-    const ebac::extents w = ge_weight_shape(a, in_shape, 2, 0, "a matmul is K,N (the other operand, whose gradient reads the saved one)",
-                                            "K", "the saved operand's");
+    const ebac::extents w = ge_weight_shape(
+        a, in_shape, 2, 0, "a matmul is K,N (the other operand, whose gradient reads the saved one)", "K", "the saved operand's");
     ge_refuse(a, {"stride", "padding", "dilation", "groups", "gamma", "eps"}, "does not apply to a matmul");
     const std::uint64_t slices = ge_leading(in_shape, 2);
     g = em::matmul_geometry(static_cast<std::int64_t>(slices), static_cast<std::int64_t>(in_shape.dims[in_shape.rank - 2]),

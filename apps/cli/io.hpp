@@ -59,7 +59,7 @@
 
 #include <ebac/config.hpp>
 #if EBAC_HAS_OPENMP()
-#  include <omp.h>
+#include <omp.h>
 #endif
 
 namespace ebac_cli {
@@ -89,13 +89,13 @@ inline pending_temporary g_temporary;
 
 /// The signals whose default action ends the process and that a handler
 /// can catch (signal(7)), bar the crash signals below.
-constexpr int handled_signals[] = {SIGINT,  SIGTERM,   SIGHUP,  SIGQUIT, SIGUSR1, SIGUSR2, SIGALRM,
-                                   SIGPIPE, SIGVTALRM, SIGPROF, SIGXCPU, SIGPOLL, SIGSYS,
+constexpr int handled_signals[] = {
+    SIGINT,    SIGTERM, SIGHUP, SIGQUIT, SIGUSR1, SIGUSR2, SIGALRM, SIGPIPE, SIGVTALRM, SIGPROF, SIGXCPU, SIGPOLL, SIGSYS,
 #ifdef SIGPWR
-                                   SIGPWR,
+    SIGPWR,
 #endif
 #ifdef SIGSTKFLT
-                                   SIGSTKFLT,
+    SIGSTKFLT,
 #endif
 };
 /// Crash signals: handled only while nothing else handles them (a
@@ -189,7 +189,9 @@ class input_file {
       if (r >= 0) return static_cast<std::size_t>(r);
       if (errno == EINTR) continue;
       if (errno == EAGAIN) {
-        struct pollfd p {fd_, POLLIN, 0};
+        struct pollfd p {
+          fd_, POLLIN, 0
+        };
         ::poll(&p, 1, -1);
         continue;
       }
@@ -226,11 +228,14 @@ class input_file {
     read_to(data, need + 1);
     if (data.size() > need) {
       if (size_hint_ > need)
-        throw input_error("input " + input_name(path_) + " has " + std::to_string(size_hint_) + " bytes but " + why + " " + std::to_string(need));
-      throw input_error("input " + input_name(path_) + " has more than " + std::to_string(need) + " bytes but " + why + " " + std::to_string(need));
+        throw input_error("input " + input_name(path_) + " has " + std::to_string(size_hint_) + " bytes but " + why + " " +
+                          std::to_string(need));
+      throw input_error("input " + input_name(path_) + " has more than " + std::to_string(need) + " bytes but " + why + " " +
+                        std::to_string(need));
     }
     if (data.size() < need)
-      throw input_error("input " + input_name(path_) + " has " + std::to_string(data.size()) + " bytes but " + why + " " + std::to_string(need));
+      throw input_error("input " + input_name(path_) + " has " + std::to_string(data.size()) + " bytes but " + why + " " +
+                        std::to_string(need));
     return data;
   }
 
@@ -258,7 +263,8 @@ class output_file {
   explicit output_file(const std::string& path) : path_(path) {
     if (path.empty()) throw usage_error("--output is empty");
     if (path == "-") {
-      if (::isatty(1)) throw usage_error("refusing to write binary data to a terminal: give --output FILE or redirect standard output");
+      if (::isatty(1))
+        throw usage_error("refusing to write binary data to a terminal: give --output FILE or redirect standard output");
       open_stdout();
       return;
     }
@@ -269,7 +275,9 @@ class output_file {
     if (exists && S_ISLNK(st.st_mode)) {
       if (::stat(path.c_str(), &st) != 0) {
         if (errno == ENOENT)
-          throw input_error("output '" + path + "' is a symbolic link to a file that does not exist (ebac writes through links, it does not create their targets)");
+          throw input_error(
+              "output '" + path +
+              "' is a symbolic link to a file that does not exist (ebac writes through links, it does not create their targets)");
         throw input_error("cannot follow the output link '" + path + "': " + errno_text(errno));
       }
       if (S_ISREG(st.st_mode)) {
@@ -313,8 +321,9 @@ class output_file {
     if (existing_ && in.same_file(old_)) throw usage_error("--output must not be the --input file");
     struct stat st {};
     if (fd_ == 1 && ::fstat(1, &st) == 0 && in.same_file(st))
-      throw usage_error("standard output is the input file " + in.name() +
-                        " (same device and inode): refusing to write over the input; redirect standard output elsewhere or give --output FILE");
+      throw usage_error(
+          "standard output is the input file " + in.name() +
+          " (same device and inode): refusing to write over the input; redirect standard output elsewhere or give --output FILE");
   }
 
   void write(const void* data, std::size_t size) {
@@ -324,7 +333,9 @@ class output_file {
       if (w < 0) {
         if (errno == EINTR) continue;
         if (errno == EAGAIN) {
-          struct pollfd q {fd_, POLLOUT, 0};
+          struct pollfd q {
+            fd_, POLLOUT, 0
+          };
           ::poll(&q, 1, -1);
           continue;
         }
@@ -500,12 +511,11 @@ inline void start_threads(int requested) {
   // a team holds inline): under a memory limit its own malloc failing later,
   // inside the library's first loops, would end the process with libgomp's
   // message instead of one ebac error line.
-#  pragma omp parallel num_threads(t)
+#pragma omp parallel num_threads(t)
   {
     for (int k = 0; k < 64; ++k) {
-#  pragma omp for schedule(dynamic, 1) nowait
-      for (int i = 0; i < 4 * t; ++i) {
-      }
+#pragma omp for schedule(dynamic, 1) nowait
+      for (int i = 0; i < 4 * t; ++i) {}
     }
   }
 #else

@@ -37,7 +37,10 @@ constexpr const char* usage_text =
     "  ebac eval       ([INPUT] --dtype T --dims D0,... [--pool ...] | --manifest M.tsv) --eb X\n"
     "                  [--mode abs|rel] [--pipeline NAME|all] [--json] [--threads N] [--min-time S]\n"
     "  ebac info       [INPUT]\n"
-    "  ebac grad-error --activation A --grad-output D --layer linear|conv2d|batchnorm2d|layernorm|matmul|gelu|silu|tanh|sigmoid --input-shape N,C[,H,W] [--weight-shape O,C[,KH,KW] (layernorm: D; matmul: K,N; none for gelu|silu|tanh|sigmoid)] [--stride S] [--padding P] [--dilation D] [--groups G] (--eb X [--mode abs|rel] | --target-rel T) [--producer-input X --producer-features I] [--pipeline NAME] [--trials K] [--json]\n"
+    "  ebac grad-error --activation A --grad-output D --layer linear|conv2d|batchnorm2d|layernorm|matmul|gelu|silu|tanh|sigmoid "
+    "--input-shape N,C[,H,W] [--weight-shape O,C[,KH,KW] (layernorm: D; matmul: K,N; none for gelu|silu|tanh|sigmoid)] [--stride "
+    "S] [--padding P] [--dilation D] [--groups G] (--eb X [--mode abs|rel] | --target-rel T) [--producer-input X "
+    "--producer-features I] [--pipeline NAME] [--trials K] [--json]\n"
     "  ebac --version | --help          (ebac COMMAND --help: that command's options)\n"
     "INPUT is a file, a pipe or '-' for standard input (also --input/-i); OUTPUT\n"
     "(--output/-o) defaults to '-', standard output. Regular output files are\n"
@@ -85,7 +88,10 @@ int main(int argc, char** argv) {
   ::setenv("OMP_WAIT_POLICY", "PASSIVE", 0);
   ebac_cli::install_signal_handlers();
   try {
-    if (cmd == "--help" || cmd == "-h" || cmd == "help") { std::fputs(usage_text, stdout); return 0; }
+    if (cmd == "--help" || cmd == "-h" || cmd == "help") {
+      std::fputs(usage_text, stdout);
+      return 0;
+    }
     if (cmd == "--version") {
       std::printf("ebac %d.%d.%d (stream format %d, host codec %s)\n", EBAC_VERSION_MAJOR, EBAC_VERSION_MINOR, EBAC_VERSION_PATCH,
                   EBAC_FORMAT_VERSION, ebac_cli::host_isa_name());

@@ -35,13 +35,13 @@
 
 namespace {
 
-#define CHECK_CUDA(x)                                                                 \
-  do {                                                                                \
-    cudaError_t e_ = (x);                                                             \
-    if (e_ != cudaSuccess) {                                                          \
+#define CHECK_CUDA(x)                                                                         \
+  do {                                                                                        \
+    cudaError_t e_ = (x);                                                                     \
+    if (e_ != cudaSuccess) {                                                                  \
       std::fprintf(stderr, "%s:%d %s: %s\n", __FILE__, __LINE__, #x, cudaGetErrorString(e_)); \
-      std::exit(1);                                                                   \
-    }                                                                                 \
+      std::exit(1);                                                                           \
+    }                                                                                         \
   } while (0)
 
 /// cudaMalloc'd bytes, freed on every path out (a row that throws must not
@@ -53,7 +53,9 @@ struct device_memory {
   device_memory(const device_memory&) = delete;
   device_memory& operator=(const device_memory&) = delete;
   template <class U>
-  U* as() const { return static_cast<U*>(p); }
+  U* as() const {
+    return static_cast<U*>(p);
+  }
 };
 
 /// Best and median of `reps` timed runs, in milliseconds.
@@ -63,8 +65,14 @@ struct timing {
 
 struct timer {
   cudaEvent_t a, b;
-  timer() { CHECK_CUDA(cudaEventCreate(&a)); CHECK_CUDA(cudaEventCreate(&b)); }
-  ~timer() { cudaEventDestroy(a); cudaEventDestroy(b); }
+  timer() {
+    CHECK_CUDA(cudaEventCreate(&a));
+    CHECK_CUDA(cudaEventCreate(&b));
+  }
+  ~timer() {
+    cudaEventDestroy(a);
+    cudaEventDestroy(b);
+  }
   template <class F>
   timing time(int reps, F&& f) {
     f();  // warm-up: first-launch costs (module load, pool growth) stay out of the figures
@@ -127,7 +135,8 @@ void run(const char* name, const char* dtype, const std::vector<T>& x, const eba
   int cst = 0;
   CHECK_CUDA(cudaMemcpy(&size, d_size, sizeof size, cudaMemcpyDeviceToHost));
   CHECK_CUDA(cudaMemcpy(&cst, d_status, sizeof cst, cudaMemcpyDeviceToHost));
-  if (cst != 0 || size > cap) throw std::runtime_error("compress status " + std::to_string(cst) + ", size " + std::to_string(size));
+  if (cst != 0 || size > cap)
+    throw std::runtime_error("compress status " + std::to_string(cst) + ", size " + std::to_string(size));
   const ebac::stream_header h = ebac::cuda::read_header(d_stream, size);
   // Huffman: the decoder's codebook image is read, validated and uploaded
   // once, outside the timed loop (as a trainer would keep it with the stream).
@@ -135,7 +144,8 @@ void run(const char* name, const char* dtype, const std::vector<T>& x, const eba
   const ebac::cuda::device_huffman_codebook* codebook = nullptr;
   if (h.encoder == ebac::encoder_id::huffman) {
     std::vector<std::byte> section(static_cast<std::size_t>(h.section_bytes[ebac::section_codebook]));
-    CHECK_CUDA(cudaMemcpy(section.data(), d_stream + h.section_offset(ebac::section_codebook), section.size(), cudaMemcpyDeviceToHost));
+    CHECK_CUDA(
+        cudaMemcpy(section.data(), d_stream + h.section_offset(ebac::section_codebook), section.size(), cudaMemcpyDeviceToHost));
     ebac::huffman_codebook cb;
     if (ebac::huffman_codebook::deserialize(section.data(), section.size(), cb) != ebac::status::ok)
       throw std::runtime_error("the device wrote an invalid codebook");
@@ -176,8 +186,8 @@ void run(const char* name, const char* dtype, const std::vector<T>& x, const eba
   if (keep) *keep = std::move(mine);
   auto gbs = [&](double ms) { return static_cast<double>(bytes) / ms / 1e6; };
   std::printf("| %s | %s | %s | %.2f | %.1f (%.1f) | %.1f%% | %.1f (%.1f) | %.1f%% | %s |\n", data_label, name, dtype,
-              static_cast<double>(bytes) / static_cast<double>(size), gbs(c.best_ms), gbs(c.median_ms), 100 * gbs(c.best_ms) / memcpy_gbs,
-              gbs(d.best_ms), gbs(d.median_ms), 100 * gbs(d.best_ms) / memcpy_gbs, verdict);
+              static_cast<double>(bytes) / static_cast<double>(size), gbs(c.best_ms), gbs(c.median_ms),
+              100 * gbs(c.best_ms) / memcpy_gbs, gbs(d.best_ms), gbs(d.median_ms), 100 * gbs(d.best_ms) / memcpy_gbs, verdict);
 }
 
 /// --only PREFIX: the rows whose name starts with it (tools/gpu-check.sh
@@ -191,13 +201,12 @@ void row(const char* name, const char* dtype, const std::vector<T>& x, Args&&...
   if (std::string(name).rfind(only_rows, 0) != 0) return;
   try {
     run<Pipe, T>(name, dtype, x, std::forward<Args>(args)...);
-  } catch (const std::exception& ex) {
-    std::printf("| | %s | %s | | | | | | ERROR: %s |\n", name, dtype, ex.what());
-  }
+  } catch (const std::exception& ex) { std::printf("| | %s | %s | | | | | | ERROR: %s |\n", name, dtype, ex.what()); }
 }
 
 template <class T>
-void all_pipelines(const char* dtype, const std::vector<T>& x, const ebac::extents& e, double eb, int reps, double mc, const char* label) {
+void all_pipelines(const char* dtype, const std::vector<T>& x, const ebac::extents& e, double eb, int reps, double mc,
+                   const char* label) {
   using namespace ebac;
   using ebac::cuda::kernel_path;
   using fast_t = pipeline<lorenzo, sign_preserving_quantizer, block_bitpack>;
@@ -242,8 +251,13 @@ std::vector<activation_tensor> read_activations(const std::string& manifest) {
   while (std::getline(mf, line)) {
     std::stringstream ss(line);
     std::string file, dtype, dims, model, module, kind, role;
-    std::getline(ss, file, '\t'); std::getline(ss, dtype, '\t'); std::getline(ss, dims, '\t');
-    std::getline(ss, model, '\t'); std::getline(ss, module, '\t'); std::getline(ss, kind, '\t'); std::getline(ss, role, '\t');
+    std::getline(ss, file, '\t');
+    std::getline(ss, dtype, '\t');
+    std::getline(ss, dims, '\t');
+    std::getline(ss, model, '\t');
+    std::getline(ss, module, '\t');
+    std::getline(ss, kind, '\t');
+    std::getline(ss, role, '\t');
     if (dtype != "f32" || role != "activation") continue;
     activation_tensor t{file, kind, {}, {}};
     std::stringstream ds(dims);
@@ -260,7 +274,8 @@ std::vector<activation_tensor> read_activations(const std::string& manifest) {
     std::uint64_t count = 0;
     (void)t.shape.count(count);
     if (!f || static_cast<std::uint64_t>(f.tellg()) != 4 * count) {
-      std::fprintf(stderr, "gpu_throughput: cannot read %s%s as %s (listed in %s)\n", dir.c_str(), file.c_str(), dims.c_str(), manifest.c_str());
+      std::fprintf(stderr, "gpu_throughput: cannot read %s%s as %s (listed in %s)\n", dir.c_str(), file.c_str(), dims.c_str(),
+                   manifest.c_str());
       continue;
     }
     t.values.resize(count);
@@ -277,7 +292,8 @@ std::vector<activation_tensor> read_activations(const std::string& manifest) {
 /// uploaded once before) and the ANS decode kernels alone (chunk table read
 /// before), and checks each path's values against the host decoder's, byte
 /// for byte.
-void ans_row(const activation_tensor& t, const std::vector<float>& x, const ebac::extents& e, double eb, std::uint32_t chunk, int reps) {
+void ans_row(const activation_tensor& t, const std::vector<float>& x, const ebac::extents& e, double eb, std::uint32_t chunk,
+             int reps) {
   using ebac::cuda::kernels::ans_decode_threads;
   ebac::pipeline_spec spec;
   (void)ebac::parse_pipeline("max", spec);
@@ -302,7 +318,8 @@ void ans_row(const activation_tensor& t, const std::vector<float>& x, const ebac
   const char* shape = dims.c_str();
   const char* pred = h.predictor == ebac::predictor_id::none ? "none" : h.lorenzo_params.dims >= 2 ? "lorenzo2" : "lorenzo";
   if (h.is_stored() || h.encoder != ebac::encoder_id::context_ans) {
-    std::printf("| %s (%s) | %s | %g | %u | | | | | | not an ANS stream (stored) |\n", t.file.c_str(), t.kind.c_str(), shape, eb, chunk);
+    std::printf("| %s (%s) | %s | %g | %u | | | | | | not an ANS stream (stored) |\n", t.file.c_str(), t.kind.c_str(), shape, eb,
+                chunk);
     return;
   }
   device_memory stream_mem(stream.size()), out_mem(bytes), status_mem(sizeof(int));
@@ -310,7 +327,8 @@ void ans_row(const activation_tensor& t, const std::vector<float>& x, const ebac
   float* d_out = out_mem.as<float>();
   int* d_status = status_mem.as<int>();
   CHECK_CUDA(cudaMemcpy(d_stream, stream.data(), stream.size(), cudaMemcpyHostToDevice));
-  const ebac::cuda::detail::uploaded_codebook book = ebac::cuda::detail::read_codebook(h, d_stream, nullptr, ebac::cuda::default_allocator());
+  const ebac::cuda::detail::uploaded_codebook book =
+      ebac::cuda::detail::read_codebook(h, d_stream, nullptr, ebac::cuda::default_allocator());
   using ebac::cuda::kernel_path;
   timer tm;
   // Whole decompression on both ANS paths.
@@ -320,22 +338,24 @@ void ans_row(const activation_tensor& t, const std::vector<float>& x, const ebac
   for (int k = 0; k < 2; ++k) {
     const kernel_path path = k == 0 ? kernel_path::staged : kernel_path::fused;
     std::size_t dtemp = 0;
-    CHECK_CUDA(ebac::cuda::decompress<float>(nullptr, dtemp, h, d_stream, stream.size(), d_out, x.size(), nullptr, nullptr, &book.view, path));
+    CHECK_CUDA(ebac::cuda::decompress<float>(nullptr, dtemp, h, d_stream, stream.size(), d_out, x.size(), nullptr, nullptr,
+                                             &book.view, path));
     device_memory dtemp_mem(dtemp);
     whole[k] = tm.time(reps, [&] {
-      CHECK_CUDA(ebac::cuda::decompress<float>(dtemp_mem.p, dtemp, h, d_stream, stream.size(), d_out, x.size(), d_status, nullptr, &book.view,
-                                               path));
+      CHECK_CUDA(ebac::cuda::decompress<float>(dtemp_mem.p, dtemp, h, d_stream, stream.size(), d_out, x.size(), d_status, nullptr,
+                                               &book.view, path));
     });
     // Checked after timing, from one more run into poisoned memory.
     CHECK_CUDA(cudaMemset(d_out, 0xff, bytes));
     CHECK_CUDA(cudaMemset(d_status, 0xff, sizeof(int)));
-    CHECK_CUDA(ebac::cuda::decompress<float>(dtemp_mem.p, dtemp, h, d_stream, stream.size(), d_out, x.size(), d_status, nullptr, &book.view,
-                                             path));
+    CHECK_CUDA(ebac::cuda::decompress<float>(dtemp_mem.p, dtemp, h, d_stream, stream.size(), d_out, x.size(), d_status, nullptr,
+                                             &book.view, path));
     int st = 0;
     CHECK_CUDA(cudaMemcpy(&st, d_status, sizeof st, cudaMemcpyDeviceToHost));
     CHECK_CUDA(cudaMemcpy(back.data(), d_out, bytes, cudaMemcpyDeviceToHost));
     if (st != 0) verdict = k == 0 ? "DECODE ERROR (staged)" : "DECODE ERROR (fused)";
-    else if (std::memcmp(back.data(), host_back.data(), bytes) != 0) verdict = k == 0 ? "VALUES DIFFER FROM HOST (staged)" : "VALUES DIFFER FROM HOST (fused)";
+    else if (std::memcmp(back.data(), host_back.data(), bytes) != 0)
+      verdict = k == 0 ? "VALUES DIFFER FROM HOST (staged)" : "VALUES DIFFER FROM HOST (fused)";
   }
   // The decode kernels alone, on the chunk table the decompressor would read.
   const std::uint64_t n = x.size(), chunks = (n + chunk - 1) / chunk;
@@ -362,13 +382,14 @@ void ans_row(const activation_tensor& t, const std::vector<float>& x, const ebac
     CHECK_CUDA(cudaGetLastError());
   });
   const timing shared = tm.time(reps, [&] {
-    CHECK_CUDA(ebac::cuda::detail::launch_ans_shared(book.view.ans, payload, payload_bytes, sizes_mem.as<std::uint64_t>(),
-                                                     offsets_mem.as<std::uint64_t>(), n, chunk, chunks, interleaved_mem.as<std::uint32_t>(),
-                                                     field_mem.as<std::uint32_t>(), d_status, nullptr));
+    CHECK_CUDA(ebac::cuda::detail::launch_ans_shared(
+        book.view.ans, payload, payload_bytes, sizes_mem.as<std::uint64_t>(), offsets_mem.as<std::uint64_t>(), n, chunk, chunks,
+        interleaved_mem.as<std::uint32_t>(), field_mem.as<std::uint32_t>(), d_status, nullptr));
   });
-  std::printf("| %s (%s) | %s | %g | %u | %s | %.2f | %.1f / %.1f | %.1f / %.1f | %.2f / %.2f | %s |\n", t.file.c_str(), t.kind.c_str(), shape, eb,
-              chunk, pred, static_cast<double>(bytes) / static_cast<double>(stream.size()), gbs(whole[0].best_ms), gbs(whole[1].best_ms),
-              gbs(plain.best_ms), gbs(shared.best_ms), gbs(host_c_ms), gbs(host_d_ms), verdict);
+  std::printf("| %s (%s) | %s | %g | %u | %s | %.2f | %.1f / %.1f | %.1f / %.1f | %.2f / %.2f | %s |\n", t.file.c_str(),
+              t.kind.c_str(), shape, eb, chunk, pred, static_cast<double>(bytes) / static_cast<double>(stream.size()),
+              gbs(whole[0].best_ms), gbs(whole[1].best_ms), gbs(plain.best_ms), gbs(shared.best_ms), gbs(host_c_ms),
+              gbs(host_d_ms), verdict);
 }
 
 /// The ANS section: each training-corpus tensor tiled along its first axis
@@ -381,13 +402,17 @@ void ans_section(const std::string& manifest, double gib, int reps) {
     return;
   }
   std::printf("ANS (`max`) streams compressed on the host, decoded on the device (GB/s of decoded f32 per second)\n\n");
-  std::printf("| tensor (kind) | shape | rel | chunk | predictor | ratio | decompress GB/s, staged / fused | ANS kernels GB/s, plain / shared tables + transpose | host compress / decompress GB/s, all cores | status |\n");
+  std::printf(
+      "| tensor (kind) | shape | rel | chunk | predictor | ratio | decompress GB/s, staged / fused | ANS kernels GB/s, plain / "
+      "shared tables + transpose | host compress / decompress GB/s, all cores | status |\n");
   std::printf("|---|---|---|---|---|---|---|---|---|---|\n");
   for (const auto& t : tensors) {
     const std::uint64_t per = t.values.size() * sizeof(float);
-    const std::uint64_t copies = std::max<std::uint64_t>(1, static_cast<std::uint64_t>(gib * (1ull << 30) / static_cast<double>(per) + 0.5));
+    const std::uint64_t copies =
+        std::max<std::uint64_t>(1, static_cast<std::uint64_t>(gib * (1ull << 30) / static_cast<double>(per) + 0.5));
     std::vector<float> x(t.values.size() * copies);
-    for (std::uint64_t c = 0; c < copies; ++c) std::copy(t.values.begin(), t.values.end(), x.begin() + static_cast<std::ptrdiff_t>(c * t.values.size()));
+    for (std::uint64_t c = 0; c < copies; ++c)
+      std::copy(t.values.begin(), t.values.end(), x.begin() + static_cast<std::ptrdiff_t>(c * t.values.size()));
     ebac::extents e = t.shape;
     e.dims[0] *= copies;
     for (double eb : {1e-1, 1e-2, 1e-3}) {
@@ -401,12 +426,18 @@ void ans_section(const std::string& manifest, double gib, int reps) {
       }
     }
   }
-  std::printf("\nTensors tiled along the first axis to about %.2f GiB; GB/s of decoded f32, best of %d runs after a warm-up. \"decompress\": every\n"
-              "kernel (chunk table, ANS decode, unzigzag, inverse prediction, reconstruction, outliers), codebook uploaded once before; staged:\n"
-              "one thread a chunk over the tables in global memory; fused: the tables in shared memory, codes warp-interleaved, then transposed.\n"
-              "\"ANS kernels\": those decode kernels alone (plain: %u threads a block; shared: with its transpose). Host columns: one run each,\n"
-              "all cores (OpenMP), wall clock. Status: one more device run of each path into poisoned memory, compared with the host decoder byte for byte.\n\n",
-              gib, reps, ebac::cuda::kernels::ans_decode_threads);
+  std::printf(
+      "\nTensors tiled along the first axis to about %.2f GiB; GB/s of decoded f32, best of %d runs after a warm-up. "
+      "\"decompress\": every\n"
+      "kernel (chunk table, ANS decode, unzigzag, inverse prediction, reconstruction, outliers), codebook uploaded once before; "
+      "staged:\n"
+      "one thread a chunk over the tables in global memory; fused: the tables in shared memory, codes warp-interleaved, then "
+      "transposed.\n"
+      "\"ANS kernels\": those decode kernels alone (plain: %u threads a block; shared: with its transpose). Host columns: one "
+      "run each,\n"
+      "all cores (OpenMP), wall clock. Status: one more device run of each path into poisoned memory, compared with the host "
+      "decoder byte for byte.\n\n",
+      gib, reps, ebac::cuda::kernels::ans_decode_threads);
 }
 
 double memcpy_gbs(std::size_t bytes, int reps) {
@@ -456,7 +487,9 @@ int main(int argc, char** argv) {
   const std::size_t n = static_cast<std::size_t>(gib * (1u << 30) / sizeof(float));
   const double mc = memcpy_gbs(n * sizeof(float), reps);
   std::printf("D2D memcpy of %.2f GiB: %.1f GB/s (bytes copied per second; DRAM moves twice that)\n\n", gib, mc);
-  std::printf("| data | pipeline | dtype | ratio | compress GB/s best (median) | best of memcpy | decompress GB/s best (median) | best of memcpy | status |\n");
+  std::printf(
+      "| data | pipeline | dtype | ratio | compress GB/s best (median) | best of memcpy | decompress GB/s best (median) | best "
+      "of memcpy | status |\n");
   std::printf("|---|---|---|---|---|---|---|---|---|\n");
 
   // Bundled corpus: all f32 activations concatenated (flat).
@@ -484,11 +517,14 @@ int main(int argc, char** argv) {
   all_pipelines<ebac::bfloat16>("bf16", big16, e_big, eb, reps, mc, big_label);
   big16 = {};
   big = {};
-  if (!corpus.empty()) all_pipelines<float>("f32", corpus, ebac::extents{corpus.size()}, eb, reps, mc, "bundled corpus (concatenated)");
-  std::printf("\nrelative bound %g; best and median of %d runs each after a warm-up (Huffman: of %d). Every row is then\n"
-              "run once more into poisoned memory and checked: device status, every element within the bound. Huffman compression includes the histogram and the\n"
-              "codebook built on the device; its decompression excludes the codebook upload (done once, before timing).\n"
-              "status \"ok, = staged\": that kernel path wrote the staged path's stream and decoded its values, byte for byte.\n",
-              eb, reps, reps < 5 ? reps : 5);
+  if (!corpus.empty())
+    all_pipelines<float>("f32", corpus, ebac::extents{corpus.size()}, eb, reps, mc, "bundled corpus (concatenated)");
+  std::printf(
+      "\nrelative bound %g; best and median of %d runs each after a warm-up (Huffman: of %d). Every row is then\n"
+      "run once more into poisoned memory and checked: device status, every element within the bound. Huffman compression "
+      "includes the histogram and the\n"
+      "codebook built on the device; its decompression excludes the codebook upload (done once, before timing).\n"
+      "status \"ok, = staged\": that kernel path wrote the staged path's stream and decoded its values, byte for byte.\n",
+      eb, reps, reps < 5 ? reps : 5);
   return 0;
 }

@@ -32,7 +32,8 @@ int main(int argc, char** argv) {
 
   std::vector<std::string> names;
   if (argc > 1) names.push_back(argv[1]);
-  else for (auto s : ebac::pipeline_names) names.emplace_back(s);
+  else
+    for (auto s : ebac::pipeline_names) names.emplace_back(s);
 
   int failures = 0;
   for (const auto& name : names) {
@@ -43,9 +44,8 @@ int main(int argc, char** argv) {
     }
     try {
       // Pick the concrete pipeline type at run time; compress returns the stream.
-      const std::vector<std::byte> stream = ebac::with_pipeline(spec, shape, [&](auto p) {
-        return ebac::host::compress(act.data(), shape, p, opt);
-      });
+      const std::vector<std::byte> stream =
+          ebac::with_pipeline(spec, shape, [&](auto p) { return ebac::host::compress(act.data(), shape, p, opt); });
       const ebac::stream_header h = ebac::host::inspect(stream.data(), stream.size());
       std::vector<float> back(n);
       ebac::host::decompress(stream.data(), stream.size(), back.data(), n);

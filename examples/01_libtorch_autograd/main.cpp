@@ -51,21 +51,20 @@ Tensor compress(const Tensor& t) {
   opt.bound = {g_comp.eb, g_comp.mode};
   opt.checksum = false;  // an in-memory training buffer
   opt.threads = g_comp.threads;
-  auto bytes = ebac::with_pipeline(g_comp.spec, shape, [&](auto p) {
-    return ebac::host::compress(x.data_ptr<float>(), shape, p, opt);
-  });
+  auto bytes =
+      ebac::with_pipeline(g_comp.spec, shape, [&](auto p) { return ebac::host::compress(x.data_ptr<float>(), shape, p, opt); });
   auto* owner = new std::vector<std::byte>(std::move(bytes));
   g_comp.raw_bytes += x.numel() * 4;
   g_comp.stored_bytes += static_cast<std::int64_t>(owner->size());
-  return torch::from_blob(owner->data(), {static_cast<std::int64_t>(owner->size())},
-                          [owner](void*) { delete owner; }, torch::kUInt8);
+  return torch::from_blob(
+      owner->data(), {static_cast<std::int64_t>(owner->size())}, [owner](void*) { delete owner; }, torch::kUInt8);
 }
 
 Tensor decompress(const Tensor& blob, c10::IntArrayRef sizes) {
   Tensor out = torch::empty(sizes, torch::kFloat32);
   ebac::host::decompress(reinterpret_cast<const std::byte*>(blob.data_ptr<std::uint8_t>()),
-                         static_cast<std::size_t>(blob.numel()), out.data_ptr<float>(),
-                         static_cast<std::uint64_t>(out.numel()), g_comp.threads);
+                         static_cast<std::size_t>(blob.numel()), out.data_ptr<float>(), static_cast<std::uint64_t>(out.numel()),
+                         g_comp.threads);
   return out;
 }
 
@@ -85,8 +84,8 @@ struct CompressedConv2d : torch::autograd::Function<CompressedConv2d> {
     const Tensor x = decompress(saved[0], sizes);
     const Tensor& w = saved[1];
     const int64_t bias_size = w.size(0);
-    auto [gx, gw, gb] = at::convolution_backward(grads[0], x, w, c10::IntArrayRef(&bias_size, 1), {1, 1}, {pad, pad},
-                                                 {1, 1}, false, {0, 0}, 1, {true, true, true});
+    auto [gx, gw, gb] = at::convolution_backward(grads[0], x, w, c10::IntArrayRef(&bias_size, 1), {1, 1}, {pad, pad}, {1, 1},
+                                                 false, {0, 0}, 1, {true, true, true});
     return {gx, gw, gb, Tensor()};
   }
 };
@@ -216,8 +215,7 @@ int main(int argc, char** argv) try {
   Net net;
   net->compressed = g_comp.eb > 0;
   torch::optim::SGD opt(net->parameters(), torch::optim::SGDOptions(lr).momentum(0.9));
-  std::printf("train_fmnist: %lld steps, batch %lld, %s\n", static_cast<long long>(steps),
-              static_cast<long long>(batch),
+  std::printf("train_fmnist: %lld steps, batch %lld, %s\n", static_cast<long long>(steps), static_cast<long long>(batch),
               net->compressed ? ("eb " + std::to_string(g_comp.eb) + " " + mode + ", pipeline " + pipeline).c_str()
                               : "no compression (baseline)");
   const auto t0 = std::chrono::steady_clock::now();
@@ -233,8 +231,8 @@ int main(int argc, char** argv) try {
     if (step % 20 == 0 || step == steps) {
       std::printf("step %4lld  loss %.4f", static_cast<long long>(step), loss_avg / (step % 20 ? step % 20 : 20));
       if (net->compressed)
-        std::printf("  saved conv/linear inputs %.2f MB -> %.3f MB (%.1fx)", g_comp.raw_bytes / 1e6,
-                    g_comp.stored_bytes / 1e6, static_cast<double>(g_comp.raw_bytes) / g_comp.stored_bytes);
+        std::printf("  saved conv/linear inputs %.2f MB -> %.3f MB (%.1fx)", g_comp.raw_bytes / 1e6, g_comp.stored_bytes / 1e6,
+                    static_cast<double>(g_comp.raw_bytes) / g_comp.stored_bytes);
       std::printf("\n");
       loss_avg = 0;
     }

@@ -52,7 +52,8 @@ namespace detail {
 /// either backend. Pointers are the caller's to check: a device-scope size
 /// query takes none.
 template <element T, class Pipeline>
-[[nodiscard]] const char* compress_argument_error(const extents& shape, const Pipeline& pipe, const compress_options& opt) noexcept {
+[[nodiscard]] const char* compress_argument_error(const extents& shape, const Pipeline& pipe,
+                                                  const compress_options& opt) noexcept {
   std::uint64_t n = 0;
   if (shape.count(n) != status::ok) return "extents: rank must be 1..8 and the element count must fit 64 bits";
   if (n > max_stream_elements) return "extents: more than 2^48 elements";

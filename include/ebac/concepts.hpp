@@ -41,18 +41,17 @@ concept quantizer = std::is_trivially_copyable_v<Q> && requires(const Q q, float
 };
 
 template <class E>
-concept encoder = std::is_trivially_copyable_v<E> &&
-    requires(const E e, const std::uint32_t* codes, std::uint32_t* out_codes, std::size_t n, std::byte* out,
-             const std::byte* in) {
-      { E::id } -> std::convertible_to<encoder_id>;
-      { E::needs_codebook } -> std::convertible_to<bool>;
-      { E::name } -> std::convertible_to<std::string_view>;
-      { E::min_payload_bytes(std::uint64_t{}) } -> std::same_as<std::uint64_t>;
-      { e.max_chunk_bytes(n) } -> std::same_as<std::size_t>;
-      { e.encode_chunk(codes, n, out) } -> std::same_as<std::size_t>;
-      { e.decode_chunk(in, n, out_codes, n) } -> std::same_as<status>;
-      { e.max_chunk_bytes(n, 32u) } -> std::same_as<std::size_t>;  // for codes of at most that many bits
-    };
+concept encoder = std::is_trivially_copyable_v<E> && requires(const E e, const std::uint32_t* codes, std::uint32_t* out_codes,
+                                                              std::size_t n, std::byte* out, const std::byte* in) {
+  { E::id } -> std::convertible_to<encoder_id>;
+  { E::needs_codebook } -> std::convertible_to<bool>;
+  { E::name } -> std::convertible_to<std::string_view>;
+  { E::min_payload_bytes(std::uint64_t{}) } -> std::same_as<std::uint64_t>;
+  { e.max_chunk_bytes(n) } -> std::same_as<std::size_t>;
+  { e.encode_chunk(codes, n, out) } -> std::same_as<std::size_t>;
+  { e.decode_chunk(in, n, out_codes, n) } -> std::same_as<status>;
+  { e.max_chunk_bytes(n, 32u) } -> std::same_as<std::size_t>;  // for codes of at most that many bits
+};
 
 /// An encoder with a per-stream codebook (needs_codebook: the stream's
 /// codebook section), learned from the statistics of the tensor's codes. The
@@ -64,16 +63,17 @@ concept encoder = std::is_trivially_copyable_v<E> &&
 /// the codebook then carries what the decoder needs of the geometry.
 template <class E>
 concept codebook_encoder = encoder<E> && E::needs_codebook &&
-    requires(typename E::statistics& s, const typename E::statistics& cs, const typename E::codebook& cb, const std::uint32_t* codes,
-             std::size_t n, std::vector<std::byte>& bytes, const std::byte* in, typename E::codebook& out) {
-      { s.add(codes, n) };
-      { s.merge(cs) };
-      { E::learn(cs) } -> std::same_as<typename E::codebook>;
-      { E::bind(cb) } -> std::same_as<E>;
-      { cb.serialize(bytes) };
-      { E::codebook::deserialize(in, n, out) } -> std::same_as<status>;
-      { E::codebook::max_serialized_bytes } -> std::convertible_to<std::size_t>;
-    };
+    requires(typename E::statistics& s, const typename E::statistics& cs, const typename E::codebook& cb,
+             const std::uint32_t* codes, std::size_t n, std::vector<std::byte>& bytes, const std::byte* in,
+             typename E::codebook& out) {
+  {s.add(codes, n)};
+  {s.merge(cs)};
+  { E::learn(cs) } -> std::same_as<typename E::codebook>;
+  { E::bind(cb) } -> std::same_as<E>;
+  {cb.serialize(bytes)};
+  { E::codebook::deserialize(in, n, out) } -> std::same_as<status>;
+  { E::codebook::max_serialized_bytes } -> std::convertible_to<std::size_t>;
+};
 
 /// A codebook encoder that can say, from the statistics and the codebook
 /// learned from them, about how many bits its chunks' payloads take, without

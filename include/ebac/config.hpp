@@ -9,9 +9,9 @@
 #include <ebac/version.hpp>
 
 #if defined(__CUDACC__)
-#  define EBAC_HOST_DEVICE __host__ __device__ __forceinline__
+#define EBAC_HOST_DEVICE __host__ __device__ __forceinline__
 #else
-#  define EBAC_HOST_DEVICE inline
+#define EBAC_HOST_DEVICE inline
 #endif
 
 // Before a host-device template whose execution depends on a policy
@@ -19,18 +19,18 @@
 // would otherwise warn about the instantiation that is never called (CCCL's
 // _CCCL_EXEC_CHECK_DISABLE does the same).
 #if defined(__CUDACC__) && defined(__NVCC__)
-#  define EBAC_EXEC_CHECK_DISABLE _Pragma("nv_exec_check_disable")
+#define EBAC_EXEC_CHECK_DISABLE _Pragma("nv_exec_check_disable")
 #else
-#  define EBAC_EXEC_CHECK_DISABLE
+#define EBAC_EXEC_CHECK_DISABLE
 #endif
 
 // After a lambda's parameter list: inline it wherever it is called. A
 // decoder step called from four places (one per rANS state, so that each
 // state is a register) is otherwise left a call by GCC, 10-16% slower.
 #if defined(__GNUC__) || defined(__clang__)
-#  define EBAC_FORCE_INLINE_LAMBDA __attribute__((always_inline))
+#define EBAC_FORCE_INLINE_LAMBDA __attribute__((always_inline))
 #else
-#  define EBAC_FORCE_INLINE_LAMBDA
+#define EBAC_FORCE_INLINE_LAMBDA
 #endif
 
 // A pointer through which nothing else in its scope is accessed: lets the
@@ -39,9 +39,9 @@
 #define EBAC_RESTRICT __restrict
 
 #if defined(_OPENMP)
-#  define EBAC_HAS_OPENMP() 1
+#define EBAC_HAS_OPENMP() 1
 #else
-#  define EBAC_HAS_OPENMP() 0
+#define EBAC_HAS_OPENMP() 0
 #endif
 
 // The inline namespace carries the version so that two extensions built
@@ -54,21 +54,19 @@
 // copies of every inline function instead of sharing, by the linker's
 // choice, the other units' (tests/isa compares two such builds in one
 // program).
-#define EBAC_DETAIL_ABI_VERSIONED_                                            \
-  EBAC_DETAIL_ABI_NAME(EBAC_DETAIL_ABI_NAME(v, EBAC_VERSION_MAJOR,             \
-                                            EBAC_VERSION_MINOR),               \
-                       EBAC_VERSION_PATCH, abi)
+#define EBAC_DETAIL_ABI_VERSIONED_ \
+  EBAC_DETAIL_ABI_NAME(EBAC_DETAIL_ABI_NAME(v, EBAC_VERSION_MAJOR, EBAC_VERSION_MINOR), EBAC_VERSION_PATCH, abi)
 #if defined(EBAC_ABI_TAG)
-#  define EBAC_DETAIL_TAG_(a, b) a##_##b
-#  define EBAC_DETAIL_TAGGED_(a, b) EBAC_DETAIL_TAG_(a, b)
-#  define EBAC_ABI_NAMESPACE EBAC_DETAIL_TAGGED_(EBAC_DETAIL_ABI_VERSIONED_, EBAC_ABI_TAG)
+#define EBAC_DETAIL_TAG_(a, b) a##_##b
+#define EBAC_DETAIL_TAGGED_(a, b) EBAC_DETAIL_TAG_(a, b)
+#define EBAC_ABI_NAMESPACE EBAC_DETAIL_TAGGED_(EBAC_DETAIL_ABI_VERSIONED_, EBAC_ABI_TAG)
 #else
-#  define EBAC_ABI_NAMESPACE EBAC_DETAIL_ABI_VERSIONED_
+#define EBAC_ABI_NAMESPACE EBAC_DETAIL_ABI_VERSIONED_
 #endif
 
-#define EBAC_NAMESPACE_BEGIN                                                   \
-  namespace ebac {                                                             \
+#define EBAC_NAMESPACE_BEGIN \
+  namespace ebac {           \
   inline namespace EBAC_ABI_NAMESPACE {
-#define EBAC_NAMESPACE_END                                                     \
-  }                                                                            \
+#define EBAC_NAMESPACE_END \
+  }                        \
   }

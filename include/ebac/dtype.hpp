@@ -34,10 +34,15 @@ struct bfloat16 {
 
 EBAC_HOST_DEVICE constexpr std::size_t size_of(dtype t) noexcept {
   switch (t) {
-    case dtype::f32: case dtype::i32: return 4;
-    case dtype::f16: case dtype::bf16: case dtype::i16: return 2;
+    case dtype::f32:
+    case dtype::i32: return 4;
+    case dtype::f16:
+    case dtype::bf16:
+    case dtype::i16: return 2;
     case dtype::i64: return 8;
-    case dtype::b8: case dtype::u8: case dtype::i8: return 1;
+    case dtype::b8:
+    case dtype::u8:
+    case dtype::i8: return 1;
   }
   return 0;
 }
@@ -64,32 +69,67 @@ constexpr std::string_view to_string(dtype t) noexcept {
 /// spellings float32 float16 bfloat16 uint8 int8 int16 int32 int64 (also
 /// float, half).
 constexpr bool parse_dtype(std::string_view s, dtype& out) noexcept {
-  struct spelling { std::string_view name; dtype t; };
+  struct spelling {
+    std::string_view name;
+    dtype t;
+  };
   constexpr spelling spellings[] = {
-      {"f32", dtype::f32},    {"float32", dtype::f32}, {"float", dtype::f32},   {"f16", dtype::f16},
-      {"float16", dtype::f16}, {"half", dtype::f16},   {"bf16", dtype::bf16},   {"bfloat16", dtype::bf16},
-      {"bool", dtype::b8},    {"u8", dtype::u8},       {"uint8", dtype::u8},    {"i8", dtype::i8},
-      {"int8", dtype::i8},    {"i16", dtype::i16},     {"int16", dtype::i16},   {"i32", dtype::i32},
-      {"int32", dtype::i32},  {"i64", dtype::i64},     {"int64", dtype::i64}};
+      {"f32", dtype::f32},  {"float32", dtype::f32}, {"float", dtype::f32},     {"f16", dtype::f16},  {"float16", dtype::f16},
+      {"half", dtype::f16}, {"bf16", dtype::bf16},   {"bfloat16", dtype::bf16}, {"bool", dtype::b8},  {"u8", dtype::u8},
+      {"uint8", dtype::u8}, {"i8", dtype::i8},       {"int8", dtype::i8},       {"i16", dtype::i16},  {"int16", dtype::i16},
+      {"i32", dtype::i32},  {"int32", dtype::i32},   {"i64", dtype::i64},       {"int64", dtype::i64}};
   for (const spelling& e : spellings)
-    if (s == e.name) { out = e.t; return true; }
+    if (s == e.name) {
+      out = e.t;
+      return true;
+    }
   return false;
 }
 
-template <class T> struct dtype_of;
-template <> struct dtype_of<float> { static constexpr dtype value = dtype::f32; };
-template <> struct dtype_of<float16> { static constexpr dtype value = dtype::f16; };
-template <> struct dtype_of<bfloat16> { static constexpr dtype value = dtype::bf16; };
-template <> struct dtype_of<bool> { static constexpr dtype value = dtype::b8; };
-template <> struct dtype_of<std::uint8_t> { static constexpr dtype value = dtype::u8; };
-template <> struct dtype_of<std::int8_t> { static constexpr dtype value = dtype::i8; };
-template <> struct dtype_of<std::int16_t> { static constexpr dtype value = dtype::i16; };
-template <> struct dtype_of<std::int32_t> { static constexpr dtype value = dtype::i32; };
-template <> struct dtype_of<std::int64_t> { static constexpr dtype value = dtype::i64; };
+template <class T>
+struct dtype_of;
+template <>
+struct dtype_of<float> {
+  static constexpr dtype value = dtype::f32;
+};
+template <>
+struct dtype_of<float16> {
+  static constexpr dtype value = dtype::f16;
+};
+template <>
+struct dtype_of<bfloat16> {
+  static constexpr dtype value = dtype::bf16;
+};
+template <>
+struct dtype_of<bool> {
+  static constexpr dtype value = dtype::b8;
+};
+template <>
+struct dtype_of<std::uint8_t> {
+  static constexpr dtype value = dtype::u8;
+};
+template <>
+struct dtype_of<std::int8_t> {
+  static constexpr dtype value = dtype::i8;
+};
+template <>
+struct dtype_of<std::int16_t> {
+  static constexpr dtype value = dtype::i16;
+};
+template <>
+struct dtype_of<std::int32_t> {
+  static constexpr dtype value = dtype::i32;
+};
+template <>
+struct dtype_of<std::int64_t> {
+  static constexpr dtype value = dtype::i64;
+};
 
 /// Any element type ebac compresses.
 template <class T>
-concept element = requires { dtype_of<T>::value; };
+concept element = requires {
+  dtype_of<T>::value;
+};
 
 /// The element types compressed under an error bound.
 template <class T>
@@ -100,32 +140,65 @@ template <class T>
 concept integer_element = element<T> && !is_floating(dtype_of<T>::value);
 
 /// Unsigned integer with the element's bit pattern (lossless storage).
-template <class T> struct bits_of;
-template <> struct bits_of<float> { using type = std::uint32_t; };
-template <> struct bits_of<float16> { using type = std::uint16_t; };
-template <> struct bits_of<bfloat16> { using type = std::uint16_t; };
-template <> struct bits_of<bool> { using type = std::uint8_t; };
-template <> struct bits_of<std::uint8_t> { using type = std::uint8_t; };
-template <> struct bits_of<std::int8_t> { using type = std::uint8_t; };
-template <> struct bits_of<std::int16_t> { using type = std::uint16_t; };
-template <> struct bits_of<std::int32_t> { using type = std::uint32_t; };
-template <> struct bits_of<std::int64_t> { using type = std::uint64_t; };
+template <class T>
+struct bits_of;
+template <>
+struct bits_of<float> {
+  using type = std::uint32_t;
+};
+template <>
+struct bits_of<float16> {
+  using type = std::uint16_t;
+};
+template <>
+struct bits_of<bfloat16> {
+  using type = std::uint16_t;
+};
+template <>
+struct bits_of<bool> {
+  using type = std::uint8_t;
+};
+template <>
+struct bits_of<std::uint8_t> {
+  using type = std::uint8_t;
+};
+template <>
+struct bits_of<std::int8_t> {
+  using type = std::uint8_t;
+};
+template <>
+struct bits_of<std::int16_t> {
+  using type = std::uint16_t;
+};
+template <>
+struct bits_of<std::int32_t> {
+  using type = std::uint32_t;
+};
+template <>
+struct bits_of<std::int64_t> {
+  using type = std::uint64_t;
+};
 
 /// How the backends hold an element in memory. A bool is read and written as
 /// its byte: a byte other than 0 or 1 in a bool tensor is not a valid bool,
 /// but it still comes back exactly, and no bool with such a byte is ever
 /// loaded (which would be undefined behaviour).
-template <class T> struct storage_of { using type = T; };
-template <> struct storage_of<bool> { using type = std::uint8_t; };
-template <class T> using storage_t = typename storage_of<T>::type;
+template <class T>
+struct storage_of {
+  using type = T;
+};
+template <>
+struct storage_of<bool> {
+  using type = std::uint8_t;
+};
+template <class T>
+using storage_t = typename storage_of<T>::type;
 
 // --- conversions -----------------------------------------------------------
 
 EBAC_HOST_DEVICE float to_float(float x) noexcept { return x; }
 
-EBAC_HOST_DEVICE float to_float(bfloat16 x) noexcept {
-  return detail::bits_float(static_cast<std::uint32_t>(x.bits) << 16);
-}
+EBAC_HOST_DEVICE float to_float(bfloat16 x) noexcept { return detail::bits_float(static_cast<std::uint32_t>(x.bits) << 16); }
 
 EBAC_HOST_DEVICE float to_float(float16 x) noexcept {
   // Branch-free (so conversion loops vectorize): shifting exponent and
@@ -141,18 +214,24 @@ EBAC_HOST_DEVICE float to_float(float16 x) noexcept {
 }
 
 /// Round-to-nearest-even conversion, identical on host and device.
-template <class T> EBAC_HOST_DEVICE T from_float(float f) noexcept;
+template <class T>
+EBAC_HOST_DEVICE T from_float(float f) noexcept;
 
-template <> EBAC_HOST_DEVICE float from_float<float>(float f) noexcept { return f; }
+template <>
+EBAC_HOST_DEVICE float from_float<float>(float f) noexcept {
+  return f;
+}
 
-template <> EBAC_HOST_DEVICE bfloat16 from_float<bfloat16>(float f) noexcept {
+template <>
+EBAC_HOST_DEVICE bfloat16 from_float<bfloat16>(float f) noexcept {
   const std::uint32_t u = detail::float_bits(f);
   if ((u & 0x7fffffffu) > 0x7f800000u)  // NaN: keep it a (quiet) NaN
     return bfloat16{static_cast<std::uint16_t>((u >> 16) | 0x40u)};
   return bfloat16{static_cast<std::uint16_t>((u + 0x7fffu + ((u >> 16) & 1u)) >> 16)};
 }
 
-template <> EBAC_HOST_DEVICE float16 from_float<float16>(float f) noexcept {
+template <>
+EBAC_HOST_DEVICE float16 from_float<float16>(float f) noexcept {
   // Branch-free round-to-nearest-even. Subnormal halves: adding 0.5f puts
   // the half's unit 2^-24 at the float's last mantissa bit, so the float
   // addition itself rounds (ties to even) and the low bits are the result.
@@ -176,10 +255,20 @@ EBAC_HOST_DEVICE std::uint32_t raw_bits(float x) noexcept { return detail::float
 EBAC_HOST_DEVICE std::uint16_t raw_bits(float16 x) noexcept { return x.bits; }
 EBAC_HOST_DEVICE std::uint16_t raw_bits(bfloat16 x) noexcept { return x.bits; }
 
-template <class T> EBAC_HOST_DEVICE T from_raw_bits(typename bits_of<T>::type b) noexcept;
-template <> EBAC_HOST_DEVICE float from_raw_bits<float>(std::uint32_t b) noexcept { return detail::bits_float(b); }
-template <> EBAC_HOST_DEVICE float16 from_raw_bits<float16>(std::uint16_t b) noexcept { return float16{b}; }
-template <> EBAC_HOST_DEVICE bfloat16 from_raw_bits<bfloat16>(std::uint16_t b) noexcept { return bfloat16{b}; }
+template <class T>
+EBAC_HOST_DEVICE T from_raw_bits(typename bits_of<T>::type b) noexcept;
+template <>
+EBAC_HOST_DEVICE float from_raw_bits<float>(std::uint32_t b) noexcept {
+  return detail::bits_float(b);
+}
+template <>
+EBAC_HOST_DEVICE float16 from_raw_bits<float16>(std::uint16_t b) noexcept {
+  return float16{b};
+}
+template <>
+EBAC_HOST_DEVICE bfloat16 from_raw_bits<bfloat16>(std::uint16_t b) noexcept {
+  return bfloat16{b};
+}
 
 // Integer elements: their two's complement bits. (bool is held as its byte,
 // storage_t<bool> = uint8_t, so it never reaches these.)
@@ -188,10 +277,25 @@ EBAC_HOST_DEVICE std::uint8_t raw_bits(std::int8_t x) noexcept { return static_c
 EBAC_HOST_DEVICE std::uint16_t raw_bits(std::int16_t x) noexcept { return static_cast<std::uint16_t>(x); }
 EBAC_HOST_DEVICE std::uint32_t raw_bits(std::int32_t x) noexcept { return static_cast<std::uint32_t>(x); }
 EBAC_HOST_DEVICE std::uint64_t raw_bits(std::int64_t x) noexcept { return static_cast<std::uint64_t>(x); }
-template <> EBAC_HOST_DEVICE std::uint8_t from_raw_bits<std::uint8_t>(std::uint8_t b) noexcept { return b; }
-template <> EBAC_HOST_DEVICE std::int8_t from_raw_bits<std::int8_t>(std::uint8_t b) noexcept { return static_cast<std::int8_t>(b); }
-template <> EBAC_HOST_DEVICE std::int16_t from_raw_bits<std::int16_t>(std::uint16_t b) noexcept { return static_cast<std::int16_t>(b); }
-template <> EBAC_HOST_DEVICE std::int32_t from_raw_bits<std::int32_t>(std::uint32_t b) noexcept { return static_cast<std::int32_t>(b); }
-template <> EBAC_HOST_DEVICE std::int64_t from_raw_bits<std::int64_t>(std::uint64_t b) noexcept { return static_cast<std::int64_t>(b); }
+template <>
+EBAC_HOST_DEVICE std::uint8_t from_raw_bits<std::uint8_t>(std::uint8_t b) noexcept {
+  return b;
+}
+template <>
+EBAC_HOST_DEVICE std::int8_t from_raw_bits<std::int8_t>(std::uint8_t b) noexcept {
+  return static_cast<std::int8_t>(b);
+}
+template <>
+EBAC_HOST_DEVICE std::int16_t from_raw_bits<std::int16_t>(std::uint16_t b) noexcept {
+  return static_cast<std::int16_t>(b);
+}
+template <>
+EBAC_HOST_DEVICE std::int32_t from_raw_bits<std::int32_t>(std::uint32_t b) noexcept {
+  return static_cast<std::int32_t>(b);
+}
+template <>
+EBAC_HOST_DEVICE std::int64_t from_raw_bits<std::int64_t>(std::uint64_t b) noexcept {
+  return static_cast<std::int64_t>(b);
+}
 
 EBAC_NAMESPACE_END

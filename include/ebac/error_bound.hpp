@@ -17,13 +17,17 @@ enum class bound_mode : std::uint8_t {
   relative = 2,  ///< |x - y| <= eb * (max - min), range over the finite values
 };
 
-constexpr std::string_view to_string(bound_mode m) noexcept {
-  return m == bound_mode::absolute ? "abs" : "rel";
-}
+constexpr std::string_view to_string(bound_mode m) noexcept { return m == bound_mode::absolute ? "abs" : "rel"; }
 
 constexpr bool parse_bound_mode(std::string_view s, bound_mode& out) noexcept {
-  if (s == "abs" || s == "absolute") { out = bound_mode::absolute; return true; }
-  if (s == "rel" || s == "relative") { out = bound_mode::relative; return true; }
+  if (s == "abs" || s == "absolute") {
+    out = bound_mode::absolute;
+    return true;
+  }
+  if (s == "rel" || s == "relative") {
+    out = bound_mode::relative;
+    return true;
+  }
   return false;
 }
 
@@ -78,7 +82,8 @@ struct value_range {
   /// (Count 0: n) floats at x, folded into lo and hi.
   static constexpr std::size_t key_run = 64;
   template <std::size_t Count>
-  EBAC_HOST_DEVICE static void add_keys(const float* x, std::int32_t& lo_out, std::int32_t& hi_out, std::size_t n = Count) noexcept {
+  EBAC_HOST_DEVICE static void add_keys(const float* x, std::int32_t& lo_out, std::int32_t& hi_out,
+                                        std::size_t n = Count) noexcept {
     std::int32_t lo = lo_out, hi = hi_out;
     const std::size_t count = Count != 0 ? Count : n;
     for (std::size_t i = 0; i < count; ++i) {
@@ -101,7 +106,10 @@ struct value_range {
   EBAC_HOST_DEVICE void add(float x) noexcept { add_block(&x, 1); }
   EBAC_HOST_DEVICE void merge(const value_range& o) noexcept {
     if (!o.any_finite) return;
-    if (!any_finite) { *this = o; return; }
+    if (!any_finite) {
+      *this = o;
+      return;
+    }
     if (o.min < min) min = o.min;
     if (o.max > max) max = o.max;
   }

@@ -36,8 +36,7 @@ struct extents {
     if (rank < 1 || rank > max_rank) return status::invalid_argument;
     std::uint64_t n = 1;
     for (int i = 0; i < rank; ++i) {
-      if (dims[i] != 0 && n > ~std::uint64_t{0} / dims[i])
-        return status::size_overflow;
+      if (dims[i] != 0 && n > ~std::uint64_t{0} / dims[i]) return status::size_overflow;
       n *= dims[i];
     }
     out = n;

@@ -81,8 +81,8 @@ struct pipeline_spec {
 };
 
 /// The named pipelines, in the order `--pipeline all` reports them.
-inline constexpr std::array<std::string_view, 9> pipeline_names = {"fast",  "ratio",     "ratio-flat", "rle",           "plain",
-                                                                   "max",   "max-bound", "balanced",   "balanced-bound"};
+inline constexpr std::array<std::string_view, 9> pipeline_names = {"fast", "ratio",     "ratio-flat", "rle",           "plain",
+                                                                   "max",  "max-bound", "balanced",   "balanced-bound"};
 
 /// Parses a named pipeline ("fast", "ratio", ...) or an explicit
 /// "predictor:quantizer:encoder" triple, e.g. "lorenzo2:sign:huffman".
@@ -92,10 +92,23 @@ inline constexpr std::array<std::string_view, 9> pipeline_names = {"fast",  "rat
 inline bool parse_pipeline(std::string_view name, pipeline_spec& s) {
   s = pipeline_spec{};
   if (name == "fast") return true;  // flat Lorenzo + sign-preserving + bit-packing
-  if (name == "ratio") { s.lorenzo_auto_dims = 2; s.encoder = encoder_id::huffman; return true; }
-  if (name == "ratio-flat") { s.encoder = encoder_id::huffman; return true; }
-  if (name == "rle") { s.encoder = encoder_id::run_length; return true; }
-  if (name == "plain") { s.predictor = predictor_id::none; return true; }
+  if (name == "ratio") {
+    s.lorenzo_auto_dims = 2;
+    s.encoder = encoder_id::huffman;
+    return true;
+  }
+  if (name == "ratio-flat") {
+    s.encoder = encoder_id::huffman;
+    return true;
+  }
+  if (name == "rle") {
+    s.encoder = encoder_id::run_length;
+    return true;
+  }
+  if (name == "plain") {
+    s.predictor = predictor_id::none;
+    return true;
+  }
   // Compressed on the host only (the CUDA backend refuses it, but decodes
   // its streams): ratio's stages with the context-modelled ANS encoder,
   // smaller than ratio at every bound measured (docs/benchmarks.md) at
@@ -174,7 +187,8 @@ decltype(auto) with_pipeline(const pipeline_spec& s, const extents& e, F&& f) {
     using P = decltype(pred);
     using Q = typename decltype(quant_tag)::type;
     return visit_encoder(s.encoder, [&](auto encoder_tag) -> decltype(auto) {
-      return f(pipeline<P, Q, typename decltype(encoder_tag)::type>{pred, s.chunk_elements, s.choose_predictor, s.choose_quantizer});
+      return f(
+          pipeline<P, Q, typename decltype(encoder_tag)::type>{pred, s.chunk_elements, s.choose_predictor, s.choose_quantizer});
     });
   };
   auto with_quantizer = [&](auto pred) -> decltype(auto) {

@@ -14,15 +14,15 @@ EBAC_NAMESPACE_BEGIN
 
 enum class status : int {
   ok = 0,
-  invalid_argument,      // a caller-supplied parameter is out of range
-  unsupported,           // a valid request this build or version cannot serve
-  truncated_stream,      // the stream ends before a section it announces
-  corrupt_stream,        // a size, id or code in the stream is inconsistent
-  checksum_mismatch,     // the stream's checksum does not match its bytes
-  buffer_too_small,      // the caller's output buffer cannot hold the result
-  size_overflow,         // a size computation would overflow 64 bits
-  out_of_memory,         // an allocation the request needs failed
-  device_error,          // a CUDA runtime call failed (no usable device, a failed launch, ...)
+  invalid_argument,   // a caller-supplied parameter is out of range
+  unsupported,        // a valid request this build or version cannot serve
+  truncated_stream,   // the stream ends before a section it announces
+  corrupt_stream,     // a size, id or code in the stream is inconsistent
+  checksum_mismatch,  // the stream's checksum does not match its bytes
+  buffer_too_small,   // the caller's output buffer cannot hold the result
+  size_overflow,      // a size computation would overflow 64 bits
+  out_of_memory,      // an allocation the request needs failed
+  device_error,       // a CUDA runtime call failed (no usable device, a failed launch, ...)
 };
 
 constexpr const char* to_string(status s) noexcept {
@@ -45,8 +45,7 @@ constexpr const char* to_string(status s) noexcept {
 /// status; `what()` is one line saying what was wrong.
 class error : public std::runtime_error {
  public:
-  error(status code, const std::string& what)
-      : std::runtime_error(what), code_(code) {}
+  error(status code, const std::string& what) : std::runtime_error(what), code_(code) {}
   [[nodiscard]] status code() const noexcept { return code_; }
 
  private:

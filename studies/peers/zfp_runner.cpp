@@ -71,8 +71,10 @@ options parse(int argc, char** argv) {
     else if (key == "--recon") o.recon = v;
     else if (key == "--min-time") o.min_time = std::stod(v);
     else if (key == "--threads") o.threads = std::stoi(v);
-    else if (key == "--dims") for (const auto& d : split(v, ',')) o.dims.push_back(std::stoull(d));
-    else if (key == "--eb") for (const auto& e : split(v, ',')) o.bounds.push_back(std::stod(e));
+    else if (key == "--dims")
+      for (const auto& d : split(v, ',')) o.dims.push_back(std::stoull(d));
+    else if (key == "--eb")
+      for (const auto& e : split(v, ',')) o.bounds.push_back(std::stod(e));
     else throw std::runtime_error("unknown option " + key);
   }
   if (o.input.empty() || o.dims.empty() || o.bounds.empty()) throw std::runtime_error("need --input, --dims and --eb");
@@ -186,10 +188,11 @@ int run(const options& o) {
     }
     policy(zfp_exec_serial);
     stream_close(bs);
-    std::printf("{\"eb\": %.17g, \"bytes_out\": %zu, \"compress_s\": %s, \"decompress_s\": %s, "
-                "\"compress_s_omp\": %s, \"decompress_s_omp\": %s, \"omp_threads\": %d, \"zfp_version\": \"%s\"}\n",
-                o.bounds[i], serial_bytes, number(tc).c_str(), number(td).c_str(), number(tco).c_str(),
-                number(tdo).c_str(), omp_threads, ZFP_VERSION_STRING);
+    std::printf(
+        "{\"eb\": %.17g, \"bytes_out\": %zu, \"compress_s\": %s, \"decompress_s\": %s, "
+        "\"compress_s_omp\": %s, \"decompress_s_omp\": %s, \"omp_threads\": %d, \"zfp_version\": \"%s\"}\n",
+        o.bounds[i], serial_bytes, number(tc).c_str(), number(td).c_str(), number(tco).c_str(), number(tdo).c_str(), omp_threads,
+        ZFP_VERSION_STRING);
     std::fflush(stdout);
   }
   zfp_stream_close(zs);

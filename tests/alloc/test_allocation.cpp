@@ -26,7 +26,7 @@ namespace {
 std::atomic<std::int64_t> live_bytes{0};
 std::atomic<int> fail_countdown{-1};  // >= 0: armed; the allocation that takes it below 0 fails
 std::atomic<int> injected{0};
-std::thread::id armed_on;             // the test's thread: only other threads fail
+std::thread::id armed_on;  // the test's thread: only other threads fail
 
 void* allocate(std::size_t n, std::size_t align, bool nothrow) {
   if (fail_countdown.load(std::memory_order_relaxed) >= 0 && std::this_thread::get_id() != armed_on &&
@@ -60,8 +60,12 @@ void* operator new(std::size_t n, const std::nothrow_t&) noexcept { return alloc
 void* operator new[](std::size_t n, const std::nothrow_t&) noexcept { return allocate(n, 0, true); }
 void* operator new(std::size_t n, std::align_val_t a) { return allocate(n, static_cast<std::size_t>(a), false); }
 void* operator new[](std::size_t n, std::align_val_t a) { return allocate(n, static_cast<std::size_t>(a), false); }
-void* operator new(std::size_t n, std::align_val_t a, const std::nothrow_t&) noexcept { return allocate(n, static_cast<std::size_t>(a), true); }
-void* operator new[](std::size_t n, std::align_val_t a, const std::nothrow_t&) noexcept { return allocate(n, static_cast<std::size_t>(a), true); }
+void* operator new(std::size_t n, std::align_val_t a, const std::nothrow_t&) noexcept {
+  return allocate(n, static_cast<std::size_t>(a), true);
+}
+void* operator new[](std::size_t n, std::align_val_t a, const std::nothrow_t&) noexcept {
+  return allocate(n, static_cast<std::size_t>(a), true);
+}
 void operator delete(void* p) noexcept { release(p); }
 void operator delete[](void* p) noexcept { release(p); }
 void operator delete(void* p, std::size_t) noexcept { release(p); }
@@ -110,9 +114,7 @@ ebac::status status_with_failure_on_worker(F&& f) {
       fail_on_worker arm(0);
       try {
         f();
-      } catch (const ebac::error& e) {
-        s = e.code();
-      }
+      } catch (const ebac::error& e) { s = e.code(); }
     }
     if (injected.load() > 0) return s;
   }
@@ -124,91 +126,92 @@ ebac::status status_with_failure_on_worker(F&& f) {
 
 #if EBAC_HAS_OPENMP()
 TEST_SUITE("allocation") {
-TEST_CASE("an allocation failing inside a parallel region of compress gives out_of_memory") {
-  const std::size_t n = std::size_t{1} << 22;  // 256 chunks of 16384
-  const auto x = signal(n);
-  ebac::compress_options opt;
-  opt.bound = {1e-3, ebac::bound_mode::absolute};
-  opt.threads = 2;
-  SUBCASE("fused per-chunk path (fast)") {
+  TEST_CASE("an allocation failing inside a parallel region of compress gives out_of_memory") {
+    const std::size_t n = std::size_t{1} << 22;  // 256 chunks of 16384
+    const auto x = signal(n);
+    ebac::compress_options opt;
+    opt.bound = {1e-3, ebac::bound_mode::absolute};
+    opt.threads = 2;
+    SUBCASE("fused per-chunk path (fast)") {
+      const ebac::extents e{n};
+      CHECK(status_with_failure_on_worker([&] { (void)ebac::host::compress(x.data(), e, fast_t{}, opt); }) ==
+            ebac::status::out_of_memory);
+    }
+    SUBCASE("whole-tensor path with a codebook (lorenzo 2-D + Huffman)") {
+      const ebac::extents e{64, 256, 256};
+      ratio_t p;
+      p.predictor = ebac::lorenzo::along_last(2, 3, ebac::lorenzo::default_tile_2d);
+      CHECK(status_with_failure_on_worker([&] { (void)ebac::host::compress(x.data(), e, p, opt); }) ==
+            ebac::status::out_of_memory);
+    }
+    // Afterwards the same call succeeds: nothing was left half-done.
     const ebac::extents e{n};
-    CHECK(status_with_failure_on_worker([&] { (void)ebac::host::compress(x.data(), e, fast_t{}, opt); }) ==
-          ebac::status::out_of_memory);
+    CHECK_NOTHROW((void)ebac::host::compress(x.data(), e, fast_t{}, opt));
   }
-  SUBCASE("whole-tensor path with a codebook (lorenzo 2-D + Huffman)") {
-    const ebac::extents e{64, 256, 256};
-    ratio_t p;
-    p.predictor = ebac::lorenzo::along_last(2, 3, ebac::lorenzo::default_tile_2d);
-    CHECK(status_with_failure_on_worker([&] { (void)ebac::host::compress(x.data(), e, p, opt); }) == ebac::status::out_of_memory);
-  }
-  // Afterwards the same call succeeds: nothing was left half-done.
-  const ebac::extents e{n};
-  CHECK_NOTHROW((void)ebac::host::compress(x.data(), e, fast_t{}, opt));
-}
 
-TEST_CASE("an allocation failing inside a parallel region of decompress gives out_of_memory") {
-  const std::size_t n = std::size_t{1} << 22;
-  const auto x = signal(n);
-  const ebac::extents e{n};
-  ebac::compress_options opt;
-  opt.bound = {1e-3, ebac::bound_mode::absolute};
-  opt.threads = 1;
-  const auto stream = ebac::host::compress(x.data(), e, fast_t{}, opt);
-  std::vector<float> y(n);
-  CHECK(status_with_failure_on_worker([&] { ebac::host::decompress(stream.data(), stream.size(), y.data(), n, 2); }) ==
-        ebac::status::out_of_memory);
-  CHECK(status_with_failure_on_worker([&] { (void)ebac::host::decompress<float>(stream.data(), stream.size(), 2); }) ==
-        ebac::status::out_of_memory);
-  CHECK_NOTHROW(ebac::host::decompress(stream.data(), stream.size(), y.data(), n, 2));
-}
+  TEST_CASE("an allocation failing inside a parallel region of decompress gives out_of_memory") {
+    const std::size_t n = std::size_t{1} << 22;
+    const auto x = signal(n);
+    const ebac::extents e{n};
+    ebac::compress_options opt;
+    opt.bound = {1e-3, ebac::bound_mode::absolute};
+    opt.threads = 1;
+    const auto stream = ebac::host::compress(x.data(), e, fast_t{}, opt);
+    std::vector<float> y(n);
+    CHECK(status_with_failure_on_worker([&] { ebac::host::decompress(stream.data(), stream.size(), y.data(), n, 2); }) ==
+          ebac::status::out_of_memory);
+    CHECK(status_with_failure_on_worker([&] { (void)ebac::host::decompress<float>(stream.data(), stream.size(), 2); }) ==
+          ebac::status::out_of_memory);
+    CHECK_NOTHROW(ebac::host::decompress(stream.data(), stream.size(), y.data(), n, 2));
+  }
 }
 #endif
 
 TEST_SUITE("allocation") {
-TEST_CASE("compress and decompress keep no scratch once they return") {
-  // Chunks of 2^20 elements: 8 MiB of compress scratch and 4 MiB of decode
-  // scratch per thread, which used to stay allocated in every thread.
-  const std::size_t n = std::size_t{1} << 23;
-  const auto x = signal(n);
-  const ebac::extents e{n};
-  ebac::compress_options opt;
-  opt.bound = {1e-3, ebac::bound_mode::absolute};
-  for (int threads : {1, 2}) {
-    CAPTURE(threads);
-    opt.threads = threads;
-    fast_t p;
-    p.chunk_elements = 1u << 20;
-    const std::int64_t before = live_bytes.load();
-    {
-      const auto stream = ebac::host::compress(x.data(), e, p, opt);
-      const auto y = ebac::host::decompress<float>(stream.data(), stream.size(), threads);
-      REQUIRE(y.size() == n);
+  TEST_CASE("compress and decompress keep no scratch once they return") {
+    // Chunks of 2^20 elements: 8 MiB of compress scratch and 4 MiB of decode
+    // scratch per thread, which used to stay allocated in every thread.
+    const std::size_t n = std::size_t{1} << 23;
+    const auto x = signal(n);
+    const ebac::extents e{n};
+    ebac::compress_options opt;
+    opt.bound = {1e-3, ebac::bound_mode::absolute};
+    for (int threads : {1, 2}) {
+      CAPTURE(threads);
+      opt.threads = threads;
+      fast_t p;
+      p.chunk_elements = 1u << 20;
+      const std::int64_t before = live_bytes.load();
+      {
+        const auto stream = ebac::host::compress(x.data(), e, p, opt);
+        const auto y = ebac::host::decompress<float>(stream.data(), stream.size(), threads);
+        REQUIRE(y.size() == n);
+      }
+      const std::int64_t after = live_bytes.load();
+      CHECK(after - before == 0);
     }
-    const std::int64_t after = live_bytes.load();
-    CHECK(after - before == 0);
   }
-}
 
-TEST_CASE("decompress refuses an output above max_output_bytes before allocating it") {
-  const std::size_t n = 100000;
-  const auto x = signal(n);
-  const ebac::extents e{n};
-  ebac::compress_options opt;
-  opt.bound = {1e-3, ebac::bound_mode::absolute};
-  const auto stream = ebac::host::compress(x.data(), e, fast_t{}, opt);
-  const std::int64_t before = live_bytes.load();
-  std::int64_t during = 0;
-  try {
-    (void)ebac::host::decompress<float>(stream.data(), stream.size(), 1, 4 * n - 1);
-    FAIL("no exception");
-  } catch (const ebac::error& err) {
-    during = live_bytes.load();
-    CHECK(err.code() == ebac::status::buffer_too_small);
+  TEST_CASE("decompress refuses an output above max_output_bytes before allocating it") {
+    const std::size_t n = 100000;
+    const auto x = signal(n);
+    const ebac::extents e{n};
+    ebac::compress_options opt;
+    opt.bound = {1e-3, ebac::bound_mode::absolute};
+    const auto stream = ebac::host::compress(x.data(), e, fast_t{}, opt);
+    const std::int64_t before = live_bytes.load();
+    std::int64_t during = 0;
+    try {
+      (void)ebac::host::decompress<float>(stream.data(), stream.size(), 1, 4 * n - 1);
+      FAIL("no exception");
+    } catch (const ebac::error& err) {
+      during = live_bytes.load();
+      CHECK(err.code() == ebac::status::buffer_too_small);
+    }
+    CHECK(during - before < 4096);  // the message, not the 400 kB output
+    std::vector<float> y(n);
+    CHECK_THROWS_AS(ebac::host::decompress(stream.data(), stream.size(), y.data(), n, 1, 4 * n - 1), ebac::error);
+    CHECK_NOTHROW(ebac::host::decompress(stream.data(), stream.size(), y.data(), n, 1, 4 * n));
+    CHECK(ebac::host::decompress<float>(stream.data(), stream.size(), 1, 4 * n).size() == n);
   }
-  CHECK(during - before < 4096);  // the message, not the 400 kB output
-  std::vector<float> y(n);
-  CHECK_THROWS_AS(ebac::host::decompress(stream.data(), stream.size(), y.data(), n, 1, 4 * n - 1), ebac::error);
-  CHECK_NOTHROW(ebac::host::decompress(stream.data(), stream.size(), y.data(), n, 1, 4 * n));
-  CHECK(ebac::host::decompress<float>(stream.data(), stream.size(), 1, 4 * n).size() == n);
-}
 }

@@ -27,12 +27,14 @@ int main() {
     const auto stream = ebac::with_pipeline(spec, shape, [&](auto p) { return ebac::host::compress(x.data(), shape, p, opt); });
     const auto y = ebac::host::decompress<float>(stream.data(), stream.size());
     if (y.size() != x.size()) {
-      std::fprintf(stderr, "%.*s: %zu elements back, expected %zu\n", static_cast<int>(name.size()), name.data(), y.size(), x.size());
+      std::fprintf(stderr, "%.*s: %zu elements back, expected %zu\n", static_cast<int>(name.size()), name.data(), y.size(),
+                   x.size());
       return 1;
     }
     for (std::size_t i = 0; i < x.size(); ++i)
       if (!(std::fabs(static_cast<double>(x[i]) - static_cast<double>(y[i])) <= opt.bound.value)) {
-        std::fprintf(stderr, "%.*s: |x - y| > eb at %zu (x=%g, y=%g)\n", static_cast<int>(name.size()), name.data(), i, x[i], y[i]);
+        std::fprintf(stderr, "%.*s: |x - y| > eb at %zu (x=%g, y=%g)\n", static_cast<int>(name.size()), name.data(), i, x[i],
+                     y[i]);
         ++failures;
         break;
       }

@@ -75,7 +75,8 @@ void refused_alike(const char* label, const ebac::extents& shape, const Pipeline
   // without writing the size it was asked for.
   if (device_in != nullptr) {
     std::size_t temp = 12345;
-    CHECK(ebac::cuda::compress(nullptr, temp, device_in, shape, pipe, opt, nullptr, 0, nullptr, nullptr) == cudaErrorInvalidValue);
+    CHECK(ebac::cuda::compress(nullptr, temp, device_in, shape, pipe, opt, nullptr, 0, nullptr, nullptr) ==
+          cudaErrorInvalidValue);
     CHECK(temp == 12345);
     int status = 0;
     std::uint64_t size = 0;
@@ -181,7 +182,8 @@ TEST_CASE("cuda layers: the device output bound holds the coded stream, which th
   for (const auto& e : shapes) {
     CHECK(ebac::cuda::output_capacity<fast_t, float>(e, fast_t{}) == ebac::max_coded_bytes<fast_t, float>(e, fast_t{}));
     CHECK(ebac::cuda::output_capacity<fast_t, float>(e, fast_t{}) > ebac::max_compressed_bytes<fast_t, float>(e, fast_t{}));
-    CHECK(ebac::cuda::output_capacity<ratio_t, std::int64_t>(e, ratio_t{}) > ebac::max_compressed_bytes<ratio_t, std::int64_t>(e, ratio_t{}));
+    CHECK(ebac::cuda::output_capacity<ratio_t, std::int64_t>(e, ratio_t{}) >
+          ebac::max_compressed_bytes<ratio_t, std::int64_t>(e, ratio_t{}));
     CHECK(ebac::cuda::output_capacity<ratio_t, bool>(e, ratio_t{}) > ebac::max_compressed_bytes<ratio_t, bool>(e, ratio_t{}));
   }
   fast_t odd;
@@ -205,7 +207,8 @@ TEST_CASE("cuda layers: a tensor of more chunks than a grid holds is refused, no
   CHECK(c.code == ebac::status::invalid_argument);
   CHECK(c.what.find("2^31 - 1 chunks") != std::string::npos);
   std::size_t temp = 1;
-  CHECK(ebac::cuda::compress(nullptr, temp, never_read(), e, small_chunks, opt, nullptr, 0, nullptr, nullptr) == cudaErrorInvalidValue);
+  CHECK(ebac::cuda::compress(nullptr, temp, never_read(), e, small_chunks, opt, nullptr, 0, nullptr, nullptr) ==
+        cudaErrorInvalidValue);
   // One chunk fewer is within the limit: refused by nothing but the device.
   const ebac::extents fits{(std::uint64_t{1} << 31) - 1, 32};
   // (No device here; on a GPU the 2^36-element output buffer cannot be
@@ -217,7 +220,8 @@ TEST_CASE("cuda layers: a tensor of more chunks than a grid holds is refused, no
 
 TEST_CASE("cuda layers: without a usable device, compress and decompress throw ebac::error naming the CUDA failure") {
   REQUIRE(device_hidden);
-  REQUIRE_MESSAGE(!device_usable(), "CUDA_VISIBLE_DEVICES=\"\" did not hide the device: the CUDA runtime started before it was set");
+  REQUIRE_MESSAGE(!device_usable(),
+                  "CUDA_VISIBLE_DEVICES=\"\" did not hide the device: the CUDA runtime started before it was set");
   const ebac::extents e{4, 1000};
   for (int path = 0; path < 3; ++path) {
     CAPTURE(path);
@@ -234,7 +238,8 @@ TEST_CASE("cuda layers: without a usable device, compress and decompress throw e
     // The root cause, not only CUB's symptom ("invalid device ordinal"):
     // added by the host layer (no driver, as on CI), or CUDA's own error
     // when that already names it (a device hidden by CUDA_VISIBLE_DEVICES).
-    CHECK((c.what.find("no usable CUDA device") != std::string::npos || c.what.find("no CUDA device is visible") != std::string::npos ||
+    CHECK((c.what.find("no usable CUDA device") != std::string::npos ||
+           c.what.find("no CUDA device is visible") != std::string::npos ||
            c.what.find("cudaErrorNoDevice") != std::string::npos));
     MESSAGE("compress: ", c.what);
   }
@@ -248,8 +253,8 @@ TEST_CASE("cuda layers: without a usable device, compress and decompress throw e
 
   std::vector<float> out(4000);
   const outcome d = run([&] {
-    ebac::cuda::decompress(reinterpret_cast<const std::byte*>(never_read()), 4096, reinterpret_cast<float*>(std::uintptr_t{0x2000}),
-                           out.size());
+    ebac::cuda::decompress(reinterpret_cast<const std::byte*>(never_read()), 4096,
+                           reinterpret_cast<float*>(std::uintptr_t{0x2000}), out.size());
   });
   CHECK(d.threw);
   CHECK(d.code == ebac::status::device_error);

@@ -43,9 +43,8 @@ struct compress_case {
 /// False when the input is shorter than the header.
 inline bool read_compress_case(const std::uint8_t* p, std::size_t size, compress_case& c) {
   if (size < compress_header_bytes) return false;
-  static constexpr ebac::dtype types[] = {ebac::dtype::f32, ebac::dtype::f16, ebac::dtype::bf16,
-                                          ebac::dtype::b8,  ebac::dtype::u8,  ebac::dtype::i8,
-                                          ebac::dtype::i16, ebac::dtype::i32, ebac::dtype::i64};
+  static constexpr ebac::dtype types[] = {ebac::dtype::f32, ebac::dtype::f16, ebac::dtype::bf16, ebac::dtype::b8, ebac::dtype::u8,
+                                          ebac::dtype::i8,  ebac::dtype::i16, ebac::dtype::i32,  ebac::dtype::i64};
   c.type = types[p[0] % 9];
   const std::size_t elem = ebac::size_of(c.type);
   const std::uint64_t available = (size - compress_header_bytes) / elem;
@@ -87,11 +86,12 @@ inline bool read_compress_case(const std::uint8_t* p, std::size_t size, compress
     c.spec.predictor = ebac::predictor_id::none;
   } else {
     c.spec.predictor = ebac::predictor_id::lorenzo;
-    c.spec.lorenzo_params = pred == 1 ? ebac::lorenzo::flat(tile) : ebac::lorenzo::along_last(std::min(pred - 1, rank), rank, tile);
+    c.spec.lorenzo_params =
+        pred == 1 ? ebac::lorenzo::flat(tile) : ebac::lorenzo::along_last(std::min(pred - 1, rank), rank, tile);
   }
   c.spec.quantizer = quant ? ebac::quantizer_id::linear : ebac::quantizer_id::sign_preserving;
-  constexpr ebac::encoder_id encoders[] = {ebac::encoder_id::block_bitpack, ebac::encoder_id::run_length, ebac::encoder_id::huffman,
-                                           ebac::encoder_id::context_ans};
+  constexpr ebac::encoder_id encoders[] = {ebac::encoder_id::block_bitpack, ebac::encoder_id::run_length,
+                                           ebac::encoder_id::huffman, ebac::encoder_id::context_ans};
   c.spec.encoder = encoders[enc];
   c.spec.choose_predictor = (p[8] / 25) % 2 == 1;
   c.spec.choose_quantizer = (p[8] / 50) % 2 == 1;

@@ -43,9 +43,7 @@ bool decode_streamed(const std::byte* data, std::size_t size, std::uint64_t n, s
           return k;
         },
         sink, o);
-  } catch (const ebac::error&) {
-    return false;
-  }
+  } catch (const ebac::error&) { return false; }
   return true;
 }
 

@@ -44,7 +44,8 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* bytes, std::size_t siz
 
   std::vector<std::byte> again(fields.header_bytes());
   fields.write(again.data());
-  if (again.size() > size || std::memcmp(again.data(), p, again.size()) != 0) violation("an accepted header is not written back as read");
+  if (again.size() > size || std::memcmp(again.data(), p, again.size()) != 0)
+    violation("an accepted header is not written back as read");
   if (fields.section_offset(ebac::section_count) + (fields.has_checksum() ? 8 : 0) != size)
     violation("an accepted header's sections do not add up to the stream");
   return 0;

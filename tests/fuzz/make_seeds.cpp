@@ -36,11 +36,11 @@ std::vector<float> make_data(int kind, std::size_t n) {
   for (std::size_t i = 0; i < n; ++i) {
     const float t = static_cast<float>(i);
     switch (kind) {
-      case 0: x[i] = std::sin(0.07f * t) * 2.0f; break;                       // smooth
+      case 0: x[i] = std::sin(0.07f * t) * 2.0f; break;                             // smooth
       case 1: x[i] = std::fmax(0.0f, std::sin(0.11f * t) + 0.3f * noise()); break;  // post-ReLU
-      case 2: x[i] = 100.0f * noise(); break;                                 // noisy, large codes
-      case 3: x[i] = 1.5f; break;                                             // constant
-      default: x[i] = 0.01f * t; break;                                       // ramp
+      case 2: x[i] = 100.0f * noise(); break;                                       // noisy, large codes
+      case 3: x[i] = 1.5f; break;                                                   // constant
+      default: x[i] = 0.01f * t; break;                                             // ramp
     }
   }
   if (kind == 2 && n > 8) {  // outliers stored losslessly
@@ -66,7 +66,8 @@ void write_stream_seed(const std::filesystem::path& dir, std::string name, const
   (void)ebac::host::inspect(s.data(), s.size());
   for (char& c : name)
     if (c == ':') c = '-';
-  std::ofstream(dir / name, std::ios::binary).write(reinterpret_cast<const char*>(s.data()), static_cast<std::streamsize>(s.size()));
+  std::ofstream(dir / name, std::ios::binary)
+      .write(reinterpret_cast<const char*>(s.data()), static_cast<std::streamsize>(s.size()));
 }
 
 }  // namespace
@@ -86,20 +87,21 @@ int write_compress_inputs(const std::filesystem::path& dir) {
       }
     std::vector<std::uint8_t> in(ebac_fuzz::compress_header_bytes);
     in[0] = static_cast<std::uint8_t>(dt);
-    in[1] = static_cast<std::uint8_t>(k % 4);                   // rank 1..4
+    in[1] = static_cast<std::uint8_t>(k % 4);  // rank 1..4
     in[2] = static_cast<std::uint8_t>(k);
     in[3] = static_cast<std::uint8_t>(k / 2);
     in[4] = static_cast<std::uint8_t>(k / 3);
     in[5] = static_cast<std::uint8_t>((k % 2) | ((k % 2 ? 30 : 30 + k % 20) << 1));  // rel ~2^-10, abs 2^-10..2^9
     in[6] = static_cast<std::uint8_t>(17 * k);
-    in[7] = static_cast<std::uint8_t>(k % 40);                  // every predictor x quantizer x encoder
+    in[7] = static_cast<std::uint8_t>(k % 40);                        // every predictor x quantizer x encoder
     in[8] = static_cast<std::uint8_t>(k % 25 + 25 * ((k / 15) % 4));  // every chunk x tile; no choice, predictor, quantizer, both
     for (float f : x) {
       if (dt == 0) {
         const std::uint32_t b = ebac::raw_bits(f);
         for (int j = 0; j < 4; ++j) in.push_back(static_cast<std::uint8_t>(b >> (8 * j)));
       } else {
-        const std::uint16_t b = dt == 1 ? ebac::raw_bits(ebac::from_float<ebac::float16>(f)) : ebac::raw_bits(ebac::from_float<ebac::bfloat16>(f));
+        const std::uint16_t b =
+            dt == 1 ? ebac::raw_bits(ebac::from_float<ebac::float16>(f)) : ebac::raw_bits(ebac::from_float<ebac::bfloat16>(f));
         in.push_back(static_cast<std::uint8_t>(b));
         in.push_back(static_cast<std::uint8_t>(b >> 8));
       }
@@ -113,11 +115,12 @@ int write_compress_inputs(const std::filesystem::path& dir) {
   for (int k = 0; k < 36; ++k) {
     const int dt = 3 + k % 6, kind = (k / 6) % 3;
     const std::size_t n = static_cast<std::size_t>(40 + 61 * (k % 7));
-    static constexpr ebac::dtype types[] = {ebac::dtype::b8, ebac::dtype::u8, ebac::dtype::i8, ebac::dtype::i16, ebac::dtype::i32, ebac::dtype::i64};
+    static constexpr ebac::dtype types[] = {ebac::dtype::b8,  ebac::dtype::u8,  ebac::dtype::i8,
+                                            ebac::dtype::i16, ebac::dtype::i32, ebac::dtype::i64};
     const std::size_t size = ebac::size_of(types[dt - 3]);
     std::vector<std::uint8_t> in(ebac_fuzz::compress_header_bytes);
     in[0] = static_cast<std::uint8_t>(dt);
-    in[1] = static_cast<std::uint8_t>(1 + k % 3);              // rank 2..4
+    in[1] = static_cast<std::uint8_t>(1 + k % 3);  // rank 2..4
     in[2] = static_cast<std::uint8_t>(1 + k % 3);
     in[3] = static_cast<std::uint8_t>(2 + k % 4);
     in[4] = static_cast<std::uint8_t>(k);
@@ -129,9 +132,9 @@ int write_compress_inputs(const std::filesystem::path& dir) {
     for (std::size_t i = 0; i < n; ++i) {
       state = state * 1664525u + 1013904223u;
       std::uint64_t v = 0;
-      if (kind == 0) v = (state >> 20) % 10 == 0 ? 0 : 1 + (k % 3);          // a mask, a few levels
-      else if (kind == 1) v = (i * 2 + (state >> 30)) % 64;                 // indices near their windows
-      else v = static_cast<std::uint64_t>(state) * 2654435761u;            // wide values
+      if (kind == 0) v = (state >> 20) % 10 == 0 ? 0 : 1 + (k % 3);  // a mask, a few levels
+      else if (kind == 1) v = (i * 2 + (state >> 30)) % 64;          // indices near their windows
+      else v = static_cast<std::uint64_t>(state) * 2654435761u;      // wide values
       for (std::size_t j = 0; j < size; ++j) in.push_back(static_cast<std::uint8_t>(v >> (8 * (j % 8))));
     }
     std::ofstream(dir / ("compress_int_" + std::to_string(k) + ".bin"), std::ios::binary)
@@ -176,10 +179,13 @@ int write_integer_streams(const std::filesystem::path& dir) {
     auto emit = [&](auto tag, const char* tname) {
       using T = decltype(tag);
       std::vector<ebac::storage_t<T>> x(v.size());
-      for (std::size_t i = 0; i < v.size(); ++i) x[i] = static_cast<ebac::storage_t<T>>(std::is_same_v<T, bool> ? (v[i] & 1) : v[i]);
+      for (std::size_t i = 0; i < v.size(); ++i)
+        x[i] = static_cast<ebac::storage_t<T>>(std::is_same_v<T, bool> ? (v[i] & 1) : v[i]);
       ebac::compress_options o = opt;
-      if (std::is_same_v<T, bool> || std::is_same_v<T, std::uint8_t>) o.pooling = ebac::pool_geometry{};  // indices are int64 in PyTorch
-      const auto s = ebac::with_pipeline(spec, shape, [&](auto p) { return ebac::host::compress(reinterpret_cast<const T*>(x.data()), shape, p, o); });
+      if (std::is_same_v<T, bool> || std::is_same_v<T, std::uint8_t>)
+        o.pooling = ebac::pool_geometry{};  // indices are int64 in PyTorch
+      const auto s = ebac::with_pipeline(
+          spec, shape, [&](auto p) { return ebac::host::compress(reinterpret_cast<const T*>(x.data()), shape, p, o); });
       write_stream_seed(dir, "int_" + std::string(tname) + "_k" + std::to_string(kind) + "_" + std::to_string(k) + ".ebac", s);
       ++written;
     };
@@ -229,13 +235,15 @@ int main(int argc, char** argv) {
         ebac::compress_options opt;
         opt.threads = 1;
         opt.checksum = index % 6 == 0;  // mostly off: mutations must reach the decoders
-        opt.bound = index % 2 ? ebac::error_bound{1e-2, ebac::bound_mode::absolute} : ebac::error_bound{1e-3, ebac::bound_mode::relative};
+        opt.bound =
+            index % 2 ? ebac::error_bound{1e-2, ebac::bound_mode::absolute} : ebac::error_bound{1e-3, ebac::bound_mode::relative};
         try {
           std::vector<std::byte> s;
           if (dt == 0) s = compress_as<float>(x, shape, spec, opt);
           else if (dt == 1) s = compress_as<ebac::float16>(x, shape, spec, opt);
           else s = compress_as<ebac::bfloat16>(x, shape, spec, opt);
-          write_stream_seed(dir, name + "_" + dtype_names[dt] + "_k" + std::to_string(kind) + "_" + std::to_string(index) + ".ebac", s);
+          write_stream_seed(
+              dir, name + "_" + dtype_names[dt] + "_k" + std::to_string(kind) + "_" + std::to_string(index) + ".ebac", s);
           ++written;
         } catch (const std::exception& e) {
           std::fprintf(stderr, "make_seeds: %s/%s/kind %d: %s\n", name.c_str(), dtype_names[dt], kind, e.what());

@@ -37,133 +37,139 @@ double absolute_bound(const std::vector<float>& x, double eb, ebac::bound_mode m
 }  // namespace
 
 TEST_SUITE("host") {
-
-TEST_CASE("ans streams: every element within the requested bound, for every predictor and quantizer, at loose and tight bounds") {
-  const ebac::extents e{4, 3, 24, 40};
-  const auto x = post_relu_maps(e, 3);
-  for (const char* pipeline : {"lorenzo2:sign:ans", "none:sign:ans", "lorenzo:linear:ans", "lorenzo3:sign:ans"}) {
-    for (const auto& [eb, mode] : {std::pair{1e-1, ebac::bound_mode::relative}, std::pair{1e-3, ebac::bound_mode::relative},
-                                  std::pair{1e-6, ebac::bound_mode::absolute}}) {
-      INFO(pipeline, " eb ", eb);
-      const auto s = compress(x, e, pipeline, eb, mode);
-      const auto h = ebac::host::inspect(s.data(), s.size());
-      if (h.is_stored()) continue;  // 1e-6 absolute may store; the values are then exact and checked below anyway
-      CHECK(h.encoder == ebac::encoder_id::context_ans);
-      CHECK(h.section_bytes[ebac::section_codebook] > 0);
-      const auto y = ebac::host::decompress<float>(s.data(), s.size());
-      REQUIRE(y.size() == x.size());
-      const double abs_eb = absolute_bound(x, eb, mode);
-      std::size_t bad = 0;
-      for (std::size_t i = 0; i < x.size(); ++i) bad += !exact_within(x[i], y[i], abs_eb);
-      CHECK(bad == 0);
+  TEST_CASE(
+      "ans streams: every element within the requested bound, for every predictor and quantizer, at loose and tight bounds") {
+    const ebac::extents e{4, 3, 24, 40};
+    const auto x = post_relu_maps(e, 3);
+    for (const char* pipeline : {"lorenzo2:sign:ans", "none:sign:ans", "lorenzo:linear:ans", "lorenzo3:sign:ans"}) {
+      for (const auto& [eb, mode] : {std::pair{1e-1, ebac::bound_mode::relative}, std::pair{1e-3, ebac::bound_mode::relative},
+                                     std::pair{1e-6, ebac::bound_mode::absolute}}) {
+        INFO(pipeline, " eb ", eb);
+        const auto s = compress(x, e, pipeline, eb, mode);
+        const auto h = ebac::host::inspect(s.data(), s.size());
+        if (h.is_stored()) continue;  // 1e-6 absolute may store; the values are then exact and checked below anyway
+        CHECK(h.encoder == ebac::encoder_id::context_ans);
+        CHECK(h.section_bytes[ebac::section_codebook] > 0);
+        const auto y = ebac::host::decompress<float>(s.data(), s.size());
+        REQUIRE(y.size() == x.size());
+        const double abs_eb = absolute_bound(x, eb, mode);
+        std::size_t bad = 0;
+        for (std::size_t i = 0; i < x.size(); ++i) bad += !exact_within(x[i], y[i], abs_eb);
+        CHECK(bad == 0);
+      }
     }
   }
-}
 
-TEST_CASE("ans streams: the codebook section records the tensor's last extent as its row width") {
-  const ebac::extents e{2, 2, 16, 24};
-  const auto x = post_relu_maps(e, 5);
-  const auto s = compress(x, e, "none:sign:ans", 1e-2, ebac::bound_mode::relative);
-  const auto h = ebac::host::inspect(s.data(), s.size());
-  REQUIRE(h.encoder == ebac::encoder_id::context_ans);
-  ebac::context_ans_codebook cb;
-  REQUIRE(ebac::context_ans_codebook::deserialize(s.data() + h.section_offset(ebac::section_codebook),
-                                                  static_cast<std::size_t>(h.section_bytes[ebac::section_codebook]), cb) == ebac::status::ok);
-  CHECK(cb.row == 24);
-}
-
-TEST_CASE("ans streams: byte-identical for any thread count, every truncation refused") {
-  const ebac::extents e{8, 4, 32, 32};
-  const auto x = post_relu_maps(e, 7);
-  const auto one = compress(x, e, "lorenzo2:sign:ans", 1e-2, ebac::bound_mode::relative, 1);
-  CHECK(compress(x, e, "lorenzo2:sign:ans", 1e-2, ebac::bound_mode::relative, 2) == one);
-  CHECK(compress(x, e, "lorenzo2:sign:ans", 1e-2, ebac::bound_mode::relative, 3) == one);
-  // An empty tensor (no chunks), coded rather than stored: its codebook
-  // records the last extent as the row width whatever the thread count.
-  const ebac::extents empty{0, 24};
-  auto coded_empty = [&](int threads) {
-    ebac::compress_options o;
-    o.bound = {1e-2, ebac::bound_mode::relative};
-    o.threads = threads;
-    o.store_when_larger = false;
-    return ebac::host::compress(static_cast<const float*>(nullptr), empty, ebac::pipeline<ebac::lorenzo, ebac::sign_preserving_quantizer, ebac::context_ans>{}, o);
-  };
-  const auto empty_one = coded_empty(1);
-  for (int threads : {2, 3}) {
-    const auto s = coded_empty(threads);
-    CHECK(s == empty_one);
+  TEST_CASE("ans streams: the codebook section records the tensor's last extent as its row width") {
+    const ebac::extents e{2, 2, 16, 24};
+    const auto x = post_relu_maps(e, 5);
+    const auto s = compress(x, e, "none:sign:ans", 1e-2, ebac::bound_mode::relative);
     const auto h = ebac::host::inspect(s.data(), s.size());
     REQUIRE(h.encoder == ebac::encoder_id::context_ans);
     ebac::context_ans_codebook cb;
     REQUIRE(ebac::context_ans_codebook::deserialize(s.data() + h.section_offset(ebac::section_codebook),
-                                                    static_cast<std::size_t>(h.section_bytes[ebac::section_codebook]), cb) == ebac::status::ok);
+                                                    static_cast<std::size_t>(h.section_bytes[ebac::section_codebook]),
+                                                    cb) == ebac::status::ok);
     CHECK(cb.row == 24);
   }
-  const ebac::extents small{1, 2, 8, 8};
-  const auto xs = post_relu_maps(small, 9);
-  const auto s = compress(xs, small, "lorenzo2:sign:ans", 1e-2, ebac::bound_mode::relative);
-  for (std::size_t l = 0; l < s.size(); ++l) {
-    std::vector<std::byte> t(s.begin(), s.begin() + static_cast<std::ptrdiff_t>(l));
-    CHECK_THROWS_AS((void)ebac::host::decompress<float>(t.data(), t.size()), ebac::error);
-  }
-}
 
-TEST_CASE("codebook streams: chunks with codes of 2^16 and more beside chunks without, within the bound on any thread count") {
-  // The writer keeps a chunk's codes from the statistics pass to the coding
-  // pass in 16 bits when they fit, and computes a chunk with larger codes
-  // again: planes 1 and 3 here (noise of amplitude 1e4 at an absolute bound
-  // of 1e-2, codes near 10^6) take the second path, planes 0 and 2 the first.
-  const ebac::extents e{4, 64, 256};  // one plane = one chunk of 2^14
-  auto x = post_relu_maps(e, 11);
-  std::mt19937 rng(12);
-  std::uniform_real_distribution<float> noise(-1e4f, 1e4f);
-  for (std::size_t plane : {1u, 3u})
-    for (std::size_t i = 0; i < 64 * 256; ++i) x[plane * 64 * 256 + i] = noise(rng);
-  for (const char* pipeline : {"none:sign:ans", "none:linear:ans", "lorenzo:sign:ans", "none:sign:huffman", "max", "max-bound"}) {
-    INFO(pipeline);
-    const double eb = 1e-2;
-    const auto s = compress(x, e, pipeline, eb, ebac::bound_mode::absolute, 1);
-    CHECK(compress(x, e, pipeline, eb, ebac::bound_mode::absolute, 2) == s);
-    CHECK(!ebac::host::inspect(s.data(), s.size()).is_stored());
-    const auto y = ebac::host::decompress<float>(s.data(), s.size());
-    REQUIRE(y.size() == x.size());
-    std::size_t bad = 0;
-    for (std::size_t i = 0; i < x.size(); ++i) bad += !exact_within(x[i], y[i], eb);
-    CHECK(bad == 0);
+  TEST_CASE("ans streams: byte-identical for any thread count, every truncation refused") {
+    const ebac::extents e{8, 4, 32, 32};
+    const auto x = post_relu_maps(e, 7);
+    const auto one = compress(x, e, "lorenzo2:sign:ans", 1e-2, ebac::bound_mode::relative, 1);
+    CHECK(compress(x, e, "lorenzo2:sign:ans", 1e-2, ebac::bound_mode::relative, 2) == one);
+    CHECK(compress(x, e, "lorenzo2:sign:ans", 1e-2, ebac::bound_mode::relative, 3) == one);
+    // An empty tensor (no chunks), coded rather than stored: its codebook
+    // records the last extent as the row width whatever the thread count.
+    const ebac::extents empty{0, 24};
+    auto coded_empty = [&](int threads) {
+      ebac::compress_options o;
+      o.bound = {1e-2, ebac::bound_mode::relative};
+      o.threads = threads;
+      o.store_when_larger = false;
+      return ebac::host::compress(static_cast<const float*>(nullptr), empty,
+                                  ebac::pipeline<ebac::lorenzo, ebac::sign_preserving_quantizer, ebac::context_ans>{}, o);
+    };
+    const auto empty_one = coded_empty(1);
+    for (int threads : {2, 3}) {
+      const auto s = coded_empty(threads);
+      CHECK(s == empty_one);
+      const auto h = ebac::host::inspect(s.data(), s.size());
+      REQUIRE(h.encoder == ebac::encoder_id::context_ans);
+      ebac::context_ans_codebook cb;
+      REQUIRE(ebac::context_ans_codebook::deserialize(s.data() + h.section_offset(ebac::section_codebook),
+                                                      static_cast<std::size_t>(h.section_bytes[ebac::section_codebook]),
+                                                      cb) == ebac::status::ok);
+      CHECK(cb.row == 24);
+    }
+    const ebac::extents small{1, 2, 8, 8};
+    const auto xs = post_relu_maps(small, 9);
+    const auto s = compress(xs, small, "lorenzo2:sign:ans", 1e-2, ebac::bound_mode::relative);
+    for (std::size_t l = 0; l < s.size(); ++l) {
+      std::vector<std::byte> t(s.begin(), s.begin() + static_cast<std::ptrdiff_t>(l));
+      CHECK_THROWS_AS((void)ebac::host::decompress<float>(t.data(), t.size()), ebac::error);
+    }
   }
-}
 
-TEST_CASE("ans streams: integer and bool tensors come back exactly") {
-  std::mt19937 rng(11);
-  const ebac::extents e{16, 8, 8};
-  std::vector<std::uint8_t> u(static_cast<std::size_t>(count_of(e)));
-  for (auto& v : u) v = static_cast<std::uint8_t>(rng() % 7 == 0 ? rng() % 256 : 0);
-  std::vector<std::int64_t> w(u.size());
-  for (std::size_t i = 0; i < w.size(); ++i) w[i] = static_cast<std::int64_t>(i % 13) * (i % 2 ? -1000003 : 1) + (i % 97 == 0 ? (1ll << 40) : 0);
-  const auto spec = spec_of("lorenzo2:sign:ans");
-  ebac::compress_options o;
-  const auto su = ebac::with_pipeline(spec, e, [&](auto p) { return ebac::host::compress(u.data(), e, p, o); });
-  const auto sw = ebac::with_pipeline(spec, e, [&](auto p) { return ebac::host::compress(w.data(), e, p, o); });
-  CHECK(ebac::host::decompress<std::uint8_t>(su.data(), su.size()) == u);
-  CHECK(ebac::host::decompress<std::int64_t>(sw.data(), sw.size()) == w);
-}
-
-TEST_CASE("ans streams: smaller than Huffman's on post-ReLU maps (max against ratio, and both without prediction at 1e-1)") {
-  // Why the stage exists (docs/entropy-contexts.md): a code below a zero and
-  // after a zero is almost surely zero, which Huffman cannot use. Each pair
-  // is coded from the same codes (same predictor and quantizer). Not claimed:
-  // without prediction at 1e-2 on smooth maps, where codes up to ~100 are
-  // spread evenly, Huffman's literal per value beats ANS's token plus raw bits.
-  const ebac::extents e{16, 4, 32, 32};
-  const auto x = post_relu_maps(e, 13);
-  const std::pair<std::string, double> cases[] = {{"lorenzo2", 1e-1}, {"lorenzo2", 1e-2}, {"lorenzo2", 1e-3}, {"none", 1e-1}};
-  for (const auto& [pred, eb] : cases) {
-    INFO(pred, " rel ", eb);
-    const auto huff = compress(x, e, pred + ":sign:huffman", eb, ebac::bound_mode::relative);
-    const auto ans = compress(x, e, pred + ":sign:ans", eb, ebac::bound_mode::relative);
-    CHECK(ans.size() < huff.size());
+  TEST_CASE("codebook streams: chunks with codes of 2^16 and more beside chunks without, within the bound on any thread count") {
+    // The writer keeps a chunk's codes from the statistics pass to the coding
+    // pass in 16 bits when they fit, and computes a chunk with larger codes
+    // again: planes 1 and 3 here (noise of amplitude 1e4 at an absolute bound
+    // of 1e-2, codes near 10^6) take the second path, planes 0 and 2 the first.
+    const ebac::extents e{4, 64, 256};  // one plane = one chunk of 2^14
+    auto x = post_relu_maps(e, 11);
+    std::mt19937 rng(12);
+    std::uniform_real_distribution<float> noise(-1e4f, 1e4f);
+    for (std::size_t plane : {1u, 3u})
+      for (std::size_t i = 0; i < 64 * 256; ++i) x[plane * 64 * 256 + i] = noise(rng);
+    for (const char* pipeline :
+         {"none:sign:ans", "none:linear:ans", "lorenzo:sign:ans", "none:sign:huffman", "max", "max-bound"}) {
+      INFO(pipeline);
+      const double eb = 1e-2;
+      const auto s = compress(x, e, pipeline, eb, ebac::bound_mode::absolute, 1);
+      CHECK(compress(x, e, pipeline, eb, ebac::bound_mode::absolute, 2) == s);
+      CHECK(!ebac::host::inspect(s.data(), s.size()).is_stored());
+      const auto y = ebac::host::decompress<float>(s.data(), s.size());
+      REQUIRE(y.size() == x.size());
+      std::size_t bad = 0;
+      for (std::size_t i = 0; i < x.size(); ++i) bad += !exact_within(x[i], y[i], eb);
+      CHECK(bad == 0);
+    }
   }
-  CHECK(compress(x, e, "max", 1e-2, ebac::bound_mode::relative).size() < compress(x, e, "ratio", 1e-2, ebac::bound_mode::relative).size());
-}
+
+  TEST_CASE("ans streams: integer and bool tensors come back exactly") {
+    std::mt19937 rng(11);
+    const ebac::extents e{16, 8, 8};
+    std::vector<std::uint8_t> u(static_cast<std::size_t>(count_of(e)));
+    for (auto& v : u) v = static_cast<std::uint8_t>(rng() % 7 == 0 ? rng() % 256 : 0);
+    std::vector<std::int64_t> w(u.size());
+    for (std::size_t i = 0; i < w.size(); ++i)
+      w[i] = static_cast<std::int64_t>(i % 13) * (i % 2 ? -1000003 : 1) + (i % 97 == 0 ? (1ll << 40) : 0);
+    const auto spec = spec_of("lorenzo2:sign:ans");
+    ebac::compress_options o;
+    const auto su = ebac::with_pipeline(spec, e, [&](auto p) { return ebac::host::compress(u.data(), e, p, o); });
+    const auto sw = ebac::with_pipeline(spec, e, [&](auto p) { return ebac::host::compress(w.data(), e, p, o); });
+    CHECK(ebac::host::decompress<std::uint8_t>(su.data(), su.size()) == u);
+    CHECK(ebac::host::decompress<std::int64_t>(sw.data(), sw.size()) == w);
+  }
+
+  TEST_CASE("ans streams: smaller than Huffman's on post-ReLU maps (max against ratio, and both without prediction at 1e-1)") {
+    // Why the stage exists (docs/entropy-contexts.md): a code below a zero and
+    // after a zero is almost surely zero, which Huffman cannot use. Each pair
+    // is coded from the same codes (same predictor and quantizer). Not claimed:
+    // without prediction at 1e-2 on smooth maps, where codes up to ~100 are
+    // spread evenly, Huffman's literal per value beats ANS's token plus raw bits.
+    const ebac::extents e{16, 4, 32, 32};
+    const auto x = post_relu_maps(e, 13);
+    const std::pair<std::string, double> cases[] = {{"lorenzo2", 1e-1}, {"lorenzo2", 1e-2}, {"lorenzo2", 1e-3}, {"none", 1e-1}};
+    for (const auto& [pred, eb] : cases) {
+      INFO(pred, " rel ", eb);
+      const auto huff = compress(x, e, pred + ":sign:huffman", eb, ebac::bound_mode::relative);
+      const auto ans = compress(x, e, pred + ":sign:ans", eb, ebac::bound_mode::relative);
+      CHECK(ans.size() < huff.size());
+    }
+    CHECK(compress(x, e, "max", 1e-2, ebac::bound_mode::relative).size() <
+          compress(x, e, "ratio", 1e-2, ebac::bound_mode::relative).size());
+  }
 
 }  // TEST_SUITE

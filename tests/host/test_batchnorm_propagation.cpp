@@ -106,23 +106,23 @@ TEST_CASE("error_model: BatchNorm propagation - exact input gives no change, no 
   const bn_case t(5, 1e-2);
   const std::int64_t P = t.H * t.W;
   std::vector<double> out(t.x.size(), 7.0);
-  REQUIRE(em::batchnorm_input_grad_change(t.N, t.C, P, t.x.data(), t.x.data(), t.dy.data(), t.gamma.data(), 1e-5,
-                                          out.data()) == ebac::status::ok);
+  REQUIRE(em::batchnorm_input_grad_change(t.N, t.C, P, t.x.data(), t.x.data(), t.dy.data(), t.gamma.data(), 1e-5, out.data()) ==
+          ebac::status::ok);
   CHECK(*std::max_element(out.begin(), out.end()) == 0.0);
   CHECK(*std::min_element(out.begin(), out.end()) == 0.0);
 
   std::vector<float> ones(static_cast<std::size_t>(t.C), 1.0f);
   std::vector<double> a(t.x.size()), b(t.x.size());
-  REQUIRE(em::batchnorm_input_grad_change(t.N, t.C, P, t.x.data(), t.x_hat.data(), t.dy.data(), ones.data(), 1e-5,
-                                          a.data()) == ebac::status::ok);
+  REQUIRE(em::batchnorm_input_grad_change(t.N, t.C, P, t.x.data(), t.x_hat.data(), t.dy.data(), ones.data(), 1e-5, a.data()) ==
+          ebac::status::ok);
   REQUIRE(em::batchnorm_input_grad_change(t.N, t.C, P, t.x.data(), t.x_hat.data(), t.dy.data(),
                                           static_cast<const float*>(nullptr), 1e-5, b.data()) == ebac::status::ok);
   CHECK(a == b);
 
-  CHECK(em::batchnorm_input_grad_change(0, t.C, P, t.x.data(), t.x_hat.data(), t.dy.data(), t.gamma.data(), 1e-5,
-                                        out.data()) == ebac::status::invalid_argument);
-  CHECK(em::batchnorm_input_grad_change(t.N, t.C, P, t.x.data(), t.x_hat.data(), t.dy.data(), t.gamma.data(), -1.0,
-                                        out.data()) == ebac::status::invalid_argument);
+  CHECK(em::batchnorm_input_grad_change(0, t.C, P, t.x.data(), t.x_hat.data(), t.dy.data(), t.gamma.data(), 1e-5, out.data()) ==
+        ebac::status::invalid_argument);
+  CHECK(em::batchnorm_input_grad_change(t.N, t.C, P, t.x.data(), t.x_hat.data(), t.dy.data(), t.gamma.data(), -1.0, out.data()) ==
+        ebac::status::invalid_argument);
   em::conv2d_geometry bad = t.g;
   bad.kernel_h = 0;
   CHECK(em::propagated_weight_error(bad, t.conv_in.data(), out.data()) < 0);

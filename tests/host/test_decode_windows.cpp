@@ -34,8 +34,9 @@ std::vector<float> decode_windows(const std::vector<std::byte>& s, std::uint64_t
   detail::with_stream_stages<float>(h, [&](const auto& pred, const auto& q, auto enc_tag) {
     using E = typename decltype(enc_tag)::type;
     if constexpr (std::is_same_v<std::remove_cvref_t<decltype(pred)>, lorenzo> && !E::needs_codebook) {
-      host::detail::decode_lorenzo_windows<float>(E{}, pred, h.shape, q, s.data() + h.section_offset(section_payload), offsets, n, C,
-                                                  threads, budget, out.data(), bad, [](status) { FAIL("a chunk does not decode"); });
+      host::detail::decode_lorenzo_windows<float>(E{}, pred, h.shape, q, s.data() + h.section_offset(section_payload), offsets, n,
+                                                  C, threads, budget, out.data(), bad,
+                                                  [](status) { FAIL("a chunk does not decode"); });
     } else {
       FAIL("expected a Lorenzo stream with an encoder without codebook");
     }

@@ -34,8 +34,8 @@ struct piece_reader {
 /// The n elements decompress_stream_to writes: each where it says, the
 /// windows in order and covering [0, n), then outlier runs anywhere.
 template <class T>
-std::vector<ebac::storage_t<T>> stream_decode(const std::vector<std::byte>& s, std::uint64_t n, std::size_t piece, std::uint64_t window,
-                                              int threads, std::size_t* consumed = nullptr) {
+std::vector<ebac::storage_t<T>> stream_decode(const std::vector<std::byte>& s, std::uint64_t n, std::size_t piece,
+                                              std::uint64_t window, int threads, std::size_t* consumed = nullptr) {
   using S = ebac::storage_t<T>;
   std::vector<S> out(n);
   std::vector<std::uint8_t> seen(n, 0);
@@ -157,17 +157,18 @@ TEST_CASE("decompress_stream: verdicts as host::decompress's, the reader never r
   auto verdict = [](auto&& f) {
     try {
       f();
-    } catch (const ebac::error& e) {
-      return e.code();
-    }
+    } catch (const ebac::error& e) { return e.code(); }
     return status::ok;
   };
   auto streamed = [&](const std::vector<std::byte>& b) {
     return verdict([&] { (void)stream_decode<float>(b, x.size(), 1000, 4096, 2); });
   };
-  auto whole = [&](const std::vector<std::byte>& b) { return verdict([&] { (void)host::decompress<float>(b.data(), b.size(), 1); }); };
+  auto whole = [&](const std::vector<std::byte>& b) {
+    return verdict([&] { (void)host::decompress<float>(b.data(), b.size(), 1); });
+  };
   // Truncated anywhere: the header, the table, the payload, the outliers, the checksum.
-  for (std::size_t cut : {std::size_t{0}, std::size_t{5}, std::size_t{100}, std::size_t{200}, s.size() / 2, s.size() - 30, s.size() - 1}) {
+  for (std::size_t cut :
+       {std::size_t{0}, std::size_t{5}, std::size_t{100}, std::size_t{200}, s.size() / 2, s.size() - 30, s.size() - 1}) {
     CAPTURE(cut);
     const std::vector<std::byte> t(s.begin(), s.begin() + static_cast<std::ptrdiff_t>(cut));
     CHECK(streamed(t) == whole(t));

@@ -34,8 +34,8 @@ namespace {
 /// (blocks run in any order; a block that starts after a chunk overflowed
 /// skips its reads).
 template <class S>
-ebac::level_palette device_palette(const S* in, std::uint64_t n, std::uint32_t chunk, std::uint32_t capacity, std::uint32_t threads,
-                                   const std::vector<std::uint64_t>& order) {
+ebac::level_palette device_palette(const S* in, std::uint64_t n, std::uint32_t chunk, std::uint32_t capacity,
+                                   std::uint32_t threads, const std::vector<std::uint64_t>& order) {
   const std::uint64_t chunks = (n + chunk - 1) / chunk;
   if (capacity == 0 || n == 0) return {};  // compress_stages launches nothing then
   std::vector<ebac::level_set> sets(chunks);
@@ -47,14 +47,16 @@ ebac::level_palette device_palette(const S* in, std::uint64_t n, std::uint32_t c
     for (std::uint32_t t = 0; t < threads; ++t) {
       ebac::level_counter counter(capacity);
       if (!skip) {
-        for (std::uint64_t k = t; k < m && !counter.full(); k += threads) counter.add(static_cast<std::uint64_t>(ebac::raw_bits(in[first + k])));
+        for (std::uint64_t k = t; k < m && !counter.full(); k += threads)
+          counter.add(static_cast<std::uint64_t>(ebac::raw_bits(in[first + k])));
       } else {
         counter.give_up();
       }
       part[t] = counter.finish();
     }
     for (std::uint64_t stride = 1; stride < threads; stride *= 2)
-      for (std::uint64_t p = 0; p < ebac::level_tree_pairs(threads, stride); ++p) ebac::level_tree_step(part.data(), threads, stride, p);
+      for (std::uint64_t p = 0; p < ebac::level_tree_pairs(threads, stride); ++p)
+        ebac::level_tree_step(part.data(), threads, stride, p);
     sets[c] = part[0];
     too_many = too_many || part[0].overflow;
   }
@@ -62,7 +64,8 @@ ebac::level_palette device_palette(const S* in, std::uint64_t n, std::uint32_t c
     sets[0].overflow = true;
   } else {
     for (std::uint64_t stride = 1; stride < chunks; stride *= 2)
-      for (std::uint64_t p = 0; p < ebac::level_tree_pairs(chunks, stride); ++p) ebac::level_tree_step(sets.data(), chunks, stride, p);
+      for (std::uint64_t p = 0; p < ebac::level_tree_pairs(chunks, stride); ++p)
+        ebac::level_tree_step(sets.data(), chunks, stride, p);
   }
   return ebac::palette_of(sets[0]);
 }
@@ -109,7 +112,8 @@ void check_palette(const std::vector<S>& x, const char* label, std::uint32_t see
         CHECK_MESSAGE(same_palette(dev, host), "device ", palette_str(dev), " host ", palette_str(host));
         std::shuffle(order.begin(), order.end(), rng);
         const ebac::level_palette shuffled = device_palette(x.data(), n, chunk, capacity, threads, order);
-        CHECK_MESSAGE(same_palette(shuffled, host), "device (blocks shuffled) ", palette_str(shuffled), " host ", palette_str(host));
+        CHECK_MESSAGE(same_palette(shuffled, host), "device (blocks shuffled) ", palette_str(shuffled), " host ",
+                      palette_str(host));
       }
     }
   }
@@ -269,8 +273,8 @@ void check_float_choice(const std::vector<T>& x, const ebac::compress_options& b
   pipe_t pipe{};
   pipe.predictor = pred;
   const auto host_stream = ebac::host::compress(x.data(), e, pipe, opt);
-  const ebac::level_palette palette =
-      device_palette(x.data(), x.size(), pipe.chunk_elements, opt.max_levels, 64, in_order((x.size() + pipe.chunk_elements - 1) / pipe.chunk_elements));
+  const ebac::level_palette palette = device_palette(x.data(), x.size(), pipe.chunk_elements, opt.max_levels, 64,
+                                                     in_order((x.size() + pipe.chunk_elements - 1) / pipe.chunk_elements));
   ebac::value_range scanned;  // range_kernel: min and max keys of the finite values
   for (const T& v : x) scanned.add(ebac::to_float(v));
   const auto s = ebac::choose_float_stages<T, Q>(opt.bound, scanned, palette);
@@ -283,9 +287,11 @@ void check_float_choice(const std::vector<T>& x, const ebac::compress_options& b
 }  // namespace
 
 TEST_CASE("device stage choice: float tensors get the host's quantizer, bound, top level and palette") {
-  const ebac::error_bound bounds[] = {{1e-2, ebac::bound_mode::absolute}, {1e-3, ebac::bound_mode::relative},
-                                      {0.6, ebac::bound_mode::absolute},   // coarser than a mask's levels: the bound's quantizer wins
-                                      {1e-1, ebac::bound_mode::relative}};
+  const ebac::error_bound bounds[] = {
+      {1e-2, ebac::bound_mode::absolute},
+      {1e-3, ebac::bound_mode::relative},
+      {0.6, ebac::bound_mode::absolute},  // coarser than a mask's levels: the bound's quantizer wins
+      {1e-1, ebac::bound_mode::relative}};
   for (const auto& [name, xf] : float_cases(11)) {
     for (const auto& bound : bounds) {
       for (std::uint32_t max_levels : {16u, 0u, 2u}) {
@@ -361,8 +367,8 @@ TEST_CASE("device stage choice: integer and bool tensors get the host's stages (
     opt.store_when_larger = false;
     const pipe_t pipe{};
     const auto host_stream = ebac::host::compress(x.data(), e, pipe, opt);
-    const ebac::level_palette palette =
-        device_palette(x.data(), x.size(), pipe.chunk_elements, opt.max_levels, 64, in_order((x.size() + pipe.chunk_elements - 1) / pipe.chunk_elements));
+    const ebac::level_palette palette = device_palette(x.data(), x.size(), pipe.chunk_elements, opt.max_levels, 64,
+                                                       in_order((x.size() + pipe.chunk_elements - 1) / pipe.chunk_elements));
     ebac::stream_header h = main_header<pipe_t, T>(e, pipe, opt, pooled);
     if (pooled) ebac::apply_stages(h, ebac::choose_integer_stages(palette, ebac::pool_window_quantizer::make(opt.pooling, e)));
     else ebac::apply_stages(h, ebac::choose_integer_stages(palette, ebac::exact_quantizer{}));

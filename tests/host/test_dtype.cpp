@@ -51,7 +51,7 @@ struct rne_reference {
     const auto lo = static_cast<std::uint16_t>((it - table.begin()) - 1);
     if (table[lo] == a) return sign | lo;
     const auto hi = static_cast<std::uint16_t>(lo + 1);
-    const double twice = 2 * a;              // exact
+    const double twice = 2 * a;                // exact
     const double mid = table[lo] + table[hi];  // exact: adjacent values of a 16-bit format
     if (twice < mid) return sign | lo;
     if (twice > mid) return sign | hi;
@@ -102,189 +102,193 @@ std::vector<float> random_floats(std::uint64_t seed, std::size_t n, int exp_lo, 
 }  // namespace
 
 TEST_SUITE("host") {
-
-TEST_CASE("dtype: names, sizes and raw bits") {
-  CHECK(ebac::size_of(ebac::dtype::f32) == 4);
-  CHECK(ebac::size_of(ebac::dtype::f16) == 2);
-  CHECK(ebac::size_of(ebac::dtype::bf16) == 2);
-  ebac::dtype t{};
-  CHECK((ebac::parse_dtype("f32", t) && t == ebac::dtype::f32));
-  CHECK((ebac::parse_dtype("float16", t) && t == ebac::dtype::f16));
-  CHECK((ebac::parse_dtype("bf16", t) && t == ebac::dtype::bf16));
-  CHECK((ebac::parse_dtype("bfloat16", t) && t == ebac::dtype::bf16));
-  CHECK_FALSE(ebac::parse_dtype("f64", t));
-  CHECK_FALSE(ebac::parse_dtype("", t));
-  CHECK_FALSE(ebac::parse_dtype("F32", t));
-  for (auto d : {ebac::dtype::f32, ebac::dtype::f16, ebac::dtype::bf16}) {
-    ebac::dtype back{};
-    CHECK(ebac::parse_dtype(ebac::to_string(d), back));
-    CHECK(back == d);
-  }
-  CHECK(ebac::raw_bits(ebac::from_raw_bits<float>(0x7fc12345u)) == 0x7fc12345u);
-  CHECK(ebac::raw_bits(ebac::from_raw_bits<ebac::float16>(0x7c01)) == 0x7c01);
-  CHECK(ebac::raw_bits(ebac::from_raw_bits<ebac::bfloat16>(0xff81)) == 0xff81);
-}
-
-TEST_CASE("float16: all 65536 patterns decode exactly and round-trip through float") {
-  int failures = 0;
-  for (std::uint32_t b = 0; b < 65536; ++b) {
-    const auto h = static_cast<std::uint16_t>(b);
-    const float f = ebac::to_float(ebac::float16{h});
-    const double ref = f16_value(h);
-    const bool nan = ((h >> 10) & 0x1f) == 0x1f && (h & 0x3ff);
-    const std::uint16_t back = ebac::from_float<ebac::float16>(f).bits;
-    bool ok;
-    if (nan) {
-      // NaN stays NaN with its sign; the conversion may only set the quiet bit.
-      ok = std::isnan(f) && std::signbit(f) == static_cast<bool>(h & 0x8000) && ((back >> 10) & 0x1f) == 0x1f &&
-           (back & 0x3ff) != 0 && (back & 0x8000) == (h & 0x8000) && (back | 0x0200) == (h | 0x0200);
-    } else {
-      ok = static_cast<double>(f) == ref && std::signbit(f) == static_cast<bool>(h & 0x8000) && back == h;
+  TEST_CASE("dtype: names, sizes and raw bits") {
+    CHECK(ebac::size_of(ebac::dtype::f32) == 4);
+    CHECK(ebac::size_of(ebac::dtype::f16) == 2);
+    CHECK(ebac::size_of(ebac::dtype::bf16) == 2);
+    ebac::dtype t{};
+    CHECK((ebac::parse_dtype("f32", t) && t == ebac::dtype::f32));
+    CHECK((ebac::parse_dtype("float16", t) && t == ebac::dtype::f16));
+    CHECK((ebac::parse_dtype("bf16", t) && t == ebac::dtype::bf16));
+    CHECK((ebac::parse_dtype("bfloat16", t) && t == ebac::dtype::bf16));
+    CHECK_FALSE(ebac::parse_dtype("f64", t));
+    CHECK_FALSE(ebac::parse_dtype("", t));
+    CHECK_FALSE(ebac::parse_dtype("F32", t));
+    for (auto d : {ebac::dtype::f32, ebac::dtype::f16, ebac::dtype::bf16}) {
+      ebac::dtype back{};
+      CHECK(ebac::parse_dtype(ebac::to_string(d), back));
+      CHECK(back == d);
     }
-    if (!ok && failures++ < 5) FAIL_CHECK("float16 bits ", hex(h), ": to_float=", fmt(f), " ref=", fmt(ref), " back=", hex(back));
+    CHECK(ebac::raw_bits(ebac::from_raw_bits<float>(0x7fc12345u)) == 0x7fc12345u);
+    CHECK(ebac::raw_bits(ebac::from_raw_bits<ebac::float16>(0x7c01)) == 0x7c01);
+    CHECK(ebac::raw_bits(ebac::from_raw_bits<ebac::bfloat16>(0xff81)) == 0xff81);
   }
-  CHECK(failures == 0);
-}
 
-TEST_CASE("bfloat16: all 65536 patterns decode exactly and round-trip through float") {
-  int failures = 0;
-  for (std::uint32_t b = 0; b < 65536; ++b) {
-    const auto h = static_cast<std::uint16_t>(b);
-    const float f = ebac::to_float(ebac::bfloat16{h});
-    const double ref = bf16_value(h);
-    const bool nan = ((h >> 7) & 0xff) == 0xff && (h & 0x7f);
-    const std::uint16_t back = ebac::from_float<ebac::bfloat16>(f).bits;
-    bool ok;
-    if (nan) {
-      ok = std::isnan(f) && float_to_bits(f) == (static_cast<std::uint32_t>(h) << 16) && ((back >> 7) & 0xff) == 0xff &&
-           (back & 0x7f) != 0 && (back & 0x8000) == (h & 0x8000) && (back | 0x40) == (h | 0x40);
-    } else {
-      ok = static_cast<double>(f) == ref && float_to_bits(f) == (static_cast<std::uint32_t>(h) << 16) && back == h;
+  TEST_CASE("float16: all 65536 patterns decode exactly and round-trip through float") {
+    int failures = 0;
+    for (std::uint32_t b = 0; b < 65536; ++b) {
+      const auto h = static_cast<std::uint16_t>(b);
+      const float f = ebac::to_float(ebac::float16{h});
+      const double ref = f16_value(h);
+      const bool nan = ((h >> 10) & 0x1f) == 0x1f && (h & 0x3ff);
+      const std::uint16_t back = ebac::from_float<ebac::float16>(f).bits;
+      bool ok;
+      if (nan) {
+        // NaN stays NaN with its sign; the conversion may only set the quiet bit.
+        ok = std::isnan(f) && std::signbit(f) == static_cast<bool>(h & 0x8000) && ((back >> 10) & 0x1f) == 0x1f &&
+             (back & 0x3ff) != 0 && (back & 0x8000) == (h & 0x8000) && (back | 0x0200) == (h | 0x0200);
+      } else {
+        ok = static_cast<double>(f) == ref && std::signbit(f) == static_cast<bool>(h & 0x8000) && back == h;
+      }
+      if (!ok && failures++ < 5)
+        FAIL_CHECK("float16 bits ", hex(h), ": to_float=", fmt(f), " ref=", fmt(ref), " back=", hex(back));
     }
-    if (!ok && failures++ < 5) FAIL_CHECK("bfloat16 bits ", hex(h), ": to_float=", fmt(f), " ref=", fmt(ref), " back=", hex(back));
+    CHECK(failures == 0);
   }
-  CHECK(failures == 0);
-}
 
-TEST_CASE("float16: from_float is round-to-nearest-even (boundaries)") {
-  const auto ref = f16_reference();
-  struct c { float x; std::uint16_t bits; };
-  const float min_sub = std::ldexp(1.0f, -24);
-  const c cases[] = {
-      {0.0f, 0x0000},
-      {-0.0f, 0x8000},
-      {1.0f, 0x3c00},
-      {-2.0f, 0xc000},
-      {65504.0f, 0x7bff},
-      {65519.99f, 0x7bff},  // the float nearest 65519.99 is below the midpoint 65520
-      {std::nextafter(65520.0f, 0.0f), 0x7bff},
-      {65520.0f, 0x7c00},   // midpoint between 65504 and 2^16: ties to even -> infinity
-      {-65520.0f, 0xfc00},
-      {65536.0f, 0x7c00},
-      {std::numeric_limits<float>::max(), 0x7c00},
-      {-std::numeric_limits<float>::max(), 0xfc00},
-      {std::numeric_limits<float>::infinity(), 0x7c00},
-      {-std::numeric_limits<float>::infinity(), 0xfc00},
-      {min_sub, 0x0001},
-      {-min_sub, 0x8001},
-      {std::ldexp(1.0f, -25), 0x0000},  // half the smallest subnormal: tie to even (zero)
-      {-std::ldexp(1.0f, -25), 0x8000},
-      {std::nextafter(std::ldexp(1.0f, -25), 1.0f), 0x0001},
-      {1.5f * min_sub, 0x0002},  // tie between 1 and 2 ulps: even
-      {2.5f * min_sub, 0x0002},  // tie between 2 and 3 ulps: even
-      {std::ldexp(1.0f, -14), 0x0400},  // smallest normal
-      {std::nextafter(std::ldexp(1.0f, -14), 0.0f), 0x0400},
-      {std::ldexp(1023.5f, -24), 0x0400},  // tie between largest subnormal and smallest normal
-      {std::ldexp(1022.5f, -24), 0x03fe},
-      {std::numeric_limits<float>::denorm_min(), 0x0000},
-      {-std::numeric_limits<float>::denorm_min(), 0x8000},
-      {std::numeric_limits<float>::min(), 0x0000},
-      {1.0f + std::ldexp(1.0f, -11), 0x3c00},  // tie: even
-      {1.0f + 3 * std::ldexp(1.0f, -11), 0x3c02},
-      {2048.0f + 1.0f, 0x6800},  // 2049 ties between 2048 and 2050
-      {2048.0f + 3.0f, 0x6802},
-  };
-  for (const auto& k : cases) {
-    INFO("x = ", fmt(k.x));
-    CHECK(hex(ebac::from_float<ebac::float16>(k.x).bits) == hex(k.bits));
-    CHECK(hex(ref(k.x)) == hex(k.bits));  // the reference agrees with the hand-made table
+  TEST_CASE("bfloat16: all 65536 patterns decode exactly and round-trip through float") {
+    int failures = 0;
+    for (std::uint32_t b = 0; b < 65536; ++b) {
+      const auto h = static_cast<std::uint16_t>(b);
+      const float f = ebac::to_float(ebac::bfloat16{h});
+      const double ref = bf16_value(h);
+      const bool nan = ((h >> 7) & 0xff) == 0xff && (h & 0x7f);
+      const std::uint16_t back = ebac::from_float<ebac::bfloat16>(f).bits;
+      bool ok;
+      if (nan) {
+        ok = std::isnan(f) && float_to_bits(f) == (static_cast<std::uint32_t>(h) << 16) && ((back >> 7) & 0xff) == 0xff &&
+             (back & 0x7f) != 0 && (back & 0x8000) == (h & 0x8000) && (back | 0x40) == (h | 0x40);
+      } else {
+        ok = static_cast<double>(f) == ref && float_to_bits(f) == (static_cast<std::uint32_t>(h) << 16) && back == h;
+      }
+      if (!ok && failures++ < 5)
+        FAIL_CHECK("bfloat16 bits ", hex(h), ": to_float=", fmt(f), " ref=", fmt(ref), " back=", hex(back));
+    }
+    CHECK(failures == 0);
   }
-}
 
-TEST_CASE("float16: from_float matches a double reference on every tie and many random floats") {
-  const auto ref = f16_reference();
-  int failures = 0;
-  auto check = [&](float x) {
-    const std::uint16_t got = ebac::from_float<ebac::float16>(x).bits, want = ref(x);
-    if (got != want && failures++ < 10)
-      FAIL_CHECK("x=", fmt(x), " (", hex(float_to_bits(x)), ") got ", hex(got), " want ", hex(want));
-  };
-  // Every midpoint between adjacent halves (exact in float) and its neighbours.
-  for (std::uint32_t b = 0; b < 0x7c00; ++b) {
-    const double mid = (ref.table[b] + ref.table[b + 1]) / 2;
-    const auto m = static_cast<float>(mid);
-    REQUIRE(static_cast<double>(m) == mid);
-    for (float x : {m, std::nextafter(m, 0.0f), std::nextafter(m, 1e30f), static_cast<float>(ref.table[b])}) {
-      check(x);
-      check(-x);
+  TEST_CASE("float16: from_float is round-to-nearest-even (boundaries)") {
+    const auto ref = f16_reference();
+    struct c {
+      float x;
+      std::uint16_t bits;
+    };
+    const float min_sub = std::ldexp(1.0f, -24);
+    const c cases[] = {
+        {0.0f, 0x0000},
+        {-0.0f, 0x8000},
+        {1.0f, 0x3c00},
+        {-2.0f, 0xc000},
+        {65504.0f, 0x7bff},
+        {65519.99f, 0x7bff},  // the float nearest 65519.99 is below the midpoint 65520
+        {std::nextafter(65520.0f, 0.0f), 0x7bff},
+        {65520.0f, 0x7c00},  // midpoint between 65504 and 2^16: ties to even -> infinity
+        {-65520.0f, 0xfc00},
+        {65536.0f, 0x7c00},
+        {std::numeric_limits<float>::max(), 0x7c00},
+        {-std::numeric_limits<float>::max(), 0xfc00},
+        {std::numeric_limits<float>::infinity(), 0x7c00},
+        {-std::numeric_limits<float>::infinity(), 0xfc00},
+        {min_sub, 0x0001},
+        {-min_sub, 0x8001},
+        {std::ldexp(1.0f, -25), 0x0000},  // half the smallest subnormal: tie to even (zero)
+        {-std::ldexp(1.0f, -25), 0x8000},
+        {std::nextafter(std::ldexp(1.0f, -25), 1.0f), 0x0001},
+        {1.5f * min_sub, 0x0002},         // tie between 1 and 2 ulps: even
+        {2.5f * min_sub, 0x0002},         // tie between 2 and 3 ulps: even
+        {std::ldexp(1.0f, -14), 0x0400},  // smallest normal
+        {std::nextafter(std::ldexp(1.0f, -14), 0.0f), 0x0400},
+        {std::ldexp(1023.5f, -24), 0x0400},  // tie between largest subnormal and smallest normal
+        {std::ldexp(1022.5f, -24), 0x03fe},
+        {std::numeric_limits<float>::denorm_min(), 0x0000},
+        {-std::numeric_limits<float>::denorm_min(), 0x8000},
+        {std::numeric_limits<float>::min(), 0x0000},
+        {1.0f + std::ldexp(1.0f, -11), 0x3c00},  // tie: even
+        {1.0f + 3 * std::ldexp(1.0f, -11), 0x3c02},
+        {2048.0f + 1.0f, 0x6800},  // 2049 ties between 2048 and 2050
+        {2048.0f + 3.0f, 0x6802},
+    };
+    for (const auto& k : cases) {
+      INFO("x = ", fmt(k.x));
+      CHECK(hex(ebac::from_float<ebac::float16>(k.x).bits) == hex(k.bits));
+      CHECK(hex(ref(k.x)) == hex(k.bits));  // the reference agrees with the hand-made table
     }
   }
-  for (float x : random_floats(0xf16, 1u << 20, -30, 17)) check(x);
-  CHECK(failures == 0);
-}
 
-TEST_CASE("bfloat16: from_float matches a double reference on every tie and many random floats") {
-  const auto ref = bf16_reference();
-  int failures = 0;
-  auto check = [&](float x) {
-    const std::uint16_t got = ebac::from_float<ebac::bfloat16>(x).bits, want = ref(x);
-    if (got != want && failures++ < 10)
-      FAIL_CHECK("x=", fmt(x), " (", hex(float_to_bits(x)), ") got ", hex(got), " want ", hex(want));
-  };
-  for (std::uint32_t b = 0; b < 0x7f80; ++b) {
-    const double mid = (ref.table[b] + ref.table[b + 1]) / 2;
-    if (b == 0x7f7f) {  // the overflow midpoint (2 - 2^-8) 2^127 is a float
+  TEST_CASE("float16: from_float matches a double reference on every tie and many random floats") {
+    const auto ref = f16_reference();
+    int failures = 0;
+    auto check = [&](float x) {
+      const std::uint16_t got = ebac::from_float<ebac::float16>(x).bits, want = ref(x);
+      if (got != want && failures++ < 10)
+        FAIL_CHECK("x=", fmt(x), " (", hex(float_to_bits(x)), ") got ", hex(got), " want ", hex(want));
+    };
+    // Every midpoint between adjacent halves (exact in float) and its neighbours.
+    for (std::uint32_t b = 0; b < 0x7c00; ++b) {
+      const double mid = (ref.table[b] + ref.table[b + 1]) / 2;
       const auto m = static_cast<float>(mid);
       REQUIRE(static_cast<double>(m) == mid);
-      check(m);
-      check(std::nextafter(m, 0.0f));
-      check(std::numeric_limits<float>::max());
-      continue;
+      for (float x : {m, std::nextafter(m, 0.0f), std::nextafter(m, 1e30f), static_cast<float>(ref.table[b])}) {
+        check(x);
+        check(-x);
+      }
     }
-    const auto m = static_cast<float>(mid);
-    REQUIRE(static_cast<double>(m) == mid);
-    for (float x : {m, std::nextafter(m, 0.0f), std::nextafter(m, 1e30f), static_cast<float>(ref.table[b])}) {
-      check(x);
-      check(-x);
-    }
+    for (float x : random_floats(0xf16, 1u << 20, -30, 17)) check(x);
+    CHECK(failures == 0);
   }
-  for (float x : random_floats(0xbf16, 1u << 20, -150, 127)) check(x);
-  CHECK(ebac::from_float<ebac::bfloat16>(std::numeric_limits<float>::max()).bits == 0x7f80);
-  CHECK(ebac::from_float<ebac::bfloat16>(-std::numeric_limits<float>::infinity()).bits == 0xff80);
-  CHECK(ebac::from_float<ebac::bfloat16>(-0.0f).bits == 0x8000);
-  CHECK(failures == 0);
-}
 
-TEST_CASE("float16/bfloat16: every float NaN converts to a NaN of the same sign") {
-  std::mt19937_64 rng(7);
-  std::vector<std::uint32_t> nans = {0x7fc00000u, 0xffc00000u, 0x7f800001u, 0xff800001u, 0x7fffffffu, 0xffffffffu,
-                                     0x7fc12345u, 0x7f802000u, 0x7fa00000u};
-  for (int i = 0; i < 100000; ++i) {
-    std::uint32_t m = static_cast<std::uint32_t>(rng()) & 0x7fffffu;
-    if (!m) m = 1;
-    nans.push_back((static_cast<std::uint32_t>(rng()) & 0x80000000u) | 0x7f800000u | m);
+  TEST_CASE("bfloat16: from_float matches a double reference on every tie and many random floats") {
+    const auto ref = bf16_reference();
+    int failures = 0;
+    auto check = [&](float x) {
+      const std::uint16_t got = ebac::from_float<ebac::bfloat16>(x).bits, want = ref(x);
+      if (got != want && failures++ < 10)
+        FAIL_CHECK("x=", fmt(x), " (", hex(float_to_bits(x)), ") got ", hex(got), " want ", hex(want));
+    };
+    for (std::uint32_t b = 0; b < 0x7f80; ++b) {
+      const double mid = (ref.table[b] + ref.table[b + 1]) / 2;
+      if (b == 0x7f7f) {  // the overflow midpoint (2 - 2^-8) 2^127 is a float
+        const auto m = static_cast<float>(mid);
+        REQUIRE(static_cast<double>(m) == mid);
+        check(m);
+        check(std::nextafter(m, 0.0f));
+        check(std::numeric_limits<float>::max());
+        continue;
+      }
+      const auto m = static_cast<float>(mid);
+      REQUIRE(static_cast<double>(m) == mid);
+      for (float x : {m, std::nextafter(m, 0.0f), std::nextafter(m, 1e30f), static_cast<float>(ref.table[b])}) {
+        check(x);
+        check(-x);
+      }
+    }
+    for (float x : random_floats(0xbf16, 1u << 20, -150, 127)) check(x);
+    CHECK(ebac::from_float<ebac::bfloat16>(std::numeric_limits<float>::max()).bits == 0x7f80);
+    CHECK(ebac::from_float<ebac::bfloat16>(-std::numeric_limits<float>::infinity()).bits == 0xff80);
+    CHECK(ebac::from_float<ebac::bfloat16>(-0.0f).bits == 0x8000);
+    CHECK(failures == 0);
   }
-  int failures = 0;
-  for (std::uint32_t u : nans) {
-    const float f = bits_to_float(u);
-    const std::uint16_t h = ebac::from_float<ebac::float16>(f).bits;
-    const std::uint16_t b = ebac::from_float<ebac::bfloat16>(f).bits;
-    const bool ok = ((h >> 10) & 0x1f) == 0x1f && (h & 0x3ff) && ((h & 0x8000) != 0) == ((u >> 31) != 0) &&
-                    ((b >> 7) & 0xff) == 0xff && (b & 0x7f) && ((b & 0x8000) != 0) == ((u >> 31) != 0) &&
-                    std::isnan(ebac::to_float(ebac::float16{h})) && std::isnan(ebac::to_float(ebac::bfloat16{b}));
-    if (!ok && failures++ < 5) FAIL_CHECK("NaN ", hex(u), " -> f16 ", hex(h), " bf16 ", hex(b));
+
+  TEST_CASE("float16/bfloat16: every float NaN converts to a NaN of the same sign") {
+    std::mt19937_64 rng(7);
+    std::vector<std::uint32_t> nans = {0x7fc00000u, 0xffc00000u, 0x7f800001u, 0xff800001u, 0x7fffffffu,
+                                       0xffffffffu, 0x7fc12345u, 0x7f802000u, 0x7fa00000u};
+    for (int i = 0; i < 100000; ++i) {
+      std::uint32_t m = static_cast<std::uint32_t>(rng()) & 0x7fffffu;
+      if (!m) m = 1;
+      nans.push_back((static_cast<std::uint32_t>(rng()) & 0x80000000u) | 0x7f800000u | m);
+    }
+    int failures = 0;
+    for (std::uint32_t u : nans) {
+      const float f = bits_to_float(u);
+      const std::uint16_t h = ebac::from_float<ebac::float16>(f).bits;
+      const std::uint16_t b = ebac::from_float<ebac::bfloat16>(f).bits;
+      const bool ok = ((h >> 10) & 0x1f) == 0x1f && (h & 0x3ff) && ((h & 0x8000) != 0) == ((u >> 31) != 0) &&
+                      ((b >> 7) & 0xff) == 0xff && (b & 0x7f) && ((b & 0x8000) != 0) == ((u >> 31) != 0) &&
+                      std::isnan(ebac::to_float(ebac::float16{h})) && std::isnan(ebac::to_float(ebac::bfloat16{b}));
+      if (!ok && failures++ < 5) FAIL_CHECK("NaN ", hex(u), " -> f16 ", hex(h), " bf16 ", hex(b));
+    }
+    CHECK(failures == 0);
   }
-  CHECK(failures == 0);
-}
 
 }  // TEST_SUITE

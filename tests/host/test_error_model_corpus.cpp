@@ -69,7 +69,10 @@ std::vector<corpus_layer> load_layers() {
   while (std::getline(f, line)) {
     if (line.empty()) continue;
     auto v = split(line, '\t');
-    if (cols.empty()) { cols = v; continue; }
+    if (cols.empty()) {
+      cols = v;
+      continue;
+    }
     std::map<std::string, std::string> r;
     for (std::size_t i = 0; i < cols.size() && i < v.size(); ++i) r[cols[i]] = v[i];
     if (r["in_file"] == "-" || r["grad_file"] == "-") continue;
@@ -108,50 +111,51 @@ std::vector<corpus_layer> load_layers() {
 }  // namespace
 
 TEST_SUITE("host") {
-
-TEST_CASE("error_model corpus: predicted vs measured weight-gradient error on real layers") {
-  const auto layers = load_layers();
-  if (layers.empty()) {
-    MESSAGE("no " EBAC_CORPUS_DIR "/layers.tsv: skipped (run studies/make_corpus.py --grad-output)");
-    return;
-  }
-  ebac::pipeline_spec spec;
-  REQUIRE(ebac::parse_pipeline("fast", spec));
-  int pairs = 0, in_band = 0;
-  for (const auto& L : layers) {
-    const auto& g = L.g;
-    const em::flat_mask mask = em::find_flat_mask(g, L.x.data());
-    std::vector<double> w0(static_cast<std::size_t>(g.weight_count())), w1(w0.size());
-    REQUIRE(em::weight_gradient(g, L.x.data(), L.dy.data(), w0.data()) == ebac::status::ok);
-    auto ds = em::collect_output_gradient_statistics(g, L.dy.data(), mask);
-    ebac::extents shape{static_cast<std::uint64_t>(g.batch), static_cast<std::uint64_t>(g.in_channels),
-                        static_cast<std::uint64_t>(g.in_h), static_cast<std::uint64_t>(g.in_w)};
-    if (g.in_h == 1 && g.in_w == 1) shape = ebac::extents{static_cast<std::uint64_t>(g.batch), static_cast<std::uint64_t>(g.in_channels)};
-    for (double rel : {1e-3, 1e-2, 1e-1}) {
-      ebac::compress_options opt;
-      opt.bound = {rel, ebac::bound_mode::relative};
-      opt.threads = 1;
-      const auto stream = ebac::with_pipeline(spec, shape, [&](auto p) { return ebac::host::compress(L.x.data(), shape, p, opt); });
-      const double eb = ebac::host::inspect(stream.data(), stream.size()).eb_abs;
-      const auto y = ebac::host::decompress<float>(stream.data(), stream.size(), 1);
-      REQUIRE(em::weight_gradient(g, y.data(), L.dy.data(), w1.data()) == ebac::status::ok);
-      ds.weight_grad_rms = em::rms(w1.data(), w1.size());  // the gradient the trainer has: with the reconstruction
-      const auto p = em::weight_error_model{}(ds, em::collect_input_error_statistics(g, L.x.data(), y.data(), mask, eb));
-      REQUIRE(p.state == ebac::status::ok);
-      const double measured = em::rms_difference(w1.data(), w0.data(), w0.size());
-      const double ratio = p.sigma / measured;
-      const auto iv = em::sampling_interval(p.effective_dof);
-      // predicted/measured = (predicted/true) / (measured/true): the band on
-      // the first factor, the sampling interval on the second.
-      INFO(L.module << " rel " << rel << ": predicted " << p.sigma << " measured " << measured << " ratio " << ratio << " dof "
-                    << p.effective_dof << " allowed [" << 0.8 / iv.high << ", " << 1.25 / iv.low << "]");
-      CHECK(ratio >= 0.8 / iv.high);
-      CHECK(ratio <= 1.25 / iv.low);
-      ++pairs;
-      in_band += (ratio >= 0.8 && ratio <= 1.25);
+  TEST_CASE("error_model corpus: predicted vs measured weight-gradient error on real layers") {
+    const auto layers = load_layers();
+    if (layers.empty()) {
+      MESSAGE("no " EBAC_CORPUS_DIR "/layers.tsv: skipped (run studies/make_corpus.py --grad-output)");
+      return;
     }
+    ebac::pipeline_spec spec;
+    REQUIRE(ebac::parse_pipeline("fast", spec));
+    int pairs = 0, in_band = 0;
+    for (const auto& L : layers) {
+      const auto& g = L.g;
+      const em::flat_mask mask = em::find_flat_mask(g, L.x.data());
+      std::vector<double> w0(static_cast<std::size_t>(g.weight_count())), w1(w0.size());
+      REQUIRE(em::weight_gradient(g, L.x.data(), L.dy.data(), w0.data()) == ebac::status::ok);
+      auto ds = em::collect_output_gradient_statistics(g, L.dy.data(), mask);
+      ebac::extents shape{static_cast<std::uint64_t>(g.batch), static_cast<std::uint64_t>(g.in_channels),
+                          static_cast<std::uint64_t>(g.in_h), static_cast<std::uint64_t>(g.in_w)};
+      if (g.in_h == 1 && g.in_w == 1)
+        shape = ebac::extents{static_cast<std::uint64_t>(g.batch), static_cast<std::uint64_t>(g.in_channels)};
+      for (double rel : {1e-3, 1e-2, 1e-1}) {
+        ebac::compress_options opt;
+        opt.bound = {rel, ebac::bound_mode::relative};
+        opt.threads = 1;
+        const auto stream =
+            ebac::with_pipeline(spec, shape, [&](auto p) { return ebac::host::compress(L.x.data(), shape, p, opt); });
+        const double eb = ebac::host::inspect(stream.data(), stream.size()).eb_abs;
+        const auto y = ebac::host::decompress<float>(stream.data(), stream.size(), 1);
+        REQUIRE(em::weight_gradient(g, y.data(), L.dy.data(), w1.data()) == ebac::status::ok);
+        ds.weight_grad_rms = em::rms(w1.data(), w1.size());  // the gradient the trainer has: with the reconstruction
+        const auto p = em::weight_error_model{}(ds, em::collect_input_error_statistics(g, L.x.data(), y.data(), mask, eb));
+        REQUIRE(p.state == ebac::status::ok);
+        const double measured = em::rms_difference(w1.data(), w0.data(), w0.size());
+        const double ratio = p.sigma / measured;
+        const auto iv = em::sampling_interval(p.effective_dof);
+        // predicted/measured = (predicted/true) / (measured/true): the band on
+        // the first factor, the sampling interval on the second.
+        INFO(L.module << " rel " << rel << ": predicted " << p.sigma << " measured " << measured << " ratio " << ratio << " dof "
+                      << p.effective_dof << " allowed [" << 0.8 / iv.high << ", " << 1.25 / iv.low << "]");
+        CHECK(ratio >= 0.8 / iv.high);
+        CHECK(ratio <= 1.25 / iv.low);
+        ++pairs;
+        in_band += (ratio >= 0.8 && ratio <= 1.25);
+      }
+    }
+    MESSAGE(in_band << " of " << pairs << " (layer, bound) pairs inside 0.8..1.25");
   }
-  MESSAGE(in_band << " of " << pairs << " (layer, bound) pairs inside 0.8..1.25");
-}
 
 }  // TEST_SUITE

@@ -77,173 +77,175 @@ std::vector<std::uint32_t> reference_residual(const std::vector<std::uint32_t>& 
 }  // namespace
 
 TEST_SUITE("host") {
+  TEST_CASE("lorenzo: axis passes describe the right lines") {
+    const ebac::extents e{2, 3, 5, 7};
+    const auto flat = ebac::lorenzo::flat(100);
+    REQUIRE(flat.validate(e) == ebac::status::ok);
+    CHECK(flat.passes() == 1);
+    CHECK(same_pass(flat.pass(e, 0), 1, 210, 1, 100));
 
-TEST_CASE("lorenzo: axis passes describe the right lines") {
-  const ebac::extents e{2, 3, 5, 7};
-  const auto flat = ebac::lorenzo::flat(100);
-  REQUIRE(flat.validate(e) == ebac::status::ok);
-  CHECK(flat.passes() == 1);
-  CHECK(same_pass(flat.pass(e, 0), 1, 210, 1, 100));
+    const auto l2 = ebac::lorenzo::along_last(2, 4, 64);
+    REQUIRE(l2.validate(e) == ebac::status::ok);
+    CHECK(l2.passes() == 2);
+    CHECK(same_pass(l2.pass(e, 0), 6, 5, 7, 64));
+    CHECK(same_pass(l2.pass(e, 1), 30, 7, 1, 64));
 
-  const auto l2 = ebac::lorenzo::along_last(2, 4, 64);
-  REQUIRE(l2.validate(e) == ebac::status::ok);
-  CHECK(l2.passes() == 2);
-  CHECK(same_pass(l2.pass(e, 0), 6, 5, 7, 64));
-  CHECK(same_pass(l2.pass(e, 1), 30, 7, 1, 64));
+    const auto l3 = ebac::lorenzo::along_last(3, 4, 16);
+    REQUIRE(l3.validate(e) == ebac::status::ok);
+    CHECK(same_pass(l3.pass(e, 0), 2, 3, 35, 16));
+    CHECK(same_pass(l3.pass(e, 1), 6, 5, 7, 16));
+    CHECK(same_pass(l3.pass(e, 2), 30, 7, 1, 16));
 
-  const auto l3 = ebac::lorenzo::along_last(3, 4, 16);
-  REQUIRE(l3.validate(e) == ebac::status::ok);
-  CHECK(same_pass(l3.pass(e, 0), 2, 3, 35, 16));
-  CHECK(same_pass(l3.pass(e, 1), 6, 5, 7, 16));
-  CHECK(same_pass(l3.pass(e, 2), 30, 7, 1, 16));
+    const auto la = ebac::lorenzo::along({0, 2}, 4);
+    REQUIRE(la.validate(e) == ebac::status::ok);
+    CHECK(same_pass(la.pass(e, 0), 1, 2, 105, 4));
+    CHECK(same_pass(la.pass(e, 1), 6, 5, 7, 4));
 
-  const auto la = ebac::lorenzo::along({0, 2}, 4);
-  REQUIRE(la.validate(e) == ebac::status::ok);
-  CHECK(same_pass(la.pass(e, 0), 1, 2, 105, 4));
-  CHECK(same_pass(la.pass(e, 1), 6, 5, 7, 4));
-
-  // Zero-sized and unit dims give empty or trivial passes.
-  const ebac::extents z{3, 0, 5};
-  const auto lz = ebac::lorenzo::along_last(2, 3, 64);
-  REQUIRE(lz.validate(z) == ebac::status::ok);
-  CHECK(same_pass(lz.pass(z, 0), 3, 0, 5, 64));
-  CHECK(same_pass(lz.pass(z, 1), 0, 5, 1, 64));
-}
-
-TEST_CASE("lorenzo: validate rejects bad axes, dims and tiles") {
-  const ebac::extents e{4, 5, 6};
-  CHECK(ebac::lorenzo::along({0, 1, 2}, 8).validate(e) == ebac::status::ok);
-  CHECK(ebac::lorenzo::along({0, 1, 2, 2}, 8).validate(e) != ebac::status::ok);  // 4 axes
-  CHECK(ebac::lorenzo::along({1, 0}, 8).validate(e) != ebac::status::ok);        // not increasing
-  CHECK(ebac::lorenzo::along({1, 1}, 8).validate(e) != ebac::status::ok);
-  CHECK(ebac::lorenzo::along({3}, 8).validate(e) != ebac::status::ok);           // axis >= rank
-  CHECK(ebac::lorenzo::along({0}, 0).validate(e) != ebac::status::ok);           // tile 0
-  CHECK(ebac::lorenzo::flat(0).validate(e) != ebac::status::ok);
-  CHECK(ebac::lorenzo::flat(1).validate(e) == ebac::status::ok);
-  ebac::lorenzo none = ebac::lorenzo::flat();
-  none.dims = 0;
-  CHECK(none.validate(e) != ebac::status::ok);
-  CHECK(ebac::lorenzo::along_last(3, 2, 16).validate(ebac::extents{4, 5}) != ebac::status::ok);
-  CHECK(ebac::no_prediction{}.validate(e) == ebac::status::ok);
-  CHECK(ebac::no_prediction{}.passes() == 0);
-}
-
-TEST_CASE("lorenzo: forward/inverse are exact inverses in wrapping arithmetic") {
-  std::mt19937_64 rng(5);
-  for (int i = 0; i < 100000; ++i) {
-    const auto a = static_cast<std::uint32_t>(rng()), b = static_cast<std::uint32_t>(rng());
-    REQUIRE(ebac::lorenzo::inverse(ebac::lorenzo::forward(a, b), b) == a);
+    // Zero-sized and unit dims give empty or trivial passes.
+    const ebac::extents z{3, 0, 5};
+    const auto lz = ebac::lorenzo::along_last(2, 3, 64);
+    REQUIRE(lz.validate(z) == ebac::status::ok);
+    CHECK(same_pass(lz.pass(z, 0), 3, 0, 5, 64));
+    CHECK(same_pass(lz.pass(z, 1), 0, 5, 1, 64));
   }
-  CHECK(ebac::lorenzo::forward(0u, 0xffffffffu) == 1u);
-  CHECK(ebac::lorenzo::inverse(1u, 0xffffffffu) == 0u);
-}
 
-TEST_CASE("lorenzo: host passes compute the D-dimensional residual and invert it") {
-  std::mt19937_64 rng(9);
-  struct c { ebac::extents e; ebac::lorenzo l; };
-  const c cases[] = {
-      {ebac::extents{37}, ebac::lorenzo::flat(8)},
-      {ebac::extents{5, 9}, ebac::lorenzo::flat(7)},
-      {ebac::extents{6, 9}, ebac::lorenzo::along_last(2, 2, 4)},
-      {ebac::extents{6, 9}, ebac::lorenzo::along_last(2, 2, 64)},
-      {ebac::extents{4, 5, 6}, ebac::lorenzo::along_last(3, 3, 3)},
-      {ebac::extents{4, 5, 6}, ebac::lorenzo::along({0, 2}, 2)},
-      {ebac::extents{3, 4, 5, 6}, ebac::lorenzo::along_last(3, 4, 16)},
-      {ebac::extents{3, 4, 5, 6}, ebac::lorenzo::along({0, 1, 3}, 2)},
-      {ebac::extents{2, 1, 7, 1}, ebac::lorenzo::along_last(2, 4, 1)},
-      {ebac::extents{1, 1, 1}, ebac::lorenzo::along_last(2, 3, 16)},
-      // Big enough that run_pass groups units into several tasks of
-      // pass_task_elements, the last one ragged, and runs them in parallel.
-      {ebac::extents{300, 37, 29}, ebac::lorenzo::along_last(2, 3, 16)},
-      {ebac::extents{40, 33, 31, 17}, ebac::lorenzo::along_last(3, 4, 16)},
-  };
-  for (const auto& k : cases) {
-    CAPTURE(shape_str(k.e));
-    CAPTURE(int(k.l.dims));
-    REQUIRE(k.l.validate(k.e) == ebac::status::ok);
-    const std::uint64_t n = count_of(k.e);
-    std::vector<std::uint32_t> f(n);
-    for (auto& v : f) v = static_cast<std::uint32_t>(rng());
-    const auto want = reference_residual(f, k.e, k.l);
-    for (int threads : {1, 2, 3}) {
-      auto g = f;
-      for (int p = 0; p < k.l.passes(); ++p) ebac::host::detail::run_pass<true>(k.l, g.data(), k.l.pass(k.e, p), threads);
-      CHECK(g == want);
-      for (int p = k.l.passes() - 1; p >= 0; --p) ebac::host::detail::run_pass<false>(k.l, g.data(), k.l.pass(k.e, p), threads);
-      CHECK(g == f);
+  TEST_CASE("lorenzo: validate rejects bad axes, dims and tiles") {
+    const ebac::extents e{4, 5, 6};
+    CHECK(ebac::lorenzo::along({0, 1, 2}, 8).validate(e) == ebac::status::ok);
+    CHECK(ebac::lorenzo::along({0, 1, 2, 2}, 8).validate(e) != ebac::status::ok);  // 4 axes
+    CHECK(ebac::lorenzo::along({1, 0}, 8).validate(e) != ebac::status::ok);        // not increasing
+    CHECK(ebac::lorenzo::along({1, 1}, 8).validate(e) != ebac::status::ok);
+    CHECK(ebac::lorenzo::along({3}, 8).validate(e) != ebac::status::ok);  // axis >= rank
+    CHECK(ebac::lorenzo::along({0}, 0).validate(e) != ebac::status::ok);  // tile 0
+    CHECK(ebac::lorenzo::flat(0).validate(e) != ebac::status::ok);
+    CHECK(ebac::lorenzo::flat(1).validate(e) == ebac::status::ok);
+    ebac::lorenzo none = ebac::lorenzo::flat();
+    none.dims = 0;
+    CHECK(none.validate(e) != ebac::status::ok);
+    CHECK(ebac::lorenzo::along_last(3, 2, 16).validate(ebac::extents{4, 5}) != ebac::status::ok);
+    CHECK(ebac::no_prediction{}.validate(e) == ebac::status::ok);
+    CHECK(ebac::no_prediction{}.passes() == 0);
+  }
+
+  TEST_CASE("lorenzo: forward/inverse are exact inverses in wrapping arithmetic") {
+    std::mt19937_64 rng(5);
+    for (int i = 0; i < 100000; ++i) {
+      const auto a = static_cast<std::uint32_t>(rng()), b = static_cast<std::uint32_t>(rng());
+      REQUIRE(ebac::lorenzo::inverse(ebac::lorenzo::forward(a, b), b) == a);
     }
-    // The chunk-local pieces (the whole tensor is a run of whole blocks):
-    // zigzagged residuals, and back.
-    {
-      auto q = f;
-      std::vector<std::uint32_t> codes(n);
-      k.l.predict_chunk(k.e, q.data(), codes.data(), n);
-      std::vector<std::uint32_t> want_codes(n);
-      for (std::uint64_t i = 0; i < n; ++i) want_codes[i] = ebac::detail::zigzag(static_cast<std::int32_t>(want[i]));
-      CHECK(codes == want_codes);
-      for (auto& c : codes) c = static_cast<std::uint32_t>(ebac::detail::unzigzag(c));
-      k.l.unpredict_chunk(k.e, codes.data(), n);
-      CHECK(codes == f);
+    CHECK(ebac::lorenzo::forward(0u, 0xffffffffu) == 1u);
+    CHECK(ebac::lorenzo::inverse(1u, 0xffffffffu) == 0u);
+  }
+
+  TEST_CASE("lorenzo: host passes compute the D-dimensional residual and invert it") {
+    std::mt19937_64 rng(9);
+    struct c {
+      ebac::extents e;
+      ebac::lorenzo l;
+    };
+    const c cases[] = {
+        {ebac::extents{37}, ebac::lorenzo::flat(8)},
+        {ebac::extents{5, 9}, ebac::lorenzo::flat(7)},
+        {ebac::extents{6, 9}, ebac::lorenzo::along_last(2, 2, 4)},
+        {ebac::extents{6, 9}, ebac::lorenzo::along_last(2, 2, 64)},
+        {ebac::extents{4, 5, 6}, ebac::lorenzo::along_last(3, 3, 3)},
+        {ebac::extents{4, 5, 6}, ebac::lorenzo::along({0, 2}, 2)},
+        {ebac::extents{3, 4, 5, 6}, ebac::lorenzo::along_last(3, 4, 16)},
+        {ebac::extents{3, 4, 5, 6}, ebac::lorenzo::along({0, 1, 3}, 2)},
+        {ebac::extents{2, 1, 7, 1}, ebac::lorenzo::along_last(2, 4, 1)},
+        {ebac::extents{1, 1, 1}, ebac::lorenzo::along_last(2, 3, 16)},
+        // Big enough that run_pass groups units into several tasks of
+        // pass_task_elements, the last one ragged, and runs them in parallel.
+        {ebac::extents{300, 37, 29}, ebac::lorenzo::along_last(2, 3, 16)},
+        {ebac::extents{40, 33, 31, 17}, ebac::lorenzo::along_last(3, 4, 16)},
+    };
+    for (const auto& k : cases) {
+      CAPTURE(shape_str(k.e));
+      CAPTURE(int(k.l.dims));
+      REQUIRE(k.l.validate(k.e) == ebac::status::ok);
+      const std::uint64_t n = count_of(k.e);
+      std::vector<std::uint32_t> f(n);
+      for (auto& v : f) v = static_cast<std::uint32_t>(rng());
+      const auto want = reference_residual(f, k.e, k.l);
+      for (int threads : {1, 2, 3}) {
+        auto g = f;
+        for (int p = 0; p < k.l.passes(); ++p) ebac::host::detail::run_pass<true>(k.l, g.data(), k.l.pass(k.e, p), threads);
+        CHECK(g == want);
+        for (int p = k.l.passes() - 1; p >= 0; --p) ebac::host::detail::run_pass<false>(k.l, g.data(), k.l.pass(k.e, p), threads);
+        CHECK(g == f);
+      }
+      // The chunk-local pieces (the whole tensor is a run of whole blocks):
+      // zigzagged residuals, and back.
+      {
+        auto q = f;
+        std::vector<std::uint32_t> codes(n);
+        k.l.predict_chunk(k.e, q.data(), codes.data(), n);
+        std::vector<std::uint32_t> want_codes(n);
+        for (std::uint64_t i = 0; i < n; ++i) want_codes[i] = ebac::detail::zigzag(static_cast<std::int32_t>(want[i]));
+        CHECK(codes == want_codes);
+        for (auto& c : codes) c = static_cast<std::uint32_t>(ebac::detail::unzigzag(c));
+        k.l.unpredict_chunk(k.e, codes.data(), n);
+        CHECK(codes == f);
+      }
     }
   }
-}
 
-TEST_CASE("pipelines: names parse and resolve to the documented stages") {
-  using ebac::encoder_id;
-  using ebac::predictor_id;
-  using ebac::quantizer_id;
-  const ebac::extents r4{2, 3, 70, 70}, r3{3, 70, 70}, r2{70, 70}, r1{1000};
-  auto fast = resolve("fast", r4);
-  CHECK(fast.predictor == predictor_id::lorenzo);
-  CHECK(fast.l.dims == 1);
-  CHECK(fast.l.axis[0] == ebac::lorenzo_flat_axis);
-  CHECK(fast.quantizer == quantizer_id::sign_preserving);
-  CHECK(fast.encoder == encoder_id::block_bitpack);
-  CHECK(fast.chunk == ebac::default_chunk_elements);
+  TEST_CASE("pipelines: names parse and resolve to the documented stages") {
+    using ebac::encoder_id;
+    using ebac::predictor_id;
+    using ebac::quantizer_id;
+    const ebac::extents r4{2, 3, 70, 70}, r3{3, 70, 70}, r2{70, 70}, r1{1000};
+    auto fast = resolve("fast", r4);
+    CHECK(fast.predictor == predictor_id::lorenzo);
+    CHECK(fast.l.dims == 1);
+    CHECK(fast.l.axis[0] == ebac::lorenzo_flat_axis);
+    CHECK(fast.quantizer == quantizer_id::sign_preserving);
+    CHECK(fast.encoder == encoder_id::block_bitpack);
+    CHECK(fast.chunk == ebac::default_chunk_elements);
 
-  auto ratio = resolve("ratio", r4);
-  CHECK(ratio.l.dims == 2);
-  CHECK(ratio.l.axis[0] == 2);
-  CHECK(ratio.l.axis[1] == 3);
-  CHECK(ratio.encoder == encoder_id::huffman);
-  CHECK(resolve("ratio", r3).l.dims == 2);
-  CHECK(resolve("ratio", r2).l.axis[0] == ebac::lorenzo_flat_axis);  // rank < 3: flat
-  CHECK(resolve("ratio", r1).l.axis[0] == ebac::lorenzo_flat_axis);
-  CHECK(resolve("ratio-flat", r4).l.axis[0] == ebac::lorenzo_flat_axis);
-  CHECK(resolve("ratio-flat", r4).encoder == encoder_id::huffman);
-  CHECK(resolve("rle", r4).encoder == encoder_id::run_length);
-  CHECK(resolve("plain", r4).predictor == predictor_id::none);
-  CHECK(resolve("plain", r4).quantizer == quantizer_id::sign_preserving);
-  auto max = resolve("max", r4);  // ratio's stages, the ANS encoder, chunks of 2^16
-  CHECK(max.l.dims == 2);
-  CHECK(max.l.axis[0] == 2);
-  CHECK(max.l.axis[1] == 3);
-  CHECK(max.quantizer == quantizer_id::sign_preserving);
-  CHECK(max.encoder == encoder_id::context_ans);
-  CHECK(max.chunk == 65536);
+    auto ratio = resolve("ratio", r4);
+    CHECK(ratio.l.dims == 2);
+    CHECK(ratio.l.axis[0] == 2);
+    CHECK(ratio.l.axis[1] == 3);
+    CHECK(ratio.encoder == encoder_id::huffman);
+    CHECK(resolve("ratio", r3).l.dims == 2);
+    CHECK(resolve("ratio", r2).l.axis[0] == ebac::lorenzo_flat_axis);  // rank < 3: flat
+    CHECK(resolve("ratio", r1).l.axis[0] == ebac::lorenzo_flat_axis);
+    CHECK(resolve("ratio-flat", r4).l.axis[0] == ebac::lorenzo_flat_axis);
+    CHECK(resolve("ratio-flat", r4).encoder == encoder_id::huffman);
+    CHECK(resolve("rle", r4).encoder == encoder_id::run_length);
+    CHECK(resolve("plain", r4).predictor == predictor_id::none);
+    CHECK(resolve("plain", r4).quantizer == quantizer_id::sign_preserving);
+    auto max = resolve("max", r4);  // ratio's stages, the ANS encoder, chunks of 2^16
+    CHECK(max.l.dims == 2);
+    CHECK(max.l.axis[0] == 2);
+    CHECK(max.l.axis[1] == 3);
+    CHECK(max.quantizer == quantizer_id::sign_preserving);
+    CHECK(max.encoder == encoder_id::context_ans);
+    CHECK(max.chunk == 65536);
 
-  auto l3 = resolve("lorenzo3:linear:rle", r4);
-  CHECK(l3.l.dims == 3);
-  CHECK(l3.l.axis[0] == 1);
-  CHECK(l3.quantizer == quantizer_id::linear);
-  CHECK(l3.encoder == encoder_id::run_length);
-  CHECK(resolve("lorenzo3:sign:bitpack", r3).l.dims == 2);  // capped at rank - 1
-  auto l1 = resolve("lorenzo1:sign:huffman", r4);
-  CHECK(l1.l.dims == 1);
-  CHECK(l1.l.axis[0] == 3);
-  CHECK(resolve("lorenzo1:sign:huffman", r1).l.axis[0] == 0);
-  CHECK(resolve("none:linear:bitpack", r4).predictor == predictor_id::none);
-  CHECK(resolve("lorenzo:sign:rle", r4).l.axis[0] == ebac::lorenzo_flat_axis);
-  for (auto name : ebac::pipeline_names) {
-    ebac::pipeline_spec s;
-    CHECK(ebac::parse_pipeline(name, s));
+    auto l3 = resolve("lorenzo3:linear:rle", r4);
+    CHECK(l3.l.dims == 3);
+    CHECK(l3.l.axis[0] == 1);
+    CHECK(l3.quantizer == quantizer_id::linear);
+    CHECK(l3.encoder == encoder_id::run_length);
+    CHECK(resolve("lorenzo3:sign:bitpack", r3).l.dims == 2);  // capped at rank - 1
+    auto l1 = resolve("lorenzo1:sign:huffman", r4);
+    CHECK(l1.l.dims == 1);
+    CHECK(l1.l.axis[0] == 3);
+    CHECK(resolve("lorenzo1:sign:huffman", r1).l.axis[0] == 0);
+    CHECK(resolve("none:linear:bitpack", r4).predictor == predictor_id::none);
+    CHECK(resolve("lorenzo:sign:rle", r4).l.axis[0] == ebac::lorenzo_flat_axis);
+    for (auto name : ebac::pipeline_names) {
+      ebac::pipeline_spec s;
+      CHECK(ebac::parse_pipeline(name, s));
+    }
+    for (const char* bad : {"", "fast:", "Fast", "lorenzo4:sign:rle", "none:sign", "none::rle", "none:sign:rle:x",
+                            "none:sign:zstd", "none:round:rle", "lorenzo2:sign:", ":sign:rle", "all"}) {
+      ebac::pipeline_spec s;
+      CAPTURE(bad);
+      CHECK_FALSE(ebac::parse_pipeline(bad, s));
+    }
   }
-  for (const char* bad : {"", "fast:", "Fast", "lorenzo4:sign:rle", "none:sign", "none::rle", "none:sign:rle:x",
-                          "none:sign:zstd", "none:round:rle", "lorenzo2:sign:", ":sign:rle", "all"}) {
-    ebac::pipeline_spec s;
-    CAPTURE(bad);
-    CHECK_FALSE(ebac::parse_pipeline(bad, s));
-  }
-}
 
 }  // TEST_SUITE

@@ -54,8 +54,10 @@ std::vector<float> walk(std::size_t n, std::uint32_t seed) {
 
 /// The stream of choose_predictor's candidate k, asked for explicitly:
 /// 0 the 2-D Lorenzo of `max`, 1 flat 1-D Lorenzo, 2 no prediction.
-std::vector<std::byte> candidate_stream(const std::vector<float>& x, const ebac::extents& e, int k, const ebac::compress_options& o) {
-  if (k == 0) return ebac::host::compress(x.data(), e, ans_pipe{ebac::lorenzo::along_last(2, 4, ebac::lorenzo::default_tile_2d), chunk}, o);
+std::vector<std::byte> candidate_stream(const std::vector<float>& x, const ebac::extents& e, int k,
+                                        const ebac::compress_options& o) {
+  if (k == 0)
+    return ebac::host::compress(x.data(), e, ans_pipe{ebac::lorenzo::along_last(2, 4, ebac::lorenzo::default_tile_2d), chunk}, o);
   if (k == 1) return ebac::host::compress(x.data(), e, ans_pipe{ebac::lorenzo::flat(), chunk}, o);
   return ebac::host::compress(x.data(), e, ans_none{{}, chunk}, o);
 }
@@ -77,322 +79,328 @@ ebac::compress_options options(double rel, int threads = 1) {
 }  // namespace
 
 TEST_SUITE("host") {
+  TEST_CASE("predictor sample: evenly spaced whole planes of the predicted axes, re-addressed for the sample's extents") {
+    const ebac::extents e{80, 32, 28, 28};
+    const ebac::lorenzo l2 = ebac::lorenzo::along_last(2, 4, 64);
+    const auto s = ebac::host::detail::plan_predictor_sample(l2, e, count_of(e), 1u << 17);
+    REQUIRE_FALSE(s.whole);
+    // 2560 planes of 28 x 28; 2^17 / 784 = 167 of them, each whole.
+    CHECK(s.total_blocks == 2560);
+    CHECK(s.blocks == 167);
+    CHECK(s.taken_elements == 784);
+    CHECK(s.shape.rank == 3);
+    CHECK(s.shape.dims[0] == 167);
+    CHECK(s.shape.dims[1] == 28);
+    CHECK(s.shape.dims[2] == 28);
+    CHECK(s.pred.dims == 2);
+    CHECK(s.pred.axis[0] == 1);
+    CHECK(s.pred.axis[1] == 2);
+    CHECK(s.pred.validate(s.shape) == ebac::status::ok);
+    // Spread over the batch: first plane, last sampled plane in the last 1/167 of the tensor.
+    CHECK(s.block_start(0) == 0);
+    CHECK(s.block_start(166) == (166 * 2560 / 167) * 784);
+    CHECK(s.block_start(166) >= count_of(e) - 2 * 2560 / 167 * 784);
 
-TEST_CASE("predictor sample: evenly spaced whole planes of the predicted axes, re-addressed for the sample's extents") {
-  const ebac::extents e{80, 32, 28, 28};
-  const ebac::lorenzo l2 = ebac::lorenzo::along_last(2, 4, 64);
-  const auto s = ebac::host::detail::plan_predictor_sample(l2, e, count_of(e), 1u << 17);
-  REQUIRE_FALSE(s.whole);
-  // 2560 planes of 28 x 28; 2^17 / 784 = 167 of them, each whole.
-  CHECK(s.total_blocks == 2560);
-  CHECK(s.blocks == 167);
-  CHECK(s.taken_elements == 784);
-  CHECK(s.shape.rank == 3);
-  CHECK(s.shape.dims[0] == 167);
-  CHECK(s.shape.dims[1] == 28);
-  CHECK(s.shape.dims[2] == 28);
-  CHECK(s.pred.dims == 2);
-  CHECK(s.pred.axis[0] == 1);
-  CHECK(s.pred.axis[1] == 2);
-  CHECK(s.pred.validate(s.shape) == ebac::status::ok);
-  // Spread over the batch: first plane, last sampled plane in the last 1/167 of the tensor.
-  CHECK(s.block_start(0) == 0);
-  CHECK(s.block_start(166) == (166 * 2560 / 167) * 784);
-  CHECK(s.block_start(166) >= count_of(e) - 2 * 2560 / 167 * 784);
+    // Planes larger than the sample: 8 of them at most, their first rows.
+    const ebac::extents big{16, 1024, 1024};
+    const auto b = ebac::host::detail::plan_predictor_sample(ebac::lorenzo::along_last(2, 3, 64), big, count_of(big), 1u << 17);
+    REQUIRE_FALSE(b.whole);
+    CHECK(b.blocks == 8);
+    CHECK(b.taken_elements == 16 * 1024);  // 2^17 / 8 = 16 rows of 1024
+    CHECK(b.shape.rank == 3);
+    CHECK(b.shape.dims[0] == 8);
+    CHECK(b.shape.dims[1] == 16);
+    CHECK(b.shape.dims[2] == 1024);
+    CHECK(b.block_start(1) == 2 * 1024 * 1024);
 
-  // Planes larger than the sample: 8 of them at most, their first rows.
-  const ebac::extents big{16, 1024, 1024};
-  const auto b = ebac::host::detail::plan_predictor_sample(ebac::lorenzo::along_last(2, 3, 64), big, count_of(big), 1u << 17);
-  REQUIRE_FALSE(b.whole);
-  CHECK(b.blocks == 8);
-  CHECK(b.taken_elements == 16 * 1024);  // 2^17 / 8 = 16 rows of 1024
-  CHECK(b.shape.rank == 3);
-  CHECK(b.shape.dims[0] == 8);
-  CHECK(b.shape.dims[1] == 16);
-  CHECK(b.shape.dims[2] == 1024);
-  CHECK(b.block_start(1) == 2 * 1024 * 1024);
+    // Flat: tiles of 4096; 300000 elements hold 73, of which 32 are taken.
+    const ebac::extents flat{300000};
+    const auto f = ebac::host::detail::plan_predictor_sample(ebac::lorenzo::flat(), flat, 300000, 1u << 17);
+    REQUIRE_FALSE(f.whole);
+    CHECK(f.blocks == 32);
+    CHECK(f.shape.rank == 1);
+    CHECK(f.shape.dims[0] == 32 * 4096);
+    CHECK(f.block_start(31) == (31 * 73 / 32) * 4096);
 
-  // Flat: tiles of 4096; 300000 elements hold 73, of which 32 are taken.
-  const ebac::extents flat{300000};
-  const auto f = ebac::host::detail::plan_predictor_sample(ebac::lorenzo::flat(), flat, 300000, 1u << 17);
-  REQUIRE_FALSE(f.whole);
-  CHECK(f.blocks == 32);
-  CHECK(f.shape.rank == 1);
-  CHECK(f.shape.dims[0] == 32 * 4096);
-  CHECK(f.block_start(31) == (31 * 73 / 32) * 4096);
-
-  // Small tensors are tried whole.
-  const ebac::extents small{4, 8, 32, 32};
-  CHECK(ebac::host::detail::plan_predictor_sample(l2, small, count_of(small), 1u << 17).whole);
-}
-
-TEST_CASE("predictor sample: the gathered elements are the planned blocks' first elements, in order") {
-  const ebac::extents e{10, 3, 40, 50};
-  std::vector<std::uint32_t> x(static_cast<std::size_t>(count_of(e)));
-  for (std::size_t i = 0; i < x.size(); ++i) x[i] = static_cast<std::uint32_t>(i);
-  const auto s = ebac::host::detail::plan_predictor_sample(ebac::lorenzo::along_last(2, 4, 64), e, count_of(e), 2000);
-  REQUIRE_FALSE(s.whole);
-  REQUIRE(s.blocks == 1);  // a plane is 2000 elements: one fits
-  const auto t = ebac::host::detail::plan_predictor_sample(ebac::lorenzo::along_last(2, 4, 64), e, count_of(e), 9000);
-  REQUIRE(t.blocks == 4);  // 30 planes, 4 taken: planes 0, 7, 15, 22
-  std::vector<std::uint32_t> g(static_cast<std::size_t>(t.elements()));
-  ebac::host::detail::gather_predictor_sample(x.data(), t, g.data());
-  const std::uint32_t planes[] = {0, 7, 15, 22};
-  for (std::size_t k = 0; k < 4; ++k)
-    for (std::size_t j = 0; j < 2000; ++j) REQUIRE(g[k * 2000 + j] == planes[k] * 2000 + j);
-}
-
-TEST_CASE("choose_predictor on a tensor tried whole: the stream is the smallest of the three candidates', and names its predictor") {
-  const ebac::extents e{4, 6, 40, 64};  // 61440 elements: below the sample size
-  const std::size_t n = static_cast<std::size_t>(count_of(e));
-  struct data_case {
-    const char* name;
-    std::vector<float> x;
-    double rel;
-  };
-  const data_case cases[] = {
-      {"sparse, loose bound", sparse(n, 5), 1e-1},
-      {"smooth planes", smooth_planes(e), 1e-4},
-      {"flat random walk", walk(n, 9), 1e-3},
-  };
-  int winners[3] = {0, 0, 0};
-  for (const auto& c : cases) {
-    CAPTURE(c.name);
-    const auto o = options(c.rel);
-    const ebac::lorenzo l2 = ebac::lorenzo::along_last(2, 4, ebac::lorenzo::default_tile_2d);
-    const std::vector<std::byte> streams[3] = {candidate_stream(c.x, e, 0, o), candidate_stream(c.x, e, 1, o), candidate_stream(c.x, e, 2, o)};
-    const std::size_t sizes[3] = {streams[0].size(), streams[1].size(), streams[2].size()};
-    int best = 0;
-    for (int k = 1; k < 3; ++k)
-      if (sizes[k] < sizes[best]) best = k;
-    ++winners[best];
-
-    const auto chosen = ebac::host::compress(c.x.data(), e, ans_pipe{l2, chunk, true}, o);
-    CHECK(chosen.size() == sizes[best]);
-    // Byte for byte the winner's own stream (the choice keeps the stream it
-    // coded rather than coding the tensor again), with a checksum too.
-    CHECK(chosen == streams[best]);
-    auto oc = o;
-    oc.checksum = true;
-    const auto chosen_sum = ebac::host::compress(c.x.data(), e, ans_pipe{l2, chunk, true}, oc);
-    CHECK(chosen_sum == candidate_stream(c.x, e, best, oc));
-    REQUIRE_NOTHROW(ebac::host::inspect(chosen_sum.data(), chosen_sum.size()));
-    CHECK(ebac::host::inspect(chosen_sum.data(), chosen_sum.size()).has_checksum());
-    const auto h = ebac::host::inspect(chosen.data(), chosen.size());
-    if (best == 2) {
-      CHECK(h.predictor == ebac::predictor_id::none);
-    } else {
-      REQUIRE(h.predictor == ebac::predictor_id::lorenzo);
-      CHECK(h.lorenzo_params.dims == (best == 0 ? 2 : 1));
-    }
-    // Within the bound the caller asked for, computed here.
-    const double eb = relative_bound(c.x, c.rel);
-    std::vector<float> y(n);
-    ebac::host::decompress(chosen.data(), chosen.size(), y.data(), n);
-    for (std::size_t i = 0; i < n; ++i) REQUIRE(std::fabs(static_cast<double>(y[i]) - static_cast<double>(c.x[i])) <= eb);
+    // Small tensors are tried whole.
+    const ebac::extents small{4, 8, 32, 32};
+    CHECK(ebac::host::detail::plan_predictor_sample(l2, small, count_of(small), 1u << 17).whole);
   }
-  // The three data kinds were built so that each candidate wins once.
-  CHECK(winners[0] == 1);
-  CHECK(winners[1] == 1);
-  CHECK(winners[2] == 1);
-}
 
-TEST_CASE("choose_predictor on a tensor tried whole that does not compress: stored, as the chosen candidate's stream is") {
-  // Uniform noise under a bound far below its spacing: every candidate's
-  // coded stream is larger than the raw elements, so the stream is stored
-  // (store_when_larger) and equals the stored stream of the candidate whose
-  // coded stream is smallest; without storing, the coded one.
-  const ebac::extents e{2, 3, 32, 32};
-  const std::size_t n = static_cast<std::size_t>(count_of(e));
-  std::mt19937 rng(3);
-  std::uniform_real_distribution<float> u(-1.f, 1.f);
-  std::vector<float> x(n);
-  for (auto& v : x) v = u(rng);
-  const ebac::lorenzo l2 = ebac::lorenzo::along_last(2, 4, ebac::lorenzo::default_tile_2d);
-  for (bool store : {true, false}) {
-    CAPTURE(store);
-    auto o = options(1e-9);
-    o.store_when_larger = store;
-    auto coded = options(1e-9);
-    coded.store_when_larger = false;
-    const std::vector<std::byte> unstored[3] = {candidate_stream(x, e, 0, coded), candidate_stream(x, e, 1, coded),
-                                                candidate_stream(x, e, 2, coded)};
-    int best = 0;
-    for (int k = 1; k < 3; ++k)
-      if (unstored[k].size() < unstored[best].size()) best = k;
-    REQUIRE(unstored[best].size() > n * sizeof(float));  // the premise: nothing compresses
-    const auto want = candidate_stream(x, e, best, o);
-    const auto chosen = ebac::host::compress(x.data(), e, ans_pipe{l2, chunk, true}, o);
-    CHECK(chosen == want);
-    CHECK(ebac::host::inspect(chosen.data(), chosen.size()).is_stored() == store);
-    std::vector<float> y(n);
-    ebac::host::decompress(chosen.data(), chosen.size(), y.data(), n);
-    const double eb = relative_bound(x, 1e-9);
-    for (std::size_t i = 0; i < n; ++i) REQUIRE(std::fabs(static_cast<double>(y[i]) - static_cast<double>(x[i])) <= eb);
+  TEST_CASE("predictor sample: the gathered elements are the planned blocks' first elements, in order") {
+    const ebac::extents e{10, 3, 40, 50};
+    std::vector<std::uint32_t> x(static_cast<std::size_t>(count_of(e)));
+    for (std::size_t i = 0; i < x.size(); ++i) x[i] = static_cast<std::uint32_t>(i);
+    const auto s = ebac::host::detail::plan_predictor_sample(ebac::lorenzo::along_last(2, 4, 64), e, count_of(e), 2000);
+    REQUIRE_FALSE(s.whole);
+    REQUIRE(s.blocks == 1);  // a plane is 2000 elements: one fits
+    const auto t = ebac::host::detail::plan_predictor_sample(ebac::lorenzo::along_last(2, 4, 64), e, count_of(e), 9000);
+    REQUIRE(t.blocks == 4);  // 30 planes, 4 taken: planes 0, 7, 15, 22
+    std::vector<std::uint32_t> g(static_cast<std::size_t>(t.elements()));
+    ebac::host::detail::gather_predictor_sample(x.data(), t, g.data());
+    const std::uint32_t planes[] = {0, 7, 15, 22};
+    for (std::size_t k = 0; k < 4; ++k)
+      for (std::size_t j = 0; j < 2000; ++j) REQUIRE(g[k * 2000 + j] == planes[k] * 2000 + j);
   }
-}
 
-TEST_CASE("choose_predictor on a sampled tensor: picks no prediction on sparse maps and 2-D Lorenzo on smooth ones, same bytes for any thread count") {
-  const ebac::extents e{64, 8, 32, 32};  // 524288 elements: a sample of 2^17
-  const std::size_t n = static_cast<std::size_t>(count_of(e));
-  const ebac::lorenzo l2 = ebac::lorenzo::along_last(2, 4, ebac::lorenzo::default_tile_2d);
-  {
-    const auto x = sparse(n, 11);
-    const auto s = ebac::host::compress(x.data(), e, ans_pipe{l2, chunk, true}, options(1e-1));
-    CHECK(ebac::host::inspect(s.data(), s.size()).predictor == ebac::predictor_id::none);
-    const auto l2_only = ebac::host::compress(x.data(), e, ans_pipe{l2, chunk}, options(1e-1));
-    CHECK(s.size() < l2_only.size());
-    CHECK(ebac::host::compress(x.data(), e, ans_pipe{l2, chunk, true}, options(1e-1, 2)) == s);
-  }
-  {
-    const auto x = smooth_planes(e);
-    const auto s = ebac::host::compress(x.data(), e, ans_pipe{l2, chunk, true}, options(1e-4));
-    const auto h = ebac::host::inspect(s.data(), s.size());
-    REQUIRE(h.predictor == ebac::predictor_id::lorenzo);
-    CHECK(h.lorenzo_params.dims == 2);
-    CHECK(s == ebac::host::compress(x.data(), e, ans_pipe{l2, chunk}, options(1e-4)));
-    CHECK(ebac::host::compress(x.data(), e, ans_pipe{l2, chunk, true}, options(1e-4, 2)) == s);
-  }
-  {
-    // A random walk along the flattened tensor: flat Lorenzo's stream is the
-    // smallest of the three (checked here on the whole tensor, coded), and
-    // the sample's estimate picks it.
-    const auto x = walk(n, 13);
-    const auto o = options(1e-3);
-    const auto s = ebac::host::compress(x.data(), e, ans_pipe{l2, chunk, true}, o);
-    const auto flat = candidate_stream(x, e, 1, o);
-    CHECK(flat.size() < candidate_stream(x, e, 0, o).size());
-    CHECK(flat.size() < candidate_stream(x, e, 2, o).size());
-    CHECK(s == flat);
-  }
-}
-
-namespace {
-using ans_linear = ebac::pipeline<ebac::lorenzo, ebac::linear_quantizer, ebac::context_ans>;
-
-/// Causal attention probabilities (b x h x 64 x 64): row i a softmax over
-/// columns 0..i, exact zeros above the diagonal.
-std::vector<float> attention(const ebac::extents& e, std::uint32_t seed) {
-  const std::size_t L = static_cast<std::size_t>(e.dims[e.rank - 1]), rows = static_cast<std::size_t>(count_of(e)) / L;
-  std::mt19937 rng(seed);
-  std::normal_distribution<float> g(0.f, 2.f);
-  std::vector<float> x(rows * L, 0.f);
-  for (std::size_t r = 0; r < rows; ++r) {
-    const std::size_t i = r % L;
-    float sum = 0;
-    for (std::size_t j = 0; j <= i; ++j) sum += x[r * L + j] = std::exp(g(rng));
-    for (std::size_t j = 0; j <= i; ++j) x[r * L + j] /= sum;
-  }
-  return x;
-}
-
-/// Checks |y - x| <= rel x range everywhere, and zeros and signs kept when
-/// the header names the zero/sign-preserving quantizer.
-void check_reconstruction(const std::vector<float>& x, const std::vector<std::byte>& s, double rel) {
-  std::vector<float> y(x.size());
-  ebac::host::decompress(s.data(), s.size(), y.data(), x.size());
-  const double eb = relative_bound(x, rel);
-  const bool keeps_signs = ebac::host::inspect(s.data(), s.size()).quantizer == ebac::quantizer_id::sign_preserving;
-  for (std::size_t i = 0; i < x.size(); ++i) {
-    REQUIRE(std::fabs(static_cast<double>(y[i]) - static_cast<double>(x[i])) <= eb);
-    if (keeps_signs) REQUIRE(((x[i] > 0) - (x[i] < 0)) == ((y[i] > 0) - (y[i] < 0)));
-  }
-}
-}  // namespace
-
-TEST_CASE("choose_quantizer on a tensor tried whole: the stream is the smaller of max's and max's with the linear quantizer") {
-  // Each side is computed here with its quantizer fixed (every predictor
-  // chosen, as both sides of max-bound do); each outcome must occur.
-  const ebac::extents e{4, 8, 32, 32};  // 32768 elements: tried whole
-  const std::size_t n = static_cast<std::size_t>(count_of(e));
-  const ebac::lorenzo l2 = ebac::lorenzo::along_last(2, 4, ebac::lorenzo::default_tile_2d);
-  int linear_won = 0, signs_kept = 0;
-  struct tensor_case {
-    const char* name;
-    std::vector<float> x;
-  };
-  std::vector<float> noisy = smooth_planes(e);
-  std::mt19937 rng(5);
-  std::normal_distribution<float> g(0.f, 0.05f);
-  for (auto& v : noisy) v += g(rng);
-  const tensor_case cases[] = {{"sparse", sparse(n, 3)}, {"smooth", smooth_planes(e)}, {"noisy", noisy}, {"attention", attention(e, 9)}};
-  for (const auto& c : cases) {
-    for (double rel : {1e-1, 1e-2, 1e-3}) {
+  TEST_CASE(
+      "choose_predictor on a tensor tried whole: the stream is the smallest of the three candidates', and names its predictor") {
+    const ebac::extents e{4, 6, 40, 64};  // 61440 elements: below the sample size
+    const std::size_t n = static_cast<std::size_t>(count_of(e));
+    struct data_case {
+      const char* name;
+      std::vector<float> x;
+      double rel;
+    };
+    const data_case cases[] = {
+        {"sparse, loose bound", sparse(n, 5), 1e-1},
+        {"smooth planes", smooth_planes(e), 1e-4},
+        {"flat random walk", walk(n, 9), 1e-3},
+    };
+    int winners[3] = {0, 0, 0};
+    for (const auto& c : cases) {
       CAPTURE(c.name);
-      CAPTURE(rel);
-      const auto o = options(rel);
-      const auto both = ebac::host::compress(c.x.data(), e, ans_pipe{l2, chunk, true, true}, o);
-      const auto signs = ebac::host::compress(c.x.data(), e, ans_pipe{l2, chunk, true}, o);
-      const auto linear = ebac::host::compress(c.x.data(), e, ans_linear{l2, chunk, true}, o);
-      const bool take_linear = linear.size() < signs.size();
-      CHECK(both == (take_linear ? linear : signs));
-      CHECK(ebac::host::inspect(both.data(), both.size()).quantizer ==
-            (take_linear ? ebac::quantizer_id::linear : ebac::quantizer_id::sign_preserving));
-      (take_linear ? linear_won : signs_kept) += 1;
-      check_reconstruction(c.x, both, rel);
-      CHECK(ebac::host::compress(c.x.data(), e, ans_pipe{l2, chunk, true, true}, options(rel, 2)) == both);
+      const auto o = options(c.rel);
+      const ebac::lorenzo l2 = ebac::lorenzo::along_last(2, 4, ebac::lorenzo::default_tile_2d);
+      const std::vector<std::byte> streams[3] = {candidate_stream(c.x, e, 0, o), candidate_stream(c.x, e, 1, o),
+                                                 candidate_stream(c.x, e, 2, o)};
+      const std::size_t sizes[3] = {streams[0].size(), streams[1].size(), streams[2].size()};
+      int best = 0;
+      for (int k = 1; k < 3; ++k)
+        if (sizes[k] < sizes[best]) best = k;
+      ++winners[best];
+
+      const auto chosen = ebac::host::compress(c.x.data(), e, ans_pipe{l2, chunk, true}, o);
+      CHECK(chosen.size() == sizes[best]);
+      // Byte for byte the winner's own stream (the choice keeps the stream it
+      // coded rather than coding the tensor again), with a checksum too.
+      CHECK(chosen == streams[best]);
+      auto oc = o;
+      oc.checksum = true;
+      const auto chosen_sum = ebac::host::compress(c.x.data(), e, ans_pipe{l2, chunk, true}, oc);
+      CHECK(chosen_sum == candidate_stream(c.x, e, best, oc));
+      REQUIRE_NOTHROW(ebac::host::inspect(chosen_sum.data(), chosen_sum.size()));
+      CHECK(ebac::host::inspect(chosen_sum.data(), chosen_sum.size()).has_checksum());
+      const auto h = ebac::host::inspect(chosen.data(), chosen.size());
+      if (best == 2) {
+        CHECK(h.predictor == ebac::predictor_id::none);
+      } else {
+        REQUIRE(h.predictor == ebac::predictor_id::lorenzo);
+        CHECK(h.lorenzo_params.dims == (best == 0 ? 2 : 1));
+      }
+      // Within the bound the caller asked for, computed here.
+      const double eb = relative_bound(c.x, c.rel);
+      std::vector<float> y(n);
+      ebac::host::decompress(chosen.data(), chosen.size(), y.data(), n);
+      for (std::size_t i = 0; i < n; ++i) REQUIRE(std::fabs(static_cast<double>(y[i]) - static_cast<double>(c.x[i])) <= eb);
+    }
+    // The three data kinds were built so that each candidate wins once.
+    CHECK(winners[0] == 1);
+    CHECK(winners[1] == 1);
+    CHECK(winners[2] == 1);
+  }
+
+  TEST_CASE("choose_predictor on a tensor tried whole that does not compress: stored, as the chosen candidate's stream is") {
+    // Uniform noise under a bound far below its spacing: every candidate's
+    // coded stream is larger than the raw elements, so the stream is stored
+    // (store_when_larger) and equals the stored stream of the candidate whose
+    // coded stream is smallest; without storing, the coded one.
+    const ebac::extents e{2, 3, 32, 32};
+    const std::size_t n = static_cast<std::size_t>(count_of(e));
+    std::mt19937 rng(3);
+    std::uniform_real_distribution<float> u(-1.f, 1.f);
+    std::vector<float> x(n);
+    for (auto& v : x) v = u(rng);
+    const ebac::lorenzo l2 = ebac::lorenzo::along_last(2, 4, ebac::lorenzo::default_tile_2d);
+    for (bool store : {true, false}) {
+      CAPTURE(store);
+      auto o = options(1e-9);
+      o.store_when_larger = store;
+      auto coded = options(1e-9);
+      coded.store_when_larger = false;
+      const std::vector<std::byte> unstored[3] = {candidate_stream(x, e, 0, coded), candidate_stream(x, e, 1, coded),
+                                                  candidate_stream(x, e, 2, coded)};
+      int best = 0;
+      for (int k = 1; k < 3; ++k)
+        if (unstored[k].size() < unstored[best].size()) best = k;
+      REQUIRE(unstored[best].size() > n * sizeof(float));  // the premise: nothing compresses
+      const auto want = candidate_stream(x, e, best, o);
+      const auto chosen = ebac::host::compress(x.data(), e, ans_pipe{l2, chunk, true}, o);
+      CHECK(chosen == want);
+      CHECK(ebac::host::inspect(chosen.data(), chosen.size()).is_stored() == store);
+      std::vector<float> y(n);
+      ebac::host::decompress(chosen.data(), chosen.size(), y.data(), n);
+      const double eb = relative_bound(x, 1e-9);
+      for (std::size_t i = 0; i < n; ++i) REQUIRE(std::fabs(static_cast<double>(y[i]) - static_cast<double>(x[i])) <= eb);
     }
   }
-  CHECK(linear_won > 0);
-  CHECK(signs_kept > 0);
-}
 
-TEST_CASE("choose_quantizer on a sampled tensor: the linear quantizer on a dense noisy map at a loose bound, signs kept on attention") {
-  const ebac::extents e{64, 8, 32, 32};  // 524288 elements: a sample of 2^17
-  const ebac::lorenzo l2 = ebac::lorenzo::along_last(2, 4, ebac::lorenzo::default_tile_2d);
-  {
-    std::vector<float> x = smooth_planes(e);
-    std::mt19937 rng(7);
+  TEST_CASE(
+      "choose_predictor on a sampled tensor: picks no prediction on sparse maps and 2-D Lorenzo on smooth ones, same bytes for "
+      "any thread count") {
+    const ebac::extents e{64, 8, 32, 32};  // 524288 elements: a sample of 2^17
+    const std::size_t n = static_cast<std::size_t>(count_of(e));
+    const ebac::lorenzo l2 = ebac::lorenzo::along_last(2, 4, ebac::lorenzo::default_tile_2d);
+    {
+      const auto x = sparse(n, 11);
+      const auto s = ebac::host::compress(x.data(), e, ans_pipe{l2, chunk, true}, options(1e-1));
+      CHECK(ebac::host::inspect(s.data(), s.size()).predictor == ebac::predictor_id::none);
+      const auto l2_only = ebac::host::compress(x.data(), e, ans_pipe{l2, chunk}, options(1e-1));
+      CHECK(s.size() < l2_only.size());
+      CHECK(ebac::host::compress(x.data(), e, ans_pipe{l2, chunk, true}, options(1e-1, 2)) == s);
+    }
+    {
+      const auto x = smooth_planes(e);
+      const auto s = ebac::host::compress(x.data(), e, ans_pipe{l2, chunk, true}, options(1e-4));
+      const auto h = ebac::host::inspect(s.data(), s.size());
+      REQUIRE(h.predictor == ebac::predictor_id::lorenzo);
+      CHECK(h.lorenzo_params.dims == 2);
+      CHECK(s == ebac::host::compress(x.data(), e, ans_pipe{l2, chunk}, options(1e-4)));
+      CHECK(ebac::host::compress(x.data(), e, ans_pipe{l2, chunk, true}, options(1e-4, 2)) == s);
+    }
+    {
+      // A random walk along the flattened tensor: flat Lorenzo's stream is the
+      // smallest of the three (checked here on the whole tensor, coded), and
+      // the sample's estimate picks it.
+      const auto x = walk(n, 13);
+      const auto o = options(1e-3);
+      const auto s = ebac::host::compress(x.data(), e, ans_pipe{l2, chunk, true}, o);
+      const auto flat = candidate_stream(x, e, 1, o);
+      CHECK(flat.size() < candidate_stream(x, e, 0, o).size());
+      CHECK(flat.size() < candidate_stream(x, e, 2, o).size());
+      CHECK(s == flat);
+    }
+  }
+
+  namespace {
+  using ans_linear = ebac::pipeline<ebac::lorenzo, ebac::linear_quantizer, ebac::context_ans>;
+
+  /// Causal attention probabilities (b x h x 64 x 64): row i a softmax over
+  /// columns 0..i, exact zeros above the diagonal.
+  std::vector<float> attention(const ebac::extents& e, std::uint32_t seed) {
+    const std::size_t L = static_cast<std::size_t>(e.dims[e.rank - 1]), rows = static_cast<std::size_t>(count_of(e)) / L;
+    std::mt19937 rng(seed);
+    std::normal_distribution<float> g(0.f, 2.f);
+    std::vector<float> x(rows * L, 0.f);
+    for (std::size_t r = 0; r < rows; ++r) {
+      const std::size_t i = r % L;
+      float sum = 0;
+      for (std::size_t j = 0; j <= i; ++j) sum += x[r * L + j] = std::exp(g(rng));
+      for (std::size_t j = 0; j <= i; ++j) x[r * L + j] /= sum;
+    }
+    return x;
+  }
+
+  /// Checks |y - x| <= rel x range everywhere, and zeros and signs kept when
+  /// the header names the zero/sign-preserving quantizer.
+  void check_reconstruction(const std::vector<float>& x, const std::vector<std::byte>& s, double rel) {
+    std::vector<float> y(x.size());
+    ebac::host::decompress(s.data(), s.size(), y.data(), x.size());
+    const double eb = relative_bound(x, rel);
+    const bool keeps_signs = ebac::host::inspect(s.data(), s.size()).quantizer == ebac::quantizer_id::sign_preserving;
+    for (std::size_t i = 0; i < x.size(); ++i) {
+      REQUIRE(std::fabs(static_cast<double>(y[i]) - static_cast<double>(x[i])) <= eb);
+      if (keeps_signs) REQUIRE(((x[i] > 0) - (x[i] < 0)) == ((y[i] > 0) - (y[i] < 0)));
+    }
+  }
+  }  // namespace
+
+  TEST_CASE("choose_quantizer on a tensor tried whole: the stream is the smaller of max's and max's with the linear quantizer") {
+    // Each side is computed here with its quantizer fixed (every predictor
+    // chosen, as both sides of max-bound do); each outcome must occur.
+    const ebac::extents e{4, 8, 32, 32};  // 32768 elements: tried whole
+    const std::size_t n = static_cast<std::size_t>(count_of(e));
+    const ebac::lorenzo l2 = ebac::lorenzo::along_last(2, 4, ebac::lorenzo::default_tile_2d);
+    int linear_won = 0, signs_kept = 0;
+    struct tensor_case {
+      const char* name;
+      std::vector<float> x;
+    };
+    std::vector<float> noisy = smooth_planes(e);
+    std::mt19937 rng(5);
     std::normal_distribution<float> g(0.f, 0.05f);
-    for (auto& v : x) v += g(rng);
-    const auto s = ebac::host::compress(x.data(), e, ans_pipe{l2, chunk, true, true}, options(1e-1));
-    CHECK(ebac::host::inspect(s.data(), s.size()).quantizer == ebac::quantizer_id::linear);
-    CHECK(s.size() < ebac::host::compress(x.data(), e, ans_pipe{l2, chunk, true}, options(1e-1)).size());
-    check_reconstruction(x, s, 1e-1);
-    CHECK(ebac::host::compress(x.data(), e, ans_pipe{l2, chunk, true, true}, options(1e-1, 2)) == s);
+    for (auto& v : noisy) v += g(rng);
+    const tensor_case cases[] = {
+        {"sparse", sparse(n, 3)}, {"smooth", smooth_planes(e)}, {"noisy", noisy}, {"attention", attention(e, 9)}};
+    for (const auto& c : cases) {
+      for (double rel : {1e-1, 1e-2, 1e-3}) {
+        CAPTURE(c.name);
+        CAPTURE(rel);
+        const auto o = options(rel);
+        const auto both = ebac::host::compress(c.x.data(), e, ans_pipe{l2, chunk, true, true}, o);
+        const auto signs = ebac::host::compress(c.x.data(), e, ans_pipe{l2, chunk, true}, o);
+        const auto linear = ebac::host::compress(c.x.data(), e, ans_linear{l2, chunk, true}, o);
+        const bool take_linear = linear.size() < signs.size();
+        CHECK(both == (take_linear ? linear : signs));
+        CHECK(ebac::host::inspect(both.data(), both.size()).quantizer ==
+              (take_linear ? ebac::quantizer_id::linear : ebac::quantizer_id::sign_preserving));
+        (take_linear ? linear_won : signs_kept) += 1;
+        check_reconstruction(c.x, both, rel);
+        CHECK(ebac::host::compress(c.x.data(), e, ans_pipe{l2, chunk, true, true}, options(rel, 2)) == both);
+      }
+    }
+    CHECK(linear_won > 0);
+    CHECK(signs_kept > 0);
   }
-  {
-    const ebac::extents a{32, 4, 64, 64};
-    const auto x = attention(a, 11);
-    const auto s = ebac::host::compress(x.data(), a, ans_pipe{l2, chunk, true, true}, options(1e-2));
-    CHECK(ebac::host::inspect(s.data(), s.size()).quantizer == ebac::quantizer_id::sign_preserving);
-    CHECK(s == ebac::host::compress(x.data(), a, ans_pipe{l2, chunk, true}, options(1e-2)));
-    check_reconstruction(x, s, 1e-2);
+
+  TEST_CASE(
+      "choose_quantizer on a sampled tensor: the linear quantizer on a dense noisy map at a loose bound, signs kept on "
+      "attention") {
+    const ebac::extents e{64, 8, 32, 32};  // 524288 elements: a sample of 2^17
+    const ebac::lorenzo l2 = ebac::lorenzo::along_last(2, 4, ebac::lorenzo::default_tile_2d);
+    {
+      std::vector<float> x = smooth_planes(e);
+      std::mt19937 rng(7);
+      std::normal_distribution<float> g(0.f, 0.05f);
+      for (auto& v : x) v += g(rng);
+      const auto s = ebac::host::compress(x.data(), e, ans_pipe{l2, chunk, true, true}, options(1e-1));
+      CHECK(ebac::host::inspect(s.data(), s.size()).quantizer == ebac::quantizer_id::linear);
+      CHECK(s.size() < ebac::host::compress(x.data(), e, ans_pipe{l2, chunk, true}, options(1e-1)).size());
+      check_reconstruction(x, s, 1e-1);
+      CHECK(ebac::host::compress(x.data(), e, ans_pipe{l2, chunk, true, true}, options(1e-1, 2)) == s);
+    }
+    {
+      const ebac::extents a{32, 4, 64, 64};
+      const auto x = attention(a, 11);
+      const auto s = ebac::host::compress(x.data(), a, ans_pipe{l2, chunk, true, true}, options(1e-2));
+      CHECK(ebac::host::inspect(s.data(), s.size()).quantizer == ebac::quantizer_id::sign_preserving);
+      CHECK(s == ebac::host::compress(x.data(), a, ans_pipe{l2, chunk, true}, options(1e-2)));
+      check_reconstruction(x, s, 1e-2);
+    }
   }
-}
 
-TEST_CASE("choose_quantizer: ignored by a pipeline that does not keep signs, and by a tensor coded losslessly") {
-  const ebac::extents e{4, 8, 32, 32};
-  const auto x = smooth_planes(e);
-  const ebac::lorenzo l2 = ebac::lorenzo::along_last(2, 4, ebac::lorenzo::default_tile_2d);
-  CHECK(ebac::host::compress(x.data(), e, ans_linear{l2, chunk, true, true}, options(1e-2)) ==
-        ebac::host::compress(x.data(), e, ans_linear{l2, chunk, true}, options(1e-2)));
-  std::vector<float> mask(x.size());  // two levels: coded as a palette, no quantizer weighed
-  for (std::size_t i = 0; i < x.size(); ++i) mask[i] = x[i] > 0 ? 1.f : 0.f;
-  CHECK(ebac::host::compress(mask.data(), e, ans_pipe{l2, chunk, true, true}, options(1e-2)) ==
-        ebac::host::compress(mask.data(), e, ans_pipe{l2, chunk, true}, options(1e-2)));
-}
+  TEST_CASE("choose_quantizer: ignored by a pipeline that does not keep signs, and by a tensor coded losslessly") {
+    const ebac::extents e{4, 8, 32, 32};
+    const auto x = smooth_planes(e);
+    const ebac::lorenzo l2 = ebac::lorenzo::along_last(2, 4, ebac::lorenzo::default_tile_2d);
+    CHECK(ebac::host::compress(x.data(), e, ans_linear{l2, chunk, true, true}, options(1e-2)) ==
+          ebac::host::compress(x.data(), e, ans_linear{l2, chunk, true}, options(1e-2)));
+    std::vector<float> mask(x.size());  // two levels: coded as a palette, no quantizer weighed
+    for (std::size_t i = 0; i < x.size(); ++i) mask[i] = x[i] > 0 ? 1.f : 0.f;
+    CHECK(ebac::host::compress(mask.data(), e, ans_pipe{l2, chunk, true, true}, options(1e-2)) ==
+          ebac::host::compress(mask.data(), e, ans_pipe{l2, chunk, true}, options(1e-2)));
+  }
 
-TEST_CASE("the max pipeline chooses, an explicit triple keeps its predictor") {
-  ebac::pipeline_spec s;
-  REQUIRE(ebac::parse_pipeline("max", s));
-  CHECK(s.choose_predictor);
-  REQUIRE(ebac::parse_pipeline("lorenzo2:sign:ans", s));
-  CHECK_FALSE(s.choose_predictor);
-  const ebac::extents e{64, 8, 32, 32};
-  const auto x = sparse(static_cast<std::size_t>(count_of(e)), 11);
-  const auto chosen = compress(x.data(), e, spec_of("max"), options(1e-1));
-  CHECK(ebac::host::inspect(chosen.data(), chosen.size()).predictor == ebac::predictor_id::none);
-  const auto kept = compress(x.data(), e, spec_of("lorenzo2:sign:ans"), options(1e-1));
-  CHECK(ebac::host::inspect(kept.data(), kept.size()).predictor == ebac::predictor_id::lorenzo);
-  // max-bound: max's stages and choice, and the quantizer's.
-  REQUIRE(ebac::parse_pipeline("max-bound", s));
-  CHECK(s.choose_predictor);
-  CHECK(s.choose_quantizer);
-  CHECK(s.encoder == ebac::encoder_id::context_ans);
-  CHECK(s.quantizer == ebac::quantizer_id::sign_preserving);
-  REQUIRE(ebac::parse_pipeline("max", s));
-  CHECK_FALSE(s.choose_quantizer);
-}
+  TEST_CASE("the max pipeline chooses, an explicit triple keeps its predictor") {
+    ebac::pipeline_spec s;
+    REQUIRE(ebac::parse_pipeline("max", s));
+    CHECK(s.choose_predictor);
+    REQUIRE(ebac::parse_pipeline("lorenzo2:sign:ans", s));
+    CHECK_FALSE(s.choose_predictor);
+    const ebac::extents e{64, 8, 32, 32};
+    const auto x = sparse(static_cast<std::size_t>(count_of(e)), 11);
+    const auto chosen = compress(x.data(), e, spec_of("max"), options(1e-1));
+    CHECK(ebac::host::inspect(chosen.data(), chosen.size()).predictor == ebac::predictor_id::none);
+    const auto kept = compress(x.data(), e, spec_of("lorenzo2:sign:ans"), options(1e-1));
+    CHECK(ebac::host::inspect(kept.data(), kept.size()).predictor == ebac::predictor_id::lorenzo);
+    // max-bound: max's stages and choice, and the quantizer's.
+    REQUIRE(ebac::parse_pipeline("max-bound", s));
+    CHECK(s.choose_predictor);
+    CHECK(s.choose_quantizer);
+    CHECK(s.encoder == ebac::encoder_id::context_ans);
+    CHECK(s.quantizer == ebac::quantizer_id::sign_preserving);
+    REQUIRE(ebac::parse_pipeline("max", s));
+    CHECK_FALSE(s.choose_quantizer);
+  }
 
 }  // TEST_SUITE

@@ -42,11 +42,11 @@ void check_element_code(const P& pred, const ebac::extents& e, double eb, std::u
   std::normal_distribution<float> nd(0.f, 1.f);
   std::vector<T> in(n);
   for (std::uint64_t i = 0; i < n; ++i) {
-    float v = std::max(0.f, nd(rng)) * 3.f;           // post-ReLU-like, many exact zeros
-    if (rng() % 97 == 0) v = -v - 1.f;                // a few negatives
+    float v = std::max(0.f, nd(rng)) * 3.f;  // post-ReLU-like, many exact zeros
+    if (rng() % 97 == 0) v = -v - 1.f;       // a few negatives
     if (rng() % 211 == 0) v = std::numeric_limits<float>::quiet_NaN();
     if (rng() % 223 == 0) v = std::numeric_limits<float>::infinity();
-    if (rng() % 229 == 0) v = 3e38f;                  // outside the code range
+    if (rng() % 229 == 0) v = 3e38f;  // outside the code range
     in[i] = ebac::from_float<T>(v);
   }
   const Q q = Q::make(eb);
@@ -62,7 +62,8 @@ void check_element_code(const P& pred, const ebac::extents& e, double eb, std::u
     CAPTURE(i);
     bool o = false;
     const std::uint32_t fused = ebac::detail::element_code(pred, e, q, in.data(), i, o);
-    const std::uint32_t staged = ebac::detail::zigzag(static_cast<std::int32_t>(pred.residual(e, i, [&](std::uint64_t j) { return field[j]; })));
+    const std::uint32_t staged =
+        ebac::detail::zigzag(static_cast<std::int32_t>(pred.residual(e, i, [&](std::uint64_t j) { return field[j]; })));
     REQUIRE(fused == staged);
     REQUIRE(o == outlier[i]);
     outliers += o;
@@ -73,7 +74,8 @@ void check_element_code(const P& pred, const ebac::extents& e, double eb, std::u
 /// The same for a lossless quantizer over storage-type data: the staged
 /// field is quantize_at(q, in[i], i) (positional for pool_window).
 template <class P, class Q, class S>
-void check_lossless_element_code(const P& pred, const ebac::extents& e, const Q& q, const std::vector<S>& in, bool expect_outliers) {
+void check_lossless_element_code(const P& pred, const ebac::extents& e, const Q& q, const std::vector<S>& in,
+                                 bool expect_outliers) {
   std::uint64_t n = 0;
   REQUIRE(e.count(n) == ebac::status::ok);
   REQUIRE(in.size() == n);
@@ -89,7 +91,8 @@ void check_lossless_element_code(const P& pred, const ebac::extents& e, const Q&
     CAPTURE(i);
     bool o = false;
     const std::uint32_t fused = ebac::detail::element_code(pred, e, q, in.data(), i, o);
-    const std::uint32_t staged = ebac::detail::zigzag(static_cast<std::int32_t>(pred.residual(e, i, [&](std::uint64_t j) { return field[j]; })));
+    const std::uint32_t staged =
+        ebac::detail::zigzag(static_cast<std::int32_t>(pred.residual(e, i, [&](std::uint64_t j) { return field[j]; })));
     REQUIRE(fused == staged);
     REQUIRE(o == outlier[i]);
     outliers += o;
@@ -99,164 +102,168 @@ void check_lossless_element_code(const P& pred, const ebac::extents& e, const Q&
 }  // namespace
 
 TEST_SUITE("host") {
-TEST_CASE("fused per-element codes (CUDA fused kernels) equal quantize-then-residual codes") {
-  const ebac::extents shapes[] = {{37}, {5000}, {4, 5, 6}, {2, 3, 17, 19}};
-  std::uint32_t seed = 7;
-  for (const auto& e : shapes) {
-    CAPTURE(e.rank);
-    for (double eb : {1e-3, 0.25}) {
-      check_element_code<float, ebac::sign_preserving_quantizer>(ebac::lorenzo::flat(), e, eb, seed++);
-      check_element_code<float, ebac::linear_quantizer>(ebac::lorenzo::flat(4096), e, eb, seed++);
-      check_element_code<float, ebac::sign_preserving_quantizer>(ebac::no_prediction{}, e, eb, seed++);
-      check_element_code<ebac::float16, ebac::sign_preserving_quantizer>(ebac::lorenzo::flat(), e, eb, seed++);
-      check_element_code<ebac::bfloat16, ebac::linear_quantizer>(ebac::lorenzo::flat(), e, eb, seed++);
-      for (int d = 2; d <= 3 && d <= e.rank; ++d)
-        check_element_code<float, ebac::sign_preserving_quantizer>(ebac::lorenzo::along_last(d, e.rank, 64), e, eb, seed++);
-    }
-  }
-}
-
-TEST_CASE("fused per-element codes for the lossless quantizers (levels, exact, pool_window) equal the staged codes") {
-  std::mt19937 rng(11);
-  const ebac::extents e{3, 8, 12};
-  const std::uint64_t n = 3 * 8 * 12;
-  // Palette indices of a few-level int8 tensor (the writer runs them without
-  // prediction; any predictor composes, so Lorenzo is checked too).
-  std::vector<std::int8_t> few(n);
-  for (auto& v : few) v = static_cast<std::int8_t>(static_cast<int>(rng() % 5) * 3 - 6);
-  const ebac::level_quantizer lq{ebac::host::detail::find_levels(few.data(), n, 32, ebac::max_levels, 1)};
-  REQUIRE(lq.palette.count == 5);
-  check_lossless_element_code(ebac::no_prediction{}, e, lq, few, false);
-  check_lossless_element_code(ebac::lorenzo::flat(32), e, lq, few, false);
-  // Exact integers under Lorenzo; values of 2^22 and more are outliers.
-  std::vector<std::int32_t> ints(n);
-  for (auto& v : ints) v = rng() % 13 == 0 ? static_cast<std::int32_t>(rng() | 0x400000u) : static_cast<std::int32_t>(rng() % 200) - 100;
-  check_lossless_element_code(ebac::lorenzo::flat(), e, ebac::exact_quantizer{}, ints, true);
-  check_lossless_element_code(ebac::lorenzo::along_last(2, e.rank, 4), e, ebac::exact_quantizer{}, ints, true);
-  // Max-pool indices (3x3 windows, stride 2, padding 1 over 16 x 24 planes:
-  // 8 x 12 outputs), some outside their window (outliers).
-  ebac::pool_geometry g;
-  g.dims = 2;
-  const std::uint64_t in_size[2] = {16, 24};
-  for (int j = 0; j < 2; ++j) {
-    g.input[j] = in_size[j];
-    g.kernel[j] = 3;
-    g.stride[j] = 2;
-    g.padding[j] = 1;
-    g.dilation[j] = 1;
-  }
-  REQUIRE(g.validate(e) == ebac::status::ok);
-  const auto pq = ebac::pool_window_quantizer::make(g, e);
-  std::vector<std::int64_t> idx(n);
-  for (std::uint64_t i = 0; i < n; ++i) {
-    const std::uint64_t ow = i % 12, oh = (i / 12) % 8;
-    const std::int64_t h = std::clamp<std::int64_t>(static_cast<std::int64_t>(2 * oh) - 1 + static_cast<std::int64_t>(rng() % 3), 0, 15);
-    const std::int64_t w = std::clamp<std::int64_t>(static_cast<std::int64_t>(2 * ow) - 1 + static_cast<std::int64_t>(rng() % 3), 0, 23);
-    idx[i] = rng() % 17 == 0 ? static_cast<std::int64_t>(rng() % 384) : h * 24 + w;
-  }
-  idx[5] = 383;  // far from output 5's window
-  check_lossless_element_code(ebac::no_prediction{}, e, pq, idx, true);
-  check_lossless_element_code(ebac::lorenzo::flat(), e, pq, idx, true);
-}
-
-TEST_CASE("block_bitpack::packed_word (one word per thread) equals pack_block's words") {
-  std::mt19937 rng(3);
-  for (int w = 1; w <= 32; ++w) {
-    CAPTURE(w);
-    for (std::size_t m : {std::size_t{32}, std::size_t{1}, std::size_t{17}}) {
-      std::uint32_t codes[32] = {};
-      const std::uint32_t mask = w == 32 ? 0xffffffffu : ((1u << w) - 1);
-      for (std::size_t i = 0; i < m; ++i) codes[i] = rng() & mask;
-      if (m == 32) codes[31] = mask;  // the top bit of the last word
-      std::byte packed[4 * 32];
-      REQUIRE(ebac::block_bitpack::pack_block(codes, m, w, packed) == 4 * static_cast<std::size_t>(w));
-      for (int l = 0; l < w; ++l) {
-        CAPTURE(l);
-        CHECK(ebac::block_bitpack::packed_word(codes, w, l) == ebac::detail::load_le<std::uint32_t>(packed + 4 * l));
+  TEST_CASE("fused per-element codes (CUDA fused kernels) equal quantize-then-residual codes") {
+    const ebac::extents shapes[] = {{37}, {5000}, {4, 5, 6}, {2, 3, 17, 19}};
+    std::uint32_t seed = 7;
+    for (const auto& e : shapes) {
+      CAPTURE(e.rank);
+      for (double eb : {1e-3, 0.25}) {
+        check_element_code<float, ebac::sign_preserving_quantizer>(ebac::lorenzo::flat(), e, eb, seed++);
+        check_element_code<float, ebac::linear_quantizer>(ebac::lorenzo::flat(4096), e, eb, seed++);
+        check_element_code<float, ebac::sign_preserving_quantizer>(ebac::no_prediction{}, e, eb, seed++);
+        check_element_code<ebac::float16, ebac::sign_preserving_quantizer>(ebac::lorenzo::flat(), e, eb, seed++);
+        check_element_code<ebac::bfloat16, ebac::linear_quantizer>(ebac::lorenzo::flat(), e, eb, seed++);
+        for (int d = 2; d <= 3 && d <= e.rank; ++d)
+          check_element_code<float, ebac::sign_preserving_quantizer>(ebac::lorenzo::along_last(d, e.rank, 64), e, eb, seed++);
       }
     }
   }
-}
 
-TEST_CASE("block_bitpack::code_at (one code per thread) equals unpack_block") {
-  std::mt19937 rng(5);
-  for (int w = 1; w <= 32; ++w) {
-    CAPTURE(w);
-    std::uint32_t codes[32];
-    const std::uint32_t mask = w == 32 ? 0xffffffffu : ((1u << w) - 1);
-    for (auto& c : codes) c = rng() & mask;
-    codes[31] = mask;
-    // Exactly the block's bytes on the heap, so a read past them trips ASan.
-    std::vector<std::byte> packed(4 * static_cast<std::size_t>(w));
-    REQUIRE(ebac::block_bitpack::pack_block(codes, 32, w, packed.data()) == packed.size());
-    std::uint32_t back[32];
-    ebac::block_bitpack::unpack_block(packed.data(), w, back, 32);
-    for (int v = 0; v < 32; ++v) {
-      CAPTURE(v);
-      CHECK(ebac::block_bitpack::code_at(packed.data(), w, v) == back[v]);
-      CHECK(back[v] == codes[v]);
+  TEST_CASE("fused per-element codes for the lossless quantizers (levels, exact, pool_window) equal the staged codes") {
+    std::mt19937 rng(11);
+    const ebac::extents e{3, 8, 12};
+    const std::uint64_t n = 3 * 8 * 12;
+    // Palette indices of a few-level int8 tensor (the writer runs them without
+    // prediction; any predictor composes, so Lorenzo is checked too).
+    std::vector<std::int8_t> few(n);
+    for (auto& v : few) v = static_cast<std::int8_t>(static_cast<int>(rng() % 5) * 3 - 6);
+    const ebac::level_quantizer lq{ebac::host::detail::find_levels(few.data(), n, 32, ebac::max_levels, 1)};
+    REQUIRE(lq.palette.count == 5);
+    check_lossless_element_code(ebac::no_prediction{}, e, lq, few, false);
+    check_lossless_element_code(ebac::lorenzo::flat(32), e, lq, few, false);
+    // Exact integers under Lorenzo; values of 2^22 and more are outliers.
+    std::vector<std::int32_t> ints(n);
+    for (auto& v : ints)
+      v = rng() % 13 == 0 ? static_cast<std::int32_t>(rng() | 0x400000u) : static_cast<std::int32_t>(rng() % 200) - 100;
+    check_lossless_element_code(ebac::lorenzo::flat(), e, ebac::exact_quantizer{}, ints, true);
+    check_lossless_element_code(ebac::lorenzo::along_last(2, e.rank, 4), e, ebac::exact_quantizer{}, ints, true);
+    // Max-pool indices (3x3 windows, stride 2, padding 1 over 16 x 24 planes:
+    // 8 x 12 outputs), some outside their window (outliers).
+    ebac::pool_geometry g;
+    g.dims = 2;
+    const std::uint64_t in_size[2] = {16, 24};
+    for (int j = 0; j < 2; ++j) {
+      g.input[j] = in_size[j];
+      g.kernel[j] = 3;
+      g.stride[j] = 2;
+      g.padding[j] = 1;
+      g.dilation[j] = 1;
     }
+    REQUIRE(g.validate(e) == ebac::status::ok);
+    const auto pq = ebac::pool_window_quantizer::make(g, e);
+    std::vector<std::int64_t> idx(n);
+    for (std::uint64_t i = 0; i < n; ++i) {
+      const std::uint64_t ow = i % 12, oh = (i / 12) % 8;
+      const std::int64_t h =
+          std::clamp<std::int64_t>(static_cast<std::int64_t>(2 * oh) - 1 + static_cast<std::int64_t>(rng() % 3), 0, 15);
+      const std::int64_t w =
+          std::clamp<std::int64_t>(static_cast<std::int64_t>(2 * ow) - 1 + static_cast<std::int64_t>(rng() % 3), 0, 23);
+      idx[i] = rng() % 17 == 0 ? static_cast<std::int64_t>(rng() % 384) : h * 24 + w;
+    }
+    idx[5] = 383;  // far from output 5's window
+    check_lossless_element_code(ebac::no_prediction{}, e, pq, idx, true);
+    check_lossless_element_code(ebac::lorenzo::flat(), e, pq, idx, true);
   }
-}
 
-// The fused decoder's bookkeeping (cuda/kernels/fused_bitpack_decode.cuh),
-// replayed on the host: rounds of W blocks, one warp's inclusive scan per
-// block plus tiled_prefix_rounds::before, must give the tile-restarting
-// prefix sum of the flat Lorenzo inverse.
-TEST_CASE("tiled_prefix_rounds: rounds of warp scans equal the flat Lorenzo inverse") {
-  std::mt19937 rng(9);
-  for (unsigned W : {1u, 3u, 8u, 32u}) {
-    for (std::uint64_t tile_blocks : {1u, 2u, 5u, 8u, 128u}) {
-      for (std::size_t n : {std::size_t{1}, std::size_t{31}, std::size_t{32}, std::size_t{33}, std::size_t{1000}, std::size_t{20000}}) {
-        CAPTURE(W);
-        CAPTURE(tile_blocks);
-        CAPTURE(n);
-        std::vector<std::uint32_t> r(n);
-        for (auto& v : r) v = rng();
-        std::vector<std::uint32_t> expect = r;  // the host backend's inverse pass over one flat axis
-        ebac::host::detail::run_pass<false>(ebac::lorenzo{}, expect.data(), ebac::axis_pass{1, n, 1, 32 * tile_blocks}, 1);
-        const ebac::tiled_prefix_rounds rounds{tile_blocks};
-        const std::size_t nb = (n + 31) / 32;
-        std::vector<std::uint32_t> got(n), totals(W);
-        std::uint32_t carry = 0;
-        for (std::size_t first = 0; first < nb; first += W) {
-          const unsigned count = static_cast<unsigned>(nb - first < W ? nb - first : W);
-          std::vector<std::uint32_t> scanned(32 * static_cast<std::size_t>(count), 0);
-          for (unsigned w = 0; w < count; ++w) {  // each warp: inclusive scan of its block (0 past the end)
-            std::uint32_t acc = 0;
-            for (unsigned lane = 0; lane < 32; ++lane) {
-              const std::size_t j = (first + w) * 32 + lane;
-              acc += j < n ? r[j] : 0u;
-              scanned[32 * w + lane] = acc;
-            }
-            totals[w] = acc;
-          }
-          for (unsigned w = 0; w < count; ++w)
-            for (unsigned lane = 0; lane < 32; ++lane) {
-              const std::size_t j = (first + w) * 32 + lane;
-              if (j < n) got[j] = scanned[32 * w + lane] + rounds.before(first, totals.data(), w, carry);
-            }
-          carry = rounds.before(first, totals.data(), count, carry);
+  TEST_CASE("block_bitpack::packed_word (one word per thread) equals pack_block's words") {
+    std::mt19937 rng(3);
+    for (int w = 1; w <= 32; ++w) {
+      CAPTURE(w);
+      for (std::size_t m : {std::size_t{32}, std::size_t{1}, std::size_t{17}}) {
+        std::uint32_t codes[32] = {};
+        const std::uint32_t mask = w == 32 ? 0xffffffffu : ((1u << w) - 1);
+        for (std::size_t i = 0; i < m; ++i) codes[i] = rng() & mask;
+        if (m == 32) codes[31] = mask;  // the top bit of the last word
+        std::byte packed[4 * 32];
+        REQUIRE(ebac::block_bitpack::pack_block(codes, m, w, packed) == 4 * static_cast<std::size_t>(w));
+        for (int l = 0; l < w; ++l) {
+          CAPTURE(l);
+          CHECK(ebac::block_bitpack::packed_word(codes, w, l) == ebac::detail::load_le<std::uint32_t>(packed + 4 * l));
         }
-        CHECK(got == expect);
       }
     }
   }
-}
 
-TEST_CASE("direct Lorenzo residuals (CUDA kernel logic) equal the host's axis passes") {
-  const ebac::extents shapes[] = {{1}, {37}, {5000}, {3, 7}, {4, 5, 6}, {2, 3, 17, 19}, {2, 65, 70}};
-  std::uint32_t seed = 1;
-  for (const auto& e : shapes) {
-    CAPTURE(e.rank);
-    check_direct_matches_passes(ebac::no_prediction{}, e, seed++);
-    check_direct_matches_passes(ebac::lorenzo::flat(), e, seed++);
-    check_direct_matches_passes(ebac::lorenzo::flat(8), e, seed++);
-    for (int d = 1; d <= 3 && d <= e.rank; ++d) {
-      check_direct_matches_passes(ebac::lorenzo::along_last(d, e.rank, 4), e, seed++);
-      check_direct_matches_passes(ebac::lorenzo::along_last(d, e.rank, 64), e, seed++);
+  TEST_CASE("block_bitpack::code_at (one code per thread) equals unpack_block") {
+    std::mt19937 rng(5);
+    for (int w = 1; w <= 32; ++w) {
+      CAPTURE(w);
+      std::uint32_t codes[32];
+      const std::uint32_t mask = w == 32 ? 0xffffffffu : ((1u << w) - 1);
+      for (auto& c : codes) c = rng() & mask;
+      codes[31] = mask;
+      // Exactly the block's bytes on the heap, so a read past them trips ASan.
+      std::vector<std::byte> packed(4 * static_cast<std::size_t>(w));
+      REQUIRE(ebac::block_bitpack::pack_block(codes, 32, w, packed.data()) == packed.size());
+      std::uint32_t back[32];
+      ebac::block_bitpack::unpack_block(packed.data(), w, back, 32);
+      for (int v = 0; v < 32; ++v) {
+        CAPTURE(v);
+        CHECK(ebac::block_bitpack::code_at(packed.data(), w, v) == back[v]);
+        CHECK(back[v] == codes[v]);
+      }
     }
-    if (e.rank >= 3) check_direct_matches_passes(ebac::lorenzo::along({0, 2}, 3), e, seed++);
   }
-}
+
+  // The fused decoder's bookkeeping (cuda/kernels/fused_bitpack_decode.cuh),
+  // replayed on the host: rounds of W blocks, one warp's inclusive scan per
+  // block plus tiled_prefix_rounds::before, must give the tile-restarting
+  // prefix sum of the flat Lorenzo inverse.
+  TEST_CASE("tiled_prefix_rounds: rounds of warp scans equal the flat Lorenzo inverse") {
+    std::mt19937 rng(9);
+    for (unsigned W : {1u, 3u, 8u, 32u}) {
+      for (std::uint64_t tile_blocks : {1u, 2u, 5u, 8u, 128u}) {
+        for (std::size_t n :
+             {std::size_t{1}, std::size_t{31}, std::size_t{32}, std::size_t{33}, std::size_t{1000}, std::size_t{20000}}) {
+          CAPTURE(W);
+          CAPTURE(tile_blocks);
+          CAPTURE(n);
+          std::vector<std::uint32_t> r(n);
+          for (auto& v : r) v = rng();
+          std::vector<std::uint32_t> expect = r;  // the host backend's inverse pass over one flat axis
+          ebac::host::detail::run_pass<false>(ebac::lorenzo{}, expect.data(), ebac::axis_pass{1, n, 1, 32 * tile_blocks}, 1);
+          const ebac::tiled_prefix_rounds rounds{tile_blocks};
+          const std::size_t nb = (n + 31) / 32;
+          std::vector<std::uint32_t> got(n), totals(W);
+          std::uint32_t carry = 0;
+          for (std::size_t first = 0; first < nb; first += W) {
+            const unsigned count = static_cast<unsigned>(nb - first < W ? nb - first : W);
+            std::vector<std::uint32_t> scanned(32 * static_cast<std::size_t>(count), 0);
+            for (unsigned w = 0; w < count; ++w) {  // each warp: inclusive scan of its block (0 past the end)
+              std::uint32_t acc = 0;
+              for (unsigned lane = 0; lane < 32; ++lane) {
+                const std::size_t j = (first + w) * 32 + lane;
+                acc += j < n ? r[j] : 0u;
+                scanned[32 * w + lane] = acc;
+              }
+              totals[w] = acc;
+            }
+            for (unsigned w = 0; w < count; ++w)
+              for (unsigned lane = 0; lane < 32; ++lane) {
+                const std::size_t j = (first + w) * 32 + lane;
+                if (j < n) got[j] = scanned[32 * w + lane] + rounds.before(first, totals.data(), w, carry);
+              }
+            carry = rounds.before(first, totals.data(), count, carry);
+          }
+          CHECK(got == expect);
+        }
+      }
+    }
+  }
+
+  TEST_CASE("direct Lorenzo residuals (CUDA kernel logic) equal the host's axis passes") {
+    const ebac::extents shapes[] = {{1}, {37}, {5000}, {3, 7}, {4, 5, 6}, {2, 3, 17, 19}, {2, 65, 70}};
+    std::uint32_t seed = 1;
+    for (const auto& e : shapes) {
+      CAPTURE(e.rank);
+      check_direct_matches_passes(ebac::no_prediction{}, e, seed++);
+      check_direct_matches_passes(ebac::lorenzo::flat(), e, seed++);
+      check_direct_matches_passes(ebac::lorenzo::flat(8), e, seed++);
+      for (int d = 1; d <= 3 && d <= e.rank; ++d) {
+        check_direct_matches_passes(ebac::lorenzo::along_last(d, e.rank, 4), e, seed++);
+        check_direct_matches_passes(ebac::lorenzo::along_last(d, e.rank, 64), e, seed++);
+      }
+      if (e.rank >= 3) check_direct_matches_passes(ebac::lorenzo::along({0, 2}, 3), e, seed++);
+    }
+  }
 }

@@ -21,10 +21,20 @@
 
 namespace ebac_test {
 
-template <class T> inline const char* type_name();
-template <> inline const char* type_name<float>() { return "f32"; }
-template <> inline const char* type_name<ebac::float16>() { return "f16"; }
-template <> inline const char* type_name<ebac::bfloat16>() { return "bf16"; }
+template <class T>
+inline const char* type_name();
+template <>
+inline const char* type_name<float>() {
+  return "f32";
+}
+template <>
+inline const char* type_name<ebac::float16>() {
+  return "f16";
+}
+template <>
+inline const char* type_name<ebac::bfloat16>() {
+  return "bf16";
+}
 
 inline std::string shape_str(const ebac::extents& e) {
   std::string s = "{";
@@ -105,8 +115,8 @@ std::vector<std::byte> compress(const T* x, const ebac::extents& e, const ebac::
 }
 
 template <class T>
-std::vector<std::byte> compress(const std::vector<T>& x, const ebac::extents& e, const std::string& pipe,
-                                ebac::error_bound eb, bool checksum = true, int threads = 1) {
+std::vector<std::byte> compress(const std::vector<T>& x, const ebac::extents& e, const std::string& pipe, ebac::error_bound eb,
+                                bool checksum = true, int threads = 1) {
   ebac::compress_options o;
   o.bound = eb;
   o.checksum = checksum;
@@ -140,7 +150,10 @@ double promised_bound(const std::vector<T>& x, ebac::error_bound eb) {
     const float f = ebac::to_float(v);
     if (!std::isfinite(f)) continue;
     const double d = f;
-    if (!any) { lo = hi = d; any = true; }
+    if (!any) {
+      lo = hi = d;
+      any = true;
+    }
     lo = std::min(lo, d);
     hi = std::max(hi, d);
   }
@@ -179,11 +192,10 @@ struct roundtrip_stats {
 ///  - with the sign-preserving quantizer: x == 0 -> y == 0, sign(y) == sign(x);
 ///  - the stream fits max_compressed_bytes (the CUDA backend's output buffer).
 template <class T>
-roundtrip_stats check_roundtrip(const std::vector<T>& x, const ebac::extents& e, const std::string& pipe,
-                                ebac::error_bound eb, const std::string& label, std::uint32_t chunk = 0,
-                                std::uint32_t max_levels = ebac::max_levels) {
-  INFO("case: pipeline=", pipe, " dtype=", std::string(type_name<T>()), " shape=", shape_str(e), " eb=", fmt(eb.value), " mode=",
-       std::string(ebac::to_string(eb.mode)), " data=", label, " chunk=", chunk);
+roundtrip_stats check_roundtrip(const std::vector<T>& x, const ebac::extents& e, const std::string& pipe, ebac::error_bound eb,
+                                const std::string& label, std::uint32_t chunk = 0, std::uint32_t max_levels = ebac::max_levels) {
+  INFO("case: pipeline=", pipe, " dtype=", std::string(type_name<T>()), " shape=", shape_str(e), " eb=", fmt(eb.value),
+       " mode=", std::string(ebac::to_string(eb.mode)), " data=", label, " chunk=", chunk);
   REQUIRE(x.size() == count_of(e));
   const ebac::pipeline_spec spec = spec_of(pipe, chunk);
   ebac::compress_options o;
@@ -233,7 +245,8 @@ roundtrip_stats check_roundtrip(const std::vector<T>& x, const ebac::extents& e,
   // (computed here, not by the library).
   CHECK(s1.size() <= 112 + 8 * static_cast<std::size_t>(e.rank) + x.size() * sizeof(T) + 8);
   if (!h.is_stored()) {
-    const std::size_t coded_cap = ebac::with_pipeline(spec, e, [&](auto p) { return ebac::max_coded_bytes<decltype(p), T>(e, p); });
+    const std::size_t coded_cap =
+        ebac::with_pipeline(spec, e, [&](auto p) { return ebac::max_coded_bytes<decltype(p), T>(e, p); });
     CHECK_MESSAGE(s1.size() <= coded_cap, "coded stream of ", s1.size(), " bytes exceeds max_coded_bytes = ", coded_cap);
   }
   {
@@ -242,17 +255,17 @@ roundtrip_stats check_roundtrip(const std::vector<T>& x, const ebac::extents& e,
     ebac::compress_options oc = o;
     oc.checksum = true;
     std::vector<std::byte> buf(cap, std::byte{0x5a});
-    const std::size_t k = ebac::with_pipeline(spec, e, [&](auto p) { return ebac::host::compress(x.data(), e, p, oc, buf.data(), buf.size()); });
+    const std::size_t k =
+        ebac::with_pipeline(spec, e, [&](auto p) { return ebac::host::compress(x.data(), e, p, oc, buf.data(), buf.size()); });
     CHECK(k == s1.size());
     CHECK_MESSAGE(std::equal(s1.begin(), s1.end(), buf.begin()), "compress into a buffer wrote other bytes");
     if (x.size() <= 5000) {
       std::vector<std::byte> small(s1.size() - 1, std::byte{0x5a});
       ebac::status code = ebac::status::ok;
       try {
-        (void)ebac::with_pipeline(spec, e, [&](auto p) { return ebac::host::compress(x.data(), e, p, oc, small.data(), small.size()); });
-      } catch (const ebac::error& err) {
-        code = err.code();
-      }
+        (void)ebac::with_pipeline(spec, e,
+                                  [&](auto p) { return ebac::host::compress(x.data(), e, p, oc, small.data(), small.size()); });
+      } catch (const ebac::error& err) { code = err.code(); }
       CHECK(code == ebac::status::buffer_too_small);
       CHECK_MESSAGE(std::all_of(small.begin(), small.end(), [](std::byte b) { return b == std::byte{0x5a}; }),
                     "a buffer too small was written to");
@@ -287,10 +300,9 @@ roundtrip_stats check_roundtrip(const std::vector<T>& x, const ebac::extents& e,
       why = "zero or sign not preserved";
     }
     if (why && bad++ == 0) {
-      first_bad = std::string(why) + " at index " + std::to_string(i) + ": x=" + fmt(xf) + " (" +
-                  hex(ebac::raw_bits(x[i])) + ") y=" + fmt(yf) + " (" + hex(ebac::raw_bits(y1[i])) +
-                  ") |x-y|=" + fmt(std::fabs(static_cast<double>(xf) - static_cast<double>(yf))) +
-                  " eb_abs=" + fmt(bound);
+      first_bad = std::string(why) + " at index " + std::to_string(i) + ": x=" + fmt(xf) + " (" + hex(ebac::raw_bits(x[i])) +
+                  ") y=" + fmt(yf) + " (" + hex(ebac::raw_bits(y1[i])) +
+                  ") |x-y|=" + fmt(std::fabs(static_cast<double>(xf) - static_cast<double>(yf))) + " eb_abs=" + fmt(bound);
     }
   }
   CHECK_MESSAGE(bad == 0, bad, " bad elements; first: ", first_bad);

@@ -42,15 +42,16 @@ inline std::vector<std::uint32_t> make_codes(std::size_t n, std::uint32_t row, d
 inline void zero_blocks(std::vector<std::uint32_t>& codes, int pattern, int h) {
   for (std::size_t i = 0; i < codes.size(); ++i) {
     const std::size_t k = i / 1024;
-    if ((pattern == 1 && (k + static_cast<std::size_t>(h)) % 2 == 0) || (pattern == 2 && (k == 1 || (k == 3 && h % 2 == 0)))) codes[i] = 0;
+    if ((pattern == 1 && (k + static_cast<std::size_t>(h)) % 2 == 0) || (pattern == 2 && (k == 1 || (k == 3 && h % 2 == 0))))
+      codes[i] = 0;
   }
 }
 
 /// A codebook for context set (classes, diagonal) from the codes' own
 /// counts, through the stream's serialized form (so deserialize checks it):
 /// every (context, token) that occurs has a frequency of at least 1.
-inline ebac::context_ans_codebook codebook_for(const std::vector<std::vector<std::uint32_t>>& chunks, std::uint32_t row, std::uint32_t classes,
-                                               bool diagonal) {
+inline ebac::context_ans_codebook codebook_for(const std::vector<std::vector<std::uint32_t>>& chunks, std::uint32_t row,
+                                               std::uint32_t classes, bool diagonal) {
   const std::uint32_t contexts = model::contexts(classes, diagonal);
   std::vector<std::uint64_t> counts(std::size_t{contexts} * model::tokens, 0);
   for (const auto& codes : chunks)

@@ -12,8 +12,8 @@ namespace ebac_isa_test {
 
 struct codec_functions {
   /// The stream of n = prod(dims) floats under `pipeline` at bound `eb` (relative or absolute), one thread.
-  std::vector<std::byte> (*compress)(const float* x, const std::vector<std::uint64_t>& dims, const std::string& pipeline, double eb,
-                                     bool relative);
+  std::vector<std::byte> (*compress)(const float* x, const std::vector<std::uint64_t>& dims, const std::string& pipeline,
+                                     double eb, bool relative);
   /// The stream decoded, one thread.
   std::vector<float> (*decompress)(const std::vector<std::byte>& stream);
 };

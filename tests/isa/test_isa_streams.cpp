@@ -67,25 +67,27 @@ bool same_bits(const std::vector<float>& a, const std::vector<float>& b) {
 }  // namespace
 
 TEST_SUITE("isa") {
-
-TEST_CASE("isa: the AVX2 build writes the baseline build's streams and decodes them to the same bits") {
-  REQUIRE_MESSAGE(__builtin_cpu_supports("avx2"), "this CPU has no AVX2: CMake builds this test only where /proc/cpuinfo lists it");
-  const ebac_isa_test::codec_functions base = ebac_isa_test::baseline_codec(), avx2 = ebac_isa_test::avx2_codec();
-  std::vector<std::string> pipelines(ebac::pipeline_names.begin(), ebac::pipeline_names.end());
-  for (const char* p : {"lorenzo:linear:huffman", "none:linear:ans", "lorenzo3:sign:ans", "lorenzo2:linear:rle"}) pipelines.push_back(p);
-  std::size_t compared = 0;
-  for (const tensor& t : tensors()) {
-    for (const std::string& pipeline : pipelines) {
-      for (const auto& [eb, relative] : {std::pair{1e-1, true}, std::pair{1e-2, true}, std::pair{1e-4, true}, std::pair{1e-6, false}}) {
-        INFO(t.name, ", ", pipeline, ", eb ", eb, relative ? " relative" : " absolute");
-        const auto s = base.compress(t.x.data(), t.dims, pipeline, eb, relative);
-        CHECK_MESSAGE(avx2.compress(t.x.data(), t.dims, pipeline, eb, relative) == s, "the AVX2 build wrote another stream");
-        CHECK_MESSAGE(same_bits(avx2.decompress(s), base.decompress(s)), "the AVX2 build decoded the stream to other bits");
-        ++compared;
+  TEST_CASE("isa: the AVX2 build writes the baseline build's streams and decodes them to the same bits") {
+    REQUIRE_MESSAGE(__builtin_cpu_supports("avx2"),
+                    "this CPU has no AVX2: CMake builds this test only where /proc/cpuinfo lists it");
+    const ebac_isa_test::codec_functions base = ebac_isa_test::baseline_codec(), avx2 = ebac_isa_test::avx2_codec();
+    std::vector<std::string> pipelines(ebac::pipeline_names.begin(), ebac::pipeline_names.end());
+    for (const char* p : {"lorenzo:linear:huffman", "none:linear:ans", "lorenzo3:sign:ans", "lorenzo2:linear:rle"})
+      pipelines.push_back(p);
+    std::size_t compared = 0;
+    for (const tensor& t : tensors()) {
+      for (const std::string& pipeline : pipelines) {
+        for (const auto& [eb, relative] :
+             {std::pair{1e-1, true}, std::pair{1e-2, true}, std::pair{1e-4, true}, std::pair{1e-6, false}}) {
+          INFO(t.name, ", ", pipeline, ", eb ", eb, relative ? " relative" : " absolute");
+          const auto s = base.compress(t.x.data(), t.dims, pipeline, eb, relative);
+          CHECK_MESSAGE(avx2.compress(t.x.data(), t.dims, pipeline, eb, relative) == s, "the AVX2 build wrote another stream");
+          CHECK_MESSAGE(same_bits(avx2.decompress(s), base.decompress(s)), "the AVX2 build decoded the stream to other bits");
+          ++compared;
+        }
       }
     }
+    CHECK(compared == 6 * 13 * 4);  // 6 tensors x (9 named pipelines + 4 triples) x 4 bounds
   }
-  CHECK(compared == 6 * 13 * 4);  // 6 tensors x (9 named pipelines + 4 triples) x 4 bounds
-}
 
 }  // TEST_SUITE

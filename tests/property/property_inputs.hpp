@@ -18,11 +18,11 @@ namespace ebac_test {
 #if defined(__SANITIZE_ADDRESS__)
 inline constexpr bool sanitized_build = true;
 #elif defined(__has_feature)
-#  if __has_feature(address_sanitizer)
+#if __has_feature(address_sanitizer)
 inline constexpr bool sanitized_build = true;
-#  else
+#else
 inline constexpr bool sanitized_build = false;
-#  endif
+#endif
 #else
 inline constexpr bool sanitized_build = false;
 #endif
@@ -40,11 +40,22 @@ inline std::vector<std::string> all_pipelines() {
 /// Lorenzo tiles (64 for 2-D, 16 for 3-D), and shapes spanning several chunks.
 inline std::vector<ebac::extents> property_shapes() {
   return {
-      ebac::extents{0},          ebac::extents{3, 0, 5},     ebac::extents{1},         ebac::extents{2},
-      ebac::extents{31},         ebac::extents{33},          ebac::extents{1025},      ebac::extents{7, 13},
-      ebac::extents{3, 5, 7},    ebac::extents{2, 3, 4, 5},  ebac::extents{3, 1, 17, 19},
-      ebac::extents{1, 1, 1, 1}, ebac::extents{2, 1, 3, 1, 2, 1, 5, 7}, ebac::extents{50, 1},
-      ebac::extents{4, 8, 33, 35}, ebac::extents{40001},
+      ebac::extents{0},
+      ebac::extents{3, 0, 5},
+      ebac::extents{1},
+      ebac::extents{2},
+      ebac::extents{31},
+      ebac::extents{33},
+      ebac::extents{1025},
+      ebac::extents{7, 13},
+      ebac::extents{3, 5, 7},
+      ebac::extents{2, 3, 4, 5},
+      ebac::extents{3, 1, 17, 19},
+      ebac::extents{1, 1, 1, 1},
+      ebac::extents{2, 1, 3, 1, 2, 1, 5, 7},
+      ebac::extents{50, 1},
+      ebac::extents{4, 8, 33, 35},
+      ebac::extents{40001},
   };
 }
 
@@ -105,7 +116,8 @@ inline std::vector<float> make_floats(std::size_t n, std::size_t inner, kind k, 
   const auto specials = special_floats();
   for (std::size_t i = 0; i < n; ++i) {
     const float r = static_cast<float>(i / inner), c = static_cast<float>(i % inner);
-    const float smooth = 2.0f * std::sin(0.11f * c + 0.3f) * std::cos(0.07f * r) + 0.5f * std::sin(0.013f * static_cast<float>(i));
+    const float smooth =
+        2.0f * std::sin(0.11f * c + 0.3f) * std::cos(0.07f * r) + 0.5f * std::sin(0.013f * static_cast<float>(i));
     switch (k) {
       case kind::uniform: v[i] = u(rng); break;
       case kind::relu: {
@@ -114,9 +126,7 @@ inline std::vector<float> make_floats(std::size_t n, std::size_t inner, kind k, 
         break;
       }
       case kind::smooth: v[i] = 100.0f * smooth + 0.01f * u(rng); break;
-      case kind::mixed:
-        v[i] = (rng() % 10 == 0) ? specials[rng() % specials.size()] : smooth + 0.05f * g(rng);
-        break;
+      case kind::mixed: v[i] = (rng() % 10 == 0) ? specials[rng() % specials.size()] : smooth + 0.05f * g(rng); break;
     }
   }
   return v;
@@ -124,11 +134,14 @@ inline std::vector<float> make_floats(std::size_t n, std::size_t inner, kind k, 
 
 /// 16-bit NaN patterns with payloads, used to salt f16/bf16 tensors directly
 /// (a float NaN would lose its low payload bits in conversion).
-template <class T> inline std::vector<std::uint16_t> special_bits();
-template <> inline std::vector<std::uint16_t> special_bits<ebac::float16>() {
+template <class T>
+inline std::vector<std::uint16_t> special_bits();
+template <>
+inline std::vector<std::uint16_t> special_bits<ebac::float16>() {
   return {0x7c01, 0xfc01, 0x7e00, 0xfe00, 0x7fff, 0x7d55, 0x7c00, 0xfc00, 0x0001, 0x8001, 0x03ff, 0x7bff, 0xfbff, 0x8000};
 }
-template <> inline std::vector<std::uint16_t> special_bits<ebac::bfloat16>() {
+template <>
+inline std::vector<std::uint16_t> special_bits<ebac::bfloat16>() {
   return {0x7f81, 0xff81, 0x7fc0, 0xffc0, 0x7fff, 0x7fa5, 0x7f80, 0xff80, 0x0001, 0x8001, 0x007f, 0x7f7f, 0xff7f, 0x8000};
 }
 

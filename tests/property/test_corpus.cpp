@@ -14,7 +14,7 @@
 using namespace ebac_test;
 
 #ifndef EBAC_CORPUS_DIR
-#  error "EBAC_CORPUS_DIR must point at data/corpus"
+#error "EBAC_CORPUS_DIR must point at data/corpus"
 #endif
 
 namespace {
@@ -103,10 +103,12 @@ void check_file(const corpus_file& f, std::size_t index) {
     check_roundtrip(x, f.shape, std::string(ebac::pipeline_names[k]), {1e-3, ebac::bound_mode::relative}, label);
   }
   // Rotate further settings over the files so the suite stays quick.
-  const std::string extra[] = {"lorenzo3:linear:huffman", "none:sign:rle", "lorenzo1:sign:bitpack", "lorenzo2:linear:rle",
-                               "none:linear:huffman", "lorenzo:sign:huffman", "lorenzo2:sign:ans", "none:linear:ans"};
-  const ebac::error_bound bounds[] = {{1e-2, ebac::bound_mode::absolute}, {1e-5, ebac::bound_mode::relative},
-                                      {1e-1, ebac::bound_mode::relative}, {1e-4, ebac::bound_mode::absolute}};
+  const std::string extra[] = {"lorenzo3:linear:huffman", "none:sign:rle",        "lorenzo1:sign:bitpack", "lorenzo2:linear:rle",
+                               "none:linear:huffman",     "lorenzo:sign:huffman", "lorenzo2:sign:ans",     "none:linear:ans"};
+  const ebac::error_bound bounds[] = {{1e-2, ebac::bound_mode::absolute},
+                                      {1e-5, ebac::bound_mode::relative},
+                                      {1e-1, ebac::bound_mode::relative},
+                                      {1e-4, ebac::bound_mode::absolute}};
   check_roundtrip(x, f.shape, extra[index % 8], bounds[index % 4], label);
   check_roundtrip(x, f.shape, "lorenzo2:sign:ans", bounds[(index + 2) % 4], label);
   check_roundtrip(x, f.shape, "fast", bounds[(index + 1) % 4], label);
@@ -115,50 +117,49 @@ void check_file(const corpus_file& f, std::size_t index) {
 }  // namespace
 
 TEST_SUITE("property") {
-
-TEST_CASE("corpus: manifest and files are present and consistent") {
-  const auto files = read_manifest();
-  CHECK(files.size() >= 10);
-  std::size_t f32 = 0, relu = 0;
-  for (const auto& f : files) {
-    f32 += f.dtype == "f32";
-    relu += f.kind == "post_relu";
+  TEST_CASE("corpus: manifest and files are present and consistent") {
+    const auto files = read_manifest();
+    CHECK(files.size() >= 10);
+    std::size_t f32 = 0, relu = 0;
+    for (const auto& f : files) {
+      f32 += f.dtype == "f32";
+      relu += f.kind == "post_relu";
+    }
+    CHECK(f32 > 0);
+    CHECK(relu > 0);
   }
-  CHECK(f32 > 0);
-  CHECK(relu > 0);
-}
 
-TEST_CASE("corpus: every real activation file round-trips within the bound") {
-  const auto files = read_manifest();
-  REQUIRE(!files.empty());
-  std::size_t i = 0;
-  for (const auto& f : files) {
-    CAPTURE(f.file);
-    if (f.dtype == "f32") check_file<float>(f, i);
-    else if (f.dtype == "f16") check_file<ebac::float16>(f, i);
-    else if (f.dtype == "bf16") check_file<ebac::bfloat16>(f, i);
-    else FAIL_CHECK("unexpected dtype ", f.dtype);
-    ++i;
+  TEST_CASE("corpus: every real activation file round-trips within the bound") {
+    const auto files = read_manifest();
+    REQUIRE(!files.empty());
+    std::size_t i = 0;
+    for (const auto& f : files) {
+      CAPTURE(f.file);
+      if (f.dtype == "f32") check_file<float>(f, i);
+      else if (f.dtype == "f16") check_file<ebac::float16>(f, i);
+      else if (f.dtype == "bf16") check_file<ebac::bfloat16>(f, i);
+      else FAIL_CHECK("unexpected dtype ", f.dtype);
+      ++i;
+    }
   }
-}
 
-TEST_CASE("corpus: post-ReLU activations keep their ReLU mask and compress well") {
-  const auto files = read_manifest();
-  std::size_t checked = 0;
-  for (const auto& f : files) {
-    if (f.kind != "post_relu" || f.dtype != "f32") continue;
-    CAPTURE(f.file);
-    const auto x = load<float>(f);
-    const auto s = compress(x, f.shape, "fast", {1e-2, ebac::bound_mode::relative});
-    const auto y = ebac::host::decompress<float>(s.data(), s.size());
-    std::size_t mask_diff = 0;
-    for (std::size_t k = 0; k < x.size(); ++k) mask_diff += (x[k] > 0) != (y[k] > 0);
-    CHECK(mask_diff == 0);
-    // Roughly half the values are zero: even the fast pipeline must beat 2x.
-    CHECK(static_cast<double>(x.size() * sizeof(float)) / static_cast<double>(s.size()) > 2.0);
-    ++checked;
+  TEST_CASE("corpus: post-ReLU activations keep their ReLU mask and compress well") {
+    const auto files = read_manifest();
+    std::size_t checked = 0;
+    for (const auto& f : files) {
+      if (f.kind != "post_relu" || f.dtype != "f32") continue;
+      CAPTURE(f.file);
+      const auto x = load<float>(f);
+      const auto s = compress(x, f.shape, "fast", {1e-2, ebac::bound_mode::relative});
+      const auto y = ebac::host::decompress<float>(s.data(), s.size());
+      std::size_t mask_diff = 0;
+      for (std::size_t k = 0; k < x.size(); ++k) mask_diff += (x[k] > 0) != (y[k] > 0);
+      CHECK(mask_diff == 0);
+      // Roughly half the values are zero: even the fast pipeline must beat 2x.
+      CHECK(static_cast<double>(x.size() * sizeof(float)) / static_cast<double>(s.size()) > 2.0);
+      ++checked;
+    }
+    CHECK(checked > 0);
   }
-  CHECK(checked > 0);
-}
 
 }  // TEST_SUITE

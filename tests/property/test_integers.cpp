@@ -16,13 +16,32 @@ using namespace ebac_test;
 
 namespace {
 
-template <class T> const char* int_name();
-template <> const char* int_name<bool>() { return "bool"; }
-template <> const char* int_name<std::uint8_t>() { return "u8"; }
-template <> const char* int_name<std::int8_t>() { return "i8"; }
-template <> const char* int_name<std::int16_t>() { return "i16"; }
-template <> const char* int_name<std::int32_t>() { return "i32"; }
-template <> const char* int_name<std::int64_t>() { return "i64"; }
+template <class T>
+const char* int_name();
+template <>
+const char* int_name<bool>() {
+  return "bool";
+}
+template <>
+const char* int_name<std::uint8_t>() {
+  return "u8";
+}
+template <>
+const char* int_name<std::int8_t>() {
+  return "i8";
+}
+template <>
+const char* int_name<std::int16_t>() {
+  return "i16";
+}
+template <>
+const char* int_name<std::int32_t>() {
+  return "i32";
+}
+template <>
+const char* int_name<std::int64_t>() {
+  return "i64";
+}
 
 /// The bytes of a tensor of T (a bool tensor as bytes, which may hold any value).
 template <class T>
@@ -83,16 +102,18 @@ void sweep_integers(std::uint64_t& cases) {
     std::vector<std::pair<std::string, bytes_of<T>>> data;
     bytes_of<T> full(n), small(n), ramp(n), extremes(n), labels(n);
     for (std::uint64_t i = 0; i < n; ++i) {
-      full[i] = static_cast<S>(rng());                                   // every bit pattern (bool: any byte)
-      small[i] = clamp(static_cast<std::int64_t>(rng() % 41) - 20);      // small values: exact codes
-      ramp[i] = clamp(static_cast<std::int64_t>(i % 5000) * 3 - 7000);   // smooth: Lorenzo pays
-      const std::int64_t ext[] = {lo, hi, 0, -1, 1, (std::int64_t{1} << 22) - 1, -(std::int64_t{1} << 22) + 1, std::int64_t{1} << 22};
-      extremes[i] = clamp(ext[rng() % 8]);                                // the code limit's edges
-      labels[i] = static_cast<S>(rng() % 10);                             // 10 classes: a palette
+      full[i] = static_cast<S>(rng());                                  // every bit pattern (bool: any byte)
+      small[i] = clamp(static_cast<std::int64_t>(rng() % 41) - 20);     // small values: exact codes
+      ramp[i] = clamp(static_cast<std::int64_t>(i % 5000) * 3 - 7000);  // smooth: Lorenzo pays
+      const std::int64_t ext[] = {
+          lo, hi, 0, -1, 1, (std::int64_t{1} << 22) - 1, -(std::int64_t{1} << 22) + 1, std::int64_t{1} << 22};
+      extremes[i] = clamp(ext[rng() % 8]);     // the code limit's edges
+      labels[i] = static_cast<S>(rng() % 10);  // 10 classes: a palette
     }
     data = {{"all bit patterns", full}, {"small", small}, {"ramp", ramp}, {"extremes", extremes}, {"labels", labels}};
     for (const auto& [label, x] : data)
-      for (const char* pipe : {"fast", "ratio", "ratio-flat", "rle", "plain", "lorenzo3:sign:huffman", "lorenzo2:linear:bitpack", "lorenzo2:sign:ans"}) {
+      for (const char* pipe : {"fast", "ratio", "ratio-flat", "rle", "plain", "lorenzo3:sign:huffman", "lorenzo2:linear:bitpack",
+                               "lorenzo2:sign:ans"}) {
         check_lossless<T>(x, e, pipe, label);
         ++cases;
       }
@@ -150,9 +171,13 @@ pool_case max_pool(std::uint32_t dims, const std::uint64_t* input, const std::ui
                   inside &= pos[j] >= 0 && pos[j] < static_cast<std::int64_t>(in[j]);
                 }
                 if (!inside) continue;
-                const std::int64_t flat = (pos[0] * static_cast<std::int64_t>(in[1]) + pos[1]) * static_cast<std::int64_t>(in[2]) + pos[2];
+                const std::int64_t flat =
+                    (pos[0] * static_cast<std::int64_t>(in[1]) + pos[1]) * static_cast<std::int64_t>(in[2]) + pos[2];
                 const float v = x[n * plane + static_cast<std::uint64_t>(flat)];
-                if (v > best) { best = v; at = flat; }
+                if (v > best) {
+                  best = v;
+                  at = flat;
+                }
               }
           c.idx.push_back(at);
         }
@@ -162,112 +187,127 @@ pool_case max_pool(std::uint32_t dims, const std::uint64_t* input, const std::ui
 }  // namespace
 
 TEST_SUITE("property") {
-
-TEST_CASE("integers: every integer dtype, shape and pipeline round-trips bit-exactly") {
-  std::uint64_t cases = 0;
-  sweep_integers<bool>(cases);
-  sweep_integers<std::uint8_t>(cases);
-  sweep_integers<std::int8_t>(cases);
-  sweep_integers<std::int16_t>(cases);
-  sweep_integers<std::int32_t>(cases);
-  sweep_integers<std::int64_t>(cases);
-  CHECK(cases >= 6u * 5 * 7 * (sanitized_build ? 12 : 16));
-}
-
-TEST_CASE("integers: values beyond the code range are stored raw, and a bool byte other than 0/1 survives") {
-  std::vector<std::int64_t> x(5000);
-  for (std::size_t i = 0; i < x.size(); ++i) x[i] = (i % 100 == 0) ? std::numeric_limits<std::int64_t>::min() + static_cast<std::int64_t>(i) : static_cast<std::int64_t>(i % 300);
-  const auto s = check_lossless<std::int64_t>(x, ebac::extents{5000}, "ratio", "sparse int64 extremes");
-  const auto h = ebac::host::inspect(s.data(), s.size());
-  CHECK(h.quantizer == ebac::quantizer_id::exact);
-  CHECK(h.outlier_count == 50);
-  CHECK(s.size() < 5000 * 8 / 4);
-  const bytes_of<bool> b = {0, 1, 1, 0, 2, 255, 1, 0, 1, 1, 0, 0};
-  check_lossless<bool>(b, ebac::extents{12}, "fast", "bool bytes");
-}
-
-TEST_CASE("integers: max-pool indices with their geometry cost at most 3 bits each for a 2x2 window") {
-  struct geo { std::uint32_t dims; std::uint64_t in[3], k[3], s[3], p[3], d[3]; bool ceil; const char* name; };
-  const geo geos[] = {
-      {2, {28, 28, 1}, {2, 2, 1}, {2, 2, 1}, {0, 0, 0}, {1, 1, 1}, false, "2x2/2 on 28x28"},
-      {2, {56, 56, 1}, {3, 3, 1}, {2, 2, 1}, {1, 1, 0}, {1, 1, 1}, false, "3x3/2 pad 1 on 56x56 (ResNet stem)"},
-      {2, {27, 31, 1}, {3, 2, 1}, {2, 3, 1}, {1, 0, 0}, {2, 1, 1}, true, "3x2 dilated, ceil mode, odd sizes"},
-      {1, {100, 1, 1}, {4, 1, 1}, {3, 1, 1}, {2, 0, 0}, {1, 1, 1}, false, "1-D"},
-      {3, {8, 10, 12}, {2, 2, 2}, {2, 2, 2}, {0, 0, 1}, {1, 1, 1}, false, "3-D"},
-  };
-  for (const geo& g : geos) {
-    CAPTURE(g.name);
-    pool_case c = max_pool(g.dims, g.in, g.k, g.s, g.p, g.d, 64, g.dims * 31 + g.k[0]);
-    // ebac's extents: N x C x spatial (C folded into N here: any leading dims work)
-    for (const char* pipe : {"ratio", "fast", "rle", "plain"}) {
-      const auto s = check_lossless<std::int64_t>(c.idx, c.out, pipe, g.name, c.g);
-      const auto h = ebac::host::inspect(s.data(), s.size());
-      CHECK(h.quantizer == ebac::quantizer_id::pool_window);
-      CHECK(h.outlier_count == 0);
-      CHECK(h.pool.dims == g.dims);
-      const double bits = 8.0 * static_cast<double>(s.size()) / static_cast<double>(c.idx.size());
-      CAPTURE(bits);
-      if (std::string(pipe) == "ratio" && g.k[0] * g.k[1] * g.k[2] == 4) CHECK(bits <= 3.0);
-    }
-    // Without the geometry: delta coding of the raw indices, still lossless.
-    check_lossless<std::int64_t>(c.idx, c.out, "ratio", std::string(g.name) + " without geometry");
+  TEST_CASE("integers: every integer dtype, shape and pipeline round-trips bit-exactly") {
+    std::uint64_t cases = 0;
+    sweep_integers<bool>(cases);
+    sweep_integers<std::uint8_t>(cases);
+    sweep_integers<std::int8_t>(cases);
+    sweep_integers<std::int16_t>(cases);
+    sweep_integers<std::int32_t>(cases);
+    sweep_integers<std::int64_t>(cases);
+    CHECK(cases >= 6u * 5 * 7 * (sanitized_build ? 12 : 16));
   }
-  // The wrong geometry (a 2x2 window for 3x3 indices): indices outside their
-  // window are outliers, the result is still exact.
-  const std::uint64_t in56[3] = {56, 56, 1}, k3[3] = {3, 3, 1}, s2[3] = {2, 2, 1}, p1[3] = {1, 1, 0}, d1[3] = {1, 1, 1};
-  pool_case c = max_pool(2, in56, k3, s2, p1, d1, 16, 9);
-  ebac::pool_geometry wrong = c.g;
-  wrong.kernel[0] = wrong.kernel[1] = 2;
-  const auto s = check_lossless<std::int64_t>(c.idx, c.out, "ratio", "wrong geometry", wrong);
-  CHECK(ebac::host::inspect(s.data(), s.size()).outlier_count > 0);
-  // int32 indices work the same way.
-  std::vector<std::int32_t> i32(c.idx.begin(), c.idx.end());
-  check_lossless<std::int32_t>(i32, c.out, "ratio", "int32 indices", c.g);
-}
 
-TEST_CASE("integers: invalid pooling geometries and misuse are refused with a message") {
-  ebac::compress_options o;
-  std::vector<std::int64_t> x(64, 0);
-  std::vector<float> f(64, 0.0f);
-  const ebac::extents e{4, 4, 4};
-  const auto spec = spec_of("ratio");
-  auto refuse = [&](const ebac::pool_geometry& g, const std::string& contains) {
+  TEST_CASE("integers: values beyond the code range are stored raw, and a bool byte other than 0/1 survives") {
+    std::vector<std::int64_t> x(5000);
+    for (std::size_t i = 0; i < x.size(); ++i)
+      x[i] = (i % 100 == 0) ? std::numeric_limits<std::int64_t>::min() + static_cast<std::int64_t>(i)
+                            : static_cast<std::int64_t>(i % 300);
+    const auto s = check_lossless<std::int64_t>(x, ebac::extents{5000}, "ratio", "sparse int64 extremes");
+    const auto h = ebac::host::inspect(s.data(), s.size());
+    CHECK(h.quantizer == ebac::quantizer_id::exact);
+    CHECK(h.outlier_count == 50);
+    CHECK(s.size() < 5000 * 8 / 4);
+    const bytes_of<bool> b = {0, 1, 1, 0, 2, 255, 1, 0, 1, 1, 0, 0};
+    check_lossless<bool>(b, ebac::extents{12}, "fast", "bool bytes");
+  }
+
+  TEST_CASE("integers: max-pool indices with their geometry cost at most 3 bits each for a 2x2 window") {
+    struct geo {
+      std::uint32_t dims;
+      std::uint64_t in[3], k[3], s[3], p[3], d[3];
+      bool ceil;
+      const char* name;
+    };
+    const geo geos[] = {
+        {2, {28, 28, 1}, {2, 2, 1}, {2, 2, 1}, {0, 0, 0}, {1, 1, 1}, false, "2x2/2 on 28x28"},
+        {2, {56, 56, 1}, {3, 3, 1}, {2, 2, 1}, {1, 1, 0}, {1, 1, 1}, false, "3x3/2 pad 1 on 56x56 (ResNet stem)"},
+        {2, {27, 31, 1}, {3, 2, 1}, {2, 3, 1}, {1, 0, 0}, {2, 1, 1}, true, "3x2 dilated, ceil mode, odd sizes"},
+        {1, {100, 1, 1}, {4, 1, 1}, {3, 1, 1}, {2, 0, 0}, {1, 1, 1}, false, "1-D"},
+        {3, {8, 10, 12}, {2, 2, 2}, {2, 2, 2}, {0, 0, 1}, {1, 1, 1}, false, "3-D"},
+    };
+    for (const geo& g : geos) {
+      CAPTURE(g.name);
+      pool_case c = max_pool(g.dims, g.in, g.k, g.s, g.p, g.d, 64, g.dims * 31 + g.k[0]);
+      // ebac's extents: N x C x spatial (C folded into N here: any leading dims work)
+      for (const char* pipe : {"ratio", "fast", "rle", "plain"}) {
+        const auto s = check_lossless<std::int64_t>(c.idx, c.out, pipe, g.name, c.g);
+        const auto h = ebac::host::inspect(s.data(), s.size());
+        CHECK(h.quantizer == ebac::quantizer_id::pool_window);
+        CHECK(h.outlier_count == 0);
+        CHECK(h.pool.dims == g.dims);
+        const double bits = 8.0 * static_cast<double>(s.size()) / static_cast<double>(c.idx.size());
+        CAPTURE(bits);
+        if (std::string(pipe) == "ratio" && g.k[0] * g.k[1] * g.k[2] == 4) CHECK(bits <= 3.0);
+      }
+      // Without the geometry: delta coding of the raw indices, still lossless.
+      check_lossless<std::int64_t>(c.idx, c.out, "ratio", std::string(g.name) + " without geometry");
+    }
+    // The wrong geometry (a 2x2 window for 3x3 indices): indices outside their
+    // window are outliers, the result is still exact.
+    const std::uint64_t in56[3] = {56, 56, 1}, k3[3] = {3, 3, 1}, s2[3] = {2, 2, 1}, p1[3] = {1, 1, 0}, d1[3] = {1, 1, 1};
+    pool_case c = max_pool(2, in56, k3, s2, p1, d1, 16, 9);
+    ebac::pool_geometry wrong = c.g;
+    wrong.kernel[0] = wrong.kernel[1] = 2;
+    const auto s = check_lossless<std::int64_t>(c.idx, c.out, "ratio", "wrong geometry", wrong);
+    CHECK(ebac::host::inspect(s.data(), s.size()).outlier_count > 0);
+    // int32 indices work the same way.
+    std::vector<std::int32_t> i32(c.idx.begin(), c.idx.end());
+    check_lossless<std::int32_t>(i32, c.out, "ratio", "int32 indices", c.g);
+  }
+
+  TEST_CASE("integers: invalid pooling geometries and misuse are refused with a message") {
+    ebac::compress_options o;
+    std::vector<std::int64_t> x(64, 0);
+    std::vector<float> f(64, 0.0f);
+    const ebac::extents e{4, 4, 4};
+    const auto spec = spec_of("ratio");
+    auto refuse = [&](const ebac::pool_geometry& g, const std::string& contains) {
+      o.pooling = g;
+      try {
+        (void)compress(x.data(), e, spec, o);
+        FAIL_CHECK("accepted geometry: ", contains);
+      } catch (const ebac::error& err) {
+        CHECK(err.code() == ebac::status::invalid_argument);
+        CHECK(std::string(err.what()).find(contains) != std::string::npos);
+      }
+    };
+    ebac::pool_geometry g;
+    g.dims = 2;
+    for (int j = 0; j < 2; ++j) {
+      g.input[j] = 8;
+      g.kernel[j] = 2;
+      g.stride[j] = 2;
+      g.dilation[j] = 1;
+    }
     o.pooling = g;
-    try {
-      (void)compress(x.data(), e, spec, o);
-      FAIL_CHECK("accepted geometry: ", contains);
-    } catch (const ebac::error& err) {
-      CHECK(err.code() == ebac::status::invalid_argument);
-      CHECK(std::string(err.what()).find(contains) != std::string::npos);
+    CHECK_NOTHROW((void)compress(x.data(), e, spec, o));
+    auto bad = g;
+    bad.kernel[1] = 0;
+    refuse(bad, "pooling geometry");
+    bad = g;
+    bad.dims = 4;
+    refuse(bad, "pooling geometry");
+    bad = g;
+    bad.stride[0] = std::uint64_t{1} << 31;
+    refuse(bad, "pooling geometry");
+    bad = g;
+    bad.kernel[0] = bad.kernel[1] = 4096;
+    refuse(bad, "pooling geometry");  // 2^24 offsets
+    {                                 // more spatial dimensions than the tensor has
+      o.pooling = g;
+      try {
+        (void)compress(x.data(), ebac::extents{64}, spec, o);
+        FAIL_CHECK("2 spatial dims on a rank-1 tensor accepted");
+      } catch (const ebac::error& err) { CHECK(std::string(err.what()).find("pooling geometry") != std::string::npos); }
     }
-  };
-  ebac::pool_geometry g;
-  g.dims = 2;
-  for (int j = 0; j < 2; ++j) { g.input[j] = 8; g.kernel[j] = 2; g.stride[j] = 2; g.dilation[j] = 1; }
-  o.pooling = g;
-  CHECK_NOTHROW((void)compress(x.data(), e, spec, o));
-  auto bad = g; bad.kernel[1] = 0; refuse(bad, "pooling geometry");
-  bad = g; bad.dims = 4; refuse(bad, "pooling geometry");
-  bad = g; bad.stride[0] = std::uint64_t{1} << 31; refuse(bad, "pooling geometry");
-  bad = g; bad.kernel[0] = bad.kernel[1] = 4096; refuse(bad, "pooling geometry");  // 2^24 offsets
-  {  // more spatial dimensions than the tensor has
     o.pooling = g;
+    ebac::compress_options of = o;
+    of.bound = {1e-2, ebac::bound_mode::relative};
     try {
-      (void)compress(x.data(), ebac::extents{64}, spec, o);
-      FAIL_CHECK("2 spatial dims on a rank-1 tensor accepted");
-    } catch (const ebac::error& err) {
-      CHECK(std::string(err.what()).find("pooling geometry") != std::string::npos);
-    }
+      (void)compress(f.data(), e, spec, of);
+      FAIL_CHECK("a float tensor with a pooling geometry was accepted");
+    } catch (const ebac::error& err) { CHECK(std::string(err.what()).find("integer") != std::string::npos); }
   }
-  o.pooling = g;
-  ebac::compress_options of = o;
-  of.bound = {1e-2, ebac::bound_mode::relative};
-  try {
-    (void)compress(f.data(), e, spec, of);
-    FAIL_CHECK("a float tensor with a pooling geometry was accepted");
-  } catch (const ebac::error& err) {
-    CHECK(std::string(err.what()).find("integer") != std::string::npos);
-  }
-}
 
 }  // TEST_SUITE

@@ -62,7 +62,7 @@ std::vector<level_case> level_cases() {
     for (std::size_t i = 0; i < n; ++i) {
       const std::size_t w = i % 28, h = (i / 28) % 28, ch = i / 784;
       const float f = 3.0f + 9.0f * std::sin(0.37f * static_cast<float>(w) + 0.11f * static_cast<float>(ch)) *
-                                     std::cos(0.29f * static_cast<float>(h) + 0.05f * static_cast<float>(ch));
+                                 std::cos(0.29f * static_cast<float>(h) + 0.05f * static_cast<float>(ch));
       c.x[i] = std::min(6.0f, std::max(0.0f, f + 0.3f * (u(rng) - 0.5f)));
     }
     v.push_back(std::move(c));
@@ -125,88 +125,87 @@ void sweep(std::uint64_t& cases) {
 }  // namespace
 
 TEST_SUITE("property") {
-
-TEST_CASE("levels: masks, one-hot rows, ternary and saturated maps compress well in every pipeline") {
-  std::uint64_t cases = 0;
-  sweep<float>(cases);
-  sweep<ebac::float16>(cases);
-  sweep<ebac::bfloat16>(cases);
-  CHECK(cases >= (sanitized_build ? 3u * 13 * 2 * 2 * 5 : 3u * 13 * 2 * 4 * 5));
-}
-
-TEST_CASE("levels: a palette is the tensor's distinct values, most frequent first") {
-  // 3 levels with counts 5, 3, 2 (ties impossible): codes follow frequency.
-  const std::vector<float> x = {2.5f, 2.5f, -1.0f, 2.5f, 7.0f, -1.0f, 2.5f, 7.0f, -1.0f, 2.5f};
-  const auto s = compress(x, ebac::extents{10}, "plain", {1e-3, ebac::bound_mode::absolute});
-  const auto h = ebac::host::inspect(s.data(), s.size());
-  REQUIRE(h.quantizer == ebac::quantizer_id::levels);
-  CHECK(h.palette.count == 3);
-  CHECK(h.palette.bits[0] == float_to_bits(2.5f));
-  CHECK(h.palette.bits[1] == float_to_bits(-1.0f));
-  CHECK(h.palette.bits[2] == float_to_bits(7.0f));
-  CHECK(h.eb_abs == 0);  // lossless
-  CHECK(h.predictor == ebac::predictor_id::none);
-  CHECK(same_bits(ebac::host::decompress<float>(s.data(), s.size()), x));
-  // -0.0 and NaN payloads are levels of their own, restored bit for bit.
-  std::vector<float> z;
-  for (int k = 0; k < 500; ++k)
-    for (float v : {0.0f, -0.0f, bits_to_float(0x7fc00001u), 0.0f, bits_to_float(0xffc00123u), -0.0f}) z.push_back(v);
-  const auto sz = compress(z, ebac::extents{3000}, "ratio", {1e-2, ebac::bound_mode::relative});
-  const auto hz = ebac::host::inspect(sz.data(), sz.size());
-  CHECK(hz.quantizer == ebac::quantizer_id::levels);
-  CHECK(hz.palette.count == 4);
-  CHECK(same_bits(ebac::host::decompress<float>(sz.data(), sz.size()), z));
-}
-
-TEST_CASE("levels: more than max_levels values, or max_levels = 0, use the bound's quantizer") {
-  std::vector<float> x(1000);
-  for (std::size_t i = 0; i < x.size(); ++i) x[i] = static_cast<float>(i % 17);  // 17 levels
-  ebac::compress_options o;
-  o.bound = {1e-3, ebac::bound_mode::absolute};
-  const auto p = spec_of("plain");
-  auto h = [&](const std::vector<float>& v) {
-    const auto s = compress(v.data(), ebac::extents{v.size()}, p, o);
-    return ebac::host::inspect(s.data(), s.size());
-  };
-  CHECK(h(x).quantizer == ebac::quantizer_id::sign_preserving);
-  for (float& e : x) e = std::fmod(e, 16.0f);  // 16 levels
-  CHECK(h(x).quantizer == ebac::quantizer_id::levels);
-  o.max_levels = 0;
-  CHECK(h(x).quantizer == ebac::quantizer_id::sign_preserving);
-  o.max_levels = 15;
-  CHECK(h(x).quantizer == ebac::quantizer_id::sign_preserving);
-  o.max_levels = 17;
-  CHECK_THROWS_AS(h(x), ebac::error);
-}
-
-TEST_CASE("levels: a bound coarser than the levels' spacing keeps the bound's quantizer") {
-  // 16 levels 0.01 apart under absolute 0.1: the bound merges them into
-  // two or three codes, which carries less than the indices, so the bound's
-  // quantizer codes the tensor (levels_pay).
-  std::vector<float> x(4096);
-  for (std::size_t i = 0; i < x.size(); ++i) x[i] = 0.01f * static_cast<float>((i * 7) % 16);
-  const auto s = compress(x, ebac::extents{4096}, "ratio", {1e-1, ebac::bound_mode::absolute});
-  CHECK(ebac::host::inspect(s.data(), s.size()).quantizer == ebac::quantizer_id::sign_preserving);
-  const auto s2 = compress(x, ebac::extents{4096}, "ratio", {1e-3, ebac::bound_mode::absolute});
-  CHECK(ebac::host::inspect(s2.data(), s2.size()).quantizer == ebac::quantizer_id::levels);
-}
-
-TEST_CASE("stored streams: a tensor that coding would grow is stored raw, never larger than raw plus a header") {
-  // Random float16 bits under a bound far below their spacing: nearly every
-  // element is an outlier, and coding would take more than the raw bytes.
-  std::mt19937 rng(5);
-  std::vector<ebac::float16> x(100000);
-  for (auto& e : x) e = ebac::float16{static_cast<std::uint16_t>(rng() & 0x7bffu)};  // finite halves
-  const ebac::extents e{100000};
-  for (const std::string_view pipe : ebac::pipeline_names) {
-    CAPTURE(std::string(pipe));
-    const auto st = check_roundtrip(x, e, std::string(pipe), {1e-30, ebac::bound_mode::absolute}, "random f16 bits");
-    CHECK(st.stream_bytes == 112 + 8 + 2 * x.size() + 8);
-    const auto s = compress(x, e, std::string(pipe), {1e-30, ebac::bound_mode::absolute});
-    const auto h = ebac::host::inspect(s.data(), s.size());
-    CHECK(h.is_stored());
-    CHECK(h.section_bytes[ebac::section_payload] == 2 * x.size());
+  TEST_CASE("levels: masks, one-hot rows, ternary and saturated maps compress well in every pipeline") {
+    std::uint64_t cases = 0;
+    sweep<float>(cases);
+    sweep<ebac::float16>(cases);
+    sweep<ebac::bfloat16>(cases);
+    CHECK(cases >= (sanitized_build ? 3u * 13 * 2 * 2 * 5 : 3u * 13 * 2 * 4 * 5));
   }
-}
+
+  TEST_CASE("levels: a palette is the tensor's distinct values, most frequent first") {
+    // 3 levels with counts 5, 3, 2 (ties impossible): codes follow frequency.
+    const std::vector<float> x = {2.5f, 2.5f, -1.0f, 2.5f, 7.0f, -1.0f, 2.5f, 7.0f, -1.0f, 2.5f};
+    const auto s = compress(x, ebac::extents{10}, "plain", {1e-3, ebac::bound_mode::absolute});
+    const auto h = ebac::host::inspect(s.data(), s.size());
+    REQUIRE(h.quantizer == ebac::quantizer_id::levels);
+    CHECK(h.palette.count == 3);
+    CHECK(h.palette.bits[0] == float_to_bits(2.5f));
+    CHECK(h.palette.bits[1] == float_to_bits(-1.0f));
+    CHECK(h.palette.bits[2] == float_to_bits(7.0f));
+    CHECK(h.eb_abs == 0);  // lossless
+    CHECK(h.predictor == ebac::predictor_id::none);
+    CHECK(same_bits(ebac::host::decompress<float>(s.data(), s.size()), x));
+    // -0.0 and NaN payloads are levels of their own, restored bit for bit.
+    std::vector<float> z;
+    for (int k = 0; k < 500; ++k)
+      for (float v : {0.0f, -0.0f, bits_to_float(0x7fc00001u), 0.0f, bits_to_float(0xffc00123u), -0.0f}) z.push_back(v);
+    const auto sz = compress(z, ebac::extents{3000}, "ratio", {1e-2, ebac::bound_mode::relative});
+    const auto hz = ebac::host::inspect(sz.data(), sz.size());
+    CHECK(hz.quantizer == ebac::quantizer_id::levels);
+    CHECK(hz.palette.count == 4);
+    CHECK(same_bits(ebac::host::decompress<float>(sz.data(), sz.size()), z));
+  }
+
+  TEST_CASE("levels: more than max_levels values, or max_levels = 0, use the bound's quantizer") {
+    std::vector<float> x(1000);
+    for (std::size_t i = 0; i < x.size(); ++i) x[i] = static_cast<float>(i % 17);  // 17 levels
+    ebac::compress_options o;
+    o.bound = {1e-3, ebac::bound_mode::absolute};
+    const auto p = spec_of("plain");
+    auto h = [&](const std::vector<float>& v) {
+      const auto s = compress(v.data(), ebac::extents{v.size()}, p, o);
+      return ebac::host::inspect(s.data(), s.size());
+    };
+    CHECK(h(x).quantizer == ebac::quantizer_id::sign_preserving);
+    for (float& e : x) e = std::fmod(e, 16.0f);  // 16 levels
+    CHECK(h(x).quantizer == ebac::quantizer_id::levels);
+    o.max_levels = 0;
+    CHECK(h(x).quantizer == ebac::quantizer_id::sign_preserving);
+    o.max_levels = 15;
+    CHECK(h(x).quantizer == ebac::quantizer_id::sign_preserving);
+    o.max_levels = 17;
+    CHECK_THROWS_AS(h(x), ebac::error);
+  }
+
+  TEST_CASE("levels: a bound coarser than the levels' spacing keeps the bound's quantizer") {
+    // 16 levels 0.01 apart under absolute 0.1: the bound merges them into
+    // two or three codes, which carries less than the indices, so the bound's
+    // quantizer codes the tensor (levels_pay).
+    std::vector<float> x(4096);
+    for (std::size_t i = 0; i < x.size(); ++i) x[i] = 0.01f * static_cast<float>((i * 7) % 16);
+    const auto s = compress(x, ebac::extents{4096}, "ratio", {1e-1, ebac::bound_mode::absolute});
+    CHECK(ebac::host::inspect(s.data(), s.size()).quantizer == ebac::quantizer_id::sign_preserving);
+    const auto s2 = compress(x, ebac::extents{4096}, "ratio", {1e-3, ebac::bound_mode::absolute});
+    CHECK(ebac::host::inspect(s2.data(), s2.size()).quantizer == ebac::quantizer_id::levels);
+  }
+
+  TEST_CASE("stored streams: a tensor that coding would grow is stored raw, never larger than raw plus a header") {
+    // Random float16 bits under a bound far below their spacing: nearly every
+    // element is an outlier, and coding would take more than the raw bytes.
+    std::mt19937 rng(5);
+    std::vector<ebac::float16> x(100000);
+    for (auto& e : x) e = ebac::float16{static_cast<std::uint16_t>(rng() & 0x7bffu)};  // finite halves
+    const ebac::extents e{100000};
+    for (const std::string_view pipe : ebac::pipeline_names) {
+      CAPTURE(std::string(pipe));
+      const auto st = check_roundtrip(x, e, std::string(pipe), {1e-30, ebac::bound_mode::absolute}, "random f16 bits");
+      CHECK(st.stream_bytes == 112 + 8 + 2 * x.size() + 8);
+      const auto s = compress(x, e, std::string(pipe), {1e-30, ebac::bound_mode::absolute});
+      const auto h = ebac::host::inspect(s.data(), s.size());
+      CHECK(h.is_stored());
+      CHECK(h.section_bytes[ebac::section_payload] == 2 * x.size());
+    }
+  }
 
 }  // TEST_SUITE

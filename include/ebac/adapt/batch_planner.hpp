@@ -70,16 +70,16 @@ struct layer_memory {
 enum class lr_scaling : std::uint8_t { linear, square_root };
 
 struct planner_config {
-  double budget_bytes = 0;                  ///< device memory the trainer may use
-  double static_bytes = 0;                  ///< weights + optimizer state + workspace
-  double uncompressed_bytes_per_sample = 0; ///< inputs, labels, masks and other tensors kept raw
-  double safety_margin = 0.1;               ///< share of the budget kept free
-  std::int64_t target_global_batch = 0;     ///< 0: the largest batch that fits
+  double budget_bytes = 0;                   ///< device memory the trainer may use
+  double static_bytes = 0;                   ///< weights + optimizer state + workspace
+  double uncompressed_bytes_per_sample = 0;  ///< inputs, labels, masks and other tensors kept raw
+  double safety_margin = 0.1;                ///< share of the budget kept free
+  std::int64_t target_global_batch = 0;      ///< 0: the largest batch that fits
   std::int64_t max_batch = std::int64_t{1} << 24;
-  std::int64_t reference_batch = 16;        ///< the batch the reference lr / tau were tuned at
+  std::int64_t reference_batch = 16;  ///< the batch the reference lr / tau were tuned at
   double reference_lr = 0.1;
   lr_scaling scaling = lr_scaling::linear;
-  double warmup_samples = 0;                ///< linear warm-up length in samples (0: none)
+  double warmup_samples = 0;  ///< linear warm-up length in samples (0: none)
   double reference_tau = default_target_relative_error;
   /// Measured transient bytes per sample at the peak (working_from_probe); negative: not measured.
   double working_bytes_per_sample = -1;
@@ -99,11 +99,11 @@ struct probe_step {
 
 enum class plan_state : std::uint8_t {
   ok = 0,
-  invalid_config,     ///< a size, ratio or margin that is negative, zero or not finite
-  static_too_large,   ///< static memory alone exceeds the budget (after the margin)
-  batch_one_too_large,///< not even one sample fits next to the static memory
-  accumulating,       ///< ok, but the target batch needs gradient accumulation
-  rounded_up,         ///< ok with accumulation; the global batch is rounded up to micro x steps
+  invalid_config,       ///< a size, ratio or margin that is negative, zero or not finite
+  static_too_large,     ///< static memory alone exceeds the budget (after the margin)
+  batch_one_too_large,  ///< not even one sample fits next to the static memory
+  accumulating,         ///< ok, but the target batch needs gradient accumulation
+  rounded_up,           ///< ok with accumulation; the global batch is rounded up to micro x steps
 };
 
 struct batch_plan {
@@ -118,8 +118,8 @@ struct batch_plan {
   double usable_bytes = 0;              ///< budget x (1 - margin) - static
   double peak_bytes = 0;                ///< static + micro_batch x bytes_per_sample
   double learning_rate = 0;
-  std::int64_t warmup_steps = 0;        ///< optimizer steps of linear warm-up
-  double target_relative_error = 0;     ///< tau for the global batch
+  std::int64_t warmup_steps = 0;     ///< optimizer steps of linear warm-up
+  double target_relative_error = 0;  ///< tau for the global batch
 
   [[nodiscard]] constexpr bool ok() const noexcept {
     return state == plan_state::ok || state == plan_state::accumulating || state == plan_state::rounded_up;
@@ -132,8 +132,8 @@ constexpr bool finite_nonneg(double v) noexcept { return v >= 0 && v < 1.7976931
 /// Saved bytes per sample (uncompressed + each layer at its ratio), the same
 /// uncompressed (raw), and the largest layer's raw bytes per sample; false on
 /// a bad layer.
-constexpr bool saved_per_sample(const planner_config& c, std::span<const layer_memory> layers, double& saved,
-                                double& raw, double& largest) noexcept {
+constexpr bool saved_per_sample(const planner_config& c, std::span<const layer_memory> layers, double& saved, double& raw,
+                                double& largest) noexcept {
   saved = raw = c.uncompressed_bytes_per_sample;
   largest = 0;
   for (const layer_memory& l : layers) {
@@ -165,9 +165,10 @@ constexpr batch_plan plan_batch(const planner_config& c, std::span<const layer_m
   batch_plan p;
   using detail::finite_nonneg;
   if (!(c.budget_bytes > 0) || !finite_nonneg(c.budget_bytes) || !finite_nonneg(c.static_bytes) ||
-      !finite_nonneg(c.uncompressed_bytes_per_sample) || !(c.safety_margin >= 0 && c.safety_margin < 1) || c.target_global_batch < 0 ||
-      c.max_batch < 1 || c.reference_batch < 1 || !(c.reference_lr > 0) || !finite_nonneg(c.warmup_samples) || !(c.reference_tau > 0) ||
-      !(c.working_bytes_per_sample < 1.7976931348623157e308) || !finite_nonneg(c.working_set_tensors)) {
+      !finite_nonneg(c.uncompressed_bytes_per_sample) || !(c.safety_margin >= 0 && c.safety_margin < 1) ||
+      c.target_global_batch < 0 || c.max_batch < 1 || c.reference_batch < 1 || !(c.reference_lr > 0) ||
+      !finite_nonneg(c.warmup_samples) || !(c.reference_tau > 0) || !(c.working_bytes_per_sample < 1.7976931348623157e308) ||
+      !finite_nonneg(c.working_set_tensors)) {
     p.state = plan_state::invalid_config;
     return p;
   }
@@ -222,7 +223,8 @@ inline std::string describe(const planner_config& c, const batch_plan& p) {
   };
   switch (p.state) {
     case plan_state::invalid_config:
-      return "batch planner: invalid configuration (budget must be > 0, sizes and working set finite and >= 0, ratios > 0, margin in [0, "
+      return "batch planner: invalid configuration (budget must be > 0, sizes and working set finite and >= 0, ratios > 0, "
+             "margin in [0, "
              "1), lr > 0)";
     case plan_state::static_too_large:
       return "batch planner: static memory " + mb(c.static_bytes) + " exceeds the budget " + mb(c.budget_bytes) + " minus its " +
@@ -234,10 +236,11 @@ inline std::string describe(const planner_config& c, const batch_plan& p) {
     default: break;
   }
   std::string s = "batch planner: micro-batch " + std::to_string(p.micro_batch) + " x " + std::to_string(p.accumulation_steps) +
-                  " step(s) = global batch " + std::to_string(p.global_batch) + " (largest that fits: " + std::to_string(p.max_micro_batch) +
-                  "), peak " + mb(p.peak_bytes) + " (per sample: saved " + mb(p.saved_bytes_per_sample) + " + working set " +
-                  mb(p.working_bytes_per_sample) + "), lr " + std::to_string(p.learning_rate) + ", warm-up " +
-                  std::to_string(p.warmup_steps) + " steps, tau " + std::to_string(p.target_relative_error);
+                  " step(s) = global batch " + std::to_string(p.global_batch) +
+                  " (largest that fits: " + std::to_string(p.max_micro_batch) + "), peak " + mb(p.peak_bytes) +
+                  " (per sample: saved " + mb(p.saved_bytes_per_sample) + " + working set " + mb(p.working_bytes_per_sample) +
+                  "), lr " + std::to_string(p.learning_rate) + ", warm-up " + std::to_string(p.warmup_steps) + " steps, tau " +
+                  std::to_string(p.target_relative_error);
   if (p.state == plan_state::accumulating) s += "; the target batch does not fit, so gradients are accumulated";
   if (p.state == plan_state::rounded_up)
     s += "; the target batch " + std::to_string(c.target_global_batch) + " does not split evenly, rounded up";

@@ -46,7 +46,8 @@ constexpr const char* to_string(bound_warning w) noexcept {
     case bound_warning::none: return "none";
     case bound_warning::no_data: return "no valid observation in the window; bound kept";
     case bound_warning::no_gradient: return "gradient RMS is zero; bound kept";
-    case bound_warning::target_unreachable: return "target cannot be met even at the smallest allowed bound; store this layer losslessly";
+    case bound_warning::target_unreachable:
+      return "target cannot be met even at the smallest allowed bound; store this layer losslessly";
     case bound_warning::at_max_bound: return "target allows a bound above eb_max; capped";
     case bound_warning::step_limited: return "bound change limited to max_step this update";
     case bound_warning::target_missed: return "the last window's predicted error exceeded the target";
@@ -77,9 +78,9 @@ struct window_summary {
 };
 
 struct bound_update_result {
-  double eb = 0;            ///< the new bound
-  double wanted_eb = 0;     ///< target sigma / sensitivity, before smoothing and clamps
-  double target_sigma = 0;  ///< tau x gradient RMS
+  double eb = 0;                       ///< the new bound
+  double wanted_eb = 0;                ///< target sigma / sensitivity, before smoothing and clamps
+  double target_sigma = 0;             ///< tau x gradient RMS
   double achieved_relative_error = 0;  ///< the window's predicted sigma / gradient RMS
   bound_warning warning = bound_warning::none;
 };
@@ -107,8 +108,14 @@ struct bound_update {
       const double ratio = r.wanted_eb / eb;
       next = ratio >= 1 ? eb * error_model::constexpr_pow_unit(ratio, config.smoothing)
                         : eb / error_model::constexpr_pow_unit(1 / ratio, config.smoothing);
-      if (next > eb * config.max_step) { next = eb * config.max_step; limited = true; }
-      if (next < eb / config.max_step) { next = eb / config.max_step; limited = true; }
+      if (next > eb * config.max_step) {
+        next = eb * config.max_step;
+        limited = true;
+      }
+      if (next < eb / config.max_step) {
+        next = eb / config.max_step;
+        limited = true;
+      }
     }
     if (next < config.eb_min) next = config.eb_min;
     if (next > config.eb_max) next = config.eb_max;

@@ -48,7 +48,7 @@ struct layer_observation {
 };
 
 struct layer_report {
-  double eb = 0;                       ///< bound for the next window
+  double eb = 0;  ///< bound for the next window
   double previous_eb = 0;
   double target_relative_error = 0;    ///< tau
   double achieved_relative_error = 0;  ///< last window: predicted sigma / gradient RMS
@@ -63,7 +63,9 @@ struct controller_report {
   std::vector<layer_report> layers;
   [[nodiscard]] bool any_warning() const noexcept {
     for (const auto& l : layers)
-      if (l.warning != bound_warning::none && l.warning != bound_warning::step_limited && l.warning != bound_warning::at_max_bound) return true;
+      if (l.warning != bound_warning::none && l.warning != bound_warning::step_limited &&
+          l.warning != bound_warning::at_max_bound)
+        return true;
     return false;
   }
   /// One line per layer with a warning, for logs.
@@ -83,8 +85,9 @@ class controller {
   controller(const controller_config& cfg, std::size_t layers)
       : cfg_(cfg), eb_(layers, cfg.initial_eb), tau_(layers, cfg.update.target_relative_error), acc_(layers) {
     if (!cfg.update.valid() || cfg.window < 1 || !(cfg.initial_eb > 0))
-      ::ebac::detail::fail(status::invalid_argument,
-                           "controller: need tau > 0, 0 < smoothing <= 1, max_step > 1, 0 < eb_min <= eb_max, window >= 1, initial_eb > 0");
+      ::ebac::detail::fail(
+          status::invalid_argument,
+          "controller: need tau > 0, 0 < smoothing <= 1, max_step > 1, 0 < eb_min <= eb_max, window >= 1, initial_eb > 0");
     for (double& e : eb_) e = clamp(e);
     report_.layers.resize(layers);
     for (std::size_t i = 0; i < layers; ++i) {
@@ -101,7 +104,8 @@ class controller {
   /// Gives layer i its own target (from the next update on); invalid_argument
   /// for an unknown layer or a target that is not finite and positive.
   status set_target(std::size_t i, double target_relative_error) {
-    if (i >= tau_.size() || !(target_relative_error > 0) || !std::isfinite(target_relative_error)) return status::invalid_argument;
+    if (i >= tau_.size() || !(target_relative_error > 0) || !std::isfinite(target_relative_error))
+      return status::invalid_argument;
     tau_[i] = target_relative_error;
     report_.layers[i].target_relative_error = target_relative_error;
     return status::ok;
@@ -115,7 +119,8 @@ class controller {
     if (layer >= eb_.size()) return status::invalid_argument;
     accum& a = acc_[layer];
     const bool ok = o.eb > 0 && std::isfinite(o.eb) && o.predicted_sigma >= 0 && std::isfinite(o.predicted_sigma) &&
-                    o.grad_rms >= 0 && std::isfinite(o.grad_rms) && o.compression_ratio >= 0 && std::isfinite(o.compression_ratio);
+                    o.grad_rms >= 0 && std::isfinite(o.grad_rms) && o.compression_ratio >= 0 &&
+                    std::isfinite(o.compression_ratio);
     if (!ok) {
       ++a.rejected;
       return status::invalid_argument;

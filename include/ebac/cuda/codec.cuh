@@ -56,8 +56,8 @@ inline void check(cudaError_t e, const char* what) {
   if (d != cudaSuccess && d != e) msg += "; no usable CUDA device: " + describe(d);
   else if (d == cudaSuccess && devices == 0) msg += "; no CUDA device is visible";
   ::ebac::detail::fail(e == cudaErrorMemoryAllocation ? status::out_of_memory
-                       : e == cudaErrorInvalidValue    ? status::invalid_argument
-                                                       : status::device_error,
+                       : e == cudaErrorInvalidValue   ? status::invalid_argument
+                                                      : status::device_error,
                        msg);
 }
 
@@ -106,9 +106,9 @@ class device_allocation {
 /// allocator on the stream it was compressed on, ordered after the work
 /// queued there: keep that stream alive until the device_stream is gone.
 struct device_stream {
-  detail::device_allocation buffer;   // capacity = output_capacity (the stream is its first `bytes`)
-  detail::device_allocation size;     // one std::uint64_t: the stream's bytes
-  std::uint64_t bytes = 0;            // valid when compress() read it back
+  detail::device_allocation buffer;  // capacity = output_capacity (the stream is its first `bytes`)
+  detail::device_allocation size;    // one std::uint64_t: the stream's bytes
+  std::uint64_t bytes = 0;           // valid when compress() read it back
   [[nodiscard]] const std::byte* data() const noexcept { return static_cast<const std::byte*>(buffer.get()); }
   [[nodiscard]] const std::uint64_t* device_size() const noexcept { return static_cast<const std::uint64_t*>(size.get()); }
 };
@@ -126,7 +126,8 @@ inline uploaded_codebook upload_codebook(const huffman_codebook& cb, cudaStream_
   const huffman_image img = pack_huffman_image(cb);
   uploaded_codebook u;
   u.memory = device_allocation(img.bytes.size(), stream, alloc);
-  check(cudaMemcpyAsync(u.memory.get(), img.bytes.data(), img.bytes.size(), cudaMemcpyHostToDevice, stream), "uploading the Huffman codebook");
+  check(cudaMemcpyAsync(u.memory.get(), img.bytes.data(), img.bytes.size(), cudaMemcpyHostToDevice, stream),
+        "uploading the Huffman codebook");
   check(cudaStreamSynchronize(stream), "uploading the Huffman codebook");
   u.view.image = static_cast<const std::byte*>(u.memory.get());
   return u;
@@ -166,7 +167,8 @@ inline uploaded_codebook upload_codebook(const context_ans_codebook& cb, cudaStr
 /// Reads a stream's codebook section to the host, validates it as the host
 /// decoder does (E::codebook::deserialize) and uploads it; a stream without
 /// a codebook gets an empty one.
-inline uploaded_codebook read_codebook(const stream_header& h, const std::byte* d_in, cudaStream_t stream, const allocator& alloc) {
+inline uploaded_codebook read_codebook(const stream_header& h, const std::byte* d_in, cudaStream_t stream,
+                                       const allocator& alloc) {
   uploaded_codebook book;
   if (h.is_stored()) return book;
   ::ebac::visit_encoder(h.encoder, [&](auto tag) {
@@ -174,8 +176,9 @@ inline uploaded_codebook read_codebook(const stream_header& h, const std::byte* 
     if constexpr (E::needs_codebook && has_device_decoder<E>) {
       const std::string what = "reading the " + std::string(E::name) + " codebook";
       std::vector<std::byte> bytes(static_cast<std::size_t>(h.section_bytes[section_codebook]));
-      check(cudaMemcpyAsync(bytes.data(), d_in + h.section_offset(section_codebook), bytes.size(), cudaMemcpyDeviceToHost, stream),
-            what.c_str());
+      check(
+          cudaMemcpyAsync(bytes.data(), d_in + h.section_offset(section_codebook), bytes.size(), cudaMemcpyDeviceToHost, stream),
+          what.c_str());
       check(cudaStreamSynchronize(stream), what.c_str());
       typename E::codebook cb;
       const status s = E::codebook::deserialize(bytes.data(), bytes.size(), cb);
@@ -201,7 +204,8 @@ template <class Pipeline, element T>
 device_stream compress(const T* d_in, const extents& shape, const Pipeline& pipe, const compress_options& opt,
                        cudaStream_t stream = nullptr, const allocator& alloc = default_allocator(), bool read_size = true,
                        kernel_path path = kernel_path::staged) {
-  if (const char* why = ::ebac::detail::compress_argument_error<T>(shape, pipe, opt)) ::ebac::detail::fail(status::invalid_argument, why);
+  if (const char* why = ::ebac::detail::compress_argument_error<T>(shape, pipe, opt))
+    ::ebac::detail::fail(status::invalid_argument, why);
   std::uint64_t n = 0;
   (void)shape.count(n);
   if (n > 0 && d_in == nullptr) ::ebac::detail::fail(status::invalid_argument, "input pointer is null");
@@ -209,11 +213,14 @@ device_stream compress(const T* d_in, const extents& shape, const Pipeline& pipe
     ::ebac::detail::fail(status::unsupported, "the CUDA backend has no kernels for this pipeline's encoder (" +
                                                   std::string(Pipeline::encoder_type::name) + "): compress on the host");
   if (pipe.choose_predictor)
-    ::ebac::detail::fail(status::unsupported, "the CUDA backend codes with the pipeline's predictor; choose_predictor is host only");
+    ::ebac::detail::fail(status::unsupported,
+                         "the CUDA backend codes with the pipeline's predictor; choose_predictor is host only");
   if (pipe.choose_quantizer)
-    ::ebac::detail::fail(status::unsupported, "the CUDA backend codes with the pipeline's quantizer; choose_quantizer is host only");
+    ::ebac::detail::fail(status::unsupported,
+                         "the CUDA backend codes with the pipeline's quantizer; choose_quantizer is host only");
   if ((n + pipe.chunk_elements - 1) / pipe.chunk_elements > max_chunks)
-    ::ebac::detail::fail(status::invalid_argument, "more than 2^31 - 1 chunks (the CUDA backend's grid limit): use larger chunk_elements");
+    ::ebac::detail::fail(status::invalid_argument,
+                         "more than 2^31 - 1 chunks (the CUDA backend's grid limit): use larger chunk_elements");
   std::size_t temp = 0;
   detail::check(::ebac::cuda::compress(nullptr, temp, d_in, shape, pipe, opt, nullptr, 0, nullptr, nullptr, stream, path),
                 "ebac::cuda::compress (temp query)");
@@ -229,7 +236,8 @@ device_stream compress(const T* d_in, const extents& shape, const Pipeline& pipe
                 "ebac::cuda::compress");
   if (read_size) {
     std::uint64_t host[2] = {0, 0};
-    detail::check(cudaMemcpyAsync(host, d_size, sizeof(std::uint64_t) + sizeof(int), cudaMemcpyDeviceToHost, stream), "reading the compressed size");
+    detail::check(cudaMemcpyAsync(host, d_size, sizeof(std::uint64_t) + sizeof(int), cudaMemcpyDeviceToHost, stream),
+                  "reading the compressed size");
     detail::check(cudaStreamSynchronize(stream), "ebac::cuda::compress");
     int st = 0;
     std::memcpy(&st, reinterpret_cast<const std::byte*>(host) + sizeof(std::uint64_t), sizeof st);
@@ -271,7 +279,8 @@ void decompress(const std::byte* d_in, std::size_t in_bytes, T* d_out, std::uint
   if (const char* why = ::ebac::detail::decompress_argument_error(h, dtype_of<T>::value, count, d_out))
     ::ebac::detail::fail(status::invalid_argument, why);
   if ((count + h.chunk_elements - 1) / h.chunk_elements > max_chunks)
-    ::ebac::detail::fail(status::unsupported, "the stream has more than 2^31 - 1 chunks (the CUDA backend's grid limit); decode it on the host");
+    ::ebac::detail::fail(status::unsupported,
+                         "the stream has more than 2^31 - 1 chunks (the CUDA backend's grid limit); decode it on the host");
   if (!h.is_stored() && !has_device_decoder_for(h.encoder))
     ::ebac::detail::fail(status::unsupported, "the CUDA backend has no kernels for the stream's encoder (" +
                                                   std::string(encoder_name(h.encoder)) + "): decode it on the host");
@@ -284,16 +293,17 @@ void decompress(const std::byte* d_in, std::size_t in_bytes, T* d_out, std::uint
                 "ebac::cuda::decompress (temp query)");
   detail::device_allocation tmp(temp, stream, alloc);
   detail::device_allocation st(sizeof(int), stream, alloc);
-  detail::check(::ebac::cuda::decompress<T>(tmp.get(), temp, h, d_in, in_bytes, d_out, count, static_cast<int*>(st.get()), stream, codebook,
-                                            path),
+  detail::check(::ebac::cuda::decompress<T>(tmp.get(), temp, h, d_in, in_bytes, d_out, count, static_cast<int*>(st.get()), stream,
+                                            codebook, path),
                 "ebac::cuda::decompress");
   int host = 0;
   detail::check(cudaMemcpyAsync(&host, st.get(), sizeof host, cudaMemcpyDeviceToHost, stream), "reading the decode status");
   detail::check(cudaStreamSynchronize(stream), "ebac::cuda::decompress");
   if (host == device_corrupt_code)
     ::ebac::detail::fail(status::corrupt_stream, "a chunk holds a code its quantizer cannot have written (device decoder)");
-  if (host != device_ok) ::ebac::detail::fail(host == device_checksum ? status::checksum_mismatch : status::corrupt_stream,
-                                              "the device decoder rejected the stream (code " + std::to_string(host) + ")");
+  if (host != device_ok)
+    ::ebac::detail::fail(host == device_checksum ? status::checksum_mismatch : status::corrupt_stream,
+                         "the device decoder rejected the stream (code " + std::to_string(host) + ")");
 }
 
 }  // namespace cuda

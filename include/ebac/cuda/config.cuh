@@ -5,7 +5,7 @@
 #pragma once
 
 #if !defined(__CUDACC__)
-#  error "ebac/cuda/* headers need a CUDA compiler (nvcc); host code includes <ebac/ebac.hpp> instead"
+#error "ebac/cuda/* headers need a CUDA compiler (nvcc); host code includes <ebac/ebac.hpp> instead"
 #endif
 
 #include <ebac/config.hpp>
@@ -18,9 +18,9 @@
 // Kernels get hidden visibility so that two extensions built against
 // different ebac versions (or archs) can share a process, as CCCL does.
 #if defined(__GNUC__)
-#  define EBAC_KERNEL __global__ __attribute__((visibility("hidden")))
+#define EBAC_KERNEL __global__ __attribute__((visibility("hidden")))
 #else
-#  define EBAC_KERNEL __global__
+#define EBAC_KERNEL __global__
 #endif
 
 EBAC_NAMESPACE_BEGIN
@@ -34,12 +34,12 @@ inline constexpr std::uint64_t max_grid_blocks = 0x7fffffffu;
 /// Error codes written to the device status word (no exceptions on device).
 enum device_status : int {
   device_ok = 0,
-  device_bad_bound = 1,       // relative bound x range is not finite
-  device_corrupt_chunk = 2,   // a chunk does not decode to its element count
-  device_corrupt_table = 3,   // chunk sizes do not add up to the payload
+  device_bad_bound = 1,      // relative bound x range is not finite
+  device_corrupt_chunk = 2,  // a chunk does not decode to its element count
+  device_corrupt_table = 3,  // chunk sizes do not add up to the payload
   device_corrupt_outliers = 4,
   device_checksum = 5,
-  device_corrupt_code = 6,    // a lossless quantizer's code it cannot have written (a level index or window offset out of range)
+  device_corrupt_code = 6,  // a lossless quantizer's code it cannot have written (a level index or window offset out of range)
 };
 
 namespace detail {

@@ -86,9 +86,9 @@ namespace cuda {
 /// and the options: query with the path and options you run.
 template <class Pipeline, element T>
 [[nodiscard]] cudaError_t compress(void* d_temp, std::size_t& temp_bytes, const T* d_in, const extents& shape,
-                                   const Pipeline& pipe, const compress_options& opt, std::byte* d_out,
-                                   std::size_t out_capacity, std::uint64_t* d_out_bytes, int* d_status,
-                                   cudaStream_t stream = nullptr, kernel_path path = kernel_path::staged) {
+                                   const Pipeline& pipe, const compress_options& opt, std::byte* d_out, std::size_t out_capacity,
+                                   std::uint64_t* d_out_bytes, int* d_status, cudaStream_t stream = nullptr,
+                                   kernel_path path = kernel_path::staged) {
   if (::ebac::detail::compress_argument_error<T>(shape, pipe, opt)) return cudaErrorInvalidValue;  // the host's rules
   if (pipe.choose_predictor || pipe.choose_quantizer) return cudaErrorNotSupported;  // host-only choices (pipeline.hpp)
   if constexpr (!has_device_encoder<typename Pipeline::encoder_type>) {
@@ -98,8 +98,8 @@ template <class Pipeline, element T>
     (void)shape.count(n);
     if ((n + pipe.chunk_elements - 1) / pipe.chunk_elements > max_chunks) return cudaErrorInvalidValue;
     auto run = [&](const auto& main_pred, const auto& main_q) {
-      return detail::compress_stages(d_temp, temp_bytes, d_in, shape, pipe, opt, main_pred, main_q, d_out, out_capacity, d_out_bytes,
-                                     d_status, stream, path);
+      return detail::compress_stages(d_temp, temp_bytes, d_in, shape, pipe, opt, main_pred, main_q, d_out, out_capacity,
+                                     d_out_bytes, d_status, stream, path);
     };
     if constexpr (floating_element<T>) {
       return run(pipe.predictor, typename Pipeline::quantizer_type{});  // made on the device from the bound

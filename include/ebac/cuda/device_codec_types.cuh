@@ -80,8 +80,8 @@ inline bool fused_decode_tile_blocks(const stream_header& h, std::uint64_t& tile
   if (h.chunk_elements == 0) return false;
   if (h.predictor == predictor_id::none) return true;
   const lorenzo& l = h.lorenzo_params;
-  if (h.predictor != predictor_id::lorenzo || l.validate(h.shape) != status::ok || l.dims != 1 || l.axis[0] != lorenzo_flat_axis ||
-      !chunks_independent(l, h.shape, h.chunk_elements) || l.tile[0] % 32 != 0)
+  if (h.predictor != predictor_id::lorenzo || l.validate(h.shape) != status::ok || l.dims != 1 ||
+      l.axis[0] != lorenzo_flat_axis || !chunks_independent(l, h.shape, h.chunk_elements) || l.tile[0] % 32 != 0)
     return false;
   tile_blocks = l.tile[0] / 32;
   return true;

@@ -52,11 +52,13 @@ EBAC_KERNEL void __launch_bounds__(Threads) channel_moments_kernel(const T* x, s
 template <class T>
 [[nodiscard]] cudaError_t channel_moments(const T* d_x, std::int64_t batch, std::int64_t channels, std::int64_t inner,
                                           error_model::channel_moments* d_out, cudaStream_t stream = nullptr) {
-  if (batch < 0 || channels < 0 || inner < 0 || static_cast<std::uint64_t>(channels) > max_grid_blocks) return cudaErrorInvalidValue;
+  if (batch < 0 || channels < 0 || inner < 0 || static_cast<std::uint64_t>(channels) > max_grid_blocks)
+    return cudaErrorInvalidValue;
   if (channels == 0) return cudaSuccess;
   if (d_out == nullptr || (d_x == nullptr && batch > 0 && inner > 0)) return cudaErrorInvalidValue;
   constexpr int threads = kernels::statistics_threads;
-  kernels::channel_moments_kernel<T, threads><<<static_cast<unsigned>(channels), threads, 0, stream>>>(d_x, batch, channels, inner, d_out);
+  kernels::channel_moments_kernel<T, threads>
+      <<<static_cast<unsigned>(channels), threads, 0, stream>>>(d_x, batch, channels, inner, d_out);
   return cudaGetLastError();
 }
 

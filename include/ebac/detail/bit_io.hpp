@@ -60,8 +60,8 @@ template <class OrWord>
 struct segment_bit_writer {
   std::uint32_t* words;
   OrWord or_word;
-  std::uint64_t word;     // index of the word being filled
-  bool shared_first;      // the first word also holds the previous segment's bits
+  std::uint64_t word;  // index of the word being filled
+  bool shared_first;   // the first word also holds the previous segment's bits
   std::uint64_t acc = 0;
   int bits;
   EBAC_HOST_DEVICE segment_bit_writer(std::uint32_t* w, std::uint64_t first_bit, OrWord o) noexcept
@@ -117,7 +117,10 @@ struct bit_reader {
 
 EBAC_HOST_DEVICE std::uint32_t reverse_bits(std::uint32_t v, int n) noexcept {
   std::uint32_t r = 0;
-  for (int i = 0; i < n; ++i) { r = (r << 1) | (v & 1u); v >>= 1; }
+  for (int i = 0; i < n; ++i) {
+    r = (r << 1) | (v & 1u);
+    v >>= 1;
+  }
   return r;
 }
 

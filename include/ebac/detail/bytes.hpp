@@ -72,9 +72,7 @@ EBAC_HOST_DEVICE bool get_varint(const std::byte*& p, const std::byte* end, std:
 EBAC_HOST_DEVICE std::uint32_t zigzag(std::int32_t v) noexcept {
   return (static_cast<std::uint32_t>(v) << 1) ^ static_cast<std::uint32_t>(v >> 31);
 }
-EBAC_HOST_DEVICE std::int32_t unzigzag(std::uint32_t u) noexcept {
-  return static_cast<std::int32_t>((u >> 1) ^ (0u - (u & 1u)));
-}
+EBAC_HOST_DEVICE std::int32_t unzigzag(std::uint32_t u) noexcept { return static_cast<std::int32_t>((u >> 1) ^ (0u - (u & 1u))); }
 
 /// Number of significant bits (0 for 0).
 EBAC_HOST_DEVICE int bit_width(std::uint32_t v) noexcept {
@@ -84,7 +82,10 @@ EBAC_HOST_DEVICE int bit_width(std::uint32_t v) noexcept {
   return v ? 32 - __builtin_clz(v) : 0;
 #else
   int w = 0;
-  while (v) { ++w; v >>= 1; }
+  while (v) {
+    ++w;
+    v >>= 1;
+  }
   return w;
 #endif
 }

@@ -17,11 +17,14 @@ namespace detail {
 EBAC_HOST_DEVICE std::uint64_t rotl64(std::uint64_t x, int r) noexcept { return (x << r) | (x >> (64 - r)); }
 
 inline constexpr std::uint64_t checksum_k1 = 0x9e3779b185ebca87ull, checksum_k2 = 0xc2b2ae3d27d4eb4full,
-                                checksum_k3 = 0x165667b19e3779f9ull;
+                               checksum_k3 = 0x165667b19e3779f9ull;
 
 /// The four lanes' start for a checksum of n bytes.
 EBAC_HOST_DEVICE void checksum_start(std::uint64_t (&lane)[4], std::uint64_t n) noexcept {
-  lane[0] = checksum_k1 ^ n; lane[1] = checksum_k2 + n; lane[2] = checksum_k3; lane[3] = ~checksum_k1;
+  lane[0] = checksum_k1 ^ n;
+  lane[1] = checksum_k2 + n;
+  lane[2] = checksum_k3;
+  lane[3] = ~checksum_k1;
 }
 /// One 32-byte stripe into the lanes.
 EBAC_HOST_DEVICE void checksum_stripe(std::uint64_t (&lane)[4], const std::byte* p) noexcept {
@@ -33,7 +36,11 @@ EBAC_HOST_DEVICE std::uint64_t checksum_finish(const std::uint64_t (&lane)[4], c
   std::size_t i = 0;
   for (; i + 8 <= m; i += 8) h = rotl64(h ^ (load_le<std::uint64_t>(tail + i) * checksum_k2), 27) * checksum_k1 + checksum_k3;
   for (; i < m; ++i) h = rotl64(h ^ (static_cast<std::uint64_t>(tail[i]) * checksum_k3), 11) * checksum_k1;
-  h ^= h >> 33; h *= checksum_k2; h ^= h >> 29; h *= checksum_k3; h ^= h >> 32;
+  h ^= h >> 33;
+  h *= checksum_k2;
+  h ^= h >> 29;
+  h *= checksum_k3;
+  h ^= h >> 32;
   return h;
 }
 

@@ -10,8 +10,8 @@
 #pragma once
 
 #if (defined(__AVX2__) || defined(EBAC_X86_64_V3_REGION)) && !defined(__CUDACC__) && (defined(__GNUC__) || defined(__clang__))
-#  define EBAC_HOST_AVX2 1
-#  include <immintrin.h>
+#define EBAC_HOST_AVX2 1
+#include <immintrin.h>
 #else
-#  define EBAC_HOST_AVX2 0
+#define EBAC_HOST_AVX2 0
 #endif

@@ -26,13 +26,13 @@ struct block_bitpack {
   static constexpr std::string_view name = "bitpack";
   static constexpr std::size_t block = 32;
   /// Every 32 codes spend at least their width byte.
-  [[nodiscard]] EBAC_HOST_DEVICE static constexpr std::uint64_t min_payload_bytes(std::uint64_t n) noexcept { return (n + 31) / 32; }
+  [[nodiscard]] EBAC_HOST_DEVICE static constexpr std::uint64_t min_payload_bytes(std::uint64_t n) noexcept {
+    return (n + 31) / 32;
+  }
 
   [[nodiscard]] EBAC_HOST_DEVICE static std::size_t blocks(std::size_t n) noexcept { return (n + block - 1) / block; }
 
-  [[nodiscard]] EBAC_HOST_DEVICE std::size_t max_chunk_bytes(std::size_t n) const noexcept {
-    return blocks(n) * (1 + 4 * block);
-  }
+  [[nodiscard]] EBAC_HOST_DEVICE std::size_t max_chunk_bytes(std::size_t n) const noexcept { return blocks(n) * (1 + 4 * block); }
   /// The same for codes known to fit in `bits` bits: no block is wider.
   [[nodiscard]] EBAC_HOST_DEVICE std::size_t max_chunk_bytes(std::size_t n, unsigned bits) const noexcept {
     return blocks(n) * (1 + 4 * std::size_t{bits < 32 ? bits : 32});
@@ -45,9 +45,9 @@ struct block_bitpack {
     int bits = 0;
     int word = 0;
 #if defined(__CUDA_ARCH__)
-#  pragma unroll
+#pragma unroll
 #elif defined(__GNUC__) && !defined(__clang__) && !defined(__CUDACC__)
-#  pragma GCC unroll 32
+#pragma GCC unroll 32
 #endif
     for (int i = 0; i < 32; ++i) {
       acc |= static_cast<std::uint64_t>(codes[i]) << bits;
@@ -67,9 +67,9 @@ struct block_bitpack {
     int bits = 0;
     int word = 0;
 #if defined(__CUDA_ARCH__)
-#  pragma unroll
+#pragma unroll
 #elif defined(__GNUC__) && !defined(__clang__) && !defined(__CUDACC__)
-#  pragma GCC unroll 32
+#pragma GCC unroll 32
 #endif
     for (int i = 0; i < 32; ++i) {
       if (bits < W) {
@@ -111,8 +111,7 @@ struct block_bitpack {
   }
 
   /// Packs one block of `m <= 32` codes at `width` bits; returns bytes written.
-  EBAC_HOST_DEVICE static std::size_t pack_block(const std::uint32_t* codes, std::size_t m, int width,
-                                                 std::byte* out) noexcept {
+  EBAC_HOST_DEVICE static std::size_t pack_block(const std::uint32_t* codes, std::size_t m, int width, std::byte* out) noexcept {
     if (width == 0) return 0;
     std::uint32_t padded[block];
     if (m < block) {
@@ -123,8 +122,7 @@ struct block_bitpack {
     return 4 * static_cast<std::size_t>(width);
   }
 
-  EBAC_HOST_DEVICE static void unpack_block(const std::byte* in, int width, std::uint32_t* codes,
-                                            std::size_t m) noexcept {
+  EBAC_HOST_DEVICE static void unpack_block(const std::byte* in, int width, std::uint32_t* codes, std::size_t m) noexcept {
     if (width == 0) {
       for (std::size_t i = 0; i < m; ++i) codes[i] = 0;
       return;
@@ -148,8 +146,7 @@ struct block_bitpack {
     (void)((W == width && W > 0 ? (f(std::integral_constant<int, W>{}), true) : false) || ...);
   }
 
-  EBAC_HOST_DEVICE std::size_t encode_chunk(const std::uint32_t* codes, std::size_t n,
-                                            std::byte* out) const noexcept {
+  EBAC_HOST_DEVICE std::size_t encode_chunk(const std::uint32_t* codes, std::size_t n, std::byte* out) const noexcept {
     const std::size_t nb = blocks(n);
     std::byte* payload = out + nb;
     for (std::size_t b = 0; b < nb; ++b) {
@@ -164,8 +161,8 @@ struct block_bitpack {
     return static_cast<std::size_t>(payload - out);
   }
 
-  [[nodiscard]] EBAC_HOST_DEVICE status decode_chunk(const std::byte* in, std::size_t bytes,
-                                                     std::uint32_t* codes, std::size_t n) const noexcept {
+  [[nodiscard]] EBAC_HOST_DEVICE status decode_chunk(const std::byte* in, std::size_t bytes, std::uint32_t* codes,
+                                                     std::size_t n) const noexcept {
     const std::size_t nb = blocks(n);
     if (bytes < nb) return status::corrupt_stream;
     std::size_t payload = 0;

@@ -23,7 +23,8 @@ EBAC_HOST_DEVICE status context_ans::decode_chunk(const std::byte* in, std::size
 }
 
 template <class Codes>
-EBAC_HOST_DEVICE status context_ans::decode_chunk_to(const std::byte* in, std::size_t bytes, Codes codes, std::size_t n) const noexcept {
+EBAC_HOST_DEVICE status context_ans::decode_chunk_to(const std::byte* in, std::size_t bytes, Codes codes,
+                                                     std::size_t n) const noexcept {
   chunk_head h;
   if (!read_head(in, bytes, n, h)) return status::corrupt_stream;
   const std::byte* const bitmap = in + 4;
@@ -100,7 +101,8 @@ EBAC_HOST_DEVICE status context_ans::decode_chunk_to(const std::byte* in, std::s
   if (consumed_bits % 8 != 0 && r.peek(static_cast<int>(8 - consumed_bits % 8)) != 0) return status::corrupt_stream;
   return status::ok;
 }
-EBAC_HOST_DEVICE bool context_ans::read_head(const std::byte* in, std::size_t bytes, std::size_t n, chunk_head& h) const noexcept {
+EBAC_HOST_DEVICE bool context_ans::read_head(const std::byte* in, std::size_t bytes, std::size_t n,
+                                             chunk_head& h) const noexcept {
   if (bytes < 4) return false;
   const std::uint32_t word = detail::load_le<std::uint32_t>(in);
   h.bitmap_length = (word & bitmap_flag) != 0 ? bitmap_bytes(n) : 0;

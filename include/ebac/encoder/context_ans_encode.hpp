@@ -91,8 +91,8 @@ EBAC_HOST_DEVICE std::size_t context_ans::put_raw_bits(const std::uint32_t* code
   return static_cast<std::size_t>(w.finish() - raw);
 }
 
-EBAC_HOST_DEVICE std::size_t context_ans::finish_chunk(std::byte* out, std::size_t n, std::byte* p, const std::uint32_t (&x)[model::lanes],
-                                                       std::size_t raw_bytes) noexcept {
+EBAC_HOST_DEVICE std::size_t context_ans::finish_chunk(std::byte* out, std::size_t n, std::byte* p,
+                                                       const std::uint32_t (&x)[model::lanes], std::size_t raw_bytes) noexcept {
   std::byte* const raw = rans_end(out, n);
   for (int l = model::lanes; l-- > 0;) {  // the four final states, state 0 first
     p -= 4;

@@ -78,14 +78,16 @@ inline constexpr context_ans_round_bytes context_ans_round_bytes_table = make_co
 /// compare, shift, multiplies, adds); two pairs are two chains, which the
 /// core overlaps.
 template <int Pairs>
-inline void context_ans_encode_rounds(const context_ans_step* steps, const std::uint32_t* const (&key)[2 * Pairs], std::size_t rounds,
-                                      std::uint32_t (&x)[8 * Pairs], std::byte* (&p)[2 * Pairs]) noexcept {
+inline void context_ans_encode_rounds(const context_ans_step* steps, const std::uint32_t* const (&key)[2 * Pairs],
+                                      std::size_t rounds, std::uint32_t (&x)[8 * Pairs], std::byte* (&p)[2 * Pairs]) noexcept {
   static_assert(Pairs == 1 || Pairs == 2);
-  static_assert(sizeof(context_ans_step) == 16 && offsetof(context_ans_step, reciprocal) == 4 && offsetof(context_ans_step, bias) == 8 &&
-                    offsetof(context_ans_step, complement) == 12 && offsetof(context_ans_step, shift) == 14,
+  static_assert(sizeof(context_ans_step) == 16 && offsetof(context_ans_step, reciprocal) == 4 &&
+                    offsetof(context_ans_step, bias) == 8 && offsetof(context_ans_step, complement) == 12 &&
+                    offsetof(context_ans_step, shift) == 14,
                 "a row is read as four 32-bit lanes: limit, reciprocal, bias, complement | shift << 16");
   const auto& table = context_ans_round_bytes_table;
-  auto row = [&](std::uint32_t ka, std::uint32_t kb) EBAC_FORCE_INLINE_LAMBDA {  // the pair's first chunk's row low, its second's high
+  auto row = [&](std::uint32_t ka,
+                 std::uint32_t kb) EBAC_FORCE_INLINE_LAMBDA {  // the pair's first chunk's row low, its second's high
     return _mm256_inserti128_si256(_mm256_castsi128_si256(_mm_loadu_si128(reinterpret_cast<const __m128i*>(steps + ka))),
                                    _mm_loadu_si128(reinterpret_cast<const __m128i*>(steps + kb)), 1);
   };
@@ -141,8 +143,9 @@ inline void context_ans_encode_rounds(const context_ans_step* steps, const std::
 /// into out[h] (each of enc.max_chunk_bytes(n)): the same bytes. Returns
 /// the chunks' sizes.
 template <int Pairs>
-inline std::array<std::size_t, 2 * Pairs> encode_context_ans_pairs(const context_ans& enc, const std::uint32_t* const (&codes)[2 * Pairs],
-                                                                  std::size_t n, std::byte* const (&out)[2 * Pairs]) noexcept {
+inline std::array<std::size_t, 2 * Pairs> encode_context_ans_pairs(const context_ans& enc,
+                                                                   const std::uint32_t* const (&codes)[2 * Pairs], std::size_t n,
+                                                                   std::byte* const (&out)[2 * Pairs]) noexcept {
   using model = context_ans_model;
   constexpr int H = 2 * Pairs;  // chunks
   constexpr std::size_t block = context_ans::context_block;
@@ -198,8 +201,8 @@ inline std::array<std::size_t, 2 * Pairs> encode_context_ans_pairs(const context
 }
 
 /// encode_context_ans_pairs of one pair: two chunks.
-inline std::array<std::size_t, 2> encode_context_ans_x8(const context_ans& enc, const std::uint32_t* const (&codes)[2], std::size_t n,
-                                                       std::byte* const (&out)[2]) noexcept {
+inline std::array<std::size_t, 2> encode_context_ans_x8(const context_ans& enc, const std::uint32_t* const (&codes)[2],
+                                                        std::size_t n, std::byte* const (&out)[2]) noexcept {
   return encode_context_ans_pairs<1>(enc, codes, n, out);
 }
 

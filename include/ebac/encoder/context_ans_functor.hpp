@@ -38,7 +38,9 @@ struct context_ans {
     return (n + zero_block - 1) / zero_block;
   }
   /// The bytes of the zero-block bitmap of a chunk of n codes.
-  [[nodiscard]] EBAC_HOST_DEVICE static constexpr std::size_t bitmap_bytes(std::size_t n) noexcept { return (block_count(n) + 7) / 8; }
+  [[nodiscard]] EBAC_HOST_DEVICE static constexpr std::size_t bitmap_bytes(std::size_t n) noexcept {
+    return (block_count(n) + 7) / 8;
+  }
 
   // What bind() points at in a codebook (which must outlive the functor).
   std::uint32_t row = 1;
@@ -84,9 +86,15 @@ struct context_ans {
     return detail::context_ans_learning::estimated_payload_bits(s, cb);
   }
   static context_ans bind(const context_ans_codebook& cb) noexcept {
-    return context_ans{cb.row,           cb.classes,         cb.diagonal,
-                       cb.freq.data(),   cb.cumulative.data(), cb.steps.data(),
-                       cb.first_token.data(), cb.first_token_fine.data(), cb.version >= 1};
+    return context_ans{cb.row,
+                       cb.classes,
+                       cb.diagonal,
+                       cb.freq.data(),
+                       cb.cumulative.data(),
+                       cb.steps.data(),
+                       cb.first_token.data(),
+                       cb.first_token_fine.data(),
+                       cb.version >= 1};
   }
 
   /// Four bytes of count, the bitmap, at most two rANS bytes a code and
@@ -94,7 +102,9 @@ struct context_ans {
   [[nodiscard]] EBAC_HOST_DEVICE std::size_t max_chunk_bytes(std::size_t n) const noexcept {
     return 4 + bitmap_bytes(n) + rans_capacity(n) + 4 * n + 8;
   }
-  [[nodiscard]] EBAC_HOST_DEVICE std::size_t max_chunk_bytes(std::size_t n, unsigned) const noexcept { return max_chunk_bytes(n); }
+  [[nodiscard]] EBAC_HOST_DEVICE std::size_t max_chunk_bytes(std::size_t n, unsigned) const noexcept {
+    return max_chunk_bytes(n);
+  }
 
   /// Codes n codes that were part of the statistics this codebook was
   /// learned from (a token its context never had cannot be coded).
@@ -120,8 +130,8 @@ struct context_ans {
   /// bitmap at out + 4 has a block flagged: it stays, else it is dropped),
   /// moves the rANS bytes and the raw_bytes of raw bits down behind them;
   /// the chunk's size.
-  EBAC_HOST_DEVICE static std::size_t finish_chunk(std::byte* out, std::size_t n, std::byte* p, const std::uint32_t (&x)[model::lanes],
-                                                   std::size_t raw_bytes) noexcept;
+  EBAC_HOST_DEVICE static std::size_t finish_chunk(std::byte* out, std::size_t n, std::byte* p,
+                                                   const std::uint32_t (&x)[model::lanes], std::size_t raw_bytes) noexcept;
 
   [[nodiscard]] EBAC_HOST_DEVICE status decode_chunk(const std::byte* in, std::size_t bytes, std::uint32_t* codes,
                                                      std::size_t n) const noexcept;
@@ -132,7 +142,8 @@ struct context_ans {
   /// `cumulative` and `first_token` only (a token's frequency is the
   /// difference of its cumulative bounds, which derive() computed from it).
   template <class Codes>
-  [[nodiscard]] EBAC_HOST_DEVICE status decode_chunk_to(const std::byte* in, std::size_t bytes, Codes codes, std::size_t n) const noexcept;
+  [[nodiscard]] EBAC_HOST_DEVICE status decode_chunk_to(const std::byte* in, std::size_t bytes, Codes codes,
+                                                        std::size_t n) const noexcept;
 
   /// What follows a chunk's u32 byte count: its bitmap's bytes (0 without
   /// one), then its rANS bytes, the four initial states first.
@@ -147,7 +158,8 @@ struct context_ans {
   /// (valid_bitmap), or an initial state outside [state_low, 2^31). The
   /// eight-lane decoder checks its lanes with it too. The states' bytes are
   /// the first 16 of the rANS bytes: the steps' bytes start after them.
-  [[nodiscard]] EBAC_HOST_DEVICE bool read_head(const std::byte* in, std::size_t bytes, std::size_t n, chunk_head& h) const noexcept;
+  [[nodiscard]] EBAC_HOST_DEVICE bool read_head(const std::byte* in, std::size_t bytes, std::size_t n,
+                                                chunk_head& h) const noexcept;
   /// Whether the block that starts at element b is flagged in `bitmap`.
   [[nodiscard]] EBAC_HOST_DEVICE static bool block_flagged(const std::byte* bitmap, std::size_t b) noexcept;
   /// The checks of a chunk's bitmap beyond its place: a version-1 codebook

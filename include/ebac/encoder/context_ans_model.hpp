@@ -19,13 +19,13 @@ EBAC_NAMESPACE_BEGIN
 
 namespace detail {
 struct context_ans_model {
-  static constexpr std::uint32_t direct_tokens = 32;          // codes below are their own token
+  static constexpr std::uint32_t direct_tokens = 32;               // codes below are their own token
   static constexpr std::uint32_t tokens = direct_tokens + 2 * 27;  // two per bit width 6..32
-  static constexpr std::uint32_t max_classes = 8;             // magnitude classes of a neighbour
+  static constexpr std::uint32_t max_classes = 8;                  // magnitude classes of a neighbour
   static constexpr std::uint32_t max_contexts = max_classes * max_classes * 2;
-  static constexpr int scale_bits = 14;                       // frequencies sum to 2^14
+  static constexpr int scale_bits = 14;  // frequencies sum to 2^14
   static constexpr std::uint32_t scale = 1u << scale_bits;
-  static constexpr std::uint32_t state_low = 1u << 23;        // a state lives in [2^23, 2^31)
+  static constexpr std::uint32_t state_low = 1u << 23;  // a state lives in [2^23, 2^31)
   static constexpr int lanes = 4;
 
   EBAC_HOST_DEVICE static std::uint32_t token(std::uint32_t v) noexcept {
@@ -54,8 +54,8 @@ struct context_ans_model {
   }
   /// The context of element i of a chunk, from codes already coded, in the
   /// set of `classes` classes a neighbour (1, 2, 4 or 8) and the diagonal bit or not.
-  EBAC_HOST_DEVICE static std::uint32_t context(const std::uint32_t* codes, std::size_t i, std::uint32_t row, std::uint32_t classes,
-                                                bool diagonal) noexcept {
+  EBAC_HOST_DEVICE static std::uint32_t context(const std::uint32_t* codes, std::size_t i, std::uint32_t row,
+                                                std::uint32_t classes, bool diagonal) noexcept {
     return context(i > 0 ? codes[i - 1] : 0u, codes, i, row, classes, diagonal);
   }
   /// The same with the left code given (0 for the chunk's first): the
@@ -95,8 +95,8 @@ struct context_ans_model {
   /// (inner_contexts). The encoder and the statistics take a block of
   /// contexts this way before their serial loops; the decoder cannot (a
   /// context needs the code decoded just before it).
-  EBAC_HOST_DEVICE static void contexts(const std::uint32_t* codes, std::size_t b, std::size_t e, std::uint32_t row, std::uint32_t classes,
-                                        bool diagonal, std::uint8_t* out) noexcept {
+  EBAC_HOST_DEVICE static void contexts(const std::uint32_t* codes, std::size_t b, std::size_t e, std::uint32_t row,
+                                        std::uint32_t classes, bool diagonal, std::uint8_t* out) noexcept {
     std::size_t i = b;
     for (; i < e && i <= row; ++i) out[i - b] = static_cast<std::uint8_t>(context(codes, i, row, classes, diagonal));
     if (i == e) return;
@@ -129,7 +129,8 @@ struct context_ans_model {
     const std::uint32_t* const up = codes + (b - row);
     std::size_t j = 0;
     for (; j + context_run_block <= m; j += context_run_block)
-      context_run<Classes, Diagonal, context_run_block>(codes + (b - 1 + j), up + j, up + j - 1, up + j + 1, out + j, diagonal_mask);
+      context_run<Classes, Diagonal, context_run_block>(codes + (b - 1 + j), up + j, up + j - 1, up + j + 1, out + j,
+                                                        diagonal_mask);
     context_run<Classes, Diagonal, 0>(codes + (b - 1 + j), up + j, up + j - 1, up + j + 1, out + j, diagonal_mask, m - j);
   }
 
@@ -152,8 +153,9 @@ struct context_ans_model {
   /// The contexts of Count elements (Count 0: of m) from their neighbours.
   template <std::uint32_t Classes, bool Diagonal, std::size_t Count>
   EBAC_HOST_DEVICE static void context_run(const std::uint32_t* EBAC_RESTRICT left, const std::uint32_t* EBAC_RESTRICT up,
-                                           const std::uint32_t* EBAC_RESTRICT up_left, const std::uint32_t* EBAC_RESTRICT up_right,
-                                           std::uint8_t* EBAC_RESTRICT out, std::uint32_t diagonal_mask, std::size_t m = Count) noexcept {
+                                           const std::uint32_t* EBAC_RESTRICT up_left,
+                                           const std::uint32_t* EBAC_RESTRICT up_right, std::uint8_t* EBAC_RESTRICT out,
+                                           std::uint32_t diagonal_mask, std::size_t m = Count) noexcept {
     // min(bit_width(v), Classes - 1) from the exponent of the float of v
     // as a signed integer, which vectorizes (a bit scan does not, and a sum
     // of unsigned comparisons costs three instructions a class): exact below
@@ -168,7 +170,8 @@ struct context_ans_model {
     for (std::size_t j = 0; j < count; ++j) {
       const std::uint32_t c = cls(left[j]) * Classes + cls(up[j]);
       if constexpr (!Diagonal) out[j] = static_cast<std::uint8_t>(c);
-      else out[j] = static_cast<std::uint8_t>(2 * c + (static_cast<std::uint32_t>((up_left[j] | up_right[j]) != 0) & diagonal_mask));
+      else
+        out[j] = static_cast<std::uint8_t>(2 * c + (static_cast<std::uint32_t>((up_left[j] | up_right[j]) != 0) & diagonal_mask));
     }
   }
 };
@@ -176,7 +179,7 @@ struct context_ans_model {
 /// One (context, token)'s encoding step without a division: x / f as a
 /// multiply and shift (exact for x < 2^31), as in ryg_rans's RansEncSymbol.
 struct context_ans_step {
-  std::uint32_t limit = 0;       // renormalise while x >= limit
+  std::uint32_t limit = 0;  // renormalise while x >= limit
   std::uint32_t reciprocal = 0;
   std::uint32_t bias = 0;
   std::uint16_t complement = 0;  // 2^14 - f

@@ -46,11 +46,10 @@ namespace detail {
 ///   emit(c, data, size)  chunk c's payload
 ///   encode_one(c)        chunk c on its own
 template <class E, class ForEach, class CodesOf, class Scratch, class Emit, class EncodeOne>
-bool encode_chunks_side_by_side([[maybe_unused]] const E& enc, [[maybe_unused]] std::uint64_t n,
-                                [[maybe_unused]] std::uint32_t C, [[maybe_unused]] std::uint64_t threads,
-                                [[maybe_unused]] ForEach&& for_each, [[maybe_unused]] CodesOf&& codes_of,
-                                [[maybe_unused]] Scratch&& scratch, [[maybe_unused]] Emit&& emit,
-                                [[maybe_unused]] EncodeOne&& encode_one) {
+bool encode_chunks_side_by_side([[maybe_unused]] const E& enc, [[maybe_unused]] std::uint64_t n, [[maybe_unused]] std::uint32_t C,
+                                [[maybe_unused]] std::uint64_t threads, [[maybe_unused]] ForEach&& for_each,
+                                [[maybe_unused]] CodesOf&& codes_of, [[maybe_unused]] Scratch&& scratch,
+                                [[maybe_unused]] Emit&& emit, [[maybe_unused]] EncodeOne&& encode_one) {
 #if EBAC_HOST_AVX2
   if constexpr (std::is_same_v<E, context_ans>) {
     const std::uint64_t chunks = (n + C - 1) / C;
@@ -140,8 +139,7 @@ chunk_groups plan_chunk_groups([[maybe_unused]] std::uint64_t n, [[maybe_unused]
   p.units = p.groups;
   constexpr std::uint64_t GU = context_ans_x8_groups;
   static_assert(GU == 2);
-  if (p.groups >= GU && (t <= 1 || p.groups / GU >= t))
-    p.units = (p.groups + GU - 1) / GU;
+  if (p.groups >= GU && (t <= 1 || p.groups / GU >= t)) p.units = (p.groups + GU - 1) / GU;
   p.groups_a_unit = p.units == p.groups ? 1 : GU;
 #endif
   return p;
@@ -192,7 +190,8 @@ void decode_chunk_group_unit([[maybe_unused]] const E& enc, [[maybe_unused]] con
       auto* const aligned = reinterpret_cast<std::uint32_t*>((reinterpret_cast<std::uintptr_t>(raw) + 31) & ~std::uintptr_t{31});
       for (std::uint64_t h = 0; h < k; ++h) {
         const std::uint64_t first = c0 + h * group_chunks;
-        const std::uint64_t used = std::min<std::uint64_t>(group_chunks, c_end - first);  // lanes [used, group_chunks) decode chunk `first` again
+        const std::uint64_t used =
+            std::min<std::uint64_t>(group_chunks, c_end - first);  // lanes [used, group_chunks) decode chunk `first` again
         for (std::uint64_t l = 0; l < group_chunks; ++l) {
           const std::uint64_t c = l < used ? first + l : first;
           off[h * group_chunks + l] = static_cast<std::uint32_t>(offsets[c] - offsets[c0]);

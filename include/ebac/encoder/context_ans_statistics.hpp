@@ -110,8 +110,8 @@ class context_ans_statistics {
     extra_elements_ = 0;
   }
   std::vector<std::uint64_t> counts_ = std::vector<std::uint64_t>(bins, 0);
-  std::vector<std::uint32_t> extra_;   // add()'s three other tables, [table * bins + bin]
-  std::uint64_t extra_elements_ = 0;   // elements counted in them since they were last summed
+  std::vector<std::uint32_t> extra_;  // add()'s three other tables, [table * bins + bin]
+  std::uint64_t extra_elements_ = 0;  // elements counted in them since they were last summed
 };
 
 namespace detail {
@@ -181,7 +181,8 @@ struct context_ans_learning {
     counts_of(totals, used_contexts(totals), cb.classes, cb.diagonal, counts);
     double bits = token_bits(counts, cb.freq, cb.contexts());
     std::uint64_t raw = 0;
-    for (std::size_t i = 0; i < totals.size(); ++i) raw += totals[i] * model::extra_bits(static_cast<std::uint32_t>(i % model::tokens));
+    for (std::size_t i = 0; i < totals.size(); ++i)
+      raw += totals[i] * model::extra_bits(static_cast<std::uint32_t>(i % model::tokens));
     return bits + static_cast<double>(raw);
   }
 
@@ -251,14 +252,15 @@ struct context_ans_learning {
   }
 
   /// Serialized table bits plus the ideal coded bits of a set's counts under its frequencies.
-  static double cost_bits(const std::vector<std::uint64_t>& counts, const std::vector<std::uint16_t>& freq, std::uint32_t contexts,
-                          std::uint32_t row) {
-    return token_bits(counts, freq, contexts, 8.0 * static_cast<double>(codebook::serialized_bytes_of(freq.data(), contexts, row)));
+  static double cost_bits(const std::vector<std::uint64_t>& counts, const std::vector<std::uint16_t>& freq,
+                          std::uint32_t contexts, std::uint32_t row) {
+    return token_bits(counts, freq, contexts,
+                      8.0 * static_cast<double>(codebook::serialized_bytes_of(freq.data(), contexts, row)));
   }
   /// `bits` plus the ideal coded bits of a set's counts under its
   /// frequencies: -log2(f / 2^14) a token (raw bits not included).
-  static double token_bits(const std::vector<std::uint64_t>& counts, const std::vector<std::uint16_t>& freq, std::uint32_t contexts,
-                           double bits = 0) {
+  static double token_bits(const std::vector<std::uint64_t>& counts, const std::vector<std::uint16_t>& freq,
+                           std::uint32_t contexts, double bits = 0) {
     const double* const cost = token_cost();
     for (std::size_t i = 0; i < std::size_t{contexts} * model::tokens; ++i)
       if (const std::uint64_t k = counts[i]; k > 0) bits += static_cast<double>(k) * cost[freq[i]];

@@ -65,8 +65,9 @@ inline constexpr int context_ans_x8_groups = 2;
 /// and is refused by the checks at its end. limit + 8 < 2^32. `enc` is
 /// bound to a host codebook (context_ans::bind): it reads first_token_fine.
 template <int Groups>
-inline void decode_context_ans_groups(const context_ans& enc, const std::byte* base, const std::uint32_t* off, const std::uint32_t* len,
-                                      std::size_t n, std::uint32_t limit, std::uint32_t* const* out, unsigned* bad) {
+inline void decode_context_ans_groups(const context_ans& enc, const std::byte* base, const std::uint32_t* off,
+                                      const std::uint32_t* len, std::size_t n, std::uint32_t limit, std::uint32_t* const* out,
+                                      unsigned* bad) {
   using model = context_ans_model;
   static_assert(model::lanes == 4 && model::scale_bits == 14 && model::max_classes == 8 && model::tokens < 256);
   static_assert(Groups == 1 || Groups == 2);
@@ -113,8 +114,8 @@ inline void decode_context_ans_groups(const context_ans& enc, const std::byte* b
     gr[h].P = _mm256_load_si256(reinterpret_cast<const __m256i*>(p));
     gr[h].B = _mm256_load_si256(reinterpret_cast<const __m256i*>(bitpos));
     const unsigned b = bad[h];
-    gr[h].refused = _mm256_setr_epi32(b & 1 ? -1 : 0, b & 2 ? -1 : 0, b & 4 ? -1 : 0, b & 8 ? -1 : 0, b & 16 ? -1 : 0, b & 32 ? -1 : 0,
-                                      b & 64 ? -1 : 0, b & 128 ? -1 : 0);
+    gr[h].refused = _mm256_setr_epi32(b & 1 ? -1 : 0, b & 2 ? -1 : 0, b & 4 ? -1 : 0, b & 8 ? -1 : 0, b & 16 ? -1 : 0,
+                                      b & 32 ? -1 : 0, b & 64 ? -1 : 0, b & 128 ? -1 : 0);
     gr[h].left = _mm256_setzero_si256();
     gr[h].skip = _mm256_setzero_si256();
     gr[h].out = out[h];
@@ -160,7 +161,8 @@ inline void decode_context_ans_groups(const context_ans& enc, const std::byte* b
   // loops below inline it: `skipping`, some lane of the block skips it (the
   // blocks no lane skips take no instruction for it); `renorm_always`, the
   // first byte of renormalisation read without a branch.
-  auto step = [&](lane_group& g, std::size_t i, __m256i& S, const bool skipping, const bool renorm_always) EBAC_FORCE_INLINE_LAMBDA {
+  auto step = [&](lane_group& g, std::size_t i, __m256i& S, const bool skipping,
+                  const bool renorm_always) EBAC_FORCE_INLINE_LAMBDA {
     std::uint32_t* const o = g.out;
     // The context (context_ans_model::context), every lane at once.
     const __m256i up = i >= row ? _mm256_load_si256(reinterpret_cast<const __m256i*>(o + L * (i - row))) : zero;
@@ -190,7 +192,8 @@ inline void decode_context_ans_groups(const context_ans& enc, const std::byte* b
     // cum[t] and cum[t + 1] in one 32-bit read: below in the low half, above in the high one.
     const __m256i row_base = _mm256_mullo_epi32(c, _mm256_set1_epi32(static_cast<int>(model::tokens) + 1));
     __m256i bounds = _mm256_i32gather_epi32(cum, _mm256_add_epi32(row_base, t), 2);
-    __m256i further = _mm256_andnot_si256(g.refused, _mm256_cmpgt_epi32(slot, _mm256_sub_epi32(_mm256_srli_epi32(bounds, 16), one)));
+    __m256i further =
+        _mm256_andnot_si256(g.refused, _mm256_cmpgt_epi32(slot, _mm256_sub_epi32(_mm256_srli_epi32(bounds, 16), one)));
     while (!_mm256_testz_si256(further, further)) {  // cum[tokens] = 2^14 > slot: t stays below tokens
       t = _mm256_sub_epi32(t, further);
       bounds = _mm256_i32gather_epi32(cum, _mm256_add_epi32(row_base, t), 2);
@@ -234,8 +237,10 @@ inline void decode_context_ans_groups(const context_ans& enc, const std::byte* b
         raw = _mm256_srlv_epi32(_mm256_mask_i32gather_epi32(zero, bytes, at, large, 1), shift);
       } else {
         const __m128i at_lo = _mm256_castsi256_si128(at), at_hi = _mm256_extracti128_si256(at, 1);
-        const __m256i w0 = _mm256_mask_i32gather_epi64(zero, words, at_lo, _mm256_cvtepi32_epi64(_mm256_castsi256_si128(large)), 1);
-        const __m256i w1 = _mm256_mask_i32gather_epi64(zero, words, at_hi, _mm256_cvtepi32_epi64(_mm256_extracti128_si256(large, 1)), 1);
+        const __m256i w0 =
+            _mm256_mask_i32gather_epi64(zero, words, at_lo, _mm256_cvtepi32_epi64(_mm256_castsi256_si128(large)), 1);
+        const __m256i w1 =
+            _mm256_mask_i32gather_epi64(zero, words, at_hi, _mm256_cvtepi32_epi64(_mm256_extracti128_si256(large, 1)), 1);
         const __m256i s0 = _mm256_srlv_epi64(w0, _mm256_cvtepu32_epi64(_mm256_castsi256_si128(shift)));
         const __m256i s1 = _mm256_srlv_epi64(w1, _mm256_cvtepu32_epi64(_mm256_extracti128_si256(shift, 1)));
         raw = _mm256_blend_epi32(_mm256_permutevar8x32_epi32(s0, qword_low_halves),
@@ -326,8 +331,9 @@ inline void decode_context_ans_groups(const context_ans& enc, const std::byte* b
 /// chunk l at out[8 i + l]. Returns the lanes whose chunk is corrupt, bit l
 /// for chunk l (0: all eight decoded; a corrupt lane's codes are garbage).
 /// The rest as decode_context_ans_groups.
-inline unsigned decode_context_ans_x8(const context_ans& enc, const std::byte* base, const std::uint32_t* off, const std::uint32_t* len,
-                                      std::size_t n, std::uint32_t limit, std::uint32_t* EBAC_RESTRICT out) {
+inline unsigned decode_context_ans_x8(const context_ans& enc, const std::byte* base, const std::uint32_t* off,
+                                      const std::uint32_t* len, std::size_t n, std::uint32_t limit,
+                                      std::uint32_t* EBAC_RESTRICT out) {
   std::uint32_t* const outs[1] = {out};
   unsigned bad[1];
   decode_context_ans_groups<1>(enc, base, off, len, n, limit, outs, bad);
@@ -338,11 +344,13 @@ inline unsigned decode_context_ans_x8(const context_ans& enc, const std::byte* b
 /// i of lane l at lanes[8 i + l], n of them a lane, n a multiple of 8) to
 /// to[l][0, n): 8 x 8 blocks transposed in registers, so the buffer is read
 /// once (a strided copy per lane read it eight times).
-inline void deinterleave_context_ans_x8(const std::uint32_t* EBAC_RESTRICT lanes, std::size_t n, std::uint32_t* const (&to)[8]) noexcept {
+inline void deinterleave_context_ans_x8(const std::uint32_t* EBAC_RESTRICT lanes, std::size_t n,
+                                        std::uint32_t* const (&to)[8]) noexcept {
   for (std::size_t i = 0; i < n; i += 8) {
     const std::uint32_t* b = lanes + 8 * i;
     __m256i r[8];
-    for (int k = 0; k < 8; ++k) r[k] = _mm256_load_si256(reinterpret_cast<const __m256i*>(b + 8 * k));  // element i + k, lanes 0-7
+    for (int k = 0; k < 8; ++k)
+      r[k] = _mm256_load_si256(reinterpret_cast<const __m256i*>(b + 8 * k));  // element i + k, lanes 0-7
     // Pairs, then quads of 32-bit values within 128-bit halves, then the halves.
     const __m256i a0 = _mm256_unpacklo_epi32(r[0], r[1]), a1 = _mm256_unpackhi_epi32(r[0], r[1]);
     const __m256i a2 = _mm256_unpacklo_epi32(r[2], r[3]), a3 = _mm256_unpackhi_epi32(r[2], r[3]);

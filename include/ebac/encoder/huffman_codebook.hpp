@@ -24,8 +24,8 @@ EBAC_NAMESPACE_BEGIN
 
 namespace huffman_alphabet {
 inline constexpr std::uint32_t literals = 4096;
-inline constexpr std::uint32_t run_classes = 31;           // k = 1..31
-inline constexpr std::uint32_t run_base = literals;        // symbol of class k: run_base + k - 1
+inline constexpr std::uint32_t run_classes = 31;     // k = 1..31
+inline constexpr std::uint32_t run_base = literals;  // symbol of class k: run_base + k - 1
 inline constexpr std::uint32_t escape = literals + run_classes;
 inline constexpr std::uint32_t size = escape + 1;
 inline constexpr int max_code_length = 24;
@@ -35,10 +35,10 @@ inline constexpr int table_bits = 12;
 /// Tables of one canonical codebook; the huffman functor points into them.
 struct huffman_codebook {
   bool use_runs = false;
-  std::vector<std::uint8_t> length;      // per symbol, 0 = unused
-  std::vector<std::uint32_t> code_lsb;   // bit-reversed canonical code
-  std::vector<std::uint32_t> table;      // table_bits lookup: symbol << 8 | length (0: long code)
-  std::vector<std::uint32_t> sorted;     // symbols ordered by (length, symbol)
+  std::vector<std::uint8_t> length;     // per symbol, 0 = unused
+  std::vector<std::uint32_t> code_lsb;  // bit-reversed canonical code
+  std::vector<std::uint32_t> table;     // table_bits lookup: symbol << 8 | length (0: long code)
+  std::vector<std::uint32_t> sorted;    // symbols ordered by (length, symbol)
   std::uint32_t first_code[huffman_alphabet::max_code_length + 2]{};
   std::uint32_t count[huffman_alphabet::max_code_length + 2]{};
   std::uint32_t offset[huffman_alphabet::max_code_length + 2]{};
@@ -72,7 +72,7 @@ struct huffman_length_workspace {
   std::uint32_t parent[2 * capacity];
   std::int32_t depth[2 * capacity];
   std::uint32_t used;
-  std::int32_t flag;                   // a result every thread of a device block reads
+  std::int32_t flag;  // a result every thread of a device block reads
 };
 
 /// The host's way to run the shared steps below: everything inline, the
@@ -81,7 +81,9 @@ struct huffman_length_workspace {
 /// parallel: cuda/kernels/huffman_codebook.cuh.)
 struct huffman_host_exec {
   template <class F>
-  void serial(F&& f) { f(); }
+  void serial(F&& f) {
+    f();
+  }
   /// f(i) for i in [0, n), in any order (the device splits them among threads).
   template <class F>
   void for_each(std::uint32_t n, F&& f) {
@@ -98,9 +100,8 @@ struct huffman_host_exec {
     std::uint32_t m = 0;
     for (std::uint32_t s = 0; s < n; ++s)
       if (w.freq[s]) w.order[m++] = s;
-    std::sort(w.order, w.order + m, [&](std::uint32_t a, std::uint32_t b) {
-      return w.freq[a] != w.freq[b] ? w.freq[a] < w.freq[b] : a < b;
-    });
+    std::sort(w.order, w.order + m,
+              [&](std::uint32_t a, std::uint32_t b) { return w.freq[a] != w.freq[b] ? w.freq[a] < w.freq[b] : a < b; });
     w.used = m;
   }
 };
@@ -197,11 +198,12 @@ EBAC_HOST_DEVICE void huffman_histogram_lengths(Exec& ex, huffman_length_workspa
 /// the literal-only one, under their code lengths (a tie keeps literals).
 EBAC_EXEC_CHECK_DISABLE
 template <class Exec, class Count>
-EBAC_HOST_DEVICE bool huffman_prefer_runs(Exec& ex, const Count* with_runs, const Count* literals_only, const std::uint8_t* len_runs,
-                                          const std::uint8_t* len_literals) {
+EBAC_HOST_DEVICE bool huffman_prefer_runs(Exec& ex, const Count* with_runs, const Count* literals_only,
+                                          const std::uint8_t* len_runs, const std::uint8_t* len_literals) {
   namespace A = huffman_alphabet;
-  const std::uint64_t runs_bits =
-      ex.sum(A::size, [&](std::uint32_t s) { return huffman_symbol_cost_bits(s, static_cast<std::uint64_t>(with_runs[s]), len_runs[s]); });
+  const std::uint64_t runs_bits = ex.sum(A::size, [&](std::uint32_t s) {
+    return huffman_symbol_cost_bits(s, static_cast<std::uint64_t>(with_runs[s]), len_runs[s]);
+  });
   const std::uint64_t literal_bits = ex.sum(A::size, [&](std::uint32_t s) {
     return huffman_symbol_cost_bits(s, static_cast<std::uint64_t>(literals_only[s]), len_literals[s]);
   });
@@ -269,7 +271,8 @@ EBAC_HOST_DEVICE void huffman_fill_table(std::uint32_t s, const std::uint8_t* le
   namespace A = huffman_alphabet;
   const int l = length[s];
   if (!l || l > A::table_bits) return;
-  for (std::uint32_t t = code_lsb[s]; t < (1u << A::table_bits); t += 1u << l) table[t] = (s << 8) | static_cast<std::uint32_t>(l);
+  for (std::uint32_t t = code_lsb[s]; t < (1u << A::table_bits); t += 1u << l)
+    table[t] = (s << 8) | static_cast<std::uint32_t>(l);
 }
 
 /// A code-length table's stream form, shared by the Huffman codebooks
@@ -366,8 +369,7 @@ inline status huffman_codebook::deserialize(const std::byte* p, std::size_t byte
   std::uint64_t flags;
   if (!detail::get_varint(p, end, flags) || flags > 1) return status::corrupt_stream;
   cb.use_runs = flags == 1;
-  if (!detail::get_code_lengths(p, end, A::size, A::max_code_length, cb.length) || p != end)
-    return status::corrupt_stream;
+  if (!detail::get_code_lengths(p, end, A::size, A::max_code_length, cb.length) || p != end) return status::corrupt_stream;
   return cb.finalize() ? status::ok : status::corrupt_stream;
 }
 

@@ -25,8 +25,9 @@ EBAC_HOST_DEVICE status huffman::decode_chunk(const std::byte* in, std::size_t b
 }
 
 template <class Put>
-EBAC_HOST_DEVICE huffman_range huffman::decode_range(const std::byte* in, std::size_t bytes, std::uint64_t start, std::uint64_t range_end,
-                                                     std::uint64_t max_elements, Put&& put) const noexcept {
+EBAC_HOST_DEVICE huffman_range huffman::decode_range(const std::byte* in, std::size_t bytes, std::uint64_t start,
+                                                     std::uint64_t range_end, std::uint64_t max_elements,
+                                                     Put&& put) const noexcept {
   namespace A = huffman_alphabet;
   huffman_range out;
   out.end_bit = start;

@@ -38,11 +38,13 @@ EBAC_HOST_DEVICE void huffman_tokenize_segment(const std::uint32_t* codes, std::
       i = j;
       // Split runs longer than a class can hold (chunks larger than 2^32).
       while (run > 0) {
-        if (run == 1) { emit(0u, 0u, 0); break; }
+        if (run == 1) {
+          emit(0u, 0u, 0);
+          break;
+        }
         const std::size_t take = run >= (std::size_t{1} << 32) ? (std::size_t{1} << 32) - 1 : run;
         const int k = bit_width(static_cast<std::uint32_t>(take)) - 1;
-        emit(A::run_base + static_cast<std::uint32_t>(k) - 1u,
-             static_cast<std::uint32_t>(take - (std::size_t{1} << k)), k);
+        emit(A::run_base + static_cast<std::uint32_t>(k) - 1u, static_cast<std::uint32_t>(take - (std::size_t{1} << k)), k);
         run -= take;
       }
       continue;

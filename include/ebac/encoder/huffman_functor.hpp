@@ -82,15 +82,17 @@ struct huffman {
   static codebook learn(const statistics& s) { return huffman_codebook::choose(s.with_runs, s.literals_only); }
 
   static huffman bind(const huffman_codebook& cb) noexcept {
-    return huffman{cb.use_runs, cb.length.data(), cb.code_lsb.data(), cb.table.data(), cb.sorted.data(),
-                   cb.first_code, cb.count, cb.offset};
+    return huffman{cb.use_runs,      cb.length.data(), cb.code_lsb.data(), cb.table.data(),
+                   cb.sorted.data(), cb.first_code,    cb.count,           cb.offset};
   }
 
   [[nodiscard]] EBAC_HOST_DEVICE std::size_t max_chunk_bytes(std::size_t n) const noexcept {
     return n * 7 + 16;  // <= 24-bit escape code + 32 raw bits per code
   }
   /// Codes known to fit in `bits` bits do not code shorter in the worst case.
-  [[nodiscard]] EBAC_HOST_DEVICE std::size_t max_chunk_bytes(std::size_t n, unsigned) const noexcept { return max_chunk_bytes(n); }
+  [[nodiscard]] EBAC_HOST_DEVICE std::size_t max_chunk_bytes(std::size_t n, unsigned) const noexcept {
+    return max_chunk_bytes(n);
+  }
 
   EBAC_HOST_DEVICE std::size_t encode_chunk(const std::uint32_t* codes, std::size_t n, std::byte* out) const noexcept {
     detail::bit_writer w{out};
@@ -111,8 +113,8 @@ struct huffman {
   /// whole stream as one range; the CUDA decoder gives each lane of a warp
   /// one range of bits (encoder/huffman_lanes.hpp).
   template <class Put>
-  EBAC_HOST_DEVICE huffman_range decode_range(const std::byte* in, std::size_t bytes, std::uint64_t start, std::uint64_t range_end,
-                                              std::uint64_t max_elements, Put&& put) const noexcept;
+  EBAC_HOST_DEVICE huffman_range decode_range(const std::byte* in, std::size_t bytes, std::uint64_t start,
+                                              std::uint64_t range_end, std::uint64_t max_elements, Put&& put) const noexcept;
 };
 
 EBAC_NAMESPACE_END

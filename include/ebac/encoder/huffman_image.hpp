@@ -52,7 +52,8 @@ EBAC_HOST_DEVICE std::size_t huffman_write_image(Exec& ex, const std::uint8_t* l
   using L = huffman_image_layout;
   auto u32 = [image](std::size_t at) { return reinterpret_cast<std::uint32_t*>(image + at); };
   auto* len = reinterpret_cast<std::uint8_t*>(image + L::length);
-  ex.for_each(static_cast<std::uint32_t>(L::code_lsb - L::length), [&](std::uint32_t s) { len[s] = s < L::symbols ? length[s] : 0; });
+  ex.for_each(static_cast<std::uint32_t>(L::code_lsb - L::length),
+              [&](std::uint32_t s) { len[s] = s < L::symbols ? length[s] : 0; });
   ex.for_each(static_cast<std::uint32_t>(L::symbols), [&](std::uint32_t s) { u32(L::code_lsb)[s] = 0; });
   ex.for_each(1u << huffman_alphabet::table_bits, [&](std::uint32_t t) { u32(L::table)[t] = 0; });
   ex.serial([&] {
@@ -72,7 +73,7 @@ EBAC_HOST_DEVICE std::size_t huffman_write_image(Exec& ex, const std::uint8_t* l
 
 /// A packed codebook: the image to copy and how many serialized bytes it holds.
 struct huffman_image {
-  std::vector<std::byte> bytes;   ///< huffman_image_layout::bytes long
+  std::vector<std::byte> bytes;  ///< huffman_image_layout::bytes long
   std::size_t serialized_bytes = 0;
   [[nodiscard]] const std::byte* data() const noexcept { return bytes.data(); }
 };
@@ -87,7 +88,8 @@ inline huffman_image pack_huffman_image(const huffman_codebook& cb) {
   huffman_image img;
   detail::huffman_host_exec ex;
   img.serialized_bytes = huffman_write_image(ex, len.data(), cb.use_runs, base);
-  if (img.serialized_bytes == 0) detail::fail(status::invalid_argument, "pack_huffman_image: the codebook's lengths are not a prefix code");
+  if (img.serialized_bytes == 0)
+    detail::fail(status::invalid_argument, "pack_huffman_image: the codebook's lengths are not a prefix code");
   img.bytes.assign(base, base + L::bytes);
   return img;
 }

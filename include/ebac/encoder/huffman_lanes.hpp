@@ -55,8 +55,8 @@ struct huffman_lanes {
   /// the same, and the lanes' counts add up without overflow whatever the
   /// stream claims (32 x m at most; a crafted stream of 2^32-zero runs
   /// could otherwise wrap the prefix sum and misplace the writes).
-  [[nodiscard]] EBAC_HOST_DEVICE huffman_range count_from(const huffman& enc, const std::byte* in, std::size_t bytes, std::uint64_t start,
-                                                          unsigned l, std::uint64_t m) const noexcept {
+  [[nodiscard]] EBAC_HOST_DEVICE huffman_range count_from(const huffman& enc, const std::byte* in, std::size_t bytes,
+                                                          std::uint64_t start, unsigned l, std::uint64_t m) const noexcept {
     if (start == lost) {
       huffman_range r;
       r.end_bit = lost;
@@ -76,7 +76,8 @@ struct huffman_lanes {
 
   /// The last lane's final decode (max_elements = m - first) must give
   /// exactly that many codes and end in the stream's last byte.
-  [[nodiscard]] EBAC_HOST_DEVICE static bool last_lane_ok(const huffman_range& r, std::uint64_t wanted, std::size_t bytes) noexcept {
+  [[nodiscard]] EBAC_HOST_DEVICE static bool last_lane_ok(const huffman_range& r, std::uint64_t wanted,
+                                                          std::size_t bytes) noexcept {
     return !r.corrupt && r.elements == wanted && (r.end_bit + 7) / 8 == bytes;
   }
 };

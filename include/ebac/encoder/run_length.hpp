@@ -35,15 +35,19 @@ struct run_length {
     return 6 * n + 10;
   }
   /// Codes known to fit in `bits` bits do not code shorter in the worst case.
-  [[nodiscard]] EBAC_HOST_DEVICE std::size_t max_chunk_bytes(std::size_t n, unsigned) const noexcept { return max_chunk_bytes(n); }
+  [[nodiscard]] EBAC_HOST_DEVICE std::size_t max_chunk_bytes(std::size_t n, unsigned) const noexcept {
+    return max_chunk_bytes(n);
+  }
 
-  EBAC_HOST_DEVICE std::size_t encode_chunk(const std::uint32_t* codes, std::size_t n,
-                                            std::byte* out) const noexcept {
+  EBAC_HOST_DEVICE std::size_t encode_chunk(const std::uint32_t* codes, std::size_t n, std::byte* out) const noexcept {
     std::byte* p = out;
     std::size_t i = 0;
     while (i < n) {
       std::size_t run = 0;
-      while (i < n && codes[i] == 0) { ++run; ++i; }
+      while (i < n && codes[i] == 0) {
+        ++run;
+        ++i;
+      }
       const std::uint32_t r = run < 15 ? static_cast<std::uint32_t>(run) : 15u;
       const std::uint32_t c = i == n ? 0u : (codes[i] - 1u < 15u ? codes[i] - 1u : 15u);
       *p++ = static_cast<std::byte>((r << 4) | c);
@@ -55,8 +59,8 @@ struct run_length {
     return static_cast<std::size_t>(p - out);
   }
 
-  [[nodiscard]] EBAC_HOST_DEVICE status decode_chunk(const std::byte* in, std::size_t bytes,
-                                                     std::uint32_t* codes, std::size_t n) const noexcept {
+  [[nodiscard]] EBAC_HOST_DEVICE status decode_chunk(const std::byte* in, std::size_t bytes, std::uint32_t* codes,
+                                                     std::size_t n) const noexcept {
     const std::byte* p = in;
     const std::byte* end = in + bytes;
     std::size_t i = 0;

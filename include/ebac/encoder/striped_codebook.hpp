@@ -38,7 +38,7 @@ inline constexpr std::uint64_t run_flag = std::uint64_t{1} << 16;
 }  // namespace striped_entry
 
 struct striped_codebook {
-  std::vector<std::uint8_t> length = std::vector<std::uint8_t>(striped_alphabet::size, 0);  ///< 0: unused
+  std::vector<std::uint8_t> length = std::vector<std::uint8_t>(striped_alphabet::size, 0);      ///< 0: unused
   std::vector<std::uint32_t> code_lsb = std::vector<std::uint32_t>(striped_alphabet::size, 0);  ///< canonical, bit-reversed
   std::vector<std::uint64_t> table = std::vector<std::uint64_t>(std::size_t{1} << striped_alphabet::table_bits, 0);
 
@@ -96,8 +96,7 @@ struct striped_codebook {
   static status deserialize(const std::byte* p, std::size_t bytes, striped_codebook& cb) {
     namespace A = striped_alphabet;
     const std::byte* end = p + bytes;
-    if (!detail::get_code_lengths(p, end, A::size, A::max_code_length, cb.length) || p != end)
-      return status::corrupt_stream;
+    if (!detail::get_code_lengths(p, end, A::size, A::max_code_length, cb.length) || p != end) return status::corrupt_stream;
     return cb.finalize() ? status::ok : status::corrupt_stream;
   }
 };

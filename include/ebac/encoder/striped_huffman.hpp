@@ -81,7 +81,8 @@ struct stripe_reader {
 #if defined(__GNUC__) || defined(__clang__)
   __attribute__((noinline))
 #endif
-  void refill_near_end() noexcept {
+  void
+  refill_near_end() noexcept {
     while (count <= 56) {
       const std::uint64_t b = pos < limit ? static_cast<std::uint64_t>(base[pos]) : 0;
       buf |= b << count;
@@ -125,9 +126,7 @@ struct striped_huffman {
 
   /// Room for one stream of a chunk of n codes while it is written: at most
   /// ceil(n / 4) tokens of at most 42 bits, and the writer's 8 bytes of slack.
-  [[nodiscard]] static constexpr std::size_t stream_room(std::size_t n) noexcept {
-    return (n + streams - 1) / streams * 6 + 16;
-  }
+  [[nodiscard]] static constexpr std::size_t stream_room(std::size_t n) noexcept { return (n + streams - 1) / streams * 6 + 16; }
   static constexpr std::size_t size_bytes = 3 * 10;  ///< three varints at most
   [[nodiscard]] std::size_t max_chunk_bytes(std::size_t n) const noexcept { return size_bytes + streams * stream_room(n); }
   [[nodiscard]] std::size_t max_chunk_bytes(std::size_t n, unsigned) const noexcept { return max_chunk_bytes(n); }

@@ -31,10 +31,10 @@ namespace error_model {
 /// depthwise-1x1 group sum); the functor applies the 1/s scaling.
 struct batchnorm_channel_error {
   double gamma = 1;
-  double inv_std = 1;       ///< 1 / s, as saved by the forward pass
-  double elements = 1;      ///< M = N H W
-  double m1 = 0;            ///< mean(dy xhat) = dgamma / M
-  double mean_sq_error = 0; ///< E[e^2] over the channel
+  double inv_std = 1;        ///< 1 / s, as saved by the forward pass
+  double elements = 1;       ///< M = N H W
+  double m1 = 0;             ///< mean(dy xhat) = dgamma / M
+  double mean_sq_error = 0;  ///< E[e^2] over the channel
 
   /// Expected squared error of dgamma.
   [[nodiscard]] EBAC_HOST_DEVICE constexpr double gamma_grad_square(double sum_sq_dgamma_unscaled) const noexcept {

@@ -77,8 +77,8 @@ void batchnorm_saved_statistics(std::int64_t N, std::int64_t C, std::int64_t pla
 /// doubles) is overwritten. invalid_argument for empty or negative sizes or
 /// a negative eps.
 template <class T, class D>
-status batchnorm_input_grad_change(std::int64_t N, std::int64_t C, std::int64_t plane, const T* x, const T* x_hat,
-                                   const D* dy, const float* gamma, double eps, double* out) {
+status batchnorm_input_grad_change(std::int64_t N, std::int64_t C, std::int64_t plane, const T* x, const T* x_hat, const D* dy,
+                                   const float* gamma, double eps, double* out) {
   if (N <= 0 || C <= 0 || plane <= 0 || !(eps >= 0)) return status::invalid_argument;
   const double M = static_cast<double>(N * plane);
   for (std::int64_t c = 0; c < C; ++c) {

@@ -31,9 +31,9 @@ namespace error_model {
 struct channel_moments {
   double sum = 0;
   double sum_squares = 0;
-  std::uint64_t count = 0;      ///< finite elements
-  std::uint64_t nonzero = 0;    ///< finite, non-zero elements
-  std::uint64_t non_finite = 0; ///< NaN / Inf elements (not in the sums)
+  std::uint64_t count = 0;       ///< finite elements
+  std::uint64_t nonzero = 0;     ///< finite, non-zero elements
+  std::uint64_t non_finite = 0;  ///< NaN / Inf elements (not in the sums)
 
   EBAC_HOST_DEVICE constexpr void add(float v) noexcept {
     // Exponent all ones: NaN or Inf (no <cmath> on the device path).

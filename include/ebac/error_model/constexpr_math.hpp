@@ -16,8 +16,14 @@ EBAC_HOST_DEVICE constexpr double constexpr_sqrt(double v) noexcept {
   if (!(v > 0)) return 0;
   if (v > 1.7976931348623157e308) return v;
   double scale = 1;
-  while (v >= 4) { v *= 0.25; scale *= 2; }
-  while (v < 1) { v *= 4; scale *= 0.5; }
+  while (v >= 4) {
+    v *= 0.25;
+    scale *= 2;
+  }
+  while (v < 1) {
+    v *= 4;
+    scale *= 0.5;
+  }
   double r = 1.5;
   for (int i = 0; i < 8; ++i) r = 0.5 * (r + v / r);
   return r * scale;
@@ -32,7 +38,10 @@ EBAC_HOST_DEVICE constexpr double constexpr_pow_unit(double x, double a) noexcep
   for (int i = 0; i < 40 && a > 0; ++i) {
     root = constexpr_sqrt(root);
     a *= 2;
-    if (a >= 1) { result *= root; a -= 1; }
+    if (a >= 1) {
+      result *= root;
+      a -= 1;
+    }
   }
   return result;
 }

@@ -49,9 +49,7 @@ row_groups group_identical_rows(std::int64_t rows, std::int64_t features, const 
   row_groups g;
   g.group.resize(static_cast<std::size_t>(rows));
   const std::size_t row_bytes = static_cast<std::size_t>(features) * sizeof(T);
-  auto bytes_of = [&](std::int64_t r) {
-    return std::string_view(reinterpret_cast<const char*>(x + r * features), row_bytes);
-  };
+  auto bytes_of = [&](std::int64_t r) { return std::string_view(reinterpret_cast<const char*>(x + r * features), row_bytes); };
   std::unordered_map<std::string_view, std::int64_t> seen;  // a row's bytes -> its group
   seen.reserve(static_cast<std::size_t>(rows));
   for (std::int64_t r = 0; r < rows; ++r) {

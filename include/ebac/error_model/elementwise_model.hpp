@@ -97,10 +97,10 @@ struct saved_domain {
 
 /// The dy^2-weighted histogram of the saved values: what the model reads.
 struct elementwise_statistics {
-  double lo = 0, hi = 0;        ///< range of the finite non-zero saved values
-  std::vector<double> weight;   ///< [bins] sum of dy^2 over the values in each bin
-  std::vector<double> count;    ///< [bins] how many values fall in each bin (the density)
-  std::int64_t elements = 0;    ///< every element, zeros and non-finite ones included
+  double lo = 0, hi = 0;       ///< range of the finite non-zero saved values
+  std::vector<double> weight;  ///< [bins] sum of dy^2 over the values in each bin
+  std::vector<double> count;   ///< [bins] how many values fall in each bin (the density)
+  std::int64_t elements = 0;   ///< every element, zeros and non-finite ones included
   [[nodiscard]] double bin_width() const noexcept {
     return weight.empty() ? 0.0 : (hi - lo) / static_cast<double>(weight.size());
   }
@@ -250,12 +250,12 @@ double elementwise_propagated_weight_grad_mean_square(elementwise_function f, co
 
 /// Its mean square over n elements (the measurement the model predicts).
 template <class S, class D>
-double elementwise_input_grad_change_mean_square(elementwise_function f, const S* s, const S* s_hat, const D* dy,
-                                                 std::size_t n) {
+double elementwise_input_grad_change_mean_square(elementwise_function f, const S* s, const S* s_hat, const D* dy, std::size_t n) {
   if (n == 0) return 0.0;
   double sum = 0;
   for (std::size_t i = 0; i < n; ++i) {
-    const double d = elementwise_input_grad_change(f, detail::as_double(s[i]), detail::as_double(s_hat[i]), detail::as_double(dy[i]));
+    const double d =
+        elementwise_input_grad_change(f, detail::as_double(s[i]), detail::as_double(s_hat[i]), detail::as_double(dy[i]));
     sum += d * d;
   }
   return sum / static_cast<double>(n);

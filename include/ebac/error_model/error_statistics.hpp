@@ -41,18 +41,18 @@ namespace error_model {
 
 struct input_error_statistics {
   conv2d_geometry geometry{};
-  double eb_abs = 0;                 ///< the absolute bound the errors obey
-  std::vector<double> flat_mean;     ///< [C] mean error over flat positions (0 if none)
-  std::vector<double> rest_mean;     ///< [C] mean error over the other positions
-  std::vector<double> sum_squares;   ///< [C] sum of e^2
-  std::vector<std::int64_t> nonzero; ///< [C] elements with x != 0
-  std::vector<energy_pyramid> pyramids;        ///< [groups] residual at the centre tap, other elements
+  double eb_abs = 0;                                ///< the absolute bound the errors obey
+  std::vector<double> flat_mean;                    ///< [C] mean error over flat positions (0 if none)
+  std::vector<double> rest_mean;                    ///< [C] mean error over the other positions
+  std::vector<double> sum_squares;                  ///< [C] sum of e^2
+  std::vector<std::int64_t> nonzero;                ///< [C] elements with x != 0
+  std::vector<energy_pyramid> pyramids;             ///< [groups] residual at the centre tap, other elements
   std::vector<energy_pyramid> structured_pyramids;  ///< [groups] residual at the centre tap, structured elements
-  std::vector<energy_pyramid> input_pyramids;  ///< [groups] x at the centre tap
-  std::int64_t first_bin = 0;        ///< elements with x != 0 and |y| <= eb
-  std::int64_t repeated = 0;         ///< non-zero elements whose value repeats in the channel
+  std::vector<energy_pyramid> input_pyramids;       ///< [groups] x at the centre tap
+  std::int64_t first_bin = 0;                       ///< elements with x != 0 and |y| <= eb
+  std::int64_t repeated = 0;                        ///< non-zero elements whose value repeats in the channel
   double max_abs_error = 0;
-  std::int64_t non_finite = 0;       ///< NaN/Inf inputs (stored exactly; excluded)
+  std::int64_t non_finite = 0;  ///< NaN/Inf inputs (stored exactly; excluded)
 
   [[nodiscard]] double total_sum_squares() const noexcept {
     double s = 0;
@@ -76,8 +76,8 @@ struct input_error_statistics {
 /// x: the original saved input, y: its reconstruction (both NCHW with the
 /// geometry's input shape), mask: find_flat_mask(g, x).
 template <class X, class Y>
-input_error_statistics collect_input_error_statistics(const conv2d_geometry& g, const X* x, const Y* y,
-                                                      const flat_mask& mask, double eb_abs) {
+input_error_statistics collect_input_error_statistics(const conv2d_geometry& g, const X* x, const Y* y, const flat_mask& mask,
+                                                      double eb_abs) {
   input_error_statistics s;
   s.geometry = g;
   s.eb_abs = eb_abs;
@@ -170,21 +170,24 @@ input_error_statistics collect_input_error_statistics(const conv2d_geometry& g, 
   };
   for (std::int64_t grp = 0; grp < g.groups; ++grp) {
     const std::int64_t c0 = grp * Cg;
-    s.pyramids.push_back(build_energy_pyramid(g.batch, Cg, Ho, Wo, [&](std::int64_t n, std::int64_t cl, std::int64_t oh, std::int64_t ow) {
-      const std::int64_t j = centre(n, c0 + cl, oh, ow);
-      if (j < 0) return 0.0;
-      return structured(j) ? residual(n, c0 + cl, j) - coherent_part(n, c0 + cl, j) : residual(n, c0 + cl, j);
-    }));
-    s.structured_pyramids.push_back(build_energy_pyramid(g.batch, Cg, Ho, Wo, [&](std::int64_t n, std::int64_t cl, std::int64_t oh, std::int64_t ow) {
-      const std::int64_t j = centre(n, c0 + cl, oh, ow);
-      return j < 0 || !structured(j) ? 0.0 : coherent_part(n, c0 + cl, j);
-    }));
-    s.input_pyramids.push_back(build_energy_pyramid(g.batch, Cg, Ho, Wo, [&](std::int64_t n, std::int64_t cl, std::int64_t oh, std::int64_t ow) {
-      const std::int64_t j = centre(n, c0 + cl, oh, ow);
-      if (j < 0) return 0.0;
-      const double xv = detail::as_double(x[j]);
-      return std::isfinite(xv) ? xv : 0.0;
-    }));
+    s.pyramids.push_back(
+        build_energy_pyramid(g.batch, Cg, Ho, Wo, [&](std::int64_t n, std::int64_t cl, std::int64_t oh, std::int64_t ow) {
+          const std::int64_t j = centre(n, c0 + cl, oh, ow);
+          if (j < 0) return 0.0;
+          return structured(j) ? residual(n, c0 + cl, j) - coherent_part(n, c0 + cl, j) : residual(n, c0 + cl, j);
+        }));
+    s.structured_pyramids.push_back(
+        build_energy_pyramid(g.batch, Cg, Ho, Wo, [&](std::int64_t n, std::int64_t cl, std::int64_t oh, std::int64_t ow) {
+          const std::int64_t j = centre(n, c0 + cl, oh, ow);
+          return j < 0 || !structured(j) ? 0.0 : coherent_part(n, c0 + cl, j);
+        }));
+    s.input_pyramids.push_back(
+        build_energy_pyramid(g.batch, Cg, Ho, Wo, [&](std::int64_t n, std::int64_t cl, std::int64_t oh, std::int64_t ow) {
+          const std::int64_t j = centre(n, c0 + cl, oh, ow);
+          if (j < 0) return 0.0;
+          const double xv = detail::as_double(x[j]);
+          return std::isfinite(xv) ? xv : 0.0;
+        }));
   }
   return s;
 }

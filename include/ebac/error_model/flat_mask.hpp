@@ -29,7 +29,7 @@ namespace error_model {
 
 struct flat_mask {
   std::int64_t batch = 0, height = 0, width = 0;
-  std::vector<std::uint8_t> flat;    ///< [n][h][w]: 1 where every dominant channel holds its value
+  std::vector<std::uint8_t> flat;      ///< [n][h][w]: 1 where every dominant channel holds its value
   std::int64_t dominant_channels = 0;  ///< channels with a repeated non-zero value >= min_share
   std::int64_t flat_positions = 0;
 
@@ -77,7 +77,10 @@ flat_mask find_flat_mask(const conv2d_geometry& g, const X* x, double min_share 
     for (std::size_t i = 0; i < vals.size();) {
       std::size_t j = i;
       while (j < vals.size() && vals[j] == vals[i]) ++j;
-      if (j - i > best) { best = j - i; mode = vals[i]; }
+      if (j - i > best) {
+        best = j - i;
+        mode = vals[i];
+      }
       i = j;
     }
     if (best < 2 || static_cast<double>(best) < min_share * static_cast<double>(per_channel)) continue;

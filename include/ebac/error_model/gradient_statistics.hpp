@@ -38,9 +38,9 @@ constexpr std::int64_t centre_tap_input(std::int64_t o, std::int64_t stride, std
 
 struct output_gradient_statistics {
   conv2d_geometry geometry{};
-  std::vector<double> sum;          ///< [O] sum of dy where the centre tap reads inside the input
-  std::vector<double> flat_sum;     ///< [O] the part of `sum` whose centre tap reads a flat position
-  std::vector<double> sum_squares;  ///< [O] sum of dy^2
+  std::vector<double> sum;               ///< [O] sum of dy where the centre tap reads inside the input
+  std::vector<double> flat_sum;          ///< [O] the part of `sum` whose centre tap reads a flat position
+  std::vector<double> sum_squares;       ///< [O] sum of dy^2
   std::vector<energy_pyramid> pyramids;  ///< [groups] of dy on the output grid
   /// RMS of the layer's weight gradient as the trainer last saw it (0 when
   /// unknown). With the input's pyramid it measures how coherent the gradient
@@ -90,9 +90,10 @@ output_gradient_statistics collect_output_gradient_statistics(const conv2d_geome
     }
   const std::int64_t Og = g.out_channels_per_group();
   for (std::int64_t grp = 0; grp < g.groups; ++grp) {
-    s.pyramids.push_back(build_energy_pyramid(g.batch, Og, Ho, Wo, [&](std::int64_t n, std::int64_t c, std::int64_t h, std::int64_t w) {
-      return detail::as_double(dy[((n * O + grp * Og + c) * Ho + h) * Wo + w]);
-    }));
+    s.pyramids.push_back(
+        build_energy_pyramid(g.batch, Og, Ho, Wo, [&](std::int64_t n, std::int64_t c, std::int64_t h, std::int64_t w) {
+          return detail::as_double(dy[((n * O + grp * Og + c) * Ho + h) * Wo + w]);
+        }));
   }
   return s;
 }

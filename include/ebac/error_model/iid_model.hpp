@@ -27,8 +27,8 @@ namespace error_model {
 /// mean_sq_per_eb2 is E[e^2] / eb^2 on a non-zero input: 1/3 for a uniform
 /// error (the default), the measured value when the compressor reports it.
 struct iid_weight_error {
-  double taps = 1;           ///< K = KH * KW
-  double sum_dy2 = 0;        ///< sum of dy^2 over the layer (all groups; equal group sizes)
+  double taps = 1;     ///< K = KH * KW
+  double sum_dy2 = 0;  ///< sum of dy^2 over the layer (all groups; equal group sizes)
   double in_channels_per_group = 1;
   double nonzero_share = 1;  ///< share of saved-input elements that are not exactly zero
   double weights = 1;        ///< P = O * C/G * K
@@ -47,7 +47,6 @@ struct iid_weight_error {
     const double k = slope();
     return k > 0 ? target_sigma / k : 0.0;
   }
-
 };
 
 }  // namespace error_model

@@ -23,14 +23,14 @@ struct bound_solution {
   double eb = 0;               ///< the bound chosen
   double predicted_sigma = 0;  ///< the forward map at eb
   int evaluations = 0;
-  bool converged = false;      ///< |predicted / target - 1| <= tolerance
+  bool converged = false;  ///< |predicted / target - 1| <= tolerance
 };
 
 struct bound_solver {
   double tolerance = 0.02;  ///< relative, on sigma
   int max_evaluations = 12;
-  double eb_min = 0;        ///< clamp (0: none)
-  double eb_max = 0;        ///< clamp (0: none)
+  double eb_min = 0;  ///< clamp (0: none)
+  double eb_max = 0;  ///< clamp (0: none)
 
   /// sigma_of(eb) is the forward map (any callable double -> double).
   template <class F>

@@ -65,12 +65,11 @@ struct conv2d_geometry {
       }
       return sum;
     };
-    return axis(in_h, out_h(), kernel_h, stride_h, pad_h, dilation_h) * axis(in_w, out_w(), kernel_w, stride_w, pad_w, dilation_w);
+    return axis(in_h, out_h(), kernel_h, stride_h, pad_h, dilation_h) *
+           axis(in_w, out_w(), kernel_w, stride_w, pad_w, dilation_w);
   }
   /// Number of weight-gradient entries (the RMS the model predicts is over these).
-  [[nodiscard]] constexpr std::int64_t weight_count() const noexcept {
-    return out_channels * in_channels_per_group() * taps();
-  }
+  [[nodiscard]] constexpr std::int64_t weight_count() const noexcept { return out_channels * in_channels_per_group() * taps(); }
   [[nodiscard]] constexpr std::int64_t input_count() const noexcept { return batch * in_channels * in_h * in_w; }
   [[nodiscard]] constexpr std::int64_t output_count() const noexcept { return batch * out_channels * out_h() * out_w(); }
 
@@ -78,8 +77,8 @@ struct conv2d_geometry {
   /// capped at 2^31 each so products of a few of them cannot overflow.
   [[nodiscard]] constexpr status validate() const noexcept {
     constexpr std::int64_t cap = std::int64_t{1} << 31;
-    const std::int64_t pos[] = {batch, in_channels, in_h, in_w, out_channels, kernel_h, kernel_w,
-                                stride_h, stride_w, dilation_h, dilation_w, groups};
+    const std::int64_t pos[] = {batch,    in_channels, in_h,     in_w,       out_channels, kernel_h,
+                                kernel_w, stride_h,    stride_w, dilation_h, dilation_w,   groups};
     for (std::int64_t v : pos)
       if (v < 1 || v > cap) return status::invalid_argument;
     if (pad_h < 0 || pad_w < 0 || pad_h > cap || pad_w > cap) return status::invalid_argument;

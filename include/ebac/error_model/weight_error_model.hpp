@@ -68,18 +68,18 @@ EBAC_HOST_DEVICE constexpr double mean_square_per_weight(double sum_squares, dou
 
 struct weight_error_prediction {
   status state = status::ok;
-  double sigma = 0;            ///< predicted RMS of the weight-gradient error
-  double coherent_share = 0;   ///< share of sigma^2 from the flat/mean (coherent) term
-  double structured_share = 0; ///< share of sigma^2 from structured errors (after kappa)
-  double kappa = 1;            ///< coherence factor applied to the structured term
-  double repeated_share = 0;   ///< share of the non-zero inputs whose exact value repeats in its channel
-  double margin = 1;           ///< conservative factor applied to sigma (level_data_margin on level data, else 1)
+  double sigma = 0;             ///< predicted RMS of the weight-gradient error
+  double coherent_share = 0;    ///< share of sigma^2 from the flat/mean (coherent) term
+  double structured_share = 0;  ///< share of sigma^2 from structured errors (after kappa)
+  double kappa = 1;             ///< coherence factor applied to the structured term
+  double repeated_share = 0;    ///< share of the non-zero inputs whose exact value repeats in its channel
+  double margin = 1;            ///< conservative factor applied to sigma (level_data_margin on level data, else 1)
   /// Degrees of freedom of a measured sigma^2 around this prediction
   /// (Satterthwaite): the coherent term varies only with the output channel
   /// (it is shared by every input channel and tap), dof = O; the others are
   /// sums over all P entries, dof = P. sampling.hpp turns it into an interval.
   double effective_dof = 0;
-  double iid_sigma = 0;        ///< the i.i.d. baseline (iid_model.hpp) with the measured E[e^2]
+  double iid_sigma = 0;                   ///< the i.i.d. baseline (iid_model.hpp) with the measured E[e^2]
   std::vector<double> group_sum_squares;  ///< expected sum of squared errors per channel group
 };
 

@@ -37,7 +37,8 @@ namespace detail {
 /// when `requested` is smaller; `requested` itself when lcm(32, block)
 /// exceeds the format's 2^24 or the tensor fits one requested chunk.
 template <class P>
-[[nodiscard]] EBAC_HOST_DEVICE std::uint32_t stream_chunk_elements(const P& pred, const extents& e, std::uint32_t requested) noexcept {
+[[nodiscard]] EBAC_HOST_DEVICE std::uint32_t stream_chunk_elements(const P& pred, const extents& e,
+                                                                   std::uint32_t requested) noexcept {
   std::uint64_t n = 0;
   if (e.count(n) != status::ok || n <= requested) return requested;
   const std::uint64_t block = pred.independent_elements(e);

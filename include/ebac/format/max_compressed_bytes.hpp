@@ -64,10 +64,11 @@ template <class Pipeline, element T>
     const std::uint64_t per_chunk = E{}.max_chunk_bytes(static_cast<std::size_t>(C), max_code_bits(pipe.predictor));
     std::uint64_t codebook = 0;
     if constexpr (E::needs_codebook) codebook = E::codebook::max_serialized_bytes;
-    return stream_fixed_header_bytes + 8 * static_cast<std::uint64_t>(shape.rank) + max_parameter_bytes + codebook +
-           4 * chunks + chunks * per_chunk + n * (1 + sizeof(T)) + 8;
+    return stream_fixed_header_bytes + 8 * static_cast<std::uint64_t>(shape.rank) + max_parameter_bytes + codebook + 4 * chunks +
+           chunks * per_chunk + n * (1 + sizeof(T)) + 8;
   };
-  const std::uint64_t a = bound(pipe.chunk_elements), b = bound(stream_chunk_elements(pipe.predictor, shape, pipe.chunk_elements));
+  const std::uint64_t a = bound(pipe.chunk_elements),
+                      b = bound(stream_chunk_elements(pipe.predictor, shape, pipe.chunk_elements));
   std::uint64_t most = a > b ? a : b;
   // A pipeline that chooses its predictor per tensor may also cut for flat
   // Lorenzo (whose codes are no wider than any Lorenzo's).

@@ -102,10 +102,14 @@ struct stream_header {
   level_palette palette;  ///< quantizer == levels
   pool_geometry pool;     ///< quantizer == pool_window
 
-  [[nodiscard]] EBAC_HOST_DEVICE std::size_t header_bytes() const noexcept { return stream_fixed_header_bytes + 8 * static_cast<std::size_t>(shape.rank); }
+  [[nodiscard]] EBAC_HOST_DEVICE std::size_t header_bytes() const noexcept {
+    return stream_fixed_header_bytes + 8 * static_cast<std::size_t>(shape.rank);
+  }
   [[nodiscard]] EBAC_HOST_DEVICE bool has_checksum() const noexcept { return flags & stream_flag_checksum; }
   [[nodiscard]] EBAC_HOST_DEVICE bool is_stored() const noexcept { return flags & stream_flag_stored; }
-  [[nodiscard]] EBAC_HOST_DEVICE bool lossless() const noexcept { return !is_floating(type) || quantizer == quantizer_id::levels || is_stored(); }
+  [[nodiscard]] EBAC_HOST_DEVICE bool lossless() const noexcept {
+    return !is_floating(type) || quantizer == quantizer_id::levels || is_stored();
+  }
 
   /// Offset of a section from the start of the stream.
   [[nodiscard]] EBAC_HOST_DEVICE std::uint64_t section_offset(int s) const noexcept {
@@ -145,7 +149,10 @@ struct stream_header {
 
   EBAC_HOST_DEVICE void write(std::byte* p) const noexcept {
     using detail::store_le;
-    p[0] = std::byte{'E'}; p[1] = std::byte{'B'}; p[2] = std::byte{'A'}; p[3] = std::byte{'C'};
+    p[0] = std::byte{'E'};
+    p[1] = std::byte{'B'};
+    p[2] = std::byte{'A'};
+    p[3] = std::byte{'C'};
     store_le<std::uint16_t>(p + 4, EBAC_FORMAT_VERSION);
     store_le<std::uint16_t>(p + 6, static_cast<std::uint16_t>(header_bytes()));
     p[8] = static_cast<std::byte>(type);
@@ -195,8 +202,7 @@ inline std::uint64_t element_count(const stream_header& h) noexcept {
   if (available < 8) return bad(status::truncated_stream, "stream shorter than its magic and version");
   if (p[0] != std::byte{'E'} || p[1] != std::byte{'B'} || p[2] != std::byte{'A'} || p[3] != std::byte{'C'})
     return bad(status::corrupt_stream, "not an ebac stream (bad magic)");
-  if (load_le<std::uint16_t>(p + 4) != EBAC_FORMAT_VERSION)
-    return bad(status::unsupported, "unsupported stream format version");
+  if (load_le<std::uint16_t>(p + 4) != EBAC_FORMAT_VERSION) return bad(status::unsupported, "unsupported stream format version");
   if (available < stream_fixed_header_bytes) return bad(status::truncated_stream, "stream shorter than its header");
   const auto t = static_cast<std::uint8_t>(p[8]);
   if (t < dtype_id_min || t > dtype_id_max) return bad(status::corrupt_stream, "unknown dtype id");
@@ -272,15 +278,15 @@ inline std::uint64_t element_count(const stream_header& h) noexcept {
   // finite value of the stream's dtype (a value of the tensor: its largest magnitude).
   h.top = detail::bits_float(load_le<std::uint32_t>(p + 52));
   if (load_le<std::uint32_t>(p + 52) != 0) {
-    const bool float_quantizer = !h.is_stored() && (h.quantizer == quantizer_id::linear || h.quantizer == quantizer_id::sign_preserving);
+    const bool float_quantizer =
+        !h.is_stored() && (h.quantizer == quantizer_id::linear || h.quantizer == quantizer_id::sign_preserving);
     const bool representable = (h.type == dtype::f16 && to_float(from_float<float16>(h.top)) == h.top) ||
                                (h.type == dtype::bf16 && to_float(from_float<bfloat16>(h.top)) == h.top);
     if (!float_quantizer || !(h.top > 0.0f) || !detail::is_finite_float(h.top) || !representable)
       return bad(status::corrupt_stream, "invalid quantizer top level");
   }
   h.chunk_elements = load_le<std::uint32_t>(p + 48);
-  if (!valid_chunk_elements(h.chunk_elements))
-    return bad(status::corrupt_stream, "invalid chunk size");
+  if (!valid_chunk_elements(h.chunk_elements)) return bad(status::corrupt_stream, "invalid chunk size");
   h.outlier_count = load_le<std::uint64_t>(p + 56);
   if (h.outlier_count > n) return bad(status::corrupt_stream, "more outliers than elements");
 
@@ -296,9 +302,11 @@ inline std::uint64_t element_count(const stream_header& h) noexcept {
 
   if (h.is_stored()) {
     for (int s = 0; s < section_count; ++s)
-      if (s != section_payload && h.section_bytes[s] != 0) return bad(status::corrupt_stream, "a stored stream has sections besides its payload");
+      if (s != section_payload && h.section_bytes[s] != 0)
+        return bad(status::corrupt_stream, "a stored stream has sections besides its payload");
     if (h.outlier_count != 0) return bad(status::corrupt_stream, "a stored stream has outliers");
-    if (h.section_bytes[section_payload] != n * size_of(h.type)) return bad(status::corrupt_stream, "stored payload size does not match the element count");
+    if (h.section_bytes[section_payload] != n * size_of(h.type))
+      return bad(status::corrupt_stream, "stored payload size does not match the element count");
     return status::ok;
   }
 

@@ -109,7 +109,8 @@ predictor_candidate cheapest_predictor(const S* in, std::uint64_t n, const exten
           return stream.data();
         },
         &written, estimate ? &estimated : nullptr);
-    return predicted_stream_bytes(estimate ? estimated : static_cast<std::uint64_t>(stream.size()), written.section_bytes[section_codebook], m, n);
+    return predicted_stream_bytes(estimate ? estimated : static_cast<std::uint64_t>(stream.size()),
+                                  written.section_bytes[section_codebook], m, n);
   };
   predictor_candidate best = predictor_candidate::pipeline;
   double best_bytes = predicted(plan.pred);
@@ -162,7 +163,8 @@ std::size_t compress_to(const T* input, const extents& shape, const Pipeline& pi
   };
   auto weigh = [&](const auto& q) {
     weighed w;
-    w.predictor = detail::cheapest_predictor<E>(in, n, shape, pipe.predictor, q, h, opt, &w.whole, pipe.choose_predictor, &w.bytes);
+    w.predictor =
+        detail::cheapest_predictor<E>(in, n, shape, pipe.predictor, q, h, opt, &w.whole, pipe.choose_predictor, &w.bytes);
     return w;
   };
   // The winner's stream is the stream, unless it might have to be stored

@@ -128,7 +128,8 @@ template <class E>
     p.thread_bytes = decode_thread_bytes<E>(p.groups, C);
     if (p.thread_bytes * static_cast<std::uint64_t>(t) <= budget) return p;
     if (t > 1) {
-      t = static_cast<int>(std::max<std::uint64_t>(1, std::min<std::uint64_t>(static_cast<std::uint64_t>(t - 1), budget / p.thread_bytes)));
+      t = static_cast<int>(
+          std::max<std::uint64_t>(1, std::min<std::uint64_t>(static_cast<std::uint64_t>(t - 1), budget / p.thread_bytes)));
       continue;
     }
     p.groups = {};  // one thread, one chunk at a time: the least there is
@@ -151,7 +152,8 @@ template <class E>
 /// buffers must be); a chunk at or past plan.groups.grouped needs one buffer.
 template <class E, class Place, class Done>
 void decode_chunks(const E& enc, const std::byte* payload, std::size_t readable, const std::vector<std::uint64_t>& offsets,
-                   std::uint64_t n, std::uint32_t C, const decode_plan& plan, std::vector<status>& errors, Place&& place, Done&& done) {
+                   std::uint64_t n, std::uint32_t C, const decode_plan& plan, std::vector<status>& errors, Place&& place,
+                   Done&& done) {
   const std::uint64_t chunks = offsets.size() - 1;
   const int threads = plan.threads;
   auto chunk_len = [&](std::uint64_t c) { return detail::chunk_length(c, C, n); };
@@ -168,13 +170,16 @@ void decode_chunks(const E& enc, const std::byte* payload, std::size_t readable,
   const ::ebac::detail::chunk_groups& groups = plan.groups;
   std::optional<per_thread_scratch<std::uint32_t>> interleaved;
   if (groups.groups > 0) interleaved.emplace(threads);
-  parallel_for(static_cast<std::int64_t>(chunks - groups.grouped + groups.units), threads, [&](std::int64_t ui) {
-    const auto u = static_cast<std::uint64_t>(ui);
-    if (u >= groups.units) return decode_one(groups.grouped + (u - groups.units));
-    ::ebac::detail::decode_chunk_group_unit(
-        enc, groups, u, payload, readable, offsets, C, [&](std::size_t k) { return interleaved->get(k); }, errors, place, done,
-        decode_one);
-  }, groups.units > 0 ? 1 : 4);
+  parallel_for(
+      static_cast<std::int64_t>(chunks - groups.grouped + groups.units), threads,
+      [&](std::int64_t ui) {
+        const auto u = static_cast<std::uint64_t>(ui);
+        if (u >= groups.units) return decode_one(groups.grouped + (u - groups.units));
+        ::ebac::detail::decode_chunk_group_unit(
+            enc, groups, u, payload, readable, offsets, C, [&](std::size_t k) { return interleaved->get(k); }, errors, place,
+            done, decode_one);
+      },
+      groups.units > 0 ? 1 : 4);
 }
 
 /// Decodes a payload whose chunks depend on each other (a Lorenzo block
@@ -198,8 +203,8 @@ void decode_chunks(const E& enc, const std::byte* payload, std::size_t readable,
 /// written(e0, m) follows once they are final (windows in order).
 template <class S, class E, class Q, class Fetch, class Target, class Written, class FailChunk>
 void decode_lorenzo_windows(const E& enc, const lorenzo& pred, const extents& shape, const Q& q, std::uint64_t chunks,
-                            Fetch&& fetch, std::uint64_t n, std::uint32_t C, int threads, std::uint64_t budget,
-                            Target&& target, Written&& written, bool& bad, FailChunk&& fail_chunk) {
+                            Fetch&& fetch, std::uint64_t n, std::uint32_t C, int threads, std::uint64_t budget, Target&& target,
+                            Written&& written, bool& bad, FailChunk&& fail_chunk) {
   const axis_pass p0 = pred.pass(shape, 0);
   const std::uint64_t slab = p0.inner, D = p0.extent, T = p0.tile;
   // Slabs a window: about 2^22 codes (16 MiB), at least one, at most D,
@@ -227,15 +232,18 @@ void decode_lorenzo_windows(const E& enc, const lorenzo& pred, const extents& sh
   auto decode_batch = [&](std::uint64_t c0) {
     const std::uint64_t k = std::min<std::uint64_t>(batch, chunks - c0);
     const std::byte* const payload = fetch(c0, k, local);
-    parallel_for(static_cast<std::int64_t>(k), threads, [&](std::int64_t i) {
-      const std::uint64_t c = c0 + static_cast<std::uint64_t>(i);
-      const std::size_t m = detail::chunk_length(c, C, n);
-      std::uint32_t* codes = batch_store.get() + static_cast<std::size_t>(i) * C;
-      const auto u = static_cast<std::size_t>(i);
-      const status s = enc.decode_chunk(payload + local[u], static_cast<std::size_t>(local[u + 1] - local[u]), codes, m);
-      batch_errors[static_cast<std::size_t>(i)] = s;
-      if (s == status::ok) unzigzag_in_place(codes, m);
-    }, 1);
+    parallel_for(
+        static_cast<std::int64_t>(k), threads,
+        [&](std::int64_t i) {
+          const std::uint64_t c = c0 + static_cast<std::uint64_t>(i);
+          const std::size_t m = detail::chunk_length(c, C, n);
+          std::uint32_t* codes = batch_store.get() + static_cast<std::size_t>(i) * C;
+          const auto u = static_cast<std::size_t>(i);
+          const status s = enc.decode_chunk(payload + local[u], static_cast<std::size_t>(local[u + 1] - local[u]), codes, m);
+          batch_errors[static_cast<std::size_t>(i)] = s;
+          if (s == status::ok) unzigzag_in_place(codes, m);
+        },
+        1);
     for (std::uint64_t i = 0; i < k; ++i)
       if (batch_errors[static_cast<std::size_t>(i)] != status::ok) fail_chunk(batch_errors[static_cast<std::size_t>(i)]);
     first_chunk = c0;
@@ -266,17 +274,21 @@ void decode_lorenzo_windows(const E& enc, const lorenzo& pred, const extents& sh
         for (int k = pred.passes() - 1; k >= 1; --k) run_pass<false>(pred, window, pred.pass(we, k), threads);
       }
       // The outer axis: slab j adds slab j - 1 unless j starts a tile (slab j0 - 1 is `carry`).
-      const std::uint64_t parts = std::max<std::uint64_t>(1, std::min<std::uint64_t>(static_cast<std::uint64_t>(resolve_threads(threads)),
-                                                                                   slab / pass_task_elements));
-      parallel_for(static_cast<std::int64_t>(parts), threads, [&](std::int64_t pi) {
-        const std::uint64_t s0 = slab * static_cast<std::uint64_t>(pi) / parts, s1 = slab * (static_cast<std::uint64_t>(pi) + 1) / parts;
-        for (std::uint64_t j = j0; j < j1; ++j) {
-          if (j % T == 0) continue;
-          std::uint32_t* row = window + (j - j0) * slab;
-          const std::uint32_t* prev = j == j0 ? carry : row - slab;
-          for (std::uint64_t s = s0; s < s1; ++s) row[s] += prev[s];
-        }
-      }, 1);
+      const std::uint64_t parts = std::max<std::uint64_t>(
+          1, std::min<std::uint64_t>(static_cast<std::uint64_t>(resolve_threads(threads)), slab / pass_task_elements));
+      parallel_for(
+          static_cast<std::int64_t>(parts), threads,
+          [&](std::int64_t pi) {
+            const std::uint64_t s0 = slab * static_cast<std::uint64_t>(pi) / parts,
+                                s1 = slab * (static_cast<std::uint64_t>(pi) + 1) / parts;
+            for (std::uint64_t j = j0; j < j1; ++j) {
+              if (j % T == 0) continue;
+              std::uint32_t* row = window + (j - j0) * slab;
+              const std::uint32_t* prev = j == j0 ? carry : row - slab;
+              for (std::uint64_t s = s0; s < s1; ++s) row[s] += prev[s];
+            }
+          },
+          1);
       // Reconstruct the window, in tasks of whole 2^15 elements.
       const std::uint64_t tasks = (m + pass_task_elements - 1) / pass_task_elements;
       S* const out = target(e0, static_cast<std::size_t>(m));

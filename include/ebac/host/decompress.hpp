@@ -40,7 +40,8 @@ void decompress_parsed(const stream_header& h, const std::byte* data, std::size_
   using ::ebac::detail::fail;
   using S = storage_t<T>;
   ::ebac::detail::check_output_limit(h, max_output_bytes);
-  if (const char* why = ::ebac::detail::decompress_argument_error(h, dtype_of<T>::value, count, output)) fail(status::invalid_argument, why);
+  if (const char* why = ::ebac::detail::decompress_argument_error(h, dtype_of<T>::value, count, output))
+    fail(status::invalid_argument, why);
   S* const out = reinterpret_cast<S*>(output);  // a bool is written as its byte
   const std::uint64_t n = count;
   const std::uint32_t C = h.chunk_elements;
@@ -62,19 +63,21 @@ void decompress_parsed(const stream_header& h, const std::byte* data, std::size_
   const std::byte* payload = data + h.section_offset(section_payload);
   std::vector<std::uint64_t> offsets(chunks + 1, 0);
   for (std::uint64_t c = 0; c < chunks; ++c) offsets[c + 1] = offsets[c] + ::ebac::detail::load_le<std::uint32_t>(table + 4 * c);
-  if (offsets[chunks] != h.section_bytes[section_payload]) fail(status::corrupt_stream, "chunk sizes do not add up to the payload section");
+  if (offsets[chunks] != h.section_bytes[section_payload])
+    fail(status::corrupt_stream, "chunk sizes do not add up to the payload section");
 
   ::ebac::detail::with_stream_stages<T>(h, [&](const auto& pred, const auto& q, auto enc_tag) {
     using E = typename decltype(enc_tag)::type;
     E enc{};
     [[maybe_unused]] typename detail::codebook_of<E>::type codebook;  // owns what enc points into
     if constexpr (E::needs_codebook) {
-      const status s = E::codebook::deserialize(data + h.section_offset(section_codebook), h.section_bytes[section_codebook], codebook);
+      const status s =
+          E::codebook::deserialize(data + h.section_offset(section_codebook), h.section_bytes[section_codebook], codebook);
       if (s != status::ok) fail(s, "invalid codebook section");
       enc = E::bind(codebook);
     }
-    std::vector<status> errors(chunks, status::ok);   // a payload that does not decode
-    std::vector<std::uint8_t> bad_codes(chunks, 0);     // a code the quantizer cannot have written
+    std::vector<status> errors(chunks, status::ok);  // a payload that does not decode
+    std::vector<std::uint8_t> bad_codes(chunks, 0);  // a code the quantizer cannot have written
     auto report = [&] {
       for (status s : errors)
         if (s != status::ok) fail(s, "a chunk's payload does not decode to its element count");
@@ -105,9 +108,8 @@ void decompress_parsed(const stream_header& h, const std::byte* data, std::size_
     } else if constexpr (std::is_same_v<std::remove_cvref_t<decltype(pred)>, lorenzo>) {
       // Window by window (decode_lorenzo_windows), not the tensor's codes at once.
       bool bad = false;
-      detail::decode_lorenzo_windows<S>(enc, pred, h.shape, q, payload, offsets, n, C, threads, budget, out, bad, [&](status s) {
-        fail(s, "a chunk's payload does not decode to its element count");
-      });
+      detail::decode_lorenzo_windows<S>(enc, pred, h.shape, q, payload, offsets, n, C, threads, budget, out, bad,
+                                        [&](status s) { fail(s, "a chunk's payload does not decode to its element count"); });
       if (bad) bad_codes[0] = 1;
     } else {
       // Uninitialized: every element is written before it is read.
@@ -138,8 +140,9 @@ void decompress_parsed(const stream_header& h, const std::byte* data, std::size_
     ++placed;
   });
   if (!indices_ok || placed != h.outlier_count)
-    fail(status::corrupt_stream, "outlier index section: a varint runs past the section, an index is not below the element count, "
-                                 "or it does not hold exactly outlier_count indices");
+    fail(status::corrupt_stream,
+         "outlier index section: a varint runs past the section, an index is not below the element count, "
+         "or it does not hold exactly outlier_count indices");
 }
 
 }  // namespace detail
@@ -171,9 +174,11 @@ void decompress(const std::byte* data, std::size_t size, T* output, std::uint64_
 /// checked against the header before allocating; status::buffer_too_small
 /// when exceeded): pass one when the stream is not trusted.
 template <element T>
-std::vector<storage_t<T>> decompress(const std::byte* data, std::size_t size, int threads = 0, std::uint64_t max_output_bytes = unlimited_output) {
+std::vector<storage_t<T>> decompress(const std::byte* data, std::size_t size, int threads = 0,
+                                     std::uint64_t max_output_bytes = unlimited_output) {
   const stream_header h = inspect(data, size);
-  if (h.type != dtype_of<T>::value) ::ebac::detail::fail(status::invalid_argument, "output element type does not match the stream's dtype");
+  if (h.type != dtype_of<T>::value)
+    ::ebac::detail::fail(status::invalid_argument, "output element type does not match the stream's dtype");
   ::ebac::detail::check_output_limit(h, max_output_bytes);
   const std::uint64_t n = element_count(h);
   std::vector<storage_t<T>> out;

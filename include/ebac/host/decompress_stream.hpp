@@ -126,7 +126,8 @@ class stream_source {
     const std::uint64_t want = start + n;
     while (have < want) {
       if (have == dst.size())
-        dst.resize(static_cast<std::size_t>(std::min<std::uint64_t>(want, have + std::max<std::size_t>(have, std::size_t{1} << 20))));
+        dst.resize(
+            static_cast<std::size_t>(std::min<std::uint64_t>(want, have + std::max<std::size_t>(have, std::size_t{1} << 20))));
       const std::size_t r = read_(dst.data() + have, dst.size() - have);
       if (r == 0) break;
       have += std::min(r, dst.size() - have);
@@ -164,7 +165,8 @@ class stream_source {
   void verify_checksum() {
     hashing_ = false;
     const std::uint64_t stored = ::ebac::detail::load_le<std::uint64_t>(take(8));
-    if (sum_->finish() != stored) ::ebac::detail::fail(status::checksum_mismatch, "stream checksum does not match (corrupted or truncated)");
+    if (sum_->finish() != stored)
+      ::ebac::detail::fail(status::checksum_mismatch, "stream checksum does not match (corrupted or truncated)");
   }
 
  private:
@@ -187,7 +189,8 @@ stream_header read_stream_prefix(stream_source<R>& src, std::uint64_t& total) {
   // Too short for its fixed header: the reader names what is wrong (magic, version, a field).
   if (p.size() < stream_fixed_header_bytes) {
     const status s = read_stream_header_fields(p.data(), p.size(), p.size(), h, &what);
-    ::ebac::detail::fail(s != status::ok ? s : status::truncated_stream, s != status::ok ? what : "stream shorter than its header");
+    ::ebac::detail::fail(s != status::ok ? s : status::truncated_stream,
+                         s != status::ok ? what : "stream shorter than its header");
   }
   const int rank = std::clamp(static_cast<int>(p[11]), 1, max_rank);
   src.append(p, 8 * static_cast<std::size_t>(rank));
@@ -199,7 +202,8 @@ stream_header read_stream_prefix(stream_source<R>& src, std::uint64_t& total) {
   if (total >= implausible) ::ebac::detail::fail(status::corrupt_stream, "section sizes overflow");
   if (p.size() < stream_fixed_header_bytes + 8 * static_cast<std::size_t>(rank)) {
     const status s = read_stream_header_fields(p.data(), p.size(), static_cast<std::size_t>(total), h, &what);
-    ::ebac::detail::fail(s != status::ok ? s : status::truncated_stream, s != status::ok ? what : "stream shorter than its header");
+    ::ebac::detail::fail(s != status::ok ? s : status::truncated_stream,
+                         s != status::ok ? what : "stream shorter than its header");
   }
   const std::uint64_t params = ::ebac::detail::load_le<std::uint64_t>(p.data() + 64);
   src.append(p, std::min<std::uint64_t>(params, max_parameter_bytes));
@@ -224,7 +228,8 @@ void decode_stream_body(stream_source<R>& src, const stream_header& h, Sink& sin
     E enc{};
     [[maybe_unused]] typename codebook_of<E>::type codebook;
     if constexpr (E::needs_codebook) {
-      const status s = E::codebook::deserialize(src.take(h.section_bytes[section_codebook]), h.section_bytes[section_codebook], codebook);
+      const status s =
+          E::codebook::deserialize(src.take(h.section_bytes[section_codebook]), h.section_bytes[section_codebook], codebook);
       if (s != status::ok) ::ebac::detail::fail(s, "invalid codebook section");
       enc = E::bind(codebook);
     }
@@ -240,7 +245,8 @@ void decode_stream_body(stream_source<R>& src, const stream_header& h, Sink& sin
         sum += sizes.back();
       }
     }
-    if (sum != h.section_bytes[section_payload]) ::ebac::detail::fail(status::corrupt_stream, "chunk sizes do not add up to the payload section");
+    if (sum != h.section_bytes[section_payload])
+      ::ebac::detail::fail(status::corrupt_stream, "chunk sizes do not add up to the payload section");
     // Chunks [c0, c0 + k) from the reader; `local`: their offsets from the pointer returned.
     auto fetch = [&](std::uint64_t c0, std::uint64_t k, std::vector<std::uint64_t>& local) {
       local.resize(static_cast<std::size_t>(k + 1));
@@ -283,9 +289,10 @@ void decode_stream_body(stream_source<R>& src, const stream_header& h, Sink& sin
       }
     } else if constexpr (std::is_same_v<std::remove_cvref_t<decltype(pred)>, lorenzo>) {
       bool bad = false;
-      decode_lorenzo_windows<S>(enc, pred, h.shape, q, chunks, fetch, n, C, threads, budget,
-                                [&](std::uint64_t e0, std::size_t m) { return sink.target(e0, m); },
-                                [&](std::uint64_t e0, std::size_t m) { sink.written(e0, m); }, bad, fail_chunk);
+      decode_lorenzo_windows<S>(
+          enc, pred, h.shape, q, chunks, fetch, n, C, threads, budget,
+          [&](std::uint64_t e0, std::size_t m) { return sink.target(e0, m); },
+          [&](std::uint64_t e0, std::size_t m) { sink.written(e0, m); }, bad, fail_chunk);
       if (bad) ::ebac::detail::fail(status::corrupt_stream, "a chunk holds a code its quantizer cannot have written");
     } else {
       ::ebac::detail::fail(status::unsupported, "chunks that depend on each other without a Lorenzo predictor");
@@ -328,8 +335,9 @@ void place_outliers(stream_source<R>& src, const stream_header& h, Sink& sink) {
   }
   flush();
   if (!ok || placed != k)
-    ::ebac::detail::fail(status::corrupt_stream, "outlier index section: a varint runs past the section, an index is not below the element count, "
-                                 "or it does not hold exactly outlier_count indices");
+    ::ebac::detail::fail(status::corrupt_stream,
+                         "outlier index section: a varint runs past the section, an index is not below the element count, "
+                         "or it does not hold exactly outlier_count indices");
 }
 
 }  // namespace detail
@@ -349,7 +357,8 @@ stream_header decompress_stream(R&& read, Sink& sink, const stream_decode_option
   detail::stream_source<std::remove_reference_t<R>> src(read);
   std::uint64_t total = 0;
   const stream_header h = detail::read_stream_prefix(src, total);
-  if (h.type != dtype_of<T>::value) ::ebac::detail::fail(status::invalid_argument, "output element type does not match the stream's dtype");
+  if (h.type != dtype_of<T>::value)
+    ::ebac::detail::fail(status::invalid_argument, "output element type does not match the stream's dtype");
   ::ebac::detail::check_output_limit(h, o.max_output_bytes);
   const std::uint64_t n = element_count(h);
   const std::uint64_t window = std::max<std::uint64_t>(1, o.window_bytes / sizeof(S));
@@ -359,7 +368,8 @@ stream_header decompress_stream(R&& read, Sink& sink, const stream_decode_option
         const std::uint64_t m = std::min(window, n - e0);
         const std::byte* p = src.take(m * sizeof(S));
         S* out = sink.target(e0, static_cast<std::size_t>(m));
-        for (std::uint64_t i = 0; i < m; ++i) out[i] = from_raw_bits<S>(::ebac::detail::load_le<typename bits_of<S>::type>(p + i * sizeof(S)));
+        for (std::uint64_t i = 0; i < m; ++i)
+          out[i] = from_raw_bits<S>(::ebac::detail::load_le<typename bits_of<S>::type>(p + i * sizeof(S)));
         sink.written(e0, static_cast<std::size_t>(m));
       }
     } else {

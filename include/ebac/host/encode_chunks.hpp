@@ -69,7 +69,10 @@ inline void quantize_chunk(const Q& q, const S* in, std::size_t m, std::uint64_t
         if ((i - b) % 8 == 0 && i + 8 <= e) {  // skip 8 settled elements at once
           std::uint64_t any;
           std::memcpy(&any, unsettled + (i - b), 8);
-          if (!any) { i += 7; continue; }
+          if (!any) {
+            i += 7;
+            continue;
+          }
         }
         if (!unsettled[i - b]) continue;
         const quantized r = quantize_element(q, in[i]);

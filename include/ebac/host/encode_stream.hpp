@@ -44,7 +44,8 @@ namespace detail {
 /// Writes the stored form of a tensor (docs/format.md): the header `h` with
 /// the stored flag and no stages, then the n elements' raw bytes.
 template <class S>
-std::size_t write_stored(const stream_header& coded, const S* in, std::uint64_t n, bool checksum, int threads, stream_destination destination) {
+std::size_t write_stored(const stream_header& coded, const S* in, std::uint64_t n, bool checksum, int threads,
+                         stream_destination destination) {
   const stream_header h = stored_header(coded, n, checksum);  // every element comes back exactly
   const auto stream_bytes = static_cast<std::size_t>(h.section_offset(section_count) + (checksum ? 8 : 0));
   std::byte* const out = destination(stream_bytes);
@@ -86,9 +87,9 @@ std::size_t encode_stream(const S* in, std::uint64_t n, const extents& shape, co
   std::vector<std::vector<std::byte>> payload(chunks);
   std::vector<std::byte> codebook_bytes;
   auto chunk_len = [&](std::uint64_t c) { return detail::chunk_length(c, C, n); };
-  detail::per_thread_scratch<std::byte> encode_scratch(threads);  // freed when the call returns
+  detail::per_thread_scratch<std::byte> encode_scratch(threads);    // freed when the call returns
   if constexpr (!estimating_encoder<E>) estimated_bytes = nullptr;  // such an encoder codes the chunks
-  std::uint64_t estimated_payload = 0;  // with estimated_bytes: the payload section's estimated size
+  std::uint64_t estimated_payload = 0;                              // with estimated_bytes: the payload section's estimated size
 
   // Chunks of whole predictor blocks (format/chunking.hpp) are coded on their
   // own: quantize, predict and zigzag one chunk in cache, then encode it.
@@ -118,7 +119,8 @@ std::size_t encode_stream(const S* in, std::uint64_t n, const extents& shape, co
   // `record`). Chunks encoded together each take their own scratch.
   detail::per_thread_scratch<std::uint32_t> code_scratch[4] = {
       detail::per_thread_scratch<std::uint32_t>(threads), detail::per_thread_scratch<std::uint32_t>(threads),
-      detail::per_thread_scratch<std::uint32_t>(threads), detail::per_thread_scratch<std::uint32_t>(threads)};  // freed when the call returns
+      detail::per_thread_scratch<std::uint32_t>(threads),
+      detail::per_thread_scratch<std::uint32_t>(threads)};  // freed when the call returns
   // A codebook encoder that codes the chunks reads every chunk's codes
   // twice, for the statistics and for the coding. The first pass keeps a
   // chunk's codes in `kept_store` when all are below 2^16 (most are: a code
@@ -170,7 +172,8 @@ std::size_t encode_stream(const S* in, std::uint64_t n, const extents& shape, co
         [&](std::size_t bytes) { return encode_scratch.get(bytes); },
         [&](std::uint64_t c, const std::byte* data, std::size_t size) { payload[c].assign(data, data + size); }, encode_one);
     if (encoded) return;
-    parallel_for(static_cast<std::int64_t>(chunks), threads, [&](std::int64_t ci) { encode_one(static_cast<std::uint64_t>(ci)); });
+    parallel_for(static_cast<std::int64_t>(chunks), threads,
+                 [&](std::int64_t ci) { encode_one(static_cast<std::uint64_t>(ci)); });
   };
   if constexpr (E::needs_codebook) {  // a codebook_encoder (concepts.hpp): learn the codebook from the codes first
     // Chunks are counted in a few groups, not one set of statistics each
@@ -181,7 +184,8 @@ std::size_t encode_stream(const S* in, std::uint64_t n, const extents& shape, co
     std::vector<typename E::statistics> stats(static_cast<std::size_t>(groups), make_statistics<E>(shape));
     parallel_for(static_cast<std::int64_t>(groups), threads, [&](std::int64_t gi) {
       const auto g = static_cast<std::uint64_t>(gi);
-      for (std::uint64_t c = chunks * g / groups; c < chunks * (g + 1) / groups; ++c) stats[g].add(codes_of(c, true, code_scratch[0]), chunk_len(c));
+      for (std::uint64_t c = chunks * g / groups; c < chunks * (g + 1) / groups; ++c)
+        stats[g].add(codes_of(c, true, code_scratch[0]), chunk_len(c));
     });
     coding = true;
     for (std::size_t g = 1; g < stats.size(); ++g) stats[0].merge(stats[g]);

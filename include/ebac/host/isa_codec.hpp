@@ -27,9 +27,9 @@
 /// 1 where this compiler can build the x86-64-v3 unit (#pragma GCC target;
 /// not nvcc, whose front end need not know __builtin_cpu_supports).
 #if defined(__GNUC__) && !defined(__clang__) && !defined(__CUDACC__) && defined(__x86_64__)
-#  define EBAC_X86_64_V3_CODEC_BUILDABLE 1
+#define EBAC_X86_64_V3_CODEC_BUILDABLE 1
 #else
-#  define EBAC_X86_64_V3_CODEC_BUILDABLE 0
+#define EBAC_X86_64_V3_CODEC_BUILDABLE 0
 #endif
 
 namespace ebac::isa {
@@ -98,8 +98,9 @@ inline const codec* choose(const codec* fast) {
   if (want == "baseline") return nullptr;
   if (fast && cpu_has_x86_64_v3()) return fast;
   if (want == "x86-64-v3")
-    throw std::invalid_argument(std::string("EBAC_HOST_ISA=x86-64-v3: ") +
-                                (fast ? "this CPU lacks x86-64-v3 (AVX2, FMA, BMI2)" : "this program was built without ebac's x86-64-v3 codec"));
+    throw std::invalid_argument(
+        std::string("EBAC_HOST_ISA=x86-64-v3: ") +
+        (fast ? "this CPU lacks x86-64-v3 (AVX2, FMA, BMI2)" : "this program was built without ebac's x86-64-v3 codec"));
   return nullptr;
 }
 

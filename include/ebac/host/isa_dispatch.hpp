@@ -58,7 +58,8 @@ struct every_dtype {
 /// a type outside Types is refused (invalid_argument), without compiling
 /// the codec for it.
 template <class Types = every_dtype>
-std::vector<std::byte> compress_typed(const void* in, dtype t, const extents& e, const pipeline_spec& spec, const compress_options& opt) {
+std::vector<std::byte> compress_typed(const void* in, dtype t, const extents& e, const pipeline_spec& spec,
+                                      const compress_options& opt) {
   return visit_dtype(t, [&]<class T>(std::type_identity<T>) -> std::vector<std::byte> {
     if constexpr (Types::template codes<T>) {
       return with_pipeline(spec, e, [&](auto pipe) { return host::compress(static_cast<const T*>(in), e, pipe, opt); });
@@ -148,8 +149,8 @@ inline void rethrow(const isa::failure& f) {
 /// host::compress of `in`, elements of the run-time type t: through `c`
 /// (null, or from chosen_codec) where it codes t, else in this build. What
 /// `c`'s build throws is thrown again as this build's ebac::error.
-inline std::vector<std::byte> compress_dynamic(const isa::codec* c, const void* in, dtype t, const extents& e, const pipeline_spec& spec,
-                                               const compress_options& opt) {
+inline std::vector<std::byte> compress_dynamic(const isa::codec* c, const void* in, dtype t, const extents& e,
+                                               const pipeline_spec& spec, const compress_options& opt) {
   if (!codes(c, t)) return compress_typed(in, t, e, spec, opt);
   isa::failure f;
   std::vector<std::byte> stream = c->compress(in, static_cast<int>(t), &e, &spec, &opt, f);
@@ -158,8 +159,8 @@ inline std::vector<std::byte> compress_dynamic(const isa::codec* c, const void* 
 }
 
 /// host::decompress of a stream of element type t into out, as compress_dynamic.
-inline void decompress_dynamic(const isa::codec* c, const std::byte* stream, std::size_t size, dtype t, void* out, std::uint64_t count,
-                               int threads, std::uint64_t max_output = unlimited_output) {
+inline void decompress_dynamic(const isa::codec* c, const std::byte* stream, std::size_t size, dtype t, void* out,
+                               std::uint64_t count, int threads, std::uint64_t max_output = unlimited_output) {
   if (!codes(c, t)) return decompress_typed(stream, size, t, out, count, threads, max_output);
   isa::failure f;
   c->decompress(stream, size, static_cast<int>(t), out, count, threads, max_output, f);
@@ -171,7 +172,7 @@ inline void decompress_dynamic(const isa::codec* c, const std::byte* stream, std
 /// a unit that calls it compiles the streaming decoder for every type.)
 template <class Types = every_dtype>
 void decompress_stream_dynamic(const isa::codec* c, const isa::stream_io& io, dtype t, int threads,
-                                      std::uint64_t max_output = unlimited_output) {
+                               std::uint64_t max_output = unlimited_output) {
   if (!codes(c, t) || c->decompress_stream == nullptr) return decompress_stream_typed<Types>(io, t, threads, max_output);
   isa::failure f;
   c->decompress_stream(io, static_cast<int>(t), threads, max_output, f);

@@ -18,8 +18,8 @@
 #include <new>
 
 #if EBAC_HAS_OPENMP()
-#  include <atomic>
-#  include <omp.h>
+#include <atomic>
+#include <omp.h>
 #endif
 
 EBAC_NAMESPACE_BEGIN
@@ -45,12 +45,8 @@ inline std::exception_ptr unit_failure() noexcept {
   } catch (const std::bad_alloc&) {
     try {
       ::ebac::detail::fail(status::out_of_memory, "a memory allocation failed while processing a chunk");
-    } catch (...) {
-      return std::current_exception();
-    }
-  } catch (...) {
-    return std::current_exception();
-  }
+    } catch (...) { return std::current_exception(); }
+  } catch (...) { return std::current_exception(); }
 }
 
 }  // namespace detail
@@ -82,14 +78,14 @@ void parallel_for(std::int64_t n, int threads, F&& f, std::int64_t min_units = 4
   if (static_cast<std::int64_t>(t) * min_units > n) t = static_cast<int>(n / min_units);
   if (t > 1) {
     std::atomic<std::int64_t> first_failed{n};  // n: none yet
-#  pragma omp parallel for schedule(dynamic, 1) num_threads(t)
+#pragma omp parallel for schedule(dynamic, 1) num_threads(t)
     for (std::int64_t i = 0; i < n; ++i) {
       if (first_failed.load(std::memory_order_relaxed) < i) continue;
       try {
         f(i);
       } catch (...) {
         std::exception_ptr e = detail::unit_failure();
-#  pragma omp critical(ebac_parallel_for_failure)
+#pragma omp critical(ebac_parallel_for_failure)
         if (i < first_failed.load(std::memory_order_relaxed)) {
           first_failed.store(i, std::memory_order_relaxed);
           failure = std::move(e);
@@ -105,9 +101,7 @@ void parallel_for(std::int64_t n, int threads, F&& f, std::int64_t min_units = 4
 #endif
   try {
     for (std::int64_t i = 0; i < n; ++i) f(i);
-  } catch (...) {
-    failure = detail::unit_failure();
-  }
+  } catch (...) { failure = detail::unit_failure(); }
   if (failure) std::rethrow_exception(failure);
 }
 

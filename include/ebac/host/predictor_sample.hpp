@@ -49,14 +49,12 @@ struct predictor_sample {
   std::uint64_t block_elements = 0;
   std::uint64_t blocks = 0;
   std::uint64_t taken_elements = 0;
-  extents shape{};   ///< the sample's extents (the tensor's when whole)
-  lorenzo pred{};    ///< the predictor, re-addressed for the sample's extents
+  extents shape{};  ///< the sample's extents (the tensor's when whole)
+  lorenzo pred{};   ///< the predictor, re-addressed for the sample's extents
 
   [[nodiscard]] std::uint64_t elements() const noexcept { return blocks * taken_elements; }
   /// First element of the k-th sampled block in the tensor.
-  [[nodiscard]] std::uint64_t block_start(std::uint64_t k) const noexcept {
-    return (k * total_blocks / blocks) * block_elements;
-  }
+  [[nodiscard]] std::uint64_t block_start(std::uint64_t k) const noexcept { return (k * total_blocks / blocks) * block_elements; }
 };
 
 /// Plans the sample of a tensor of extents e (n elements, validated for
@@ -98,8 +96,8 @@ void gather_predictor_sample(const S* in, const predictor_sample& s, S* out) noe
 /// The whole tensor's stream size a candidate's sample stream predicts: the
 /// codebook is paid once whatever the size, everything else grows with the
 /// elements coded.
-[[nodiscard]] inline double predicted_stream_bytes(std::uint64_t sample_stream, std::uint64_t sample_codebook, std::uint64_t sample_n,
-                                                   std::uint64_t n) noexcept {
+[[nodiscard]] inline double predicted_stream_bytes(std::uint64_t sample_stream, std::uint64_t sample_codebook,
+                                                   std::uint64_t sample_n, std::uint64_t n) noexcept {
   const double rest = static_cast<double>(sample_stream - sample_codebook);
   return rest * (static_cast<double>(n) / static_cast<double>(sample_n)) + static_cast<double>(sample_codebook);
 }

@@ -25,7 +25,8 @@ template <class T>
 class per_thread_scratch {
  public:
   /// `threads` as given to parallel_for: its teams never exceed resolve_threads(threads).
-  explicit per_thread_scratch(int threads) : slots_(static_cast<std::size_t>(resolve_threads(threads) > 1 ? resolve_threads(threads) : 1)) {
+  explicit per_thread_scratch(int threads)
+      : slots_(static_cast<std::size_t>(resolve_threads(threads) > 1 ? resolve_threads(threads) : 1)) {
 #if EBAC_HAS_OPENMP()
     level_ = omp_get_level();
 #endif

@@ -26,8 +26,9 @@ namespace host::detail {
 class stream_destination {
  public:
   template <class F>
-    requires(!std::is_same_v<std::remove_cvref_t<F>, stream_destination> && std::is_invocable_r_v<std::byte*, F&, std::size_t>)
-  stream_destination(F&& f) noexcept  // NOLINT(google-explicit-constructor): a lambda converts where a destination is expected
+  requires(!std::is_same_v<std::remove_cvref_t<F>, stream_destination> && std::is_invocable_r_v<std::byte*, F&, std::size_t>)
+      stream_destination(F&& f)
+  noexcept  // NOLINT(google-explicit-constructor): a lambda converts where a destination is expected
       : callable_(static_cast<const void*>(&f)), call_([](const void* c, std::size_t bytes) -> std::byte* {
           return (*static_cast<std::remove_reference_t<F>*>(const_cast<void*>(c)))(bytes);
         }) {}

@@ -35,13 +35,13 @@
 #pragma once
 
 #if !defined(__GNUC__) || defined(__clang__) || !defined(__x86_64__)
-#  error "ebac/host/x86_64_v3_begin.hpp needs GCC on x86-64 (#pragma GCC target)"
+#error "ebac/host/x86_64_v3_begin.hpp needs GCC on x86-64 (#pragma GCC target)"
 #endif
 #if defined(EBAC_NAMESPACE_BEGIN)
-#  error "ebac/host/x86_64_v3_begin.hpp must come before every other ebac header of the unit"
+#error "ebac/host/x86_64_v3_begin.hpp must come before every other ebac header of the unit"
 #endif
 #if defined(EBAC_ABI_TAG)
-#  error "ebac/host/x86_64_v3_begin.hpp sets EBAC_ABI_TAG itself"
+#error "ebac/host/x86_64_v3_begin.hpp sets EBAC_ABI_TAG itself"
 #endif
 
 // Every standard header ebac's host headers include (a test compares this
@@ -73,7 +73,7 @@
 #include <utility>
 #include <vector>
 #if defined(_OPENMP)
-#  include <omp.h>
+#include <omp.h>
 #endif
 
 #define EBAC_ABI_TAG x86_64_v3

@@ -9,7 +9,7 @@
 // host::compress_dynamic / decompress_dynamic (ebac/host/isa_dispatch.hpp). Not a header to include anywhere else: it
 // defines a function that is not inline.
 #if defined(EBAC_HOST_CODEC_PREBUILT)
-#  error "ebac/host/x86_64_v3_codec.ipp instantiates its own codec: compile its unit without EBAC_HOST_CODEC_PREBUILT"
+#error "ebac/host/x86_64_v3_codec.ipp instantiates its own codec: compile its unit without EBAC_HOST_CODEC_PREBUILT"
 #endif
 
 #include <ebac/host/isa_codec.hpp>  // first: the table's types are the same in both builds
@@ -56,7 +56,8 @@ namespace ebac::isa {
 namespace x86_64_v3_detail {
 namespace {
 
-std::vector<std::byte> compress_entry(const void* in, int type, const void* extents, const void* spec, const void* options, failure& f) {
+std::vector<std::byte> compress_entry(const void* in, int type, const void* extents, const void* spec, const void* options,
+                                      failure& f) {
   try {
     return compress(in, type, extents, spec, options);
   } catch (const ebac::error& e) {  // this build's ebac::error: handed over as status and text
@@ -69,9 +70,7 @@ void decompress_entry(const std::byte* stream, std::size_t size, int type, void*
                       std::uint64_t max_output, failure& f) {
   try {
     decompress(stream, size, type, out, count, threads, max_output);
-  } catch (const ebac::error& e) {
-    f = {true, static_cast<int>(e.code()), e.what()};
-  }
+  } catch (const ebac::error& e) { f = {true, static_cast<int>(e.code()), e.what()}; }
 }
 
 void decompress_stream_entry(const stream_io& io, int type, int threads, std::uint64_t max_output, failure& f) {

@@ -44,9 +44,9 @@ struct lorenzo {
   static constexpr std::uint32_t default_tile_2d = 64;
   static constexpr std::uint32_t default_tile_3d = 16;
 
-  std::uint8_t dims = 1;                               // 1, 2 or 3
-  std::uint8_t axis[3] = {lorenzo_flat_axis, 0, 0};    // strictly increasing tensor axes
-  std::uint32_t tile[3] = {default_flat_tile, 0, 0};   // restart prediction every tile steps
+  std::uint8_t dims = 1;                              // 1, 2 or 3
+  std::uint8_t axis[3] = {lorenzo_flat_axis, 0, 0};   // strictly increasing tensor axes
+  std::uint32_t tile[3] = {default_flat_tile, 0, 0};  // restart prediction every tile steps
 
   /// 1-D over the flattened tensor.
   static constexpr lorenzo flat(std::uint32_t tile = default_flat_tile) noexcept {
@@ -146,9 +146,7 @@ struct lorenzo {
   /// Residual of one step along an axis; `prev` is 0 at a tile start.
   EBAC_HOST_DEVICE static std::uint32_t forward(std::uint32_t cur, std::uint32_t prev) noexcept { return cur - prev; }
   /// Inverse of forward, given the already reconstructed predecessor.
-  EBAC_HOST_DEVICE static std::uint32_t inverse(std::uint32_t residual, std::uint32_t prev) noexcept {
-    return residual + prev;
-  }
+  EBAC_HOST_DEVICE static std::uint32_t inverse(std::uint32_t residual, std::uint32_t prev) noexcept { return residual + prev; }
 
   /// One unit of pass `p` over the field f, in place: tile t of outer index
   /// o, inner indices [k0, k1). Forward turns values into one-axis
@@ -174,7 +172,8 @@ struct lorenzo {
     if constexpr (Forward) {
       for (std::uint64_t c = c1 - 1; c > c0; --c) step_row<true>(base + c * p.inner + k0, base + (c - 1) * p.inner + k0, k1 - k0);
     } else {
-      for (std::uint64_t c = c0 + 1; c < c1; ++c) step_row<false>(base + c * p.inner + k0, base + (c - 1) * p.inner + k0, k1 - k0);
+      for (std::uint64_t c = c0 + 1; c < c1; ++c)
+        step_row<false>(base + c * p.inner + k0, base + (c - 1) * p.inner + k0, k1 - k0);
     }
   }
 
@@ -222,12 +221,15 @@ struct lorenzo {
 
   /// row[k] = forward or inverse of (row[k], prev[k]) for k < n.
   template <bool Forward>
-  EBAC_HOST_DEVICE static void step_row(std::uint32_t* EBAC_RESTRICT row, const std::uint32_t* EBAC_RESTRICT prev, std::uint64_t n) noexcept {
+  EBAC_HOST_DEVICE static void step_row(std::uint32_t* EBAC_RESTRICT row, const std::uint32_t* EBAC_RESTRICT prev,
+                                        std::uint64_t n) noexcept {
     std::uint64_t k = 0;
     for (; k + 2 * run <= n; k += 2 * run)
-      for (std::size_t j = 0; j < 2 * run; ++j) row[k + j] = Forward ? forward(row[k + j], prev[k + j]) : inverse(row[k + j], prev[k + j]);
+      for (std::size_t j = 0; j < 2 * run; ++j)
+        row[k + j] = Forward ? forward(row[k + j], prev[k + j]) : inverse(row[k + j], prev[k + j]);
     if (k + run <= n) {
-      for (std::size_t j = 0; j < run; ++j) row[k + j] = Forward ? forward(row[k + j], prev[k + j]) : inverse(row[k + j], prev[k + j]);
+      for (std::size_t j = 0; j < run; ++j)
+        row[k + j] = Forward ? forward(row[k + j], prev[k + j]) : inverse(row[k + j], prev[k + j]);
       k += run;
     }
     for (; k < n; ++k) row[k] = Forward ? forward(row[k], prev[k]) : inverse(row[k], prev[k]);
@@ -256,12 +258,13 @@ struct lorenzo {
   static constexpr std::size_t zigzag_run = 64;
 
   /// codes[i] = zigzag(q[i] - prev[i]) for i < n, or zigzag(q[i]) with no prev.
-  static void zigzag_residuals(const std::uint32_t* EBAC_RESTRICT q, const std::uint32_t* EBAC_RESTRICT prev, std::uint32_t* EBAC_RESTRICT codes,
-                               std::size_t n) noexcept {
+  static void zigzag_residuals(const std::uint32_t* EBAC_RESTRICT q, const std::uint32_t* EBAC_RESTRICT prev,
+                               std::uint32_t* EBAC_RESTRICT codes, std::size_t n) noexcept {
     const std::size_t full = n - n % zigzag_run;
     if (prev) {
       for (std::size_t i = 0; i < full; i += zigzag_run)
-        for (std::size_t j = 0; j < zigzag_run; ++j) codes[i + j] = detail::zigzag(static_cast<std::int32_t>(forward(q[i + j], prev[i + j])));
+        for (std::size_t j = 0; j < zigzag_run; ++j)
+          codes[i + j] = detail::zigzag(static_cast<std::int32_t>(forward(q[i + j], prev[i + j])));
       for (std::size_t i = full; i < n; ++i) codes[i] = detail::zigzag(static_cast<std::int32_t>(forward(q[i], prev[i])));
     } else {
       for (std::size_t i = 0; i < full; i += zigzag_run)

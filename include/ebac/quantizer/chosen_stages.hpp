@@ -32,12 +32,12 @@ EBAC_NAMESPACE_BEGIN
 /// is known before the data is read).
 template <class MainQ>
 struct chosen_stages {
-  std::uint32_t levels = 0;     ///< 1: coded as palette indices (lq); 0: by q
+  std::uint32_t levels = 0;  ///< 1: coded as palette indices (lq); 0: by q
   /// 1: the bound is not finite on this tensor (device_bad_bound). Never for
   /// a bound compress_argument_error accepts (host/compress.hpp says why).
   std::uint32_t bad_bound = 0;
-  double eb_abs = 0;            ///< the header's absolute bound (0 for lossless coding)
-  float top = 0;                ///< the header's top level (float quantizers of 16-bit tensors)
+  double eb_abs = 0;  ///< the header's absolute bound (0 for lossless coding)
+  float top = 0;      ///< the header's top level (float quantizers of 16-bit tensors)
   level_quantizer lq;
   MainQ q;
 };

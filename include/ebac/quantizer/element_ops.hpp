@@ -44,6 +44,8 @@ EBAC_HOST_DEVICE bool code_valid(const Q& q, std::int32_t code) noexcept {
 
 /// Whether a quantizer's reconstruction is exact (integer and level codes).
 template <class Q>
-inline constexpr bool is_lossless_quantizer = requires(const Q& q, std::int32_t c) { q.template valid_code<std::uint8_t>(c); };
+inline constexpr bool is_lossless_quantizer = requires(const Q& q, std::int32_t c) {
+  q.template valid_code<std::uint8_t>(c);
+};
 
 EBAC_NAMESPACE_END

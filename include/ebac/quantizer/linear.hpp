@@ -43,8 +43,8 @@ namespace detail {
 
 /// Largest float <= d (d >= 0); float max for huge d.
 EBAC_HOST_DEVICE float float_at_most(double d) noexcept {
-  if (!(d < 3.4028234663852886e38)) return 3.4028234663852886e38f;  // float max (also for NaN)
-  float f = static_cast<float>(d);                     // round to nearest
+  if (!(d < 3.4028234663852886e38)) return 3.4028234663852886e38f;     // float max (also for NaN)
+  float f = static_cast<float>(d);                                     // round to nearest
   if (static_cast<double>(f) > d) f = bits_float(float_bits(f) - 1u);  // f > d >= 0: one ulp down
   return f;
 }
@@ -62,9 +62,7 @@ static_assert(quantizer_code_limit == (1 << 22));
 /// to the bound than that take the exact (double, TwoSum) check.
 EBAC_HOST_DEVICE float settle_threshold(double eb) noexcept { return float_at_most(eb * (1.0 - 0x1p-22)); }
 
-EBAC_HOST_DEVICE bool is_finite_float(float x) noexcept {
-  return (float_bits(x) & 0x7f800000u) != 0x7f800000u;
-}
+EBAC_HOST_DEVICE bool is_finite_float(float x) noexcept { return (float_bits(x) & 0x7f800000u) != 0x7f800000u; }
 
 /// |x - y| <= eb decided exactly (x, y finite floats, eb >= 0 a double).
 /// The double difference is correctly rounded and rounding is monotone, so
@@ -88,8 +86,8 @@ EBAC_HOST_DEVICE bool within_bound(float x, float y, double eb) noexcept {
 /// larger) and comes back exactly. The writer sets it for 16-bit tensors
 /// only (float32 needs only the margin); the stream header carries it.
 struct top_level {
-  float value = 0;           ///< 0: none
-  std::int32_t code = -1;    ///< the magnitude's code; -1 matches none
+  float value = 0;         ///< 0: none
+  std::int32_t code = -1;  ///< the magnitude's code; -1 matches none
   /// The code magnitude for |x| (its bits ax), given its natural magnitude t.
   [[nodiscard]] EBAC_HOST_DEVICE std::int32_t select_code(std::uint32_t ax, std::int32_t t) const noexcept {
     const std::uint32_t hit = mask(ax == float_bits(value) && code >= 0);
@@ -114,11 +112,11 @@ struct linear_quantizer {
   static constexpr quantizer_id id = quantizer_id::linear;
   static constexpr bool preserves_zero_and_sign = false;
 
-  double eb = 0;         // the bound the caller is promised
-  float step = 0;        // largest float <= 2eb (1 - margin): reconstruction = q * step
-  float inv_step = 0;    // 1 / step, used only to pick a candidate code
-  float settle = 0;      // a float |x - y| <= settle proves |x - y| <= eb exactly
-  detail::top_level top; // |x| == top.value comes back exactly (see top_level)
+  double eb = 0;          // the bound the caller is promised
+  float step = 0;         // largest float <= 2eb (1 - margin): reconstruction = q * step
+  float inv_step = 0;     // 1 / step, used only to pick a candidate code
+  float settle = 0;       // a float |x - y| <= settle proves |x - y| <= eb exactly
+  detail::top_level top;  // |x| == top.value comes back exactly (see top_level)
 
   EBAC_HOST_DEVICE static linear_quantizer make(double eb) noexcept {
     linear_quantizer q;
@@ -168,10 +166,10 @@ struct sign_preserving_quantizer {
   static constexpr bool preserves_zero_and_sign = true;
 
   double eb = 0;
-  float half_step = 0;   // largest float <= eb (1 - margin): reconstruction = (2q-1) * half_step
-  float inv_step = 0;    // 1 / (2 half_step)
-  float settle = 0;      // a float |x - y| <= settle proves |x - y| <= eb exactly
-  detail::top_level top; // |x| == top.value comes back exactly (see top_level)
+  float half_step = 0;    // largest float <= eb (1 - margin): reconstruction = (2q-1) * half_step
+  float inv_step = 0;     // 1 / (2 half_step)
+  float settle = 0;       // a float |x - y| <= settle proves |x - y| <= eb exactly
+  detail::top_level top;  // |x| == top.value comes back exactly (see top_level)
 
   EBAC_HOST_DEVICE static sign_preserving_quantizer make(double eb) noexcept {
     sign_preserving_quantizer q;
@@ -199,7 +197,7 @@ struct sign_preserving_quantizer {
     ab &= ok;
     std::int32_t t = static_cast<std::int32_t>(detail::bits_float(ab));
     t += static_cast<std::int32_t>(detail::float_bits(static_cast<float>(t)) < ab);  // ceil
-    t += static_cast<std::int32_t>(t < 1);                                         // x != 0 -> |code| >= 1
+    t += static_cast<std::int32_t>(t < 1);                                           // x != 0 -> |code| >= 1
     t = top.select_code(axb, t);
     const std::int32_t sign = static_cast<std::int32_t>(xb) >> 31;
     code = static_cast<std::int32_t>(static_cast<std::uint32_t>((t ^ sign) - sign) & detail::mask(axb != 0));
@@ -212,7 +210,8 @@ struct sign_preserving_quantizer {
     const std::uint32_t sign = static_cast<std::uint32_t>(code >> 31);
     const std::uint32_t m = (static_cast<std::uint32_t>(code) ^ sign) - sign;
     const auto odd = static_cast<std::int32_t>((2u * m - 1u) & 0x7fffffffu);
-    const std::uint32_t mag = detail::float_bits(top.select_value(static_cast<std::int32_t>(m), static_cast<float>(odd) * half_step));
+    const std::uint32_t mag =
+        detail::float_bits(top.select_value(static_cast<std::int32_t>(m), static_cast<float>(odd) * half_step));
     // Masks, not a ternary: a conditional float multiply would keep the
     // compiler from vectorizing (it may not speculate a trapping operation).
     return detail::bits_float((mag | (sign << 31)) & (0u - static_cast<std::uint32_t>(code != 0)));
@@ -237,9 +236,7 @@ EBAC_HOST_DEVICE quantized quantize_element(const Quantizer& q, T x) noexcept {
   const float yf = to_float(from_float<T>(q.reconstruct(code)));
   const bool finite = detail::is_finite_float(yf), within = detail::within_bound(xf, yf, q.eb);
   ok = ok & finite & within;
-  if constexpr (Quantizer::preserves_zero_and_sign) {
-    ok = ok & ((xf == 0.0f) == (yf == 0.0f)) & ((xf < 0.0f) == (yf < 0.0f));
-  }
+  if constexpr (Quantizer::preserves_zero_and_sign) { ok = ok & ((xf == 0.0f) == (yf == 0.0f)) & ((xf < 0.0f) == (yf < 0.0f)); }
   return {ok ? code : 0, !ok};
 }
 

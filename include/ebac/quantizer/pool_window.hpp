@@ -109,7 +109,7 @@ struct pool_window_quantizer {
   static constexpr bool preserves_zero_and_sign = true;  // lossless
 
   pool_geometry g;
-  std::uint64_t out[3]{};      ///< output spatial extents (the tensor's last dims)
+  std::uint64_t out[3]{};        ///< output spatial extents (the tensor's last dims)
   std::uint64_t in_stride[3]{};  ///< elements per step of each input spatial dimension
   std::uint64_t k_stride[3]{};   ///< offsets per step of each kernel dimension
   std::uint64_t plane = 1;       ///< input elements per (batch, channel) plane
@@ -146,7 +146,8 @@ struct pool_window_quantizer {
       rest /= g.input[j];
       pos /= out[j];
       // offset from the window's start, o * stride - padding (may be negative: padding)
-      const std::int64_t off = static_cast<std::int64_t>(ih) - (static_cast<std::int64_t>(o * g.stride[j]) - static_cast<std::int64_t>(g.padding[j]));
+      const std::int64_t off =
+          static_cast<std::int64_t>(ih) - (static_cast<std::int64_t>(o * g.stride[j]) - static_cast<std::int64_t>(g.padding[j]));
       const auto dil = static_cast<std::int64_t>(g.dilation[j]);
       if (off < 0 || off % dil != 0 || off / dil >= static_cast<std::int64_t>(g.kernel[j])) return {0, true};
       offset += static_cast<std::uint32_t>(static_cast<std::uint64_t>(off / dil) * k_stride[j]);

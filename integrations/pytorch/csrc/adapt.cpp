@@ -75,12 +75,15 @@ planner_result plan_batch(const planner_request& r) {
   const std::span<const A::layer_memory> span(layers.data(), layers.size());
   planner_result o;
   if (r.probe_batch != 0) {  // the probe's saved tensors are these layers: same statistics, same batch
-    c.working_bytes_per_sample = A::working_from_probe(A::probe_step{r.probe_rise_bytes, r.probe_batch, r.probe_static_bytes}, c, span);
+    c.working_bytes_per_sample =
+        A::working_from_probe(A::probe_step{r.probe_rise_bytes, r.probe_batch, r.probe_static_bytes}, c, span);
     if (c.working_bytes_per_sample < 0) {
       o.state = "invalid_config";
-      o.description = "batch planner: invalid probe step (batch >= 1, peak rise and static bytes finite and >= 0, sizes and ratios "
-                      "valid): batch " + std::to_string(r.probe_batch) + ", rise " + std::to_string(r.probe_rise_bytes) +
-                      ", static " + std::to_string(r.probe_static_bytes);
+      o.description =
+          "batch planner: invalid probe step (batch >= 1, peak rise and static bytes finite and >= 0, sizes and ratios "
+          "valid): batch " +
+          std::to_string(r.probe_batch) + ", rise " + std::to_string(r.probe_rise_bytes) + ", static " +
+          std::to_string(r.probe_static_bytes);
       return o;
     }
   }

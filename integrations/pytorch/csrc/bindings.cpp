@@ -130,8 +130,8 @@ void fill_extents(const at::Tensor& t, const std::vector<int64_t>& perm, compres
 at::Tensor wrap_bytes(std::vector<std::byte>&& bytes) {
   auto* owner = new std::vector<std::byte>(std::move(bytes));
   const auto n = static_cast<int64_t>(owner->size());
-  return torch::from_blob(owner->data(), {n}, [owner](void*) { delete owner; },
-                          at::TensorOptions().dtype(at::kByte).device(at::kCPU));
+  return torch::from_blob(
+      owner->data(), {n}, [owner](void*) { delete owner; }, at::TensorOptions().dtype(at::kByte).device(at::kCPU));
 }
 
 #if defined(EBAC_TORCH_WITH_CUDA)
@@ -196,8 +196,8 @@ void fill_pooling(const std::vector<std::vector<int64_t>>& p, compress_request& 
 /// layout is dense, else contiguous ones). Integer and bool tensors are coded
 /// losslessly (the bound is ignored); `pooling` marks a tensor of max-pool
 /// indices (its last dims are the pooling output's spatial dims).
-py::tuple compress(at::Tensor t, double error_bound, const std::string& mode, const std::string& pipeline,
-                   int64_t threads, bool checksum, const std::string& kernel_path,
+py::tuple compress(at::Tensor t, double error_bound, const std::string& mode, const std::string& pipeline, int64_t threads,
+                   bool checksum, const std::string& kernel_path,
                    const std::optional<std::vector<std::vector<int64_t>>>& pooling) {
   TORCH_CHECK(t.layout() == at::kStrided, "ebac_torch: only strided (dense) tensors can be compressed");
   TORCH_CHECK(t.numel() > 0, "ebac_torch: cannot compress an empty tensor");
@@ -228,8 +228,8 @@ py::tuple compress(at::Tensor t, double error_bound, const std::string& mode, co
       const int64_t in = r.pool_input[j], k = r.pool_kernel[j], st = r.pool_stride[j], pad = r.pool_padding[j],
                     dil = r.pool_dilation[j], out = t.size(t.dim() - r.pool_dims + j);
       TORCH_CHECK(in >= 1 && k >= 1 && st >= 1 && dil >= 1 && pad >= 0 && in < (int64_t{1} << 31) && k < (int64_t{1} << 31) &&
-                            st < (int64_t{1} << 31) && pad < (int64_t{1} << 31) && dil < (int64_t{1} << 31),
-                        "ebac_torch: pooling: sizes must be >= 1 (padding >= 0) and below 2^31 in spatial dim ", j);
+                      st < (int64_t{1} << 31) && pad < (int64_t{1} << 31) && dil < (int64_t{1} << 31),
+                  "ebac_torch: pooling: sizes must be >= 1 (padding >= 0) and below 2^31 in spatial dim ", j);
       const int64_t span = in + 2 * pad - dil * (k - 1) - 1;
       int64_t lo = -1, hi = -1;
       if (span >= 0) {
@@ -238,8 +238,9 @@ py::tuple compress(at::Tensor t, double error_bound, const std::string& mode, co
         if (hi > lo && (hi - 1) * st >= in + pad) --hi;
       }
       TORCH_CHECK(2 * pad <= k && span >= 0 && (out == lo || out == hi), "ebac_torch: pooling: input ", in, ", kernel ", k,
-                        ", stride ", st, ", padding ", pad, ", dilation ", dil, " in spatial dim ", j, " pool to ", lo,
-                        hi != lo ? " (or " + std::to_string(hi) + " in ceil mode)" : std::string(), ", but the tensor's size there is ", out);
+                  ", stride ", st, ", padding ", pad, ", dilation ", dil, " in spatial dim ", j, " pool to ", lo,
+                  hi != lo ? " (or " + std::to_string(hi) + " in ceil mode)" : std::string(), ", but the tensor's size there is ",
+                  out);
     }
     t = t.contiguous();
     std::uint64_t lead = 1;
@@ -375,10 +376,10 @@ void check_against_stream(const stream_info& s, const std::vector<int64_t>& size
   const int pool_dims = static_cast<int>(s.dims.size()) - 1;
   const bool pool_layout = (s.pooled || (s.stored && s.lossless_dtype)) && pool_dims >= 1 && pool_dims <= 3 &&
                            row_major(sizes, strides) && codec_extents(sizes, strides, pool_dims) == s.dims;
-  TORCH_CHECK_VALUE(pool_layout || (!s.pooled && codec_extents(sizes, strides, 0) == s.dims), "ebac_torch: shape and strides: ",
-                    list_text(sizes), " with strides ", list_text(strides), " lay the elements out as ",
-                    list_text(codec_extents(sizes, strides, s.pooled ? pool_dims : 0)), " in memory, but the blob holds ",
-                    list_text(s.dims));
+  TORCH_CHECK_VALUE(pool_layout || (!s.pooled && codec_extents(sizes, strides, 0) == s.dims),
+                    "ebac_torch: shape and strides: ", list_text(sizes), " with strides ", list_text(strides),
+                    " lay the elements out as ", list_text(codec_extents(sizes, strides, s.pooled ? pool_dims : 0)),
+                    " in memory, but the blob holds ", list_text(s.dims));
 }
 
 /// The header of a blob (a CPU copy of a device blob's first bytes).
@@ -388,9 +389,7 @@ stream_info header_of(const at::Tensor& blob) {
   try {
     return inspect_header(reinterpret_cast<const std::byte*>(head.data_ptr<std::uint8_t>()), static_cast<std::size_t>(k),
                           static_cast<std::size_t>(blob.numel()));
-  } catch (const std::runtime_error& e) {
-    TORCH_CHECK_VALUE(false, "ebac_torch: blob: ", e.what());
-  }
+  } catch (const std::runtime_error& e) { TORCH_CHECK_VALUE(false, "ebac_torch: blob: ", e.what()); }
   return {};  // unreachable
 }
 
@@ -517,7 +516,8 @@ std::uintptr_t storage_id(const at::Tensor& t) {
 
 /// d(dx) of an elementwise function (error_model/elementwise_model.hpp) at
 /// every element, float64 shaped like x; CPU float copies as above.
-at::Tensor elementwise_input_grad_change_py(const std::string& fn, const at::Tensor& x, const at::Tensor& y, const at::Tensor& dy) {
+at::Tensor elementwise_input_grad_change_py(const std::string& fn, const at::Tensor& x, const at::Tensor& y,
+                                            const at::Tensor& dy) {
   TORCH_CHECK(x.sizes() == y.sizes() && x.sizes() == dy.sizes(),
               "ebac_torch: elementwise_input_grad_change takes three tensors of one shape");
   auto host = [](const at::Tensor& t) { return t.detach().to(at::kCPU).to(at::kFloat).contiguous(); };
@@ -527,9 +527,7 @@ at::Tensor elementwise_input_grad_change_py(const std::string& fn, const at::Ten
     py::gil_scoped_release nogil;
     elementwise_input_grad_change(fn, xf.numel(), xf.data_ptr<float>(), yf.data_ptr<float>(), df.data_ptr<float>(),
                                   out.data_ptr<double>());
-  } catch (const std::invalid_argument& e) {
-    TORCH_CHECK(false, e.what());
-  }
+  } catch (const std::invalid_argument& e) { TORCH_CHECK(false, e.what()); }
   return out;
 }
 
@@ -554,18 +552,14 @@ at::Tensor batchnorm_input_grad_change_py(const at::Tensor& x, const at::Tensor&
   try {
     py::gil_scoped_release nogil;
     batchnorm_input_grad_change(x.size(0), x.size(1), x.size(2) * x.size(3), xf.data_ptr<float>(), yf.data_ptr<float>(),
-                                df.data_ptr<float>(), gf.defined() ? gf.data_ptr<float>() : nullptr, eps,
-                                out.data_ptr<double>());
-  } catch (const std::invalid_argument& e) {
-    TORCH_CHECK(false, e.what());
-  }
+                                df.data_ptr<float>(), gf.defined() ? gf.data_ptr<float>() : nullptr, eps, out.data_ptr<double>());
+  } catch (const std::invalid_argument& e) { TORCH_CHECK(false, e.what()); }
   return out;
 }
 
 py::dict predict_weight_error_py(const at::Tensor& x, const at::Tensor& y, const at::Tensor& dy, double eb_abs,
-                                 std::vector<int64_t> kernel, std::vector<int64_t> stride,
-                                 std::vector<int64_t> padding, std::vector<int64_t> dilation, int64_t groups,
-                                 double weight_grad_rms) {
+                                 std::vector<int64_t> kernel, std::vector<int64_t> stride, std::vector<int64_t> padding,
+                                 std::vector<int64_t> dilation, int64_t groups, double weight_grad_rms) {
   TORCH_CHECK(x.sizes() == y.sizes(), "ebac_torch: x and its reconstruction differ in shape");
   TORCH_CHECK(x.dim() == dy.dim() && (x.dim() == 4 || x.dim() == 2) && x.size(0) == dy.size(0),
               "ebac_torch: predict_weight_error takes NCHW conv tensors or N x F linear tensors");
@@ -593,9 +587,7 @@ py::dict predict_weight_error_py(const at::Tensor& x, const at::Tensor& y, const
   try {
     py::gil_scoped_release nogil;
     r = predict_weight_error(g, xf.data_ptr<float>(), yf.data_ptr<float>(), df.data_ptr<float>(), eb_abs, weight_grad_rms);
-  } catch (const std::invalid_argument& e) {
-    TORCH_CHECK(false, e.what());
-  }
+  } catch (const std::invalid_argument& e) { TORCH_CHECK(false, e.what()); }
   py::dict d;
   d["sigma"] = r.sigma;
   d["iid_sigma"] = r.iid_sigma;
@@ -605,11 +597,10 @@ py::dict predict_weight_error_py(const at::Tensor& x, const at::Tensor& y, const
 }
 
 py::dict plan_batch_py(double budget_bytes, double static_bytes, double uncompressed_bytes_per_sample,
-                       std::vector<double> bytes_per_sample, std::vector<double> compression_ratio,
-                       double safety_margin, int64_t target_global_batch, int64_t max_batch, int64_t reference_batch,
-                       double reference_lr, const std::string& scaling, double warmup_samples, double reference_tau,
-                       double working_bytes_per_sample, double working_set_tensors, double probe_rise_bytes,
-                       double probe_static_bytes, int64_t probe_batch) {
+                       std::vector<double> bytes_per_sample, std::vector<double> compression_ratio, double safety_margin,
+                       int64_t target_global_batch, int64_t max_batch, int64_t reference_batch, double reference_lr,
+                       const std::string& scaling, double warmup_samples, double reference_tau, double working_bytes_per_sample,
+                       double working_set_tensors, double probe_rise_bytes, double probe_static_bytes, int64_t probe_batch) {
   TORCH_CHECK(bytes_per_sample.size() == compression_ratio.size(),
               "ebac_torch: plan_batch: one compression ratio per compressed tensor");
   TORCH_CHECK(scaling == "linear" || scaling == "sqrt", "ebac_torch: plan_batch: scaling is 'linear' or 'sqrt'");
@@ -666,16 +657,15 @@ bool has_cuda() {
 PYBIND11_MODULE(TORCH_EXTENSION_NAME, m) {
   using namespace ebac_torch;
   m.doc() = "ebac error-bounded compression of torch tensors (host backend; CUDA backend when built with it)";
-  m.def("compress", &compress, py::arg("tensor"), py::arg("error_bound"), py::arg("mode") = "rel",
-        py::arg("pipeline") = "fast", py::arg("threads") = 0, py::arg("checksum") = false,
-        py::arg("kernel_path") = "staged", py::arg("pooling") = py::none(),
+  m.def("compress", &compress, py::arg("tensor"), py::arg("error_bound"), py::arg("mode") = "rel", py::arg("pipeline") = "fast",
+        py::arg("threads") = 0, py::arg("checksum") = false, py::arg("kernel_path") = "staged", py::arg("pooling") = py::none(),
         "Compress a tensor (float32/float16/bfloat16 under the bound; bool and integers losslessly; pooling = "
         "(input, kernel, stride, padding, dilation) for max-pool indices); returns (uint8 blob, strides to restore).");
   m.def("check_fields", &check_fields, py::arg("blob"), py::arg("sizes"), py::arg("strides"), py::arg("elem"),
         "What decompress checks before touching memory: blob, dtype, shape and strides against the stream's header "
         "(ValueError/TypeError naming the one that is wrong).");
-  m.def("decompress", &decompress, py::arg("blob"), py::arg("sizes"), py::arg("strides"), py::arg("elem"),
-        py::arg("threads") = 0, py::arg("kernel_path") = "staged", "Decompress a blob into a new tensor with the given sizes and strides.");
+  m.def("decompress", &decompress, py::arg("blob"), py::arg("sizes"), py::arg("strides"), py::arg("elem"), py::arg("threads") = 0,
+        py::arg("kernel_path") = "staged", "Decompress a blob into a new tensor with the given sizes and strides.");
   m.def("inspect", &inspect, py::arg("blob"), py::arg("stream_bytes") = 0,
         "The stream header of a blob as a dict; with stream_bytes, blob is a CPU copy of that stream's first bytes.");
   m.attr("max_header_bytes") = py::int_(max_header_bytes);
@@ -684,8 +674,8 @@ PYBIND11_MODULE(TORCH_EXTENSION_NAME, m) {
   m.def("has_cuda", &has_cuda, "True when built with the CUDA backend.");
   m.def("predict_weight_error", &predict_weight_error_py, py::arg("x"), py::arg("y"), py::arg("dy"), py::arg("eb_abs"),
         py::arg("kernel") = std::vector<int64_t>{1, 1}, py::arg("stride") = std::vector<int64_t>{1, 1},
-        py::arg("padding") = std::vector<int64_t>{0, 0}, py::arg("dilation") = std::vector<int64_t>{1, 1},
-        py::arg("groups") = 1, py::arg("weight_grad_rms") = 0.0,
+        py::arg("padding") = std::vector<int64_t>{0, 0}, py::arg("dilation") = std::vector<int64_t>{1, 1}, py::arg("groups") = 1,
+        py::arg("weight_grad_rms") = 0.0,
         "ebac's error model: predicted RMS weight-gradient error of a Conv2d/Linear layer whose saved "
         "input x is replaced by y.");
   m.def("batchnorm_input_grad_change", &batchnorm_input_grad_change_py, py::arg("x"), py::arg("y"), py::arg("dy"),
@@ -697,19 +687,19 @@ PYBIND11_MODULE(TORCH_EXTENSION_NAME, m) {
         "ebac::error_model::elementwise_input_grad_change: d(dx) = dy (g(y) - g(x)) of an elementwise function "
         "(gelu, silu, tanh, sigmoid) whose saved tensor x is replaced by y (float64, shaped like x).");
   m.def("ebac_version", &ebac_version);
-  m.def("host_isa", &host_isa_name, "The build of the host codec that runs for f32/f16/bf16: x86-64-v3 or baseline (EBAC_HOST_ISA).");
-  m.def("plan_batch", &plan_batch_py, py::arg("budget_bytes"), py::arg("static_bytes"),
-        py::arg("uncompressed_bytes_per_sample"), py::arg("bytes_per_sample"), py::arg("compression_ratio"),
-        py::arg("safety_margin") = 0.1, py::arg("target_global_batch") = 0, py::arg("max_batch") = int64_t{1} << 24,
-        py::arg("reference_batch") = 16, py::arg("reference_lr") = 0.1, py::arg("scaling") = "linear",
-        py::arg("warmup_samples") = 0.0, py::arg("reference_tau") = 0.1, py::arg("working_bytes_per_sample") = -1.0,
-        py::arg("working_set_tensors") = 3.5, py::arg("probe_rise_bytes") = 0.0, py::arg("probe_static_bytes") = 0.0,
-        py::arg("probe_batch") = 0,
+  m.def("host_isa", &host_isa_name,
+        "The build of the host codec that runs for f32/f16/bf16: x86-64-v3 or baseline (EBAC_HOST_ISA).");
+  m.def("plan_batch", &plan_batch_py, py::arg("budget_bytes"), py::arg("static_bytes"), py::arg("uncompressed_bytes_per_sample"),
+        py::arg("bytes_per_sample"), py::arg("compression_ratio"), py::arg("safety_margin") = 0.1,
+        py::arg("target_global_batch") = 0, py::arg("max_batch") = int64_t{1} << 24, py::arg("reference_batch") = 16,
+        py::arg("reference_lr") = 0.1, py::arg("scaling") = "linear", py::arg("warmup_samples") = 0.0,
+        py::arg("reference_tau") = 0.1, py::arg("working_bytes_per_sample") = -1.0, py::arg("working_set_tensors") = 3.5,
+        py::arg("probe_rise_bytes") = 0.0, py::arg("probe_static_bytes") = 0.0, py::arg("probe_batch") = 0,
         "ebac::adapt::plan_batch: the largest batch that fits a memory budget (saved + working set per sample), "
         "with lr and tau scaling; with probe_batch > 0 the working set is measured from that probe step.");
   py::class_<controller_handle>(m, "Controller")
-      .def(py::init([](std::size_t layers, double target_relative_error, int64_t window, double initial_eb,
-                       double smoothing, double max_step, double eb_min, double eb_max, double tolerance) {
+      .def(py::init([](std::size_t layers, double target_relative_error, int64_t window, double initial_eb, double smoothing,
+                       double max_step, double eb_min, double eb_max, double tolerance) {
              controller_settings s;
              s.target_relative_error = target_relative_error;
              s.window = window;
@@ -721,18 +711,21 @@ PYBIND11_MODULE(TORCH_EXTENSION_NAME, m) {
              s.tolerance = tolerance;
              return new controller_handle(s, layers);
            }),
-           py::arg("layers"), py::arg("target_relative_error") = 0.1, py::arg("window") = 100,
-           py::arg("initial_eb") = 1e-3, py::arg("smoothing") = 0.5, py::arg("max_step") = 4.0,
-           py::arg("eb_min") = 1e-7, py::arg("eb_max") = 0.5, py::arg("tolerance") = 0.25)
+           py::arg("layers"), py::arg("target_relative_error") = 0.1, py::arg("window") = 100, py::arg("initial_eb") = 1e-3,
+           py::arg("smoothing") = 0.5, py::arg("max_step") = 4.0, py::arg("eb_min") = 1e-7, py::arg("eb_max") = 0.5,
+           py::arg("tolerance") = 0.25)
       .def("layers", &controller_handle::layers)
       .def("bound", &controller_handle::bound)
       .def("target", &controller_handle::target, py::arg("layer"))
-      .def("set_target", [](controller_handle& c, std::size_t i, double t) {
-             if (!c.set_target(i, t))
-               throw std::invalid_argument("Controller.set_target: layer " + std::to_string(i) + " of " +
-                                           std::to_string(c.layers()) + ", target " + std::to_string(t) +
-                                           ": need an existing layer and a finite target > 0");
-           }, py::arg("layer"), py::arg("target_relative_error"))
+      .def(
+          "set_target",
+          [](controller_handle& c, std::size_t i, double t) {
+            if (!c.set_target(i, t))
+              throw std::invalid_argument("Controller.set_target: layer " + std::to_string(i) + " of " +
+                                          std::to_string(c.layers()) + ", target " + std::to_string(t) +
+                                          ": need an existing layer and a finite target > 0");
+          },
+          py::arg("layer"), py::arg("target_relative_error"))
       .def("observe", &controller_handle::observe, py::arg("layer"), py::arg("eb"), py::arg("predicted_sigma"),
            py::arg("grad_rms"), py::arg("compression_ratio") = 0.0)
       .def("end_iteration", &controller_handle::end_iteration)

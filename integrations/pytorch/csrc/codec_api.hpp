@@ -31,10 +31,10 @@ struct compress_request {
   std::uint64_t dims[8]{};
   int rank = 0;
   double error_bound = 0;
-  bool relative = true;       ///< value-range relative bound, else absolute
+  bool relative = true;  ///< value-range relative bound, else absolute
   std::string pipeline = "fast";
-  int threads = 0;            ///< 0: all OpenMP threads
-  bool checksum = false;      ///< in-memory training buffers skip it by default
+  int threads = 0;                              ///< 0: all OpenMP threads
+  bool checksum = false;                        ///< in-memory training buffers skip it by default
   cuda_kernels kernels = cuda_kernels::staged;  ///< CUDA tensors only
   /// Max-pool indices: the pooling layer's geometry (ebac::pool_geometry;
   /// pool_dims == 0: none). The tensor's last pool_dims extents are the
@@ -175,7 +175,7 @@ struct planner_request {
   double reference_lr = 0.1;
   bool sqrt_scaling = false;
   double warmup_samples = 0, reference_tau = 0.1;
-  std::vector<double> bytes_per_sample, compression_ratio;  ///< one entry per compressed tensor
+  std::vector<double> bytes_per_sample, compression_ratio;          ///< one entry per compressed tensor
   double working_bytes_per_sample = -1, working_set_tensors = 3.5;  ///< see planner_config
   /// A probe step (probe_batch > 0): the working set is measured from it (ebac::adapt::working_from_probe).
   double probe_rise_bytes = 0, probe_static_bytes = 0;

@@ -64,7 +64,7 @@ void cuda_compress_typed(const compress_request& r, const ebac::pipeline_spec& s
   for (int i = 0; i < r.rank && i < ebac::max_rank; ++i) shape.dims[i] = r.dims[i];
   ebac::compress_options opt;
   opt.bound = {r.error_bound, r.relative ? ebac::bound_mode::relative : ebac::bound_mode::absolute};
-  opt.checksum = false;  // device streams carry none
+  opt.checksum = false;         // device streams carry none
   opt.pooling = pooling_of(r);  // max-pool indices: offsets in their windows (as host_codec.cpp)
   const auto s = static_cast<cudaStream_t>(stream);
   cuda_detail::refuse_capture(s, "compression on the GPU");
@@ -89,8 +89,8 @@ void cuda_decompress_typed(const std::byte* data, std::size_t size, void* out, s
 }  // namespace ebac_torch
 
 /// Both directions for element type T, in the unit that expands it.
-#define EBAC_TORCH_CUDA_CODEC_INSTANTIATE(T)                                                                                     \
-  template void ebac_torch::cuda_compress_typed<T>(const ebac_torch::compress_request&, const ebac::pipeline_spec&, void*,     \
-                                                   const ebac_torch::device_allocator&, const ebac_torch::blob_sink&);        \
-  template void ebac_torch::cuda_decompress_typed<T>(const std::byte*, std::size_t, void*, std::uint64_t, void*,             \
+#define EBAC_TORCH_CUDA_CODEC_INSTANTIATE(T)                                                                               \
+  template void ebac_torch::cuda_compress_typed<T>(const ebac_torch::compress_request&, const ebac::pipeline_spec&, void*, \
+                                                   const ebac_torch::device_allocator&, const ebac_torch::blob_sink&);     \
+  template void ebac_torch::cuda_decompress_typed<T>(const std::byte*, std::size_t, void*, std::uint64_t, void*,           \
                                                      const ebac_torch::device_allocator&, ebac_torch::cuda_kernels);

@@ -20,9 +20,9 @@ static_assert(ebac_torch::max_header_bytes == ebac::max_stream_prefix_bytes, "co
 namespace ebac_torch {
 
 static_assert(static_cast<int>(elem::f32) == static_cast<int>(ebac::dtype::f32) &&
-              static_cast<int>(elem::bf16) == static_cast<int>(ebac::dtype::bf16) &&
-              static_cast<int>(elem::b8) == static_cast<int>(ebac::dtype::b8) &&
-              static_cast<int>(elem::i64) == static_cast<int>(ebac::dtype::i64),
+                  static_cast<int>(elem::bf16) == static_cast<int>(ebac::dtype::bf16) &&
+                  static_cast<int>(elem::b8) == static_cast<int>(ebac::dtype::b8) &&
+                  static_cast<int>(elem::i64) == static_cast<int>(ebac::dtype::i64),
               "codec_api's element codes are ebac's dtype ids");
 
 /// ebac's dtype of an element code. A code that is no dtype id becomes
@@ -38,7 +38,9 @@ inline ebac::pool_geometry pooling_of(const compress_request& r) {
   ebac::pool_geometry g;
   g.dims = static_cast<std::uint32_t>(r.pool_dims);
   for (int j = 0; j < r.pool_dims && j < 3; ++j) {
-    auto u = [](std::int64_t v) { return v < 0 ? ~std::uint64_t{0} : static_cast<std::uint64_t>(v); };  // negative: refused by validate
+    auto u = [](std::int64_t v) {
+      return v < 0 ? ~std::uint64_t{0} : static_cast<std::uint64_t>(v);
+    };  // negative: refused by validate
     g.input[j] = u(r.pool_input[j]);
     g.kernel[j] = u(r.pool_kernel[j]);
     g.stride[j] = u(r.pool_stride[j]);
@@ -52,8 +54,9 @@ inline ebac::pool_geometry pooling_of(const compress_request& r) {
 inline ebac::pipeline_spec parse_or_throw(const std::string& name) {
   ebac::pipeline_spec spec;
   if (!ebac::parse_pipeline(name, spec))
-    throw ebac::error(ebac::status::invalid_argument,
-                      "unknown pipeline '" + name + "' (fast, ratio, ratio-flat, rle, plain, max or PREDICTOR:QUANTIZER:ENCODER)");
+    throw ebac::error(
+        ebac::status::invalid_argument,
+        "unknown pipeline '" + name + "' (fast, ratio, ratio-flat, rle, plain, max or PREDICTOR:QUANTIZER:ENCODER)");
   return spec;
 }
 

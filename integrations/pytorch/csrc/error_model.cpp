@@ -52,7 +52,8 @@ weight_error_estimate predict_weight_error(const layer_geometry& lg, const float
   std::vector<float> y_rows;
   const float* const ym = rows_view ? rows_view->rows_of(y, y_rows) : y;
   const em::flat_mask mask = em::find_flat_mask(gm, xm);
-  em::output_gradient_statistics ds = em::collect_output_gradient_statistics(gm, rows_view ? rows_view->output_gradient() : dy, mask);
+  em::output_gradient_statistics ds =
+      em::collect_output_gradient_statistics(gm, rows_view ? rows_view->output_gradient() : dy, mask);
   ds.weight_grad_rms = weight_grad_rms > 0 ? weight_grad_rms : 0.0;
   const em::input_error_statistics es = em::collect_input_error_statistics(gm, xm, ym, mask, eb_abs);
   const em::weight_error_prediction p = em::weight_error_model{}(ds, es);
@@ -75,7 +76,9 @@ void elementwise_input_grad_change(const std::string& fn, std::int64_t n, const 
                                    double* out) {
   namespace em = ebac::error_model;
   const auto f = em::parse_elementwise_function(fn);
-  if (!f) throw std::invalid_argument("ebac_torch: elementwise_input_grad_change: unknown function '" + fn + "' (gelu, silu, tanh, sigmoid)");
+  if (!f)
+    throw std::invalid_argument("ebac_torch: elementwise_input_grad_change: unknown function '" + fn +
+                                "' (gelu, silu, tanh, sigmoid)");
   for (std::int64_t i = 0; i < n; ++i) out[i] = em::elementwise_input_grad_change(*f, x[i], y[i], dy[i]);
 }
 

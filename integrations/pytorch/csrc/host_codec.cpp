@@ -70,9 +70,7 @@ stream_info info_of(const ebac::stream_header& h, std::size_t size) {
 }
 }  // namespace
 
-stream_info host_inspect(const std::byte* data, std::size_t size) {
-  return info_of(ebac::host::inspect(data, size), size);
-}
+stream_info host_inspect(const std::byte* data, std::size_t size) { return info_of(ebac::host::inspect(data, size), size); }
 
 stream_info inspect_header(const std::byte* head, std::size_t head_bytes, std::size_t total_bytes) {
   ebac::stream_header h;
@@ -83,8 +81,7 @@ stream_info inspect_header(const std::byte* head, std::size_t head_bytes, std::s
 }
 
 std::string ebac_version() {
-  return std::to_string(EBAC_VERSION_MAJOR) + "." + std::to_string(EBAC_VERSION_MINOR) + "." +
-         std::to_string(EBAC_VERSION_PATCH);
+  return std::to_string(EBAC_VERSION_MAJOR) + "." + std::to_string(EBAC_VERSION_MINOR) + "." + std::to_string(EBAC_VERSION_PATCH);
 }
 
 }  // namespace ebac_torch

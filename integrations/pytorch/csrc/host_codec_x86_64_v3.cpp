@@ -10,5 +10,5 @@
 #undef EBAC_HOST_CODEC_PREBUILT
 #include <ebac/host/isa_codec.hpp>
 #if EBAC_X86_64_V3_CODEC_BUILDABLE
-#  include <ebac/host/x86_64_v3_codec.ipp>
+#include <ebac/host/x86_64_v3_codec.ipp>
 #endif

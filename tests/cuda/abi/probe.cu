@@ -10,7 +10,7 @@
 #include <vector>
 
 #ifndef EBAC_PROBE_NAME
-#  error "define EBAC_PROBE_NAME (the exported function's name)"
+#error "define EBAC_PROBE_NAME (the exported function's name)"
 #endif
 
 // What an inline function with a static variable anywhere in ebac would be:
@@ -64,7 +64,5 @@ extern "C" __attribute__((visibility("default"))) int EBAC_PROBE_NAME(std::uint6
     cudaFree(m);
     cudaFree(d);
     return moments_ok && ds.bytes + 8 == s.size() && dr.bytes > 0 ? 0 : -1;
-  } catch (const ebac::error& e) {
-    return static_cast<int>(e.code());
-  }
+  } catch (const ebac::error& e) { return static_cast<int>(e.code()); }
 }

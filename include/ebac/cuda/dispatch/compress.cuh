@@ -47,9 +47,9 @@ namespace detail {
 /// (format/chunking.hpp, the size apply_stages writes to the header), and
 /// for encoders that code a chunk into a worst-case slot first, the slot.
 struct stage_cut {
-  std::uint32_t chunk = 0;     ///< elements a chunk
-  std::uint64_t chunks = 0;    ///< chunks of the tensor
-  std::size_t slot = 0;        ///< worst-case bytes of one coded chunk
+  std::uint32_t chunk = 0;   ///< elements a chunk
+  std::uint64_t chunks = 0;  ///< chunks of the tensor
+  std::size_t slot = 0;      ///< worst-case bytes of one coded chunk
 };
 
 template <class E, class P>
@@ -119,7 +119,8 @@ cudaError_t compress_stages(void* d_temp, std::size_t& temp_bytes, const T* d_in
   // The chosen stages; the slot fits either integer stage set, so the size
   // query does not depend on the pooling geometry.
   constexpr std::size_t stages_slot = sizeof(stages_t) > sizeof(chosen_stages<pool_window_quantizer>)
-                                          ? sizeof(stages_t) : sizeof(chosen_stages<pool_window_quantizer>);
+                                          ? sizeof(stages_t)
+                                          : sizeof(chosen_stages<pool_window_quantizer>);
   auto* stages = reinterpret_cast<stages_t*>(t.take<std::byte>(stages_slot));
   auto* layout = t.take<std::uint64_t>(kernels::layout_words);
   auto* outlier_count = t.take<std::uint64_t>(1);
@@ -146,7 +147,8 @@ cudaError_t compress_stages(void* d_temp, std::size_t& temp_bytes, const T* d_in
     image = t.take<std::byte>(huffman_image_layout::bytes);
   }
   std::size_t scan_bytes = 0, select_bytes = 0;
-  cudaError_t e = cub::DeviceScan::ExclusiveSum(nullptr, scan_bytes, chunk_bytes, chunk_offset, static_cast<std::int64_t>(chunks), stream);
+  cudaError_t e =
+      cub::DeviceScan::ExclusiveSum(nullptr, scan_bytes, chunk_bytes, chunk_offset, static_cast<std::int64_t>(chunks), stream);
   if (e != cudaSuccess) return e;
   auto* outlier_index = reinterpret_cast<std::uint64_t*>(field);
   e = cub::DeviceSelect::Flagged(nullptr, select_bytes, thrust::counting_iterator<std::uint64_t>(0), flags, outlier_index,
@@ -192,16 +194,16 @@ cudaError_t compress_stages(void* d_temp, std::size_t& temp_bytes, const T* d_in
   // gives the chosen set's offsets first.
   if ((e = cudaMemsetAsync(chunk_bytes, 0, (chunks + 1) * sizeof(std::uint64_t), stream)) != cudaSuccess) return e;
   if (find_levels) {
-    kernels::level_sets_kernel<S><<<static_cast<unsigned>(search_chunks), kernels::level_threads, 0, stream>>>(in, n, C, opt.max_levels,
-                                                                                                              sets, words);
+    kernels::level_sets_kernel<S>
+        <<<static_cast<unsigned>(search_chunks), kernels::level_threads, 0, stream>>>(in, n, C, opt.max_levels, sets, words);
     kernels::level_merge_kernel<0><<<1, kernels::level_merge_threads, 0, stream>>>(sets, search_chunks, words);
   }
   kernels::range_init_kernel<0><<<1, 1, 0, stream>>>(keys);
   if constexpr (floating_element<T>) {
     if (scan_range) kernels::range_kernel<T><<<g, kernels::elementwise_threads, 0, stream>>>(d_in, n, keys);
   }
-  kernels::choose_stages_kernel<T, MainQ><<<1, 1, 0, stream>>>(opt.bound, keys, find_levels ? sets : nullptr, main_q, h, stages,
-                                                               layout, d_status);
+  kernels::choose_stages_kernel<T, MainQ>
+      <<<1, 1, 0, stream>>>(opt.bound, keys, find_levels ? sets : nullptr, main_q, h, stages, layout, d_status);
   if (n > 0 && !fused) {
     for_each_stage_set([&](const auto& pred, const auto* qp, kernels::stage_gate gate, const stage_cut&) {
       using Pv = std::remove_cvref_t<decltype(pred)>;
@@ -215,8 +217,8 @@ cudaError_t compress_stages(void* d_temp, std::size_t& temp_bytes, const T* d_in
     constexpr std::size_t hist_bytes = 2 * std::size_t{huffman_alphabet::size} * sizeof(unsigned long long);
     if ((e = cudaMemsetAsync(hist, 0, hist_bytes, stream)) != cudaSuccess) return e;
     for_each_cut([&](kernels::stage_gate gate, const stage_cut& k) {
-      kernels::huffman_histogram_kernel<0><<<kernels::huffman_blocks(k.chunks), kernels::huffman_threads, 0, stream>>>(
-          gate, codes, n, k.chunk, k.chunks, hist);
+      kernels::huffman_histogram_kernel<0>
+          <<<kernels::huffman_blocks(k.chunks), kernels::huffman_threads, 0, stream>>>(gate, codes, n, k.chunk, k.chunks, hist);
     });
     kernels::huffman_lengths_kernel<0><<<2, kernels::codebook_threads, 0, stream>>>(hist, workspace, lengths);
     kernels::huffman_codebook_kernel<0><<<1, kernels::codebook_threads, 0, stream>>>(hist, lengths, image, d_out, layout + 5);
@@ -224,7 +226,8 @@ cudaError_t compress_stages(void* d_temp, std::size_t& temp_bytes, const T* d_in
 
   if (chunks > 0) {
     if constexpr (bitpack) {
-      if (any_single_pass && (e = cudaMemsetAsync(tile_words, 0, (chunks + 1) * sizeof(unsigned long long), stream)) != cudaSuccess)
+      if (any_single_pass &&
+          (e = cudaMemsetAsync(tile_words, 0, (chunks + 1) * sizeof(unsigned long long), stream)) != cudaSuccess)
         return e;
       for_each_stage_set([&](const auto& pred, const auto* qp, kernels::stage_gate gate, const stage_cut& k) {
         using Pv = std::remove_cvref_t<decltype(pred)>;
@@ -236,8 +239,8 @@ cudaError_t compress_stages(void* d_temp, std::size_t& temp_bytes, const T* d_in
               gate, pred, shape, in, n, k.chunk, qp, flags, tile_words + chunks, tile_words, chunk_bytes, chunk_offset, d_out,
               layout + 5, 4 * k.chunks);
         } else if (fused) {
-          kernels::fused_bitpack_size_kernel<Pv, Qv, S><<<blocks, kernels::fused_threads, 0, stream>>>(gate, pred, shape, in, n,
-                                                                                                       k.chunk, qp, flags, chunk_bytes);
+          kernels::fused_bitpack_size_kernel<Pv, Qv, S>
+              <<<blocks, kernels::fused_threads, 0, stream>>>(gate, pred, shape, in, n, k.chunk, qp, flags, chunk_bytes);
         } else {
           kernels::bitpack_size_kernel<0><<<blocks, kernels::bitpack_threads, 0, stream>>>(gate, codes, n, k.chunk, chunk_bytes);
         }
@@ -249,15 +252,16 @@ cudaError_t compress_stages(void* d_temp, std::size_t& temp_bytes, const T* d_in
       });
     } else {
       for_each_cut([&](kernels::stage_gate gate, const stage_cut& k) {
-        kernels::serial_encode_kernel<E><<<grid_for(k.chunks, kernels::serial_coder_threads), kernels::serial_coder_threads, 0, stream>>>(gate, E{}, codes, n, k.chunk, k.chunks, scratch,
-                                                                                     k.slot, chunk_bytes);
+        kernels::serial_encode_kernel<E>
+            <<<grid_for(k.chunks, kernels::serial_coder_threads), kernels::serial_coder_threads, 0, stream>>>(
+                gate, E{}, codes, n, k.chunk, k.chunks, scratch, k.slot, chunk_bytes);
       });
     }
     // A single-pass set wrote its offsets; the scan gives the same ones, so
     // it runs whenever the set that may be chosen needs it.
     std::size_t cb = cub_bytes;
-    if (any_scan &&
-        (e = cub::DeviceScan::ExclusiveSum(cub_temp, cb, chunk_bytes, chunk_offset, static_cast<std::int64_t>(chunks), stream)) != cudaSuccess)
+    if (any_scan && (e = cub::DeviceScan::ExclusiveSum(cub_temp, cb, chunk_bytes, chunk_offset, static_cast<std::int64_t>(chunks),
+                                                       stream)) != cudaSuccess)
       return e;
   }
   kernels::payload_layout_kernel<0><<<1, 1, 0, stream>>>(h, image, chunk_bytes, chunk_offset, layout);
@@ -272,17 +276,17 @@ cudaError_t compress_stages(void* d_temp, std::size_t& temp_bytes, const T* d_in
         if (k.chunks == 0 || single_pass(k)) return;  // a single-pass set is written already
         const auto blocks = static_cast<unsigned>(k.chunks);
         if (fused) {
-          kernels::fused_bitpack_write_kernel<Pv, Qv, S><<<blocks, kernels::fused_threads, 0, stream>>>(gate, pred, shape, in, n, k.chunk,
-                                                                                                        qp, chunk_offset, d_out, layout);
+          kernels::fused_bitpack_write_kernel<Pv, Qv, S>
+              <<<blocks, kernels::fused_threads, 0, stream>>>(gate, pred, shape, in, n, k.chunk, qp, chunk_offset, d_out, layout);
         } else {
-          kernels::bitpack_write_kernel<0><<<blocks, kernels::bitpack_threads, 0, stream>>>(gate, codes, n, k.chunk, chunk_offset, d_out,
-                                                                                            layout);
+          kernels::bitpack_write_kernel<0>
+              <<<blocks, kernels::bitpack_threads, 0, stream>>>(gate, codes, n, k.chunk, chunk_offset, d_out, layout);
         }
       });
     } else {
       for_each_cut([&](kernels::stage_gate gate, const stage_cut& k) {
-        kernels::copy_chunks_kernel<0><<<static_cast<unsigned>(k.chunks), kernels::elementwise_threads, 0, stream>>>(gate, scratch, k.slot, chunk_bytes,
-                                                                                            chunk_offset, d_out, layout);
+        kernels::copy_chunks_kernel<0><<<static_cast<unsigned>(k.chunks), kernels::elementwise_threads, 0, stream>>>(
+            gate, scratch, k.slot, chunk_bytes, chunk_offset, d_out, layout);
       });
     }
     kernels::chunk_table_kernel<0><<<grid_for(chunks), kernels::elementwise_threads, 0, stream>>>(chunk_bytes, d_out, layout);
@@ -296,14 +300,15 @@ cudaError_t compress_stages(void* d_temp, std::size_t& temp_bytes, const T* d_in
   } else if ((e = cudaMemsetAsync(outlier_count, 0, sizeof(std::uint64_t), stream)) != cudaSuccess) {
     return e;
   }
-  if ((e = cudaMemsetAsync(outlier_words, 0, (kernels::outlier_write_tiles(n) + 1) * sizeof(unsigned long long), stream)) != cudaSuccess)
+  if ((e = cudaMemsetAsync(outlier_words, 0, (kernels::outlier_write_tiles(n) + 1) * sizeof(unsigned long long), stream)) !=
+      cudaSuccess)
     return e;
   kernels::outlier_index_kernel<0><<<kernels::outlier_write_blocks(n), kernels::outlier_write_threads, 0, stream>>>(
       outlier_index, outlier_count, d_out, layout + 2, index_bytes, outlier_words);
-  kernels::outlier_values_kernel<S><<<kernels::outlier_write_blocks(n), kernels::elementwise_threads, 0, stream>>>(in, outlier_index, outlier_count, d_out,
-                                                                                           layout + 2, index_bytes);
-  kernels::header_kernel<S, MainQ><<<1, 1, 0, stream>>>(h, stages, image, layout, outlier_count, index_bytes, n, opt.store_when_larger,
-                                                        d_out, d_out_bytes, words + 1);
+  kernels::outlier_values_kernel<S><<<kernels::outlier_write_blocks(n), kernels::elementwise_threads, 0, stream>>>(
+      in, outlier_index, outlier_count, d_out, layout + 2, index_bytes);
+  kernels::header_kernel<S, MainQ><<<1, 1, 0, stream>>>(h, stages, image, layout, outlier_count, index_bytes, n,
+                                                        opt.store_when_larger, d_out, d_out_bytes, words + 1);
   if (opt.store_when_larger && n > 0)
     kernels::stored_payload_kernel<S><<<g, kernels::elementwise_threads, 0, stream>>>(in, n, d_out + h.header_bytes(), words + 1);
   return cudaGetLastError();

@@ -42,22 +42,24 @@ namespace detail {
 /// The ANS decoder with shared-memory tables, then the transpose to tensor
 /// order (kernels/ans_decode.cuh), sized for this device.
 inline cudaError_t launch_ans_shared(const context_ans& enc, const std::byte* payload, std::uint64_t payload_bytes,
-                                     const std::uint64_t* chunk_bytes, const std::uint64_t* chunk_offset, std::uint64_t n, std::uint32_t C,
-                                     std::uint64_t chunks, std::uint32_t* interleaved, std::uint32_t* field, int* d_status,
-                                     cudaStream_t stream) {
+                                     const std::uint64_t* chunk_bytes, const std::uint64_t* chunk_offset, std::uint64_t n,
+                                     std::uint32_t C, std::uint64_t chunks, std::uint32_t* interleaved, std::uint32_t* field,
+                                     int* d_status, cudaStream_t stream) {
   int device = 0, multiprocessors = 0;
   cudaError_t e = cudaGetDevice(&device);
   if (e == cudaSuccess) e = cudaDeviceGetAttribute(&multiprocessors, cudaDevAttrMultiProcessorCount, device);
   const std::size_t table_bytes = kernels::ans_table_bytes(enc);
   // Above 48 KB a kernel must be allowed more dynamic shared memory first.
   if (e == cudaSuccess)
-    e = cudaFuncSetAttribute(kernels::ans_decode_kernel<0>, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(table_bytes));
+    e = cudaFuncSetAttribute(kernels::ans_decode_kernel<0>, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                             static_cast<int>(table_bytes));
   if (e != cudaSuccess) return e;
   const unsigned threads = kernels::ans_decode_block(chunks, multiprocessors);
   kernels::ans_decode_kernel<0><<<static_cast<unsigned>((chunks + threads - 1) / threads), threads, table_bytes, stream>>>(
       enc, payload, payload_bytes, chunk_bytes, chunk_offset, n, C, chunks, interleaved, d_status);
-  kernels::ans_untangle_kernel<0><<<grid_for(kernels::ans_untangle_tiles(chunks, C), 1), dim3(32, kernels::ans_untangle_rows), 0, stream>>>(
-      interleaved, n, C, chunks, field);
+  kernels::ans_untangle_kernel<0>
+      <<<grid_for(kernels::ans_untangle_tiles(chunks, C), 1), dim3(32, kernels::ans_untangle_rows), 0, stream>>>(
+          interleaved, n, C, chunks, field);
   return cudaGetLastError();
 }
 
@@ -73,7 +75,8 @@ cudaError_t decompress_stages(void* d_temp, std::size_t& temp_bytes, const strea
   if (chunks > max_chunks) return cudaErrorInvalidValue;
   // Stage ids this decoder runs (a validated header has them; a caller's own may not).
   const auto encoder = static_cast<std::uint8_t>(h.encoder);
-  if (!h.is_stored() && (!quantizer_fits_dtype(h.quantizer, h.type) || !encoder_registered(encoder))) return cudaErrorInvalidValue;
+  if (!h.is_stored() && (!quantizer_fits_dtype(h.quantizer, h.type) || !encoder_registered(encoder)))
+    return cudaErrorInvalidValue;
   if (!h.is_stored() && !has_device_decoder_for(h.encoder)) return cudaErrorNotSupported;
   auto refused = [&] {
     return ::ebac::detail::decompress_argument_error(h, dtype_of<T>::value, count, d_out) ||
@@ -90,7 +93,9 @@ cudaError_t decompress_stages(void* d_temp, std::size_t& temp_bytes, const strea
     cudaError_t e = cudaMemsetAsync(d_status, 0, sizeof(int), stream);
     if (e != cudaSuccess) return e;
     if (h.has_checksum()) kernels::checksum_kernel<0><<<1, 1, 0, stream>>>(d_in, in_bytes, d_status);
-    if (n > 0) kernels::stored_values_kernel<S><<<grid_for(n), kernels::elementwise_threads, 0, stream>>>(d_in + h.section_offset(section_payload), n, out);
+    if (n > 0)
+      kernels::stored_values_kernel<S>
+          <<<grid_for(n), kernels::elementwise_threads, 0, stream>>>(d_in + h.section_offset(section_payload), n, out);
     return cudaGetLastError();
   }
 
@@ -114,7 +119,8 @@ cudaError_t decompress_stages(void* d_temp, std::size_t& temp_bytes, const strea
   auto* tile_sum = t.take<outlier_summary>(outlier_tiles + 1);
   auto* tile_before = t.take<outlier_summary>(outlier_tiles + 1);
   std::size_t scan_bytes = 0, outlier_scan_bytes = 0;
-  cudaError_t e = cub::DeviceScan::ExclusiveSum(nullptr, scan_bytes, chunk_bytes, chunk_offset, static_cast<std::int64_t>(chunks), stream);
+  cudaError_t e =
+      cub::DeviceScan::ExclusiveSum(nullptr, scan_bytes, chunk_bytes, chunk_offset, static_cast<std::int64_t>(chunks), stream);
   if (e != cudaSuccess) return e;
   e = cub::DeviceScan::ExclusiveScan(nullptr, outlier_scan_bytes, tile_sum, tile_before, outliers.op(), outlier_summary{},
                                      static_cast<std::int64_t>(outlier_tiles), stream);
@@ -125,9 +131,10 @@ cudaError_t decompress_stages(void* d_temp, std::size_t& temp_bytes, const strea
     temp_bytes = t.required();
     return cudaSuccess;
   }
-  const bool no_codebook = (h.encoder == encoder_id::huffman && (codebook == nullptr || codebook->image == nullptr)) ||
-                           (h.encoder == encoder_id::context_ans && (codebook == nullptr || codebook->ans.cumulative == nullptr ||
-                                                                     codebook->ans.freq == nullptr || codebook->ans.first_token == nullptr));
+  const bool no_codebook =
+      (h.encoder == encoder_id::huffman && (codebook == nullptr || codebook->image == nullptr)) ||
+      (h.encoder == encoder_id::context_ans && (codebook == nullptr || codebook->ans.cumulative == nullptr ||
+                                                codebook->ans.freq == nullptr || codebook->ans.first_token == nullptr));
   if (temp_bytes < t.required() || refused() || no_codebook) return cudaErrorInvalidValue;
 
   if ((e = cudaMemsetAsync(d_status, 0, sizeof(int), stream)) != cudaSuccess) return e;
@@ -135,9 +142,12 @@ cudaError_t decompress_stages(void* d_temp, std::size_t& temp_bytes, const strea
   const std::byte* payload = d_in + h.section_offset(section_payload);
   const std::uint64_t payload_bytes = h.section_bytes[section_payload];
   if (chunks > 0) {
-    kernels::chunk_sizes_kernel<0><<<grid_for(chunks), kernels::elementwise_threads, 0, stream>>>(d_in + h.section_offset(section_chunk_table), chunks, chunk_bytes);
+    kernels::chunk_sizes_kernel<0><<<grid_for(chunks), kernels::elementwise_threads, 0, stream>>>(
+        d_in + h.section_offset(section_chunk_table), chunks, chunk_bytes);
     std::size_t sb = cub_bytes;
-    if ((e = cub::DeviceScan::ExclusiveSum(cub_temp, sb, chunk_bytes, chunk_offset, static_cast<std::int64_t>(chunks), stream)) != cudaSuccess) return e;
+    if ((e = cub::DeviceScan::ExclusiveSum(cub_temp, sb, chunk_bytes, chunk_offset, static_cast<std::int64_t>(chunks), stream)) !=
+        cudaSuccess)
+      return e;
     kernels::check_table_kernel<0><<<1, 1, 0, stream>>>(chunk_bytes, chunk_offset, chunks, payload_bytes, d_status);
   }
   ::ebac::detail::with_stream_stages<T>(h, [&](const auto& pred, const auto& q, auto enc_tag) {
@@ -159,29 +169,32 @@ cudaError_t decompress_stages(void* d_temp, std::size_t& temp_bytes, const strea
         // refused above (has_device_decoder_for)
       } else if constexpr (std::is_same_v<E, context_ans>) {
         if (!ans_shared) {  // one thread a chunk over the uploaded tables (the host's decode_chunk)
-          kernels::serial_decode_kernel<E><<<grid_for(chunks, kernels::ans_decode_threads), kernels::ans_decode_threads, 0, stream>>>(
-              codebook->ans, payload, payload_bytes, chunk_bytes, chunk_offset, n, C, chunks, field, d_status);
-        } else if ((e = launch_ans_shared(codebook->ans, payload, payload_bytes, chunk_bytes, chunk_offset, n, C, chunks, interleaved, field,
-                                          d_status, stream)) != cudaSuccess) {
+          kernels::serial_decode_kernel<E>
+              <<<grid_for(chunks, kernels::ans_decode_threads), kernels::ans_decode_threads, 0, stream>>>(
+                  codebook->ans, payload, payload_bytes, chunk_bytes, chunk_offset, n, C, chunks, field, d_status);
+        } else if ((e = launch_ans_shared(codebook->ans, payload, payload_bytes, chunk_bytes, chunk_offset, n, C, chunks,
+                                          interleaved, field, d_status, stream)) != cudaSuccess) {
           return;
         }
       } else if constexpr (E::needs_codebook) {
-        kernels::huffman_decode_kernel<0>
-            <<<kernels::huffman_blocks(chunks), kernels::huffman_threads, 0, stream>>>(
-                codebook->image, payload, payload_bytes, chunk_bytes, chunk_offset, n, C, chunks, field, d_status);
+        kernels::huffman_decode_kernel<0><<<kernels::huffman_blocks(chunks), kernels::huffman_threads, 0, stream>>>(
+            codebook->image, payload, payload_bytes, chunk_bytes, chunk_offset, n, C, chunks, field, d_status);
       } else {
-        kernels::serial_decode_kernel<E><<<grid_for(chunks, kernels::serial_coder_threads), kernels::serial_coder_threads, 0, stream>>>(
-            E{}, payload, payload_bytes, chunk_bytes, chunk_offset, n, C, chunks, field, d_status);
+        kernels::serial_decode_kernel<E>
+            <<<grid_for(chunks, kernels::serial_coder_threads), kernels::serial_coder_threads, 0, stream>>>(
+                E{}, payload, payload_bytes, chunk_bytes, chunk_offset, n, C, chunks, field, d_status);
       }
     }
     if (n > 0 && fused) {  // codes -> values in one pass
-      kernels::fused_values_kernel<Q, S><<<static_cast<unsigned>(chunks), kernels::fused_threads, 0, stream>>>(
-          tile_blocks, field, n, C, q, out, d_status);
+      kernels::fused_values_kernel<Q, S>
+          <<<static_cast<unsigned>(chunks), kernels::fused_threads, 0, stream>>>(tile_blocks, field, n, C, q, out, d_status);
     } else if (n > 0) {
       kernels::unzigzag_kernel<0><<<grid_for(n), kernels::elementwise_threads, 0, stream>>>(field, n);
       for (int k = pred.passes() - 1; k >= 0; --k) {
         const axis_pass p = pred.pass(h.shape, k);
-        kernels::inverse_pass_kernel<std::remove_cvref_t<decltype(pred)>><<<grid_for(p.outer * ((p.extent + p.tile - 1) / p.tile) * p.inner), kernels::elementwise_threads, 0, stream>>>(field, p);
+        kernels::inverse_pass_kernel<std::remove_cvref_t<decltype(pred)>>
+            <<<grid_for(p.outer * ((p.extent + p.tile - 1) / p.tile) * p.inner), kernels::elementwise_threads, 0, stream>>>(field,
+                                                                                                                            p);
       }
       kernels::reconstruct_kernel<Q, S><<<grid_for(n), kernels::elementwise_threads, 0, stream>>>(field, n, q, out, d_status);
     }
@@ -190,13 +203,15 @@ cudaError_t decompress_stages(void* d_temp, std::size_t& temp_bytes, const strea
   // Outliers last (they overwrite what reconstruction wrote at their
   // indices), in parallel over the index section (format/outlier_index.hpp).
   if (outlier_tiles > 0) {
-    kernels::outlier_summary_kernel<0><<<static_cast<unsigned>(outlier_tiles), kernels::outlier_threads, 0, stream>>>(outliers, tile_sum);
+    kernels::outlier_summary_kernel<0>
+        <<<static_cast<unsigned>(outlier_tiles), kernels::outlier_threads, 0, stream>>>(outliers, tile_sum);
     std::size_t ob = cub_bytes;
     if ((e = cub::DeviceScan::ExclusiveScan(cub_temp, ob, tile_sum, tile_before, outliers.op(), outlier_summary{},
                                             static_cast<std::int64_t>(outlier_tiles), stream)) != cudaSuccess)
       return e;
     kernels::outlier_place_kernel<S><<<static_cast<unsigned>(outlier_tiles), kernels::outlier_threads, 0, stream>>>(
-        outliers, tile_before, tile_sum, outlier_tiles, outlier_count, d_in + h.section_offset(section_outlier_value), out, d_status);
+        outliers, tile_before, tile_sum, outlier_tiles, outlier_count, d_in + h.section_offset(section_outlier_value), out,
+        d_status);
   }
   return cudaGetLastError();
 }

@@ -94,7 +94,8 @@ __host__ __device__ inline std::uint64_t ans_untangle_tiles(std::uint64_t chunks
 /// loop over the tiles beyond the grid.
 template <int = 0>
 EBAC_KERNEL void __launch_bounds__(ans_untangle_threads)
-ans_untangle_kernel(const std::uint32_t* interleaved, std::uint64_t n, std::uint32_t chunk, std::uint64_t chunks, std::uint32_t* field) {
+    ans_untangle_kernel(const std::uint32_t* interleaved, std::uint64_t n, std::uint32_t chunk, std::uint64_t chunks,
+                        std::uint32_t* field) {
   __shared__ std::uint32_t tile[32][33];  // +1: the transposed reads fall in 32 banks
   const std::uint64_t tiles_per_chunk = (std::uint64_t{chunk} + 31) / 32;
   const std::uint64_t tiles = ans_untangle_tiles(chunks, chunk);

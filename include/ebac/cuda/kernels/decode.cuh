@@ -31,7 +31,8 @@ namespace kernels {
 // this header do not define the same kernel twice (CUB does the same).
 template <int = 0>
 EBAC_KERNEL void chunk_sizes_kernel(const std::byte* table, std::uint64_t chunks, std::uint64_t* chunk_bytes) {
-  for (std::uint64_t c = blockIdx.x * std::uint64_t{blockDim.x} + threadIdx.x; c < chunks; c += std::uint64_t{gridDim.x} * blockDim.x)
+  for (std::uint64_t c = blockIdx.x * std::uint64_t{blockDim.x} + threadIdx.x; c < chunks;
+       c += std::uint64_t{gridDim.x} * blockDim.x)
     chunk_bytes[c] = ::ebac::detail::load_le<std::uint32_t>(table + 4 * c);
 }
 
@@ -39,8 +40,8 @@ EBAC_KERNEL void chunk_sizes_kernel(const std::byte* table, std::uint64_t chunks
 // A template (never instantiated twice differently) so that two TUs including
 // this header do not define the same kernel twice (CUB does the same).
 template <int = 0>
-EBAC_KERNEL void check_table_kernel(const std::uint64_t* chunk_bytes, const std::uint64_t* chunk_offset,
-                                    std::uint64_t chunks, std::uint64_t payload_bytes, int* status) {
+EBAC_KERNEL void check_table_kernel(const std::uint64_t* chunk_bytes, const std::uint64_t* chunk_offset, std::uint64_t chunks,
+                                    std::uint64_t payload_bytes, int* status) {
   const std::uint64_t total = chunks ? chunk_offset[chunks - 1] + chunk_bytes[chunks - 1] : 0;
   if (total != payload_bytes) detail::set_status(status, device_corrupt_table);
 }
@@ -55,9 +56,9 @@ __device__ __forceinline__ bool chunk_in_bounds(const std::uint64_t* chunk_bytes
 // this header do not define the same kernel twice (CUB does the same).
 template <int = 0>
 EBAC_KERNEL void __launch_bounds__(bitpack_threads)
-bitpack_decode_kernel(const std::byte* payload, std::uint64_t payload_bytes, const std::uint64_t* chunk_bytes,
-                      const std::uint64_t* chunk_offset, std::uint64_t n, std::uint32_t chunk, std::uint32_t* field,
-                      int* status) {
+    bitpack_decode_kernel(const std::byte* payload, std::uint64_t payload_bytes, const std::uint64_t* chunk_bytes,
+                          const std::uint64_t* chunk_offset, std::uint64_t n, std::uint32_t chunk, std::uint32_t* field,
+                          int* status) {
   using scan = cub::BlockScan<std::uint64_t, bitpack_threads>;
   __shared__ typename scan::TempStorage tmp;
   __shared__ int bad;
@@ -109,9 +110,9 @@ bitpack_decode_kernel(const std::byte* payload, std::uint64_t payload_bytes, con
 /// still written.
 template <int = 0>
 EBAC_KERNEL void __launch_bounds__(huffman_threads)
-huffman_decode_kernel(const std::byte* image, const std::byte* payload, std::uint64_t payload_bytes,
-                      const std::uint64_t* chunk_bytes, const std::uint64_t* chunk_offset, std::uint64_t n,
-                      std::uint32_t chunk, std::uint64_t chunks, std::uint32_t* field, int* status) {
+    huffman_decode_kernel(const std::byte* image, const std::byte* payload, std::uint64_t payload_bytes,
+                          const std::uint64_t* chunk_bytes, const std::uint64_t* chunk_offset, std::uint64_t n,
+                          std::uint32_t chunk, std::uint64_t chunks, std::uint32_t* field, int* status) {
   using L = huffman_lanes;
   constexpr unsigned all = 0xffffffffu;
   const huffman enc = bind_huffman_image(image);
@@ -170,11 +171,11 @@ huffman_decode_kernel(const std::byte* image, const std::byte* payload, std::uin
 /// codes are zeroed so every output element is still written.
 template <class E>
 EBAC_KERNEL void serial_decode_kernel(E enc, const std::byte* payload, std::uint64_t payload_bytes,
-                                      const std::uint64_t* chunk_bytes, const std::uint64_t* chunk_offset,
-                                      std::uint64_t n, std::uint32_t chunk, std::uint64_t chunks, std::uint32_t* field,
-                                      int* status) {
+                                      const std::uint64_t* chunk_bytes, const std::uint64_t* chunk_offset, std::uint64_t n,
+                                      std::uint32_t chunk, std::uint64_t chunks, std::uint32_t* field, int* status) {
   static_assert(!E::needs_codebook || std::is_same_v<E, context_ans>, "Huffman chunks are decoded by huffman_decode_kernel");
-  for (std::uint64_t c = blockIdx.x * std::uint64_t{blockDim.x} + threadIdx.x; c < chunks; c += std::uint64_t{gridDim.x} * blockDim.x) {
+  for (std::uint64_t c = blockIdx.x * std::uint64_t{blockDim.x} + threadIdx.x; c < chunks;
+       c += std::uint64_t{gridDim.x} * blockDim.x) {
     const std::uint64_t first = c * chunk;
     const std::size_t m = static_cast<std::size_t>(detail::chunk_length(c, n, chunk));
     ::ebac::status s = ::ebac::status::corrupt_stream;
@@ -198,7 +199,7 @@ inline std::uint64_t outlier_tiles(std::uint64_t bytes, std::uint64_t count) {
 /// their step sum). Step 2 is a CUB exclusive scan of these.
 template <int = 0>
 EBAC_KERNEL void __launch_bounds__(outlier_threads)
-outlier_summary_kernel(outlier_index_reader r, outlier_index_reader::summary* tile_sum) {
+    outlier_summary_kernel(outlier_index_reader r, outlier_index_reader::summary* tile_sum) {
   using reduce = cub::BlockReduce<outlier_index_reader::summary, outlier_threads>;
   __shared__ typename reduce::TempStorage tmp;
   const std::uint64_t begin = blockIdx.x * outlier_tile_bytes + threadIdx.x * outlier_segment_bytes;
@@ -213,9 +214,9 @@ outlier_summary_kernel(outlier_index_reader r, outlier_index_reader::summary* ti
 /// bounds whatever the section holds.
 template <class T>
 EBAC_KERNEL void __launch_bounds__(outlier_threads)
-outlier_place_kernel(outlier_index_reader r, const outlier_index_reader::summary* tile_before,
-                     const outlier_index_reader::summary* tile_sum, std::uint64_t tiles, std::uint64_t count,
-                     const std::byte* values, T* out, int* status) {
+    outlier_place_kernel(outlier_index_reader r, const outlier_index_reader::summary* tile_before,
+                         const outlier_index_reader::summary* tile_sum, std::uint64_t tiles, std::uint64_t count,
+                         const std::byte* values, T* out, int* status) {
   using summary = outlier_index_reader::summary;
   using scan = cub::BlockScan<summary, outlier_threads>;
   __shared__ typename scan::TempStorage tmp;

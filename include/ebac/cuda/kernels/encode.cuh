@@ -41,7 +41,8 @@ __device__ __forceinline__ int block_width(const std::uint32_t* codes, std::size
 // this header do not define the same kernel twice (CUB does the same).
 template <int = 0>
 EBAC_KERNEL void __launch_bounds__(bitpack_threads)
-bitpack_size_kernel(stage_gate gate, const std::uint32_t* codes, std::uint64_t n, std::uint32_t chunk, std::uint64_t* chunk_bytes) {
+    bitpack_size_kernel(stage_gate gate, const std::uint32_t* codes, std::uint64_t n, std::uint32_t chunk,
+                        std::uint64_t* chunk_bytes) {
   using reduce = cub::BlockReduce<std::uint64_t, bitpack_threads>;
   __shared__ typename reduce::TempStorage tmp;
   if (gate.closed()) return;  // block-uniform
@@ -64,8 +65,8 @@ bitpack_size_kernel(stage_gate gate, const std::uint32_t* codes, std::uint64_t n
 // this header do not define the same kernel twice (CUB does the same).
 template <int = 0>
 EBAC_KERNEL void __launch_bounds__(bitpack_threads)
-bitpack_write_kernel(stage_gate gate, const std::uint32_t* codes, std::uint64_t n, std::uint32_t chunk, const std::uint64_t* chunk_offset,
-                     std::byte* out, const std::uint64_t* payload_offset) {
+    bitpack_write_kernel(stage_gate gate, const std::uint32_t* codes, std::uint64_t n, std::uint32_t chunk,
+                         const std::uint64_t* chunk_offset, std::byte* out, const std::uint64_t* payload_offset) {
   using scan = cub::BlockScan<std::uint64_t, bitpack_threads>;
   __shared__ typename scan::TempStorage tmp;
   if (gate.closed()) return;  // block-uniform
@@ -95,8 +96,8 @@ bitpack_write_kernel(stage_gate gate, const std::uint32_t* codes, std::uint64_t 
 
 
 struct warp_segment {
-  std::uint64_t first;   // the chunk's first element
-  std::size_t m;         // its elements
+  std::uint64_t first;     // the chunk's first element
+  std::size_t m;           // its elements
   std::size_t begin, end;  // this lane's segment
   __device__ warp_segment(std::uint64_t c, std::uint64_t n, std::uint32_t chunk, unsigned lane)
       : first(c * chunk), m(static_cast<std::size_t>(detail::chunk_length(c, n, chunk))) {
@@ -113,8 +114,8 @@ struct warp_segment {
 /// and adds its non-zero bins to the global 64-bit histogram.
 template <int = 0>
 EBAC_KERNEL void __launch_bounds__(huffman_threads)
-huffman_histogram_kernel(stage_gate gate, const std::uint32_t* codes, std::uint64_t n, std::uint32_t chunk, std::uint64_t chunks,
-                         unsigned long long* hist) {
+    huffman_histogram_kernel(stage_gate gate, const std::uint32_t* codes, std::uint64_t n, std::uint32_t chunk,
+                             std::uint64_t chunks, unsigned long long* hist) {
   constexpr std::uint32_t S = huffman_alphabet::size;
   __shared__ std::uint32_t local[2 * S];
   if (gate.closed()) return;  // block-uniform
@@ -141,8 +142,9 @@ huffman_histogram_kernel(stage_gate gate, const std::uint32_t* codes, std::uint6
 /// atomicOr) - the bytes the host's encode_chunk writes (host-tested).
 template <int = 0>
 EBAC_KERNEL void __launch_bounds__(huffman_threads)
-huffman_encode_kernel(stage_gate gate, const std::byte* image, const std::uint32_t* codes, std::uint64_t n, std::uint32_t chunk,
-                      std::uint64_t chunks, std::byte* scratch, std::size_t slot, std::uint64_t* chunk_bytes) {
+    huffman_encode_kernel(stage_gate gate, const std::byte* image, const std::uint32_t* codes, std::uint64_t n,
+                          std::uint32_t chunk, std::uint64_t chunks, std::byte* scratch, std::size_t slot,
+                          std::uint64_t* chunk_bytes) {
   if (gate.closed()) return;
   const huffman enc = bind_huffman_image(image);
   const unsigned lane = threadIdx.x & 31u;
@@ -151,8 +153,9 @@ huffman_encode_kernel(stage_gate gate, const std::byte* image, const std::uint32
   const warp_segment sg(c, n, chunk, lane);
   const std::uint32_t* in = codes + sg.first;
   std::uint64_t bits = 0;
-  ::ebac::detail::huffman_tokenize_segment(in, sg.m, sg.begin, sg.end, enc.use_runs,
-                                           [&](std::uint32_t s, std::uint32_t, int k) { bits += enc.length[s] + static_cast<std::uint64_t>(k); });
+  ::ebac::detail::huffman_tokenize_segment(in, sg.m, sg.begin, sg.end, enc.use_runs, [&](std::uint32_t s, std::uint32_t, int k) {
+    bits += enc.length[s] + static_cast<std::uint64_t>(k);
+  });
   std::uint64_t offset = bits;  // inclusive warp scan, then exclusive
   for (unsigned o = 1; o < 32; o <<= 1) {
     const std::uint64_t up = __shfl_up_sync(0xffffffffu, offset, o);
@@ -166,10 +169,11 @@ huffman_encode_kernel(stage_gate gate, const std::byte* image, const std::uint32
   __syncwarp();
   auto or_word = [words](std::uint64_t i, std::uint32_t v) { atomicOr(words + i, v); };
   ::ebac::detail::segment_bit_writer<decltype(or_word)> w(words, offset, or_word);
-  ::ebac::detail::huffman_tokenize_segment(in, sg.m, sg.begin, sg.end, enc.use_runs, [&](std::uint32_t s, std::uint32_t x, int k) {
-    w.put(enc.code_lsb[s], enc.length[s]);
-    if (k) w.put(x, k);
-  });
+  ::ebac::detail::huffman_tokenize_segment(in, sg.m, sg.begin, sg.end, enc.use_runs,
+                                           [&](std::uint32_t s, std::uint32_t x, int k) {
+                                             w.put(enc.code_lsb[s], enc.length[s]);
+                                             if (k) w.put(x, k);
+                                           });
   w.finish();
   if (lane == 0) chunk_bytes[c] = (total + 7) / 8;
 }
@@ -181,7 +185,8 @@ EBAC_KERNEL void serial_encode_kernel(stage_gate gate, E enc, const std::uint32_
                                       std::uint64_t chunks, std::byte* scratch, std::size_t slot, std::uint64_t* chunk_bytes) {
   static_assert(!E::needs_codebook, "Huffman chunks are encoded by huffman_encode_kernel");
   if (gate.closed()) return;
-  for (std::uint64_t c = blockIdx.x * std::uint64_t{blockDim.x} + threadIdx.x; c < chunks; c += std::uint64_t{gridDim.x} * blockDim.x) {
+  for (std::uint64_t c = blockIdx.x * std::uint64_t{blockDim.x} + threadIdx.x; c < chunks;
+       c += std::uint64_t{gridDim.x} * blockDim.x) {
     const std::uint64_t first = c * chunk;
     const std::size_t m = static_cast<std::size_t>(detail::chunk_length(c, n, chunk));
     chunk_bytes[c] = enc.encode_chunk(codes + first, m, scratch + c * slot);
@@ -217,8 +222,8 @@ inline unsigned outlier_write_blocks(std::uint64_t n) {
 /// on entry. The last tile writes the section's size to *index_bytes.
 template <int = 0>
 EBAC_KERNEL void __launch_bounds__(outlier_write_threads)
-outlier_index_kernel(const std::uint64_t* index, const std::uint64_t* count, std::byte* out, const std::uint64_t* index_offset,
-                     std::uint64_t* index_bytes, unsigned long long* words) {
+    outlier_index_kernel(const std::uint64_t* index, const std::uint64_t* count, std::byte* out,
+                         const std::uint64_t* index_offset, std::uint64_t* index_bytes, unsigned long long* words) {
   using scan = cub::BlockScan<std::uint64_t, outlier_write_threads>;
   __shared__ typename scan::TempStorage tmp;
   __shared__ unsigned long long tile_shared, before_shared;
@@ -302,7 +307,8 @@ template <int = 0>
 EBAC_KERNEL void chunk_table_kernel(const std::uint64_t* chunk_bytes, std::byte* out, const std::uint64_t* layout) {
   std::byte* table = out + layout[3];
   const std::uint64_t chunks = layout[6];
-  for (std::uint64_t c = blockIdx.x * std::uint64_t{blockDim.x} + threadIdx.x; c < chunks; c += std::uint64_t{gridDim.x} * blockDim.x)
+  for (std::uint64_t c = blockIdx.x * std::uint64_t{blockDim.x} + threadIdx.x; c < chunks;
+       c += std::uint64_t{gridDim.x} * blockDim.x)
     ::ebac::detail::store_le<std::uint32_t>(table + 4 * c, static_cast<std::uint32_t>(chunk_bytes[c]));
 }
 

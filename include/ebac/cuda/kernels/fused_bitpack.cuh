@@ -59,8 +59,8 @@ struct fused_chunk {
   /// This lane's code in block b (0 past the chunk's end: pack_block's zero
   /// padding); `outlier` is set only for an element inside the chunk.
   template <class P, class Q, class S>
-  __device__ std::uint32_t lane_code(const P& pred, const extents& shape, const Q& q, const S* in, std::uint64_t b,
-                                     unsigned lane, bool& outlier) const {
+  __device__ std::uint32_t lane_code(const P& pred, const extents& shape, const Q& q, const S* in, std::uint64_t b, unsigned lane,
+                                     bool& outlier) const {
     const std::uint64_t j = b * 32 + lane;
     outlier = false;
     return j < m ? ::ebac::detail::element_code(pred, shape, q, in, first + j, outlier) : 0u;
@@ -92,8 +92,8 @@ __device__ __forceinline__ round_bytes share_round_bytes(std::uint32_t* warp_byt
 /// here runs only when its stage set was chosen (levels.cuh).
 template <class P, class Q, class S>
 EBAC_KERNEL void __launch_bounds__(fused_threads)
-fused_bitpack_size_kernel(stage_gate gate, P pred, extents shape, const S* in, std::uint64_t n, std::uint32_t chunk, const Q* qp,
-                          std::uint8_t* flags, std::uint64_t* chunk_bytes) {
+    fused_bitpack_size_kernel(stage_gate gate, P pred, extents shape, const S* in, std::uint64_t n, std::uint32_t chunk,
+                              const Q* qp, std::uint8_t* flags, std::uint64_t* chunk_bytes) {
   using reduce = cub::BlockReduce<std::uint64_t, fused_threads>;
   __shared__ typename reduce::TempStorage tmp;
   if (gate.closed()) return;  // block-uniform
@@ -118,8 +118,9 @@ fused_bitpack_size_kernel(stage_gate gate, P pred, extents shape, const S* in, s
 /// payload offsets are a prefix sum over the warps' sizes.
 template <class P, class Q, class S>
 EBAC_KERNEL void __launch_bounds__(fused_threads)
-fused_bitpack_write_kernel(stage_gate gate, P pred, extents shape, const S* in, std::uint64_t n, std::uint32_t chunk, const Q* qp,
-                           const std::uint64_t* chunk_offset, std::byte* out, const std::uint64_t* payload_offset) {
+    fused_bitpack_write_kernel(stage_gate gate, P pred, extents shape, const S* in, std::uint64_t n, std::uint32_t chunk,
+                               const Q* qp, const std::uint64_t* chunk_offset, std::byte* out,
+                               const std::uint64_t* payload_offset) {
   __shared__ std::uint32_t codes[fused_warps][32];
   __shared__ std::uint32_t warp_bytes[fused_warps];
   if (gate.closed()) return;  // block-uniform
@@ -160,10 +161,10 @@ fused_bitpack_write_kernel(stage_gate gate, P pred, extents shape, const S* in, 
 /// only: a palette's size; bit-packing has no codebook).
 template <class P, class Q, class S>
 EBAC_KERNEL void __launch_bounds__(fused_threads)
-fused_bitpack_single_pass_kernel(stage_gate gate, P pred, extents shape, const S* in, std::uint64_t n, std::uint32_t chunk,
-                                 const Q* qp, std::uint8_t* flags, unsigned long long* tile_counter, unsigned long long* tile_words,
-                                 std::uint64_t* chunk_bytes, std::uint64_t* chunk_offset, std::byte* out,
-                                 const std::uint64_t* params_end, std::uint64_t table_bytes) {
+    fused_bitpack_single_pass_kernel(stage_gate gate, P pred, extents shape, const S* in, std::uint64_t n, std::uint32_t chunk,
+                                     const Q* qp, std::uint8_t* flags, unsigned long long* tile_counter,
+                                     unsigned long long* tile_words, std::uint64_t* chunk_bytes, std::uint64_t* chunk_offset,
+                                     std::byte* out, const std::uint64_t* params_end, std::uint64_t table_bytes) {
   constexpr std::uint32_t max_blocks = single_pass_max_chunk / 32;
   using scan = cub::BlockScan<std::uint32_t, fused_threads>;
   __shared__ typename scan::TempStorage scan_tmp;

@@ -83,9 +83,9 @@ __device__ void write_chunk_values(const fused_chunk& ck, std::uint64_t tile_blo
 /// tile / 32, or 0 for a stream without prediction.
 template <class Q, class S>
 EBAC_KERNEL void __launch_bounds__(fused_threads)
-fused_bitpack_decode_kernel(std::uint64_t tile_blocks, const std::byte* payload, std::uint64_t payload_bytes,
-                            const std::uint64_t* chunk_bytes, const std::uint64_t* chunk_offset, std::uint64_t n,
-                            std::uint32_t chunk, Q q, S* out, int* status) {
+    fused_bitpack_decode_kernel(std::uint64_t tile_blocks, const std::byte* payload, std::uint64_t payload_bytes,
+                                const std::uint64_t* chunk_bytes, const std::uint64_t* chunk_offset, std::uint64_t n,
+                                std::uint32_t chunk, Q q, S* out, int* status) {
   using reduce = cub::BlockReduce<std::uint64_t, fused_threads>;
   __shared__ typename reduce::TempStorage tmp;
   __shared__ std::uint32_t warp_bytes[fused_warps];
@@ -116,15 +116,18 @@ fused_bitpack_decode_kernel(std::uint64_t tile_blocks, const std::byte* payload,
   if (corrupt && threadIdx.x == 0) detail::set_status(status, in_payload ? device_corrupt_chunk : device_corrupt_table);
 
   std::uint64_t round_base = ck.nb;  // payload bytes before this round, from the chunk's start
-  write_chunk_values(ck, tile_blocks, q, out, warp_total, status, [&](std::uint64_t, std::uint64_t b, unsigned lane) -> std::uint32_t {
-    const int width = (!corrupt && b < ck.nb) ? static_cast<int>(in[b]) : 0;  // warp-uniform
-    const round_bytes rb = share_round_bytes(warp_bytes, width);  // rewritten only after write_chunk_values' end-of-round barrier
-    const std::uint64_t at = round_base + rb.before;
-    round_base += rb.total;
-    const std::uint64_t j = b * 32 + lane;
-    if (width == 0 || j >= ck.m) return 0u;
-    return static_cast<std::uint32_t>(::ebac::detail::unzigzag(block_bitpack::code_at(in + at, width, static_cast<int>(lane))));
-  });
+  write_chunk_values(ck, tile_blocks, q, out, warp_total, status,
+                     [&](std::uint64_t, std::uint64_t b, unsigned lane) -> std::uint32_t {
+                       const int width = (!corrupt && b < ck.nb) ? static_cast<int>(in[b]) : 0;  // warp-uniform
+                       const round_bytes rb =
+                           share_round_bytes(warp_bytes, width);  // rewritten only after write_chunk_values' end-of-round barrier
+                       const std::uint64_t at = round_base + rb.before;
+                       round_base += rb.total;
+                       const std::uint64_t j = b * 32 + lane;
+                       if (width == 0 || j >= ck.m) return 0u;
+                       return static_cast<std::uint32_t>(
+                           ::ebac::detail::unzigzag(block_bitpack::code_at(in + at, width, static_cast<int>(lane))));
+                     });
 }
 
 /// The values of chunk blockIdx.x from its decoded (still zigzagged) codes
@@ -133,14 +136,15 @@ fused_bitpack_decode_kernel(std::uint64_t tile_blocks, const std::byte* payload,
 /// unzigzag, inverse and reconstruct passes with one read of the field.
 template <class Q, class S>
 EBAC_KERNEL void __launch_bounds__(fused_threads)
-fused_values_kernel(std::uint64_t tile_blocks, const std::uint32_t* field, std::uint64_t n, std::uint32_t chunk, Q q, S* out,
-                    int* status) {
+    fused_values_kernel(std::uint64_t tile_blocks, const std::uint32_t* field, std::uint64_t n, std::uint32_t chunk, Q q, S* out,
+                        int* status) {
   __shared__ std::uint32_t warp_total[fused_warps];
   const fused_chunk ck(blockIdx.x, n, chunk);
-  write_chunk_values(ck, tile_blocks, q, out, warp_total, status, [&](std::uint64_t, std::uint64_t b, unsigned lane) -> std::uint32_t {
-    const std::uint64_t j = b * 32 + lane;
-    return (b < ck.nb && j < ck.m) ? static_cast<std::uint32_t>(::ebac::detail::unzigzag(field[ck.first + j])) : 0u;
-  });
+  write_chunk_values(
+      ck, tile_blocks, q, out, warp_total, status, [&](std::uint64_t, std::uint64_t b, unsigned lane) -> std::uint32_t {
+        const std::uint64_t j = b * 32 + lane;
+        return (b < ck.nb && j < ck.m) ? static_cast<std::uint32_t>(::ebac::detail::unzigzag(field[ck.first + j])) : 0u;
+      });
 }
 
 }  // namespace kernels

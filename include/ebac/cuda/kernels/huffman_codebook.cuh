@@ -101,7 +101,7 @@ struct block_exec {
 /// 2 size)) into lengths + b x size, in its own workspace w[b].
 template <int = 0>
 EBAC_KERNEL void __launch_bounds__(codebook_threads)
-huffman_lengths_kernel(const unsigned long long* hist, ::ebac::detail::huffman_length_workspace* w, std::uint8_t* lengths) {
+    huffman_lengths_kernel(const unsigned long long* hist, ::ebac::detail::huffman_length_workspace* w, std::uint8_t* lengths) {
   constexpr std::uint32_t S = huffman_alphabet::size;
   __shared__ std::uint64_t freq[S];
   __shared__ unsigned long long sum;
@@ -116,8 +116,8 @@ huffman_lengths_kernel(const unsigned long long* hist, ::ebac::detail::huffman_l
 /// after a stage-parameter section whose size only the device knows).
 template <int = 0>
 EBAC_KERNEL void __launch_bounds__(codebook_threads)
-huffman_codebook_kernel(const unsigned long long* hist, const std::uint8_t* lengths, std::byte* image, std::byte* out,
-                        const std::uint64_t* section_offset) {
+    huffman_codebook_kernel(const unsigned long long* hist, const std::uint8_t* lengths, std::byte* image, std::byte* out,
+                            const std::uint64_t* section_offset) {
   std::byte* const section = out + *section_offset;
   constexpr std::uint32_t S = huffman_alphabet::size;
   __shared__ unsigned long long sum;
@@ -126,7 +126,8 @@ huffman_codebook_kernel(const unsigned long long* hist, const std::uint8_t* leng
   const std::uint8_t* literals_only = lengths + S;
   const bool use_runs = ::ebac::detail::huffman_prefer_runs(ex, hist, hist + S, with_runs, literals_only);
   const std::size_t serialized = huffman_write_image(ex, use_runs ? with_runs : literals_only, use_runs, image);
-  for (std::size_t i = threadIdx.x; i < serialized; i += codebook_threads) section[i] = image[huffman_image_layout::serialized + i];
+  for (std::size_t i = threadIdx.x; i < serialized; i += codebook_threads)
+    section[i] = image[huffman_image_layout::serialized + i];
 }
 
 }  // namespace kernels

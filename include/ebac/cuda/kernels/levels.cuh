@@ -61,8 +61,8 @@ inline constexpr std::size_t layout_words = 8;
 /// sets[c] = chunk c's level set (capacity `capacity`); *too_many (zero on
 /// entry) becomes 1 once a chunk overflows.
 template <class S>
-EBAC_KERNEL void __launch_bounds__(level_threads)
-level_sets_kernel(const S* in, std::uint64_t n, std::uint32_t chunk, std::uint32_t capacity, level_set* sets, unsigned* too_many) {
+EBAC_KERNEL void __launch_bounds__(level_threads) level_sets_kernel(const S* in, std::uint64_t n, std::uint32_t chunk,
+                                                                    std::uint32_t capacity, level_set* sets, unsigned* too_many) {
   // level_set has default member initializers, which __shared__ variables may not have: raw storage.
   __shared__ alignas(level_set) unsigned char storage[sizeof(level_set) * level_threads];
   level_set* part = reinterpret_cast<level_set*>(storage);
@@ -93,7 +93,7 @@ level_sets_kernel(const S* in, std::uint64_t n, std::uint32_t chunk, std::uint32
 /// else is merged.
 template <int = 0>
 EBAC_KERNEL void __launch_bounds__(level_merge_threads)
-level_merge_kernel(level_set* sets, std::uint64_t chunks, const unsigned* too_many) {
+    level_merge_kernel(level_set* sets, std::uint64_t chunks, const unsigned* too_many) {
   if (*too_many) {  // final: level_sets_kernel has finished
     if (threadIdx.x == 0) sets[0].overflow = true;
     return;

@@ -20,7 +20,8 @@ namespace kernels {
 
 /// Exclusive prefix of tile `tile` with own aggregate `aggregate`, over the
 /// zero-initialized look-back words `words[0, tiles)`.
-__device__ inline std::uint64_t device_lookback_exclusive(unsigned long long* words, std::uint64_t tile, std::uint64_t aggregate) {
+__device__ inline std::uint64_t device_lookback_exclusive(unsigned long long* words, std::uint64_t tile,
+                                                          std::uint64_t aggregate) {
   using word_ref = ::cuda::atomic_ref<unsigned long long, ::cuda::thread_scope_device>;
   auto load = [&](std::uint64_t i) -> std::uint64_t { return word_ref(words[i]).load(::cuda::memory_order_relaxed); };
   auto store = [&](std::uint64_t i, std::uint64_t w) { word_ref(words[i]).store(w, ::cuda::memory_order_relaxed); };

@@ -23,7 +23,8 @@ namespace kernels {
 /// codes[i] = zigzag(residual of q at i). Runs only when its stage set was
 /// chosen (levels.cuh: a palette's indices have no prediction).
 template <class P>
-EBAC_KERNEL void residual_kernel(stage_gate gate, P pred, extents shape, const std::uint32_t* q, std::uint32_t* codes, std::uint64_t n) {
+EBAC_KERNEL void residual_kernel(stage_gate gate, P pred, extents shape, const std::uint32_t* q, std::uint32_t* codes,
+                                 std::uint64_t n) {
   if (gate.closed()) return;
   for (std::uint64_t i = blockIdx.x * std::uint64_t{blockDim.x} + threadIdx.x; i < n; i += std::uint64_t{gridDim.x} * blockDim.x)
     codes[i] = ::ebac::detail::zigzag(static_cast<std::int32_t>(pred.residual(shape, i, [q](std::uint64_t j) { return q[j]; })));
@@ -45,7 +46,8 @@ template <class P>
 EBAC_KERNEL void inverse_pass_kernel(std::uint32_t* f, axis_pass p) {
   const std::uint64_t tiles = (p.extent + p.tile - 1) / p.tile;
   const std::uint64_t lines = p.outer * tiles * p.inner;
-  for (std::uint64_t u = blockIdx.x * std::uint64_t{blockDim.x} + threadIdx.x; u < lines; u += std::uint64_t{gridDim.x} * blockDim.x) {
+  for (std::uint64_t u = blockIdx.x * std::uint64_t{blockDim.x} + threadIdx.x; u < lines;
+       u += std::uint64_t{gridDim.x} * blockDim.x) {
     const std::uint64_t k = u % p.inner;
     P::template pass_unit<false>(f, p, u / (p.inner * tiles), (u / p.inner) % tiles, k, k + 1);
   }

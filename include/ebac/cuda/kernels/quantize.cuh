@@ -19,7 +19,8 @@ namespace kernels {
 template <class T>
 EBAC_KERNEL void range_kernel(const T* in, std::uint64_t n, std::int32_t* keys) {
   std::int32_t lo = 0x7fffffff, hi = -0x7fffffff - 1;
-  for (std::uint64_t i = blockIdx.x * std::uint64_t{blockDim.x} + threadIdx.x; i < n; i += std::uint64_t{gridDim.x} * blockDim.x) {
+  for (std::uint64_t i = blockIdx.x * std::uint64_t{blockDim.x} + threadIdx.x; i < n;
+       i += std::uint64_t{gridDim.x} * blockDim.x) {
     const float x = to_float(in[i]);
     if ((::ebac::detail::float_bits(x) & 0x7f800000u) == 0x7f800000u) continue;
     const std::int32_t k = ::ebac::detail::float_order_key(x);  // value_range's keys
@@ -53,7 +54,8 @@ EBAC_KERNEL void quantize_kernel(stage_gate gate, const S* in, std::uint64_t n, 
                                  std::uint8_t* flags) {
   if (gate.closed()) return;
   const Q q = *qp;
-  for (std::uint64_t i = blockIdx.x * std::uint64_t{blockDim.x} + threadIdx.x; i < n; i += std::uint64_t{gridDim.x} * blockDim.x) {
+  for (std::uint64_t i = blockIdx.x * std::uint64_t{blockDim.x} + threadIdx.x; i < n;
+       i += std::uint64_t{gridDim.x} * blockDim.x) {
     const quantized r = quantize_at(q, in[i], i);
     codes[i] = static_cast<std::uint32_t>(r.code);
     flags[i] = r.outlier;
@@ -66,7 +68,8 @@ EBAC_KERNEL void quantize_kernel(stage_gate gate, const S* in, std::uint64_t n, 
 template <class Q, class S>
 EBAC_KERNEL void reconstruct_kernel(const std::uint32_t* f, std::uint64_t n, Q q, S* out, int* status) {
   bool bad = false;
-  for (std::uint64_t i = blockIdx.x * std::uint64_t{blockDim.x} + threadIdx.x; i < n; i += std::uint64_t{gridDim.x} * blockDim.x) {
+  for (std::uint64_t i = blockIdx.x * std::uint64_t{blockDim.x} + threadIdx.x; i < n;
+       i += std::uint64_t{gridDim.x} * blockDim.x) {
     const auto code = static_cast<std::int32_t>(f[i]);
     if constexpr (is_lossless_quantizer<Q>) bad |= !code_valid<S>(q, code);
     out[i] = reconstruct_at<S>(q, code, i);
