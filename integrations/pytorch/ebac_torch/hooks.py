@@ -291,6 +291,10 @@ class _Pass:
         self.param_bytes = 0
         self.pack_seconds = 0.0
         self.unpack_seconds = 0.0
+        # The codec's own CPU time within pack and unpack (the extension's compress and decompress
+        # calls; process CPU seconds, see _codec): ebac_torch's cost per step beyond it is the hooks'.
+        self.compress_cpu_seconds = 0.0
+        self.decompress_cpu_seconds = 0.0
         self.decompressions = 0
         self.live_stored_bytes = 0
         self.peak_stored_bytes = 0
@@ -334,6 +338,8 @@ class _Pass:
             "parameters": {"tensors": self.param_tensors, "bytes": self.param_bytes},
             "pack_seconds": self.pack_seconds,
             "unpack_seconds": self.unpack_seconds,
+            "compress_cpu_seconds": self.compress_cpu_seconds,
+            "decompress_cpu_seconds": self.decompress_cpu_seconds,
             "decompressions": self.decompressions,
             "peak_compressed_bytes": self.peak_stored_bytes,
             "bound_violations": self.bound_violations,
@@ -760,112 +766,150 @@ class compressed_activations:
             if reason is None and key is not None and self._recipes:
                 derived_p = self._try_derive(t, spec[0], spec[1])
             if reason is not None:
-                p = _Packed(self, raw)
-                p.tensor = t
-                P.kept.setdefault(reason, [0, 0])
-                P.kept[reason][0] += 1
-                P.kept[reason][1] += raw
-                detail = {"module": name, "shape": tuple(t.shape), "dtype": str(t.dtype).replace("torch.", ""),
-                          "raw_bytes": raw, "stored_bytes": raw, "kept": reason}
+                p, detail = self._pack_raw(P, t, name, raw, reason)
             elif derived_p is not None:
-                p = derived_p
-                P.derived[0] += 1
-                P.derived[1] += raw
-                detail = {"module": name, "shape": tuple(t.shape), "dtype": str(t.dtype).replace("torch.", ""),
-                          "raw_bytes": raw, "stored_bytes": 0, "derived": p.recipe.op, "eb": spec[0],
-                          "mode": spec[1], "eb_abs": p.eb_abs}
-                if self.measure_error:
-                    self._measure(P, name, t, p, p.eb_abs, detail)
+                p, detail = self._pack_recipe(P, t, name, raw, derived_p, spec)
             else:
-                eb, mode, pipeline = spec
-                pipeline = resolve_pipeline(pipeline, t)
-                threads = self.threads if self.threads is not None else torch.get_num_threads()
-                lossless = t.dtype not in _FLOAT_CODES
-                pooling = None
-                if lossless and self._stack and isinstance(self._stack[-1], _POOLS):
-                    pool = self._stack[-1]
-                    pooling = pooling_geometry(pool, self._pool_inputs.get(pool), t)
-                rows = None
-                if not lossless and self.layernorm_rows and self._is_input_of_running(t, torch.nn.LayerNorm):
-                    rows = _row_normalized(t, self._stack[-1], eb, mode)
-                shift = None
-                if rows is not None:
-                    x_rows, sigma, row_eb = rows
-                    ln = self._stack[-1]
-                    if self.derive and key is not None and type(ln) is torch.nn.LayerNorm:
-                        # the bound its output needs, if cheap enough (derived.py)
-                        row_eb, shift, row_error = _derived.layernorm_rows_bound(
-                            x_rows, row_eb, ln.weight, ln.bias, eb, mode)
-                    blob, strides = self.C.compress(x_rows, row_eb, "abs", pipeline, threads, self.checksum,
-                                                    self.kernel_path, None)
-                    p = _Packed(self, blob.numel() + _nbytes(sigma) + (_nbytes(shift) if shift is not None else 0))
-                    p.row_scale = sigma
-                    if shift is not None:
-                        p.row_shift, p.row_error = shift, row_error
-                    p.eb_abs = row_eb * float(sigma.max())
-                    p.shape = tuple(t.shape)
-                    p.sizes = list(x_rows.shape)
-                else:
-                    c_eb, c_mode = eb, mode
-                    if (self.derive and not lossless and key is not None and self._is_input_of_running(t, torch.nn.GELU)
-                            and type(self._stack[-1]) is torch.nn.GELU):
-                        g = _derived.gelu_input_bound(t, eb, mode)
-                        if g is not None:  # the bound its output will need (derived.py)
-                            c_eb, c_mode = g, "abs"
-                    blob, strides = self.C.compress(t.detach(), c_eb, c_mode, pipeline, threads, self.checksum,
-                                                    self.kernel_path, pooling)
-                    p = _Packed(self, blob.numel())
-                    p.sizes = list(t.shape)
-                p.blob = blob
-                p.strides = list(strides)
-                p.elem = _ELEM_CODES[t.dtype]
-                P.compressed_tensors += 1
-                detail = {"module": name, "shape": tuple(t.shape), "dtype": str(t.dtype).replace("torch.", ""),
-                          "raw_bytes": raw, "stored_bytes": p.stored, "pipeline": pipeline}
-                if rows is not None:
-                    detail["layernorm_rows"] = {"rows": int(sigma.numel()), "bound": row_eb}
-                if lossless:
-                    detail["lossless"] = True
-                    if pooling is not None:
-                        detail["pooling"] = pooling
-                else:
-                    detail.update(eb=eb, mode=mode)
-                if self.measure_error and not lossless:
-                    info = self.C.inspect(blob)
-                    detail.update(eb_abs=info["eb_abs"], outliers=info["outliers"])
-                    # the bound on the tensor's own elements (row_eb scales up to it by at most max sigma)
-                    eb_x = info["eb_abs"] if rows is None else row_eb * float(sigma.max())
-                    self._measure(P, name, t, p, eb_x, detail)
-                elif self.keep_details:
-                    # The header's eb_abs and outlier count are read when
-                    # stats() asks: a device blob's header is copied out
-                    # without waiting, so packing does not synchronize for it.
-                    k = min(blob.numel(), self.C.max_header_bytes)
-                    head = blob[:k].to("cpu", non_blocking=True) if blob.is_cuda else blob[:k].clone()
-                    P.pending_headers.append((detail, head, blob.numel(), blob.is_cuda))
-            p.module = name
-            p.version = t._version
-            if self._stack and self._stack[-1] in self._dropout_noise:
-                self._dropout_noise[self._stack[-1]] = (weakref.ref(p), t)  # read by _learn_recipe
-            if p.tensor is None:
-                p.source = weakref.ref(t)
-            self._live += 1
-            P.tensors += 1
-            P.raw_bytes += raw
-            P.stored_bytes += p.stored
-            P.live_stored_bytes += p.stored
-            P.peak_stored_bytes = max(P.peak_stored_bytes, P.live_stored_bytes)
-            m = P.module(name)
-            m["raw_bytes"] += raw
-            m["stored_bytes"] += p.stored
-            m["tensors"] += 1
-            m["compressed_tensors"] += int(p.blob is not None)
-            if self.keep_details:
-                P.details.append(detail)
-            if key is not None:
-                self._table[key] = (self.C.StorageRef(t), weakref.ref(p))
+                p, detail = self._pack_compressed(P, t, name, raw, key, spec)
+            self._account_packed(P, t, p, name, raw, key, detail)
             P.pack_seconds += time.perf_counter() - t0
             return p
+
+    @staticmethod
+    def _detail(name, t, raw, stored):
+        return {"module": name, "shape": tuple(t.shape), "dtype": str(t.dtype).replace("torch.", ""),
+                "raw_bytes": raw, "stored_bytes": stored}
+
+    def _pack_raw(self, P, t, name, raw, reason):
+        """A tensor kept as it is (`reason`: why, see _keep_reason)."""
+        p = _Packed(self, raw)
+        p.tensor = t
+        P.kept.setdefault(reason, [0, 0])
+        P.kept[reason][0] += 1
+        P.kept[reason][1] += raw
+        detail = self._detail(name, t, raw, raw)
+        detail["kept"] = reason
+        return p, detail
+
+    def _pack_recipe(self, P, t, name, raw, p, spec):
+        """A tensor stored as the recipe that rebuilds it from its sources (derived.py)."""
+        P.derived[0] += 1
+        P.derived[1] += raw
+        detail = self._detail(name, t, raw, 0)
+        detail.update(derived=p.recipe.op, eb=spec[0], mode=spec[1], eb_abs=p.eb_abs)
+        if self.measure_error:
+            self._measure(P, name, t, p, p.eb_abs, detail)
+        return p, detail
+
+    def _codec(self, P, field, fn, *args):
+        """Calls the extension's compress or decompress, its CPU time added to P.<field> (P may be None).
+        CPU time of the process (time.process_time), so that it counts the codec's OpenMP threads and
+        is not inflated by other jobs on the machine; it also counts any other thread of the process
+        that runs meanwhile (a data loader's)."""
+        t0 = time.process_time()
+        out = fn(*args)
+        if P is not None:
+            setattr(P, field, getattr(P, field) + time.process_time() - t0)
+        return out
+
+    def _pack_compressed(self, P, t, name, raw, key, spec):
+        """A tensor compressed under its bound: LayerNorm inputs as rows scaled to unit range, GELU
+        inputs under the bound their outputs need (derived.py), integer tensors losslessly."""
+        eb, mode, pipeline = spec
+        pipeline = resolve_pipeline(pipeline, t)
+        threads = self.threads if self.threads is not None else torch.get_num_threads()
+        lossless = t.dtype not in _FLOAT_CODES
+        pooling = None
+        if lossless and self._stack and isinstance(self._stack[-1], _POOLS):
+            pool = self._stack[-1]
+            pooling = pooling_geometry(pool, self._pool_inputs.get(pool), t)
+        rows = None
+        if not lossless and self.layernorm_rows and self._is_input_of_running(t, torch.nn.LayerNorm):
+            rows = _row_normalized(t, self._stack[-1], eb, mode)
+        if rows is not None:
+            p, row_eb = self._pack_rows(P, t, key, rows, eb, mode, pipeline, threads)
+        else:
+            c_eb, c_mode = eb, mode
+            if (self.derive and not lossless and key is not None and self._is_input_of_running(t, torch.nn.GELU)
+                    and type(self._stack[-1]) is torch.nn.GELU):
+                g = _derived.gelu_input_bound(t, eb, mode)
+                if g is not None:  # the bound its output will need (derived.py)
+                    c_eb, c_mode = g, "abs"
+            blob, strides = self._codec(P, "compress_cpu_seconds", self.C.compress, t.detach(), c_eb, c_mode, pipeline,
+                                        threads, self.checksum, self.kernel_path, pooling)
+            p = _Packed(self, blob.numel())
+            p.sizes = list(t.shape)
+            p.blob, p.strides = blob, list(strides)
+        p.elem = _ELEM_CODES[t.dtype]
+        P.compressed_tensors += 1
+        detail = self._detail(name, t, raw, p.stored)
+        detail["pipeline"] = pipeline
+        if rows is not None:
+            detail["layernorm_rows"] = {"rows": int(p.row_scale.numel()), "bound": row_eb}
+        if lossless:
+            detail["lossless"] = True
+            if pooling is not None:
+                detail["pooling"] = pooling
+        else:
+            detail.update(eb=eb, mode=mode)
+        if self.measure_error and not lossless:
+            info = self.C.inspect(p.blob)
+            detail.update(eb_abs=info["eb_abs"], outliers=info["outliers"])
+            # the bound on the tensor's own elements (row_eb scales up to it by at most max sigma)
+            eb_x = info["eb_abs"] if rows is None else p.eb_abs
+            self._measure(P, name, t, p, eb_x, detail)
+        elif self.keep_details:
+            # The header's eb_abs and outlier count are read when
+            # stats() asks: a device blob's header is copied out
+            # without waiting, so packing does not synchronize for it.
+            k = min(p.blob.numel(), self.C.max_header_bytes)
+            head = p.blob[:k].to("cpu", non_blocking=True) if p.blob.is_cuda else p.blob[:k].clone()
+            P.pending_headers.append((detail, head, p.blob.numel(), p.blob.is_cuda))
+        return p, detail
+
+    def _pack_rows(self, P, t, key, rows, eb, mode, pipeline, threads):
+        """A LayerNorm input stored as rows x / sigma under row_eb (tightened to what its output
+        needs when derive is on and that is cheap: derived.layernorm_rows_bound)."""
+        x_rows, sigma, row_eb = rows
+        ln = self._stack[-1]
+        shift = None
+        if self.derive and key is not None and type(ln) is torch.nn.LayerNorm:
+            row_eb, shift, row_error = _derived.layernorm_rows_bound(x_rows, row_eb, ln.weight, ln.bias, eb, mode)
+        blob, strides = self._codec(P, "compress_cpu_seconds", self.C.compress, x_rows, row_eb, "abs", pipeline, threads,
+                                    self.checksum, self.kernel_path, None)
+        p = _Packed(self, blob.numel() + _nbytes(sigma) + (_nbytes(shift) if shift is not None else 0))
+        p.row_scale = sigma
+        if shift is not None:
+            p.row_shift, p.row_error = shift, row_error
+        p.eb_abs = row_eb * float(sigma.max())
+        p.shape = tuple(t.shape)
+        p.sizes = list(x_rows.shape)
+        p.blob, p.strides = blob, list(strides)
+        return p, row_eb
+
+    def _account_packed(self, P, t, p, name, raw, key, detail):
+        """The pass's and the module's counts of a packed tensor, and its dedupe-table entry."""
+        p.module = name
+        p.version = t._version
+        if self._stack and self._stack[-1] in self._dropout_noise:
+            self._dropout_noise[self._stack[-1]] = (weakref.ref(p), t)  # read by _learn_recipe
+        if p.tensor is None:
+            p.source = weakref.ref(t)
+        self._live += 1
+        P.tensors += 1
+        P.raw_bytes += raw
+        P.stored_bytes += p.stored
+        P.live_stored_bytes += p.stored
+        P.peak_stored_bytes = max(P.peak_stored_bytes, P.live_stored_bytes)
+        m = P.module(name)
+        m["raw_bytes"] += raw
+        m["stored_bytes"] += p.stored
+        m["tensors"] += 1
+        m["compressed_tensors"] += int(p.blob is not None)
+        if self.keep_details:
+            P.details.append(detail)
+        if key is not None:
+            self._table[key] = (self.C.StorageRef(t), weakref.ref(p))
 
     def producer_of(self, t):
         """Name of the module that already saved tensor t in the current pass, or None."""
@@ -880,7 +924,8 @@ class compressed_activations:
         if p.recipe is not None:
             return _derived.rebuild(p.recipe, lambda q: self._source_value(q, threads),
                                     lambda q: self._source_rows(q, threads))
-        y = self.C.decompress(p.blob, p.sizes, p.strides, p.elem, threads, self.kernel_path)
+        y = self._codec(self._pass, "decompress_cpu_seconds", self.C.decompress, p.blob, p.sizes, p.strides, p.elem,
+                        threads, self.kernel_path)
         if p.row_scale is not None:
             y = (y * p.row_scale[:, None]).reshape(p.shape)
         return y
@@ -902,7 +947,8 @@ class compressed_activations:
         """A LayerNorm input's stored rows (x / sigma), for the recipe of its output."""
         if q.cache is not None:
             return (q.cache.reshape(q.sizes) / q.row_scale[:, None])
-        rows = self.C.decompress(q.blob, q.sizes, q.strides, q.elem, threads, self.kernel_path)
+        rows = self._codec(self._pass, "decompress_cpu_seconds", self.C.decompress, q.blob, q.sizes, q.strides, q.elem,
+                           threads, self.kernel_path)
         if q.unpacks < q.saves and not self._measuring:
             q.cache = (rows * q.row_scale[:, None]).reshape(q.shape)
         return rows

@@ -176,6 +176,25 @@ class Hooks(unittest.TestCase):
         self.assertEqual(st["duplicate_bytes"], 32 * 128 * 4)
         self.assertEqual(st["decompressions"], st["compressed_tensors"])  # h decompressed once
 
+    def test_codec_seconds(self):
+        # The codec's CPU time is counted at each compress and decompress call, and only there: a
+        # pass that compresses nothing has none; one that does has some of each.
+        with ebac_torch.compressed_activations(1e-2, min_numel=10 ** 9, threads=1) as s:
+            loss = F.cross_entropy(self.model(self.x), self.y)
+        loss.backward()
+        st = s.stats()
+        self.assertEqual(st["compressed_tensors"], 0)
+        self.assertEqual((st["compress_cpu_seconds"], st["decompress_cpu_seconds"]), (0.0, 0.0))
+        x = torch.randn(256, 4096)
+        lin = nn.Linear(4096, 8)
+        with ebac_torch.compressed_activations(1e-2, min_numel=1, threads=1) as s:
+            out = lin(torch.relu(x)).sum()
+        out.backward()
+        st = s.stats()
+        self.assertGreater(st["compressed_tensors"], 0)
+        self.assertGreater(st["compress_cpu_seconds"], 0.0)
+        self.assertGreater(st["decompress_cpu_seconds"], 0.0)
+
     def test_min_numel_and_policy(self):
         with ebac_torch.compressed_activations(1e-2, model=self.model, min_numel=10 ** 9):
             grads(self.model, self.x, self.y)
