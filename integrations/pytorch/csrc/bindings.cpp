@@ -371,11 +371,13 @@ void check_against_stream(const stream_info& s, const std::vector<int64_t>& size
   std::uint64_t held = 1;
   for (int64_t v : s.dims) held *= static_cast<std::uint64_t>(v);  // the header reader checked the product
   TORCH_CHECK_VALUE(n == held, "ebac_torch: shape: ", list_text(sizes), " has ", n, " elements, but the blob holds ", held);
-  // A max-pool index stream (or one stored raw: it keeps the extents it was
-  // given) may hold the pooling layout: row-major, the last dims kept.
+  // An integer stream compressed with a pooling geometry holds the pooling
+  // layout (row-major, the leading dims folded, the last ones kept) whatever
+  // stage coded it: window offsets (pooled), palette levels when the planes
+  // are so small that few distinct indices occur, or raw bytes (stored).
   const int pool_dims = static_cast<int>(s.dims.size()) - 1;
-  const bool pool_layout = (s.pooled || (s.stored && s.lossless_dtype)) && pool_dims >= 1 && pool_dims <= 3 &&
-                           row_major(sizes, strides) && codec_extents(sizes, strides, pool_dims) == s.dims;
+  const bool pool_layout = (s.pooled || s.lossless_dtype) && pool_dims >= 1 && pool_dims <= 3 && row_major(sizes, strides) &&
+                           codec_extents(sizes, strides, pool_dims) == s.dims;
   TORCH_CHECK_VALUE(pool_layout || (!s.pooled && codec_extents(sizes, strides, 0) == s.dims),
                     "ebac_torch: shape and strides: ", list_text(sizes), " with strides ", list_text(strides),
                     " lay the elements out as ", list_text(codec_extents(sizes, strides, s.pooled ? pool_dims : 0)),

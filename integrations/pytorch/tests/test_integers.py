@@ -72,6 +72,26 @@ class IntegerTensors(unittest.TestCase):
             self.assertTrue(torch.equal(ebac_torch.decompress(c), idx))
             self.assertEqual(ebac_torch.inspect(c)["quantizer"], 3)
 
+    def test_max_pool_indices_of_few_distinct_values(self):
+        # 2x2 output planes of a 4x4 input: at most 16 distinct indices, so the
+        # codec codes them as palette levels, not window offsets; the stream keeps
+        # the pooling layout (leading elements, 2, 2), and decompress must take it
+        # (vgg16_bn's last max-pool at 64x64 inputs failed here in backward).
+        g = torch.Generator().manual_seed(8)
+        x = torch.randn((16, 64, 4, 4), generator=g)
+        _, idx = torch.nn.functional.max_pool2d(x, 2, 2, return_indices=True)
+        pooling = [[4, 4], [2, 2], [2, 2], [0, 0], [1, 1]]
+        for p in PIPELINES:
+            with self.subTest(pipeline=p):
+                c = ebac_torch.compress(idx, pipeline=p, pooling=pooling)
+                self.assertTrue(torch.equal(ebac_torch.decompress(c), idx))
+        net = nn.Sequential(nn.Conv2d(3, 64, 3, padding=1), nn.MaxPool2d(2), nn.Flatten(), nn.Linear(64 * 4, 10))
+        xin = torch.randn((16, 3, 4, 4), generator=g)
+        with ebac_torch.compressed_activations(error_bound=1e-2, mode="rel"):
+            loss = net(xin).square().mean()
+        loss.backward()  # raised "the blob holds (1024, 2, 2)" before
+        self.assertTrue(all(p.grad is not None for p in net.parameters()))
+
     def test_wrong_pooling_geometry_is_refused_or_exact(self):
         idx = torch.zeros((2, 3, 4, 4), dtype=torch.int64)
         with self.assertRaisesRegex(RuntimeError, "pooling"):
