@@ -317,11 +317,15 @@ def breakdown(res):
             "decompressed_alive": top["decompressed_alive"], "other": other}
 
 
-def plot(results, out):
+def plot(results, out, title="Memory over one training step (batch 256, Adam, one thread)", name="timeline.png",
+         nets=None):
+    """RSS over the instrumented step: one row per network (`nets`, default
+    sorted), every way on one axis, and beside it the same without plain's
+    scale. Writes OUT/NAME."""
     import matplotlib
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
-    nets = sorted({r["network"] for r in results})
+    nets = nets or sorted({r["network"] for r in results})
     ways = []
     for r in results:
         if r["way"] not in ways:
@@ -341,9 +345,9 @@ def plot(results, out):
         zoom.set_ylim(-5, 1.15 * top if top > 0 else None)
         ax.set_title(net)
         zoom.set_title("%s, without plain's scale" % net)
-    fig.suptitle("Memory over one training step (batch 256, Adam, one thread)")
+    fig.suptitle(title)
     fig.tight_layout()
-    fig.savefig(os.path.join(out, "timeline.png"), dpi=100)
+    fig.savefig(os.path.join(out, name), dpi=100)
     plt.close(fig)
 
 
