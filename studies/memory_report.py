@@ -771,10 +771,12 @@ def study_network(runner, net, args, ways, log):
 def budget_of(n, args):
     """The fixed budget of a network's budget table: a peak rise over the
     memory before the step (studies/batch_budget.py measures rises), the
-    gradients' bytes (batch_budget's steps allocate them in backward) plus
-    --budget-scale x ebac's rise at the report batch (about the report batch
-    for ebac, so the bisection's steps cost about the report's). None
-    without ebac's."""
+    parameters' bytes plus --budget-scale x ebac's rise at the report batch.
+    The parameters' bytes were meant for the gradients, but batch_budget's
+    rise holds none of them (the previous step's gradients are in the RSS
+    before the step, and set to None, then rebuilt, within it), so they make
+    the budget roomier than ebac's rise by that much (resnet50 94 MB,
+    vit_b_16 343 MB). None without ebac's result."""
     if args.budget_mb.get(n["network"]):
         return args.budget_mb[n["network"]] * 1e6
     eb = n["ways"].get("ebac") or {}
@@ -1159,7 +1161,7 @@ def _plot_timeline(nets, out, meta):
     if not runs:
         return None
     peak_step.plot(runs, out, title="Memory over one training step (report batch, SGD, %d threads)" % meta["threads"],
-                   nets=[n["network"] for n in nets if any(r["network"] == n["network"] for r in runs)])
+                   nets=[n["network"] for n in nets if any(r["network"] == n["network"] for r in runs)], dpi=60)
     return "timeline.png"
 
 
@@ -1203,6 +1205,7 @@ def _r_header(meta):
         L.append("Fixed-budget tables rerun by `%s` (%.1f min; `uptime` before `%s`, after `%s`).  " % (
             meta["budget_command"], meta.get("budget_wall_seconds", 0) / 60, meta.get("budget_uptime_before", "?"),
             meta.get("budget_uptime_after", "?")))
+    L += ["%s  " % note for note in meta.get("notes", [])]
     if meta.get("uptime_before"):
         L.append("Machine load (`uptime`): before `%s`; after `%s`%s.  " % (
             meta["uptime_before"], meta.get("uptime_after", "?"),
@@ -1324,8 +1327,9 @@ def _r_budget(results, meta):
     ok = {k: v for k, v in tables.items() if "error" not in v}
     L = ["## Largest batch within a fixed budget", "",
          "studies/batch_budget.py's study, per network: the budget is a peak RSS rise of one step over the RSS "
-         "before it (VmHWM after clear_refs), set to the network's gradient bytes + %g x ebac's rise at the report "
-         "batch (batch_budget's steps use Adam and set gradients to None, so backward allocates them). Each batch "
+         "before it (VmHWM after clear_refs), set to the network's parameter bytes + %g x ebac's rise at the report "
+         "batch (the parameter bytes were meant for the gradients, which are in fact in the RSS before a step "
+         "here, so the budget is roomier than ebac's rise by them: much so for vgg16_bn and vit_b_16). Each batch "
          "runs in its own process, one torch thread, one warm-up step. Measured: the largest batch whose rise is "
          "<= the budget, bisected to %.0f%%. Planner (probe): `ebac_torch.plan_batch(budget, probe batch, "
          "stats=<an ebac probe's>, compressed=<ebac way>, probe_rise=<the way's probe rise>, static_bytes=0, "
@@ -1339,6 +1343,7 @@ def _r_budget(results, meta):
          % (meta.get("budget_scale", 1.0), 100 * meta.get("budget_resolution", 0.05), 100 * PLANNER_TARGET), ""]
     L += batch_budget.table_lines(ok) if ok else []
     L += [""] + ["- %s: **failed**: %s" % (k, v["error"]) for k, v in tables.items() if "error" in v]
+    L += ["- %s: not run (not in --budget-networks)" % n["network"] for n in results if not n.get("budget_table")]
     L += ["", "Probe rises and the batches tried (batch: rise MB):", ""] + batch_budget.tried_lines(ok) + [""]
     return L
 
@@ -1561,6 +1566,7 @@ def _parser():
     ap.add_argument("--budget-resolution", type=float, default=None,
                     help="bisect until hi - lo <= this x lo (default 0.05, smoke %g)" % SMOKE["budget_resolution"])
     ap.add_argument("--resume-budget", action="store_true", help="reuse budget workers' results in OUT/budget/work")
+    ap.add_argument("--note", action="append", default=[], help="a line for the report's header (--budget-only)")
     ap.add_argument("--budget-only", action="store_true",
                     help="(re)run only the fixed-budget tables of OUT/results.json's networks (implies --resume-budget)")
     ap.add_argument("--seed", type=int, default=0)
@@ -1681,6 +1687,7 @@ def _budget_only(args, cmd, uptime_before, log):
     args.resume_budget = True
     meta.update(budget_command=cmd, budget_uptime_before=uptime_before, budget_scale=args.budget_scale,
                 budget_resolution=args.budget_resolution)
+    meta["notes"] = meta.get("notes", []) + args.note
     for n in results:
         n.pop("budget_table", None)
         if n["network"] in args.budget_nets:

@@ -345,7 +345,7 @@ def breakdown(res):
 
 
 def plot(results, out, title="Memory over one training step (batch 256, Adam, one thread)", name="timeline.png",
-         nets=None):
+         nets=None, dpi=100):
     """RSS over the instrumented step: one row per network (`nets`, default
     sorted), every way on one axis, and beside it the same without plain's
     scale. Writes OUT/NAME."""
@@ -374,7 +374,7 @@ def plot(results, out, title="Memory over one training step (batch 256, Adam, on
         zoom.set_title("%s, without plain's scale" % net)
     fig.suptitle(title)
     fig.tight_layout()
-    fig.savefig(os.path.join(out, name), dpi=100)
+    fig.savefig(os.path.join(out, name), dpi=dpi)
     plt.close(fig)
 
 
