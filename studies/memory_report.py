@@ -613,7 +613,7 @@ def worker(spec):
     res = ws.describe()
     _fidelity_step(ws, res)
     _timed_steps(ws, res)
-    if spec.get("sample_ms"):
+    if spec.get("sample_ms") and not ws.cuda:  # the instruments read the host's RSS
         _instrumented_step(ws, res)
     if ws.ebac_torch is not None and "ebac" in res and ws.dev.type == "cpu":
         _codec_scratch(ws, res)
