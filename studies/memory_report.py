@@ -1695,7 +1695,8 @@ def _budget_only(args, cmd, uptime_before, log):
     meta, results = data["meta"], data["networks"]
     t0 = time.time()
     args.resume_budget = True
-    meta.update(budget_command=cmd, budget_uptime_before=uptime_before, budget_scale=args.budget_scale,
+    meta.update(budget_command=cmd.split(" --note ")[0] + (" --note ... (below)" if args.note else ""),
+                budget_uptime_before=uptime_before, budget_scale=args.budget_scale,
                 budget_resolution=args.budget_resolution)
     meta["notes"] = meta.get("notes", []) + args.note
     for n in results:
