@@ -58,8 +58,9 @@ def worker(spec):
         import ebac_torch
         ebac_torch.load_extension()
     torch.manual_seed(seed)
-    model = sm.NETWORKS[net]["build"](sm.NETWORKS[net]["size"]).train()
-    x, y = sm.network_input(net, batch, sm.NETWORKS[net]["size"], seed)
+    size = spec.get("size") or sm.NETWORKS[net]["size"]
+    model = sm.NETWORKS[net]["build"](size).train()
+    x, y = sm.network_input(net, batch, size, seed)
     opt = torch.optim.Adam(model.parameters(), lr=1e-3)
     mem = mr.Memory(torch, False)
     accumulate = spec.get("accumulate", 1)
@@ -116,7 +117,8 @@ def run_one(args, net, way, batch, stats=False, accumulate=1):
         if r.get("ok"):
             return r
     spec = {"network": net, "way": way, "batch": batch, "seed": args.seed, "error_bound": args.error_bound,
-            "stats": stats, "accumulate": accumulate, "result": result}
+            "stats": stats, "accumulate": accumulate, "result": result,
+            "size": getattr(args, "sizes", {}).get(net)}
     return mr.run_worker(__file__, spec, work, tag, args.timeout)
 
 
@@ -126,20 +128,22 @@ STATS_OF = {"plain": ("ebac", False), "ebac": ("ebac", True),
             "checkpoint": ("ebac-recompute", False), "ebac-recompute": ("ebac-recompute", True)}
 
 
-def predict(budget, probe, stats_probe, compressed, measured=True):
+def predict(budget, probe, stats_probe, compressed, measured=True, static=0.0):
     """ebac_torch.plan_batch for a way: the saved tensors of `stats_probe`
     (raw when not `compressed`), and as the working set the larger of 3.5 x
     the largest saved tensor and what the way's own `probe` step measured
     (measured=False: the former alone).
-    Static 0: the budget is a rise, and the rise is proportional to the batch
-    here (the gradients backward allocates are not at the peak's moment: a
-    static part of the parameters' bytes made a batch-8 probe over-predict
-    resnet20's ebac batch by 64%)."""
+    Static 0 by default: the budget is a rise, and the rise is proportional to
+    the batch here (the gradients backward allocates are not at the peak's
+    moment: a static part of the parameters' bytes made a batch-8 probe
+    over-predict resnet20's ebac batch by 64%). `static`: the gradients'
+    bytes, for networks whose gradients outweigh the activations (--static
+    gradients; studies/memory_report.py's torchvision networks)."""
     sys.path.insert(0, mr.EBAC_TORCH_PATH)
     import ebac_torch
     kw = dict(probe_rise=probe["rise"]) if measured else {}
     return ebac_torch.plan_batch(budget, stats_probe["batch"], stats=stats_probe["stats"], compressed=compressed,
-                                 static_bytes=0.0, safety_margin=0.0, **kw)
+                                 static_bytes=float(static), safety_margin=0.0, **kw)
 
 
 def largest_fitting(args, net, way, budget, guess, log):
@@ -186,66 +190,70 @@ def largest_fitting(args, net, way, budget, guess, log):
     return lo, {b: r["rise"] for b, r in seen.items()}, seen.get(lo)
 
 
+def probes_of(args, net, probe_batch):
+    """Each way's probe step; the ebac ways' also record what they saved."""
+    probes = {}
+    for way in args.ways:
+        for w in {way, STATS_OF[way][0]}:
+            if w not in probes:
+                probes[w] = run_one(args, net, w, probe_batch, stats=w.startswith("ebac"))
+                if not probes[w].get("ok"):
+                    raise RuntimeError("%s %s probe failed: %s" % (net, w, probes[w].get("error")))
+    return probes
+
+
+def way_row(args, net, way, budget, probes, log):
+    """One way's planner predictions (with and without its probe), the largest
+    batch measured and the step at it."""
+    probe = probes[way]
+    src, compressed = STATS_OF[way]
+    static = probe["param_bytes"] if getattr(args, "static_gradients", False) else 0.0
+    plan = predict(budget, probe, probes[src], compressed, static=static)
+    derived = predict(budget, probe, probes[src], compressed, measured=False, static=static)
+    log("%s %s: probe batch %d rise %.1f MB; planner: %d, without the probe %d (%s)" % (
+        net, way, probe["batch"], probe["rise"] / MB, plan["max_micro_batch"], derived["max_micro_batch"],
+        plan["description"]))
+    measured, rises, at = largest_fitting(args, net, way, budget, plan["max_micro_batch"], log)
+    return {"probe": {k: probe[k] for k in ("batch", "rise", "cpu_seconds", "param_bytes")},
+            "plan": {k: plan[k] for k in ("max_micro_batch", "bytes_per_sample", "saved_bytes_per_sample",
+                                          "working_bytes_per_sample", "description")},
+            "derived": {k: derived[k] for k in ("max_micro_batch", "bytes_per_sample", "working_bytes_per_sample")},
+            "static_bytes": static, "measured": measured, "rises": rises,
+            "error": plan["max_micro_batch"] / measured - 1 if measured else None,
+            "derived_error": derived["max_micro_batch"] / measured - 1 if measured else None,
+            "step": {k: at[k] for k in ("cpu_seconds", "seconds", "rise", "loss")} if at else None}
+
+
+def accumulate_plain(args, net, rows, top, log):
+    """plain with gradient accumulation to the largest global batch of the ways."""
+    r = rows.get("plain")
+    if not r or not r["measured"] or r["measured"] >= top:
+        return
+    k = -(-top // r["measured"])
+    micro = -(-top // k)
+    a = run_one(args, net, "plain", micro, accumulate=k)
+    r["accumulated"] = {"micro": micro, "steps": k, "global": micro * k,
+                        **{key: a.get(key) for key in ("cpu_seconds", "seconds", "rise")}}
+    log("  %s plain x%d accumulation, micro %d: rise %.1f MB, %.2f cpu s" % (
+        net, k, micro, a.get("rise", 0) / MB, a.get("cpu_seconds", 0)))
+
+
+def study_network(args, net, budget, probe_batch, log):
+    """The fixed-budget rows of one network (args.ways) at `budget` bytes of rise."""
+    probes = probes_of(args, net, probe_batch)
+    rows = {way: way_row(args, net, way, budget, probes, log) for way in args.ways}
+    top = max(r["measured"] for r in rows.values())
+    accumulate_plain(args, net, rows, top, log)
+    return {"budget": budget, "ways": rows, "global": top}
+
+
 def study(args, log):
-    out = {}
-    for net in args.networks:
-        budget = args.budget[net]
-        probes = {}
-        for way in args.ways:  # each way's probe step; the ebac ways' also record what they saved
-            for w in {way, STATS_OF[way][0]}:
-                if w not in probes:
-                    probes[w] = run_one(args, net, w, args.probe_batch, stats=w.startswith("ebac"))
-                    if not probes[w].get("ok"):
-                        raise RuntimeError("%s %s probe failed: %s" % (net, w, probes[w].get("error")))
-        rows = {}
-        for way in args.ways:
-            probe = probes[way]
-            src, compressed = STATS_OF[way]
-            plan = predict(budget, probe, probes[src], compressed)
-            derived = predict(budget, probe, probes[src], compressed, measured=False)
-            log("%s %s: probe batch %d rise %.1f MB; planner: %d, without the probe %d (%s)" % (
-                net, way, args.probe_batch, probe["rise"] / MB, plan["max_micro_batch"], derived["max_micro_batch"],
-                plan["description"]))
-            measured, rises, at = largest_fitting(args, net, way, budget, plan["max_micro_batch"], log)
-            rows[way] = {"probe": {k: probe[k] for k in ("batch", "rise", "cpu_seconds", "param_bytes")},
-                         "plan": {k: plan[k] for k in ("max_micro_batch", "bytes_per_sample", "saved_bytes_per_sample",
-                                                       "working_bytes_per_sample", "description")},
-                         "derived": {k: derived[k] for k in ("max_micro_batch", "bytes_per_sample",
-                                                             "working_bytes_per_sample")},
-                         "measured": measured, "rises": rises,
-                         "error": plan["max_micro_batch"] / measured - 1 if measured else None,
-                         "derived_error": derived["max_micro_batch"] / measured - 1 if measured else None,
-                         "step": {k: at[k] for k in ("cpu_seconds", "seconds", "rise", "loss")} if at else None}
-        top = max(r["measured"] for r in rows.values())
-        for way, r in rows.items():  # plain etc. with gradient accumulation to the largest global batch
-            if way == "plain" and r["measured"] and r["measured"] < top:
-                k = -(-top // r["measured"])
-                micro = -(-top // k)
-                a = run_one(args, net, way, micro, accumulate=k)
-                r["accumulated"] = {"micro": micro, "steps": k, "global": micro * k,
-                                    **{key: a.get(key) for key in ("cpu_seconds", "seconds", "rise")}}
-                log("  %s plain x%d accumulation, micro %d: rise %.1f MB, %.2f cpu s" % (
-                    net, k, micro, a.get("rise", 0) / MB, a.get("cpu_seconds", 0)))
-        out[net] = {"budget": budget, "ways": rows, "global": top}
-    return out
+    return {net: study_network(args, net, args.budget[net], args.probe_batch, log) for net in args.networks}
 
 
-def report(args, res, meta):
-    L = ["# Largest batch within a memory budget: planner against measurement",
-         "",
-         "`%s` (git %s, %s; %s). Budget: peak RSS rise of one step (VmHWM after clear_refs, %s), Adam, "
-         "one warm-up step, one torch thread, rel %g; each batch in its own process. Measured: the largest batch "
-         "whose rise is <= the budget, bisected to %.0f%%. Planner (probe): `ebac_torch.plan_batch(budget, %d, "
-         "stats=<the ebac probe's>, compressed=<ebac way>, probe_rise=<the way's probe rise>, static_bytes=0, "
-         "safety_margin=0)`; plain counts ebac's saved tensors raw, checkpoint those of ebac-recompute raw. "
-         "The working set is the larger of the probe's and 3.5 x the largest saved tensor. Planner (no probe): the "
-         "same without probe_rise (working set 3.5 x the largest saved tensor; not meant for recomputation). Errors: predicted / measured - 1. The machine was shared with "
-         "other jobs: CPU seconds are steadier than wall seconds." % (
-             meta["command"], meta["git"], meta["date"], meta["torch"], ", ".join("%s=%s" % kv for kv in mr.WORKER_ENV.items()
-                                                                                  if kv[0].startswith("MALLOC")),
-             args.error_bound, 100 * args.resolution, args.probe_batch),
-         "",
-         "| network | budget MB | way | largest batch (measured) | planner (probe) | error | planner (no probe) | error | "
+def table_lines(res):
+    """The fixed-budget table of {network: study_network's result} (markdown lines)."""
+    L = ["| network | budget MB | way | largest batch (measured) | planner (probe) | error | planner (no probe) | error | "
          "rise at it MB | CPU ms/sample | samples/CPU s |",
          "|---|---|---|---|---|---|---|---|---|---|---|"]
     for net, n in res.items():
@@ -262,13 +270,39 @@ def report(args, res, meta):
                 L.append("| %s | %.0f | plain, %d x %d accumulated | (global %d) | | | | | %.1f | %.2f | %.0f |" % (
                     net, n["budget"] / MB, acc["steps"], acc["micro"], acc["global"], (acc["rise"] or 0) / MB,
                     1e3 * acc["cpu_seconds"] / acc["global"], acc["global"] / acc["cpu_seconds"]))
-    L += ["", "Probe rises (batch %d) and the batches tried (batch: rise MB):" % args.probe_batch, ""]
+    return L
+
+
+def tried_lines(res):
+    """Per network and way: the probe's rise, every batch tried and the planner's line."""
+    L = []
     for net, n in res.items():
         for way, r in n["ways"].items():
             L.append("- %s %s: probe %.1f MB; %s; planner: %s" % (
                 net, way, r["probe"]["rise"] / MB,
                 ", ".join("%s: %.1f" % (b, v / MB) for b, v in sorted(r["rises"].items(), key=lambda kv: int(kv[0]))),
                 r["plan"]["description"]))
+    return L
+
+
+def report(args, res, meta):
+    L = ["# Largest batch within a memory budget: planner against measurement",
+         "",
+         "`%s` (git %s, %s; %s). Budget: peak RSS rise of one step (VmHWM after clear_refs, %s), Adam, "
+         "one warm-up step, one torch thread, rel %g; each batch in its own process. Measured: the largest batch "
+         "whose rise is <= the budget, bisected to %.0f%%. Planner (probe): `ebac_torch.plan_batch(budget, %d, "
+         "stats=<the ebac probe's>, compressed=<ebac way>, probe_rise=<the way's probe rise>, static_bytes=0, "
+         "safety_margin=0)`; plain counts ebac's saved tensors raw, checkpoint those of ebac-recompute raw. "
+         "The working set is the larger of the probe's and 3.5 x the largest saved tensor. Planner (no probe): the "
+         "same without probe_rise (working set 3.5 x the largest saved tensor; not meant for recomputation). Errors: predicted / measured - 1. The machine was shared with "
+         "other jobs: CPU seconds are steadier than wall seconds." % (
+             meta["command"], meta["git"], meta["date"], meta["torch"], ", ".join("%s=%s" % kv for kv in mr.WORKER_ENV.items()
+                                                                                  if kv[0].startswith("MALLOC")),
+             args.error_bound, 100 * args.resolution, args.probe_batch),
+         ""]
+    L += table_lines(res)
+    L += ["", "Probe rises (batch %d) and the batches tried (batch: rise MB):" % args.probe_batch, ""]
+    L += tried_lines(res)
     with open(os.path.join(args.out, "report.md"), "w") as f:
         f.write("\n".join(L) + "\n")
     return "\n".join(L)

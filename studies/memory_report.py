@@ -15,9 +15,12 @@ step each way, each way in a fresh process (this script with --worker):
               ebac_torch.compressed_activations(error_bound=1e-2, mode="rel", model=net);
   checkpoint  torch.utils.checkpoint (non-reentrant) over the segments of
               study_models.SEGMENTS;
-  offload     the forward and loss inside torch.autograd.graph.save_on_cpu()
-              (on a CPU-only machine the tensors are already on the CPU: a
-              baseline for the hooks' cost; on CUDA the real offload).
+  ebac-recompute  ebac_torch.checkpoint over the same segments inside the ebac
+              session (only the segment inputs kept, compressed);
+  offload     (--ways ...,offload) the forward and loss inside
+              torch.autograd.graph.save_on_cpu() (on a CPU-only machine the
+              tensors are already on the CPU: the hooks' cost; on CUDA the
+              real offload).
 
 Same seed, batch, initial weights and dropout RNG each way. Measured:
 
@@ -27,22 +30,28 @@ Same seed, batch, initial weights and dropout RNG each way. Measured:
 * peak RSS during a step and its rise over the RSS before the step (VmHWM after
   writing 5 to /proc/self/clear_refs; CUDA: max_memory_allocated);
 * step time: median and range of --steps timed steps after one warm-up step;
-* gradient fidelity against plain, per parameter (cosine, relative L2 error);
-* for some networks (--fit), the largest batch within a memory budget:
-  ebac_torch.plan_batch's prediction, and a fit peak = a + b * batch to
-  measured peaks at two batch sizes, plain and ebac, verified by one run.
+* where the peak is: one more, instrumented step with studies/peak_step.py's
+  Sampler and Tracker (RSS every --sample-ms; what is alive at every
+  pack/unpack), its timeline plotted by peak_step.plot; the model's static
+  bytes; the codec's scratch for the largest saved tensor, measured alone;
+* gradient fidelity against plain, per parameter (cosine, relative L2 error),
+  and whether the loss falls over a worker's steps;
+* then, per network (--budget-networks), studies/batch_budget.py's
+  fixed-budget study: the largest batch of each way within a budget of
+  peak rise, bisected, against ebac_torch.plan_batch's prediction.
 
-Writes report.md, results.json and PNG plots into --out. --smoke runs small
-versions of the three small networks and exits non-zero when a worker fails,
-the raw-byte totals disagree, or a gradient cosine of a non-negligible
-parameter is below 0.9. docs/pytorch.md ("The whole-network memory report")
-describes the outputs. `--report-only DIR` rewrites DIR's report and plots
-from its results.json.
+Writes report.md, results.json and PNG plots into --out (after every network).
+--smoke runs small versions of the three small networks and the VGG-style
+CNN's budget table (plain, ebac), and exits non-zero when a worker fails, the
+raw-byte totals disagree, a gradient cosine of a non-negligible parameter is
+below 0.9, the budget table fails or the planner is off by more than 20%
+there. docs/pytorch.md ("The whole-network memory report") describes the
+outputs. `--report-only DIR` rewrites DIR's report and plots from its
+results.json; `--budget-only --out DIR` reruns DIR's budget tables.
 """
 
 import argparse
 import json
-import math
 import os
 import platform
 import shlex
@@ -56,8 +65,10 @@ REPO = os.path.dirname(TOOLS)
 # ebac_torch: the tree's, or an installed copy at $EBAC_TORCH_PATH (docs/pytorch.md).
 EBAC_TORCH_PATH = os.environ.get("EBAC_TORCH_PATH") or os.path.join(REPO, "integrations", "pytorch")
 
-WAYS = ["plain", "ebac", "checkpoint", "offload"]
-WAY_TITLE = {"plain": "plain", "ebac": "ebac", "checkpoint": "checkpoint", "offload": "save_on_cpu"}
+WAYS = ["plain", "ebac", "checkpoint", "ebac-recompute", "offload"]
+DEFAULT_WAYS = ["plain", "ebac", "checkpoint", "ebac-recompute"]
+WAY_TITLE = {"plain": "plain", "ebac": "ebac", "checkpoint": "checkpoint", "ebac-recompute": "ebac-recompute",
+             "offload": "save_on_cpu"}
 KINDS = ["conv", "linear", "norm", "activation", "attention", "pool indices", "masks", "other"]
 KIND_RULES = [
     "bool tensors -> masks",
@@ -85,11 +96,11 @@ COSINE_SMOKE = 0.9
 # 2e-5 of the largest norm in these networks).
 NEGLIGIBLE = 1e-5
 RSS_AGREEMENT = (0.5, 1.5)  # measured / predicted RSS saving counted as "about" the prediction
-FIT_DEFAULT = ["vgg-cnn", "small-vit", "gpt", "resnet18"]
-VERIFY_CAP = 12             # no verification run above this multiple of the report batch
-BUDGET_FACTOR = 1.5
+PLANNER_TARGET = 0.15       # |predicted / measured largest batch - 1| (issue 50)
+PLANNER_SMOKE = 0.2         # the smoke's looser floor (small batches, a 10% bisection)
+LARGEST_TENSORS = 3         # issue 50's aim: ebac's rise <= compressed bytes + this many largest saved tensors
 SMOKE = {"networks": ["vgg-cnn", "small-vit", "gpt"], "batch": {"vgg-cnn": 32, "small-vit": 32, "gpt": 8},
-         "size": {"gpt": 64}, "fit": ["vgg-cnn"]}
+         "size": {"gpt": 64}, "budget": ["vgg-cnn"], "budget_ways": "plain,ebac", "budget_resolution": 0.1}
 # glibc's initial thresholds, with its dynamic adjustment turned off (setting
 # them does that): freed tensors of 128 KiB and more go back to the system, so
 # the RSS before a step does not include memory an earlier step freed.
@@ -356,152 +367,256 @@ def compare_grads(torch, model, ref):
     return out
 
 
-def worker(spec):
-    """Runs one (network, way, batch) in this process; returns a dict."""
-    t_start = time.time()
-    import torch
-    torch.set_num_threads(spec["threads"])
-    import study_models as sm
+def _load_ebac_torch():
+    sys.path.insert(0, EBAC_TORCH_PATH)
+    import ebac_torch
+    ebac_torch.load_extension()
+    return ebac_torch
 
-    net, way, batch, size, seed = spec["network"], spec["way"], spec["batch"], spec["size"], spec["seed"]
-    cuda = torch.cuda.is_available()
-    dev = torch.device("cuda" if cuda else "cpu")
-    ebac_torch = None
-    if way == "ebac":
-        sys.path.insert(0, EBAC_TORCH_PATH)
-        import ebac_torch
-        ebac_torch.load_extension()
 
-    torch.manual_seed(seed)
-    model = sm.NETWORKS[net]["build"](size).to(dev).train()
-    x, y = sm.network_input(net, batch, size, seed)
-    x, y = x.to(dev), y.to(dev)
-    opt = torch.optim.SGD(model.parameters(), lr=1e-3, momentum=0.9)
-    types = _module_types(model)
-    res = {"network": net, "way": way, "batch": batch, "size": size, "threads": torch.get_num_threads(),
-           "device": str(dev), "params": sum(p.numel() for p in model.parameters()),
-           "param_bytes": sum(p.numel() * p.element_size() for p in model.parameters()),
-           "input_shape": list(x.shape), "input_dtype": str(x.dtype).replace("torch.", "")}
-    mem = Memory(torch, cuda)
-    res["memory_method"] = mem.method
+class WayStep:
+    """One network trained one way in this process: the model, its batch, the
+    optimizer, and the training step (forward and loss the way `spec["way"]`
+    says, backward, SGD step)."""
 
-    segment_hook = {"fn": None}
+    def __init__(self, spec):
+        import torch
+        torch.set_num_threads(spec["threads"])
+        import study_models as sm
+        self.torch, self.sm, self.spec = torch, sm, spec
+        self.net, self.way, self.seed = spec["network"], spec["way"], spec["seed"]
+        self.cuda = torch.cuda.is_available()
+        self.dev = torch.device("cuda" if self.cuda else "cpu")
+        self.ebac_torch = _load_ebac_torch() if self.way.startswith("ebac") else None
+        torch.manual_seed(self.seed)
+        self.model = sm.NETWORKS[self.net]["build"](spec["size"]).to(self.dev).train()
+        x, y = sm.network_input(self.net, spec["batch"], spec["size"], self.seed)
+        self.x, self.y = x.to(self.dev), y.to(self.dev)
+        self.opt = torch.optim.SGD(self.model.parameters(), lr=1e-3, momentum=0.9)
+        self.types = _module_types(self.model)
+        self.mem = Memory(torch, self.cuda)
+        self.on_segment = None   # checkpoint's segment inputs go here while counting
+        self.sampler = None      # peak_step.Sampler during the instrumented step
 
-    def forward_loss():
-        if way == "checkpoint":
-            return sm.loss_of(sm.checkpointed_forward(net, model, x, on_segment=segment_hook["fn"]), y)
-        return sm.loss_of(model(x), y)
+    def describe(self):
+        m, x = self.model, self.x
+        return {"network": self.net, "way": self.way, "batch": self.spec["batch"], "size": self.spec["size"],
+                "threads": self.torch.get_num_threads(), "device": str(self.dev),
+                "params": sum(p.numel() for p in m.parameters()),
+                "param_bytes": sum(p.numel() * p.element_size() for p in m.parameters()),
+                "input_shape": list(x.shape), "input_dtype": str(x.dtype).replace("torch.", ""),
+                "memory_method": self.mem.method}
 
-    def step(collect=None, counter=None):
-        torch.manual_seed(seed + 1)
-        opt.zero_grad(set_to_none=False)
-        session = None
-        if way == "ebac":
-            with ebac_torch.compressed_activations(error_bound=spec["error_bound"], mode="rel",
-                                                   model=model) as session:
-                loss = forward_loss()
-        elif way == "offload":
-            with torch.autograd.graph.save_on_cpu(pin_memory=cuda):
-                loss = forward_loss()
-        elif counter is not None:
+    def _mark(self, what):
+        if self.sampler is not None:
+            self.sampler.mark(what)
+
+    def forward_loss(self):
+        sm = self.sm
+        if self.way == "checkpoint":
+            return sm.loss_of(sm.checkpointed_forward(self.net, self.model, self.x, on_segment=self.on_segment), self.y)
+        return sm.way_loss(self.net, self.way, self.model, self.x, self.y, self.ebac_torch)
+
+    def _forward(self, counter, track):
+        """The loss, under this way's saved-tensor hooks; (loss, session, tracker)."""
+        torch = self.torch
+        if self.way.startswith("ebac"):
+            session = self.ebac_torch.compressed_activations(error_bound=self.spec["error_bound"], mode="rel",
+                                                             model=self.model)
+            tracker = None
+            if track:  # before __enter__, which hands pack/unpack to autograd
+                import peak_step
+                tracker = peak_step.Tracker(session, session.C, self.sampler)
+            with session:
+                return self.forward_loss(), session, tracker
+        if self.way == "offload":
+            with torch.autograd.graph.save_on_cpu(pin_memory=self.cuda):
+                return self.forward_loss(), None, None
+        if counter is not None:
             with counter:
-                loss = forward_loss()
+                loss = self.forward_loss()
             counter.release()
-        else:
-            loss = forward_loss()
+            return loss, None, None
+        return self.forward_loss(), None, None
+
+    def step(self, collect=None, counter=None, track=False):
+        """One training step; returns (loss, ebac session or None, peak_step.Tracker or None)."""
+        torch = self.torch
+        torch.manual_seed(self.seed + 1)  # the same dropout masks each way and step
+        self.opt.zero_grad(set_to_none=False)
+        self._mark("forward")
+        loss, session, tracker = self._forward(counter, track)
+        self._mark("backward")
         loss.backward()
         if collect is not None:
-            collect["loss"] = float(loss)
             collect["grads"] = {n: (None if p.grad is None else p.grad.detach().cpu().clone())
-                                for n, p in model.named_parameters()}
-        opt.step()
-        if cuda:
+                                for n, p in self.model.named_parameters()}
+        self._mark("optimizer")
+        self.opt.step()
+        if self.cuda:
             torch.cuda.synchronize()
-        return session
+        self._mark("end")
+        return float(loss), session, tracker
 
-    # The warm-up step, which is also the gradient-fidelity step (same weights,
-    # batch and RNG each way). For plain it counts what autograd saves; for
-    # checkpoint what checkpointing holds from forward to backward: the saves
-    # outside its segments plus each segment's input (study_models passes them
-    # to on_segment). The counter hands every tensor back unchanged.
+    def static_bytes(self):
+        """Parameters, gradients and optimizer state: what the RSS before a
+        step holds for the model (zero_grad keeps the gradients' tensors)."""
+        def nbytes(ts):
+            return sum(t.numel() * t.element_size() for t in ts if self.torch.is_tensor(t))
+        params = list(self.model.parameters())
+        return {"parameters": nbytes(params), "gradients": nbytes(p.grad for p in params),
+                "optimizer_state": nbytes(v for s in self.opt.state.values() for v in s.values())}
+
+
+def _ebac_stats(session, types):
+    """The parts of a session's stats() the report uses, per tensor included."""
+    st = session.stats()
+    det = []
+    for d in st["details"]:
+        e = {k: d[k] for k in ("module", "dtype", "raw_bytes", "stored_bytes") if k in d}
+        e["shape"] = list(d.get("shape", ()))
+        e["type"] = _type_of_name(types, d.get("module", "?"))
+        for k in ("kept", "pipeline", "eb"):
+            if k in d:
+                e[k] = d[k]
+        det.append(e)
+    out = {k: st[k] for k in ("raw_bytes", "compressed_bytes", "ratio", "tensors", "compressed_tensors", "kept",
+                              "duplicates", "duplicate_bytes", "parameters", "peak_compressed_bytes", "complete",
+                              "derived") if k in st}
+    out["details"] = det
+    out["pack_seconds"] = [st.get("pack_seconds", 0.0)]
+    out["unpack_seconds"] = [st.get("unpack_seconds", 0.0)]
+    return out
+
+
+def _fidelity_step(ws, res):
+    """The warm-up step, which is also the gradient-fidelity step (same
+    weights, batch and RNG each way). For plain it counts what autograd saves;
+    for checkpoint what checkpointing holds from forward to backward: the saves
+    outside its segments plus each segment's input (study_models passes them to
+    on_segment). The counter hands every tensor back unchanged."""
+    spec, torch = ws.spec, ws.torch
     counter = None
-    if spec.get("count") and way in ("plain", "checkpoint"):
-        counter = SavedCounter(torch, model, held=(x, y))
-        if way == "checkpoint":
-            segment_hook["fn"] = lambda t: counter.pack(t, ("<checkpoint input>", "<checkpoint>"))
+    if spec.get("count") and ws.way in ("plain", "checkpoint"):
+        counter = SavedCounter(torch, ws.model, held=(ws.x, ws.y))
+        if ws.way == "checkpoint":
+            ws.on_segment = lambda t: counter.pack(t, ("<checkpoint input>", "<checkpoint>"))
     collect = {} if spec.get("grads") else None
-    zero = BiasIntoBatchNorm(torch, model) if collect is not None else None
+    zero = BiasIntoBatchNorm(torch, ws.model) if collect is not None else None
     t0 = time.perf_counter()
-    session = step(collect, counter)
+    loss, session, _ = ws.step(collect, counter)
     res["warmup_seconds"] = time.perf_counter() - t0
+    res["losses"] = [loss]
     if zero is not None:
         res["zero_gradient_params"] = zero.close()
     if counter is not None:
         res["count"] = counter.result()
-        segment_hook["fn"] = None
-        counter = None
+        ws.on_segment = None
     if session is not None:
-        st = session.stats()
-        det = []
-        for d in st["details"]:
-            e = {k: d[k] for k in ("module", "dtype", "raw_bytes", "stored_bytes") if k in d}
-            e["shape"] = list(d.get("shape", ()))
-            e["type"] = _type_of_name(types, d.get("module", "?"))
-            for k in ("kept", "pipeline", "eb"):
-                if k in d:
-                    e[k] = d[k]
-            det.append(e)
-        res["ebac"] = {k: st[k] for k in ("raw_bytes", "compressed_bytes", "ratio", "tensors", "compressed_tensors",
-                                          "kept", "duplicates", "duplicate_bytes", "parameters",
-                                          "peak_compressed_bytes", "complete") if k in st}
-        res["ebac"]["details"] = det
-        res["ebac"]["pack_seconds"] = [st.get("pack_seconds", 0.0)]
-        res["ebac"]["unpack_seconds"] = [st.get("unpack_seconds", 0.0)]
+        res["ebac"] = _ebac_stats(session, ws.types)
     if collect is not None:
-        res["loss"] = collect["loss"]
-        if way == "plain" and spec.get("save_grads"):
-            torch.save(collect["grads"], spec["save_grads"])
-        ref_path = spec.get("ref_grads")
-        if way != "plain" and ref_path and os.path.exists(ref_path):
-            ref = torch.load(ref_path)
-            grads = collect["grads"]
-            for n, p in model.named_parameters():  # compare the collected gradients, not p.grad after opt.step
-                p.grad = grads[n]
-            res["grads"] = compare_grads(torch, model, ref)
-            del ref, grads
-        del collect
+        res["loss"] = loss
+        _compare_with_plain(ws, res, collect["grads"])
 
-    steps = []
+
+def _compare_with_plain(ws, res, grads):
+    """plain saves its gradients for the other ways; they compare theirs."""
+    spec, torch = ws.spec, ws.torch
+    if ws.way == "plain" and spec.get("save_grads"):
+        torch.save(grads, spec["save_grads"])
+    ref_path = spec.get("ref_grads")
+    if ws.way != "plain" and ref_path and os.path.exists(ref_path):
+        ref = torch.load(ref_path)
+        for n, p in ws.model.named_parameters():  # the collected gradients, not p.grad after opt.step
+            p.grad = grads[n]
+        res["grads"] = compare_grads(torch, ws.model, ref)
+
+
+def _timed_steps(ws, res):
+    """spec["steps"] steps, each with its peak over the memory before it."""
     import gc
-    for _ in range(spec["steps"]):
+    steps, session = [], None
+    for _ in range(ws.spec["steps"]):
         gc.collect()
-        before = mem.before()
+        before = ws.mem.before()
         c0, t0 = time.process_time(), time.perf_counter()
-        session = step()
+        loss, session, _ = ws.step()
         sec, cpu = time.perf_counter() - t0, time.process_time() - c0
-        peak = mem.peak()
+        peak = ws.mem.peak()
         steps.append({"seconds": sec, "cpu_seconds": cpu, "rss_before": before, "peak": peak,
                       "increase": peak - before})
+        res["losses"].append(loss)
         if session is not None:
             st = session.stats()
             res["ebac"]["pack_seconds"].append(st.get("pack_seconds", 0.0))
             res["ebac"]["unpack_seconds"].append(st.get("unpack_seconds", 0.0))
     res["steps"] = steps
+    return session
 
-    if way == "ebac" and spec.get("budget") and steps and session is not None:
-        static = statistics.median(s["rss_before"] for s in steps)
-        rise = statistics.median(s["increase"] for s in steps)
-        try:  # this step is the probe (its rise measures the working set); then without it, ebac's and plain's
-            st = session.stats()
-            res["plan"] = ebac_torch.plan_batch(spec["budget"], batch, stats=st, static_bytes=static,
-                                                probe_rise=rise, probe_static_bytes=0.0, safety_margin=0.0)
-            res["plan"]["static_bytes"] = static
-            res["plan_no_probe"] = ebac_torch.plan_batch(spec["budget"], batch, stats=st, static_bytes=static,
-                                                         safety_margin=0.0)
-            res["plan_plain_no_probe"] = ebac_torch.plan_batch(spec["budget"], batch, stats=st, static_bytes=static,
-                                                               compressed=False, safety_margin=0.0)
-        except Exception as e:  # noqa: BLE001
-            res["plan"] = {"error": "%s: %s" % (type(e).__name__, e)}
+
+def _instrumented_step(ws, res):
+    """One more step with studies/peak_step.py's instruments: the RSS every
+    spec["sample_ms"] (the timeline) and, for the ebac ways, what is alive at
+    every pack and unpack (the breakdown of the peak)."""
+    import gc
+    import peak_step
+    gc.collect()
+    res["static"] = ws.static_bytes()
+    ws.sampler = peak_step.Sampler(ws.spec["sample_ms"] / 1000.0)
+    base = peak_step.rss_now()
+    ws.sampler.start()
+    loss, session, tracker = ws.step(track=True)
+    ws.sampler.stop()
+    s, ws.sampler = ws.sampler, None
+    res["losses"].append(loss)
+    res["timeline"] = {"base": base, "samples": s.samples, "marks": s.marks,
+                       "events": tracker.events if tracker else []}
+    if session is not None:
+        big = sorted((d["raw_bytes"] for d in session.stats()["details"]), reverse=True)
+        res["largest_saved"] = big[:3]
+
+
+def _codec_scratch(ws, res):
+    """What the codec itself allocates beyond its output, measured alone: the
+    peak over the memory before one compress (and one decompress) of a tensor
+    shaped like the largest saved one, minus the stream (the tensor) it
+    returns. Drawn from the batch's own values, repeated, so the data is like
+    an activation's rather than noise."""
+    import gc
+    torch, ebac_torch = ws.torch, ws.ebac_torch
+    big = max(res["ebac"]["details"], key=lambda d: d["raw_bytes"], default=None)
+    if big is None or not big["shape"] or big["dtype"] not in ("float32", "float16", "bfloat16"):
+        return
+    n = 1
+    for s in big["shape"]:
+        n *= s
+    src = ws.x.detach().float().flatten()
+    t = src.repeat(-(-n // src.numel()))[:n].reshape(big["shape"]).to(getattr(torch, big["dtype"])).contiguous()
+    pipeline = big.get("pipeline") or "max"
+    gc.collect()
+    before = ws.mem.before()
+    c = ebac_torch.compress(t, error_bound=ws.spec["error_bound"], mode="rel", pipeline=pipeline)
+    comp = ws.mem.peak() - before - c.blob.numel()
+    gc.collect()
+    before = ws.mem.before()
+    out = ebac_torch.decompress(c)
+    dec = ws.mem.peak() - before - out.numel() * out.element_size()
+    res["codec_scratch"] = {"shape": big["shape"], "dtype": big["dtype"], "pipeline": pipeline,
+                            "raw_bytes": t.numel() * t.element_size(), "stream_bytes": c.blob.numel(),
+                            "compress": max(0, comp), "decompress": max(0, dec)}
+
+
+def worker(spec):
+    """Runs one (network, way, batch) in this process; returns a dict."""
+    t_start = time.time()
+    ws = WayStep(spec)
+    res = ws.describe()
+    _fidelity_step(ws, res)
+    _timed_steps(ws, res)
+    if spec.get("sample_ms") and not ws.cuda:  # the instruments read the host's RSS
+        _instrumented_step(ws, res)
+    if ws.ebac_torch is not None and "ebac" in res and ws.dev.type == "cpu":
+        _codec_scratch(ws, res)
     res["wall_seconds"] = time.time() - t_start
     res["ok"] = True
     return res
@@ -550,6 +665,8 @@ def worker_main(path, run=None):
 # ==========================================================================
 
 class Runner:
+    """Runs workers, each in a process of its own, and logs what they did."""
+
     def __init__(self, args, log):
         self.args, self.log = args, log
         self.work = os.path.join(args.out, "work")
@@ -558,12 +675,16 @@ class Runner:
         os.makedirs(self.logs, exist_ok=True)
         self.failures = []
 
-    def run(self, network, way, batch, size, steps, **extra):
+    def _spec(self, network, way, batch, size, steps, extra):
         tag = "%s-%s-b%d" % (network, way, batch)
         spec = {"network": network, "way": way, "batch": batch, "size": size, "seed": self.args.seed,
                 "threads": self.args.threads, "steps": steps, "error_bound": self.args.error_bound,
                 "result": os.path.join(self.work, tag + ".json")}
         spec.update(extra)
+        return tag, spec
+
+    def _launch(self, tag, spec):
+        """The worker's exit status (or why it has none) and its result, if it wrote one."""
         spec_path = os.path.join(self.work, tag + ".spec.json")
         with open(spec_path, "w") as f:
             json.dump(spec, f)
@@ -571,9 +692,7 @@ class Runner:
             os.remove(spec["result"])
         env = dict(os.environ)
         env.update(WORKER_ENV)
-        t0 = time.time()
-        logf = os.path.join(self.logs, tag + ".log")
-        with open(logf, "w") as lf:
+        with open(os.path.join(self.logs, tag + ".log"), "w") as lf:
             try:
                 rc = subprocess.run([sys.executable, os.path.abspath(__file__), "--worker", spec_path],
                                     cwd=REPO, env=env, stdout=lf, stderr=subprocess.STDOUT,
@@ -584,9 +703,15 @@ class Runner:
         if os.path.exists(spec["result"]):
             with open(spec["result"]) as f:
                 res = json.load(f)
+        return rc, res
+
+    def run(self, network, way, batch, size, steps, **extra):
+        tag, spec = self._spec(network, way, batch, size, steps, extra)
+        t0 = time.time()
+        rc, res = self._launch(tag, spec)
         if res is None or not res.get("ok"):
             err = (res or {}).get("error") or "exit %s, no result" % rc
-            self.failures.append("%s: %s (log: %s)" % (tag, err, os.path.relpath(logf, self.args.out)))
+            self.failures.append("%s: %s (log: logs/%s.log)" % (tag, err, tag))
             self.log("  %-34s FAILED: %s" % (tag, err))
             return res or {"ok": False, "error": err, "network": network, "way": way, "batch": batch}
         s = res.get("steps") or []
@@ -632,27 +757,9 @@ def by_kind(records):
     return out
 
 
-def linear_fit(points):
-    """Least-squares a + b * batch through [(batch, peak)]."""
-    if len(points) < 2:
-        return None
-    n = len(points)
-    mx = sum(p[0] for p in points) / n
-    my = sum(p[1] for p in points) / n
-    sxx = sum((p[0] - mx) ** 2 for p in points)
-    if sxx == 0:
-        return None
-    b = sum((p[0] - mx) * (p[1] - my) for p in points) / sxx
-    return {"a": my - b * mx, "b": b}
-
-
-def largest_within(fit, budget):
-    if not fit or fit["b"] <= 0:
-        return None
-    return max(0, int(math.floor((budget - fit["a"]) / fit["b"])))
-
-
 def study_network(runner, net, args, ways, log):
+    """Every way of one network at its report batch, plain first (the others
+    compare their gradients with plain's)."""
     import study_models as sm
     spec = sm.NETWORKS[net]
     batch = args.batches.get(net, spec["batch"])
@@ -661,60 +768,188 @@ def study_network(runner, net, args, ways, log):
     log("%s: batch %d, input size %d" % (net, batch, size))
     out = {"network": net, "title": spec["title"], "family": spec["family"], "batch": batch, "size": size,
            "segments": sm.SEGMENTS[net], "data": spec["data"], "ways": {}}
-    if "plain" in ways:
-        out["ways"]["plain"] = runner.run(net, "plain", batch, size, args.steps, count=True, grads=True,
-                                          save_grads=grads_path)
-    plain = out["ways"].get("plain") or {}
-    ps = summarize_way(plain) if plain.get("ok") else {}
-    if args.budget_gib:
-        budget = args.budget_gib * 2 ** 30
-    elif ps:
-        budget = BUDGET_FACTOR * ps["peak"]
-    else:
-        budget = None
-    out["budget"] = budget
     for way in ways:
-        if way == "plain":
-            continue
-        out["ways"][way] = runner.run(net, way, batch, size, args.steps, count=(way == "checkpoint"),
-                                      grads=True, ref_grads=grads_path if os.path.exists(grads_path) else None,
-                                      budget=budget if way == "ebac" else None)
+        ref = {} if way == "plain" else {"ref_grads": grads_path if os.path.exists(grads_path) else None}
+        out["ways"][way] = runner.run(net, way, batch, size, args.steps, count=way in ("plain", "checkpoint"),
+                                      grads=True, save_grads=grads_path if way == "plain" else None,
+                                      sample_ms=args.sample_ms, **ref)
     if os.path.exists(grads_path) and not args.keep_work:
         os.remove(grads_path)
-
-    # The largest batch within the budget: fit peak = a + b * batch per way.
-    if net in args.fit and budget and all(w in ways for w in ("plain", "ebac")):
-        fit = {"budget": budget, "ways": {}}
-        small = max(1, batch // 2)
-        for way in ("plain", "ebac"):
-            main = out["ways"].get(way) or {}
-            pts = []
-            if main.get("ok"):
-                pts.append((batch, summarize_way(main)["peak"]))
-            r = runner.run(net, way, small, size, 1)
-            if r.get("ok"):
-                pts.append((small, summarize_way(r)["peak"]))
-            f = linear_fit(pts)
-            entry = {"points": pts, "fit": f, "largest": largest_within(f, budget)}
-            if args.verify and entry["largest"]:
-                if entry["largest"] > VERIFY_CAP * batch:
-                    entry["verify"] = {"skipped": "above %dx the report batch" % VERIFY_CAP}
-                else:
-                    v = runner.run(net, way, entry["largest"], size, 1)
-                    if v.get("ok"):
-                        vp = summarize_way(v)["peak"]
-                        entry["verify"] = {"batch": entry["largest"], "peak": vp, "fits": vp <= budget,
-                                           "seconds": summarize_way(v)["time_median"]}
-                    else:
-                        entry["verify"] = {"batch": entry["largest"], "error": v.get("error")}
-            fit["ways"][way] = entry
-        out["fit"] = fit
     return out
+
+
+def budget_of(n, args):
+    """The fixed budget of a network's budget table: a peak rise over the
+    memory before the step (studies/batch_budget.py measures rises), the
+    parameters' bytes plus --budget-scale x ebac's rise at the report batch.
+    The parameters' bytes were meant for the gradients, but batch_budget's
+    rise holds none of them (the previous step's gradients are in the RSS
+    before the step, and set to None, then rebuilt, within it), so they make
+    the budget roomier than ebac's rise by that much (resnet50 94 MB,
+    vit_b_16 343 MB). None without ebac's result."""
+    if args.budget_mb.get(n["network"]):
+        return args.budget_mb[n["network"]] * 1e6
+    eb = n["ways"].get("ebac") or {}
+    s = summarize_way(eb) if eb.get("ok") else {}
+    if not s:
+        return None
+    return round((eb["param_bytes"] + args.budget_scale * s["increase"]) / 1e6) * 1e6
+
+
+def budget_study(n, args, log):
+    """studies/batch_budget.py's study of one network (the planner against
+    the largest batch that fits, every way bisected; plain also with gradient
+    accumulation), at budget_of(n), in n["budget_table"]."""
+    import batch_budget
+    net, budget = n["network"], budget_of(n, args)
+    if budget is None:
+        n["budget_table"] = {"error": "no ebac result to set the budget from"}
+        return
+    ways = [w for w in args.budget_ways if w in batch_budget.WAYS and
+            (w in ("plain", "ebac") or net in args.budget_all_ways)]
+    bb = argparse.Namespace(out=os.path.join(args.out, "budget"), ways=ways, seed=args.seed,
+                            error_bound=args.error_bound, timeout=args.timeout, resume=args.resume_budget,
+                            resolution=args.budget_resolution, sizes={net: n["size"]})
+    probe = max(1, n["batch"] // args.budget_probe_divisor)
+    log("%s: budget %.0f MB, probe batch %d, ways %s" % (net, budget / 1e6, probe, ",".join(ways)))
+    try:
+        n["budget_table"] = batch_budget.study_network(bb, net, budget, probe, log)
+    except Exception as e:  # noqa: BLE001  (a failed worker: reported, the other networks go on)
+        n["budget_table"] = {"error": "%s: %s" % (type(e).__name__, e)}
+        log("  %s budget study FAILED: %s" % (net, e))
 
 
 # --------------------------------------------------------------------------
 # analysis
 # --------------------------------------------------------------------------
+
+def _kinds_and_kept(a, count, e):
+    """Saved bytes by layer kind (plain's count, ebac's details) and what ebac kept raw."""
+    if count:
+        a["plain_kinds"] = by_kind(count["records"])
+    if not e:
+        return
+    a["ebac_kinds"] = by_kind(e["details"])
+    a["ratio"] = e["raw_bytes"] / e["compressed_bytes"] if e["compressed_bytes"] else None
+    kept = {}
+    for d in e["details"]:
+        if "kept" in d:
+            k = kept.setdefault(d["kept"], {"tensors": 0, "bytes": 0, "kinds": {}})
+            k["tensors"] += 1
+            k["bytes"] += d["raw_bytes"]
+            kd = kind_of(d["type"], d["dtype"], d["shape"])
+            k["kinds"][kd] = k["kinds"].get(kd, 0) + d["raw_bytes"]
+    a["kept"] = kept
+
+
+def _saving_prediction(a, count, e, smoke):
+    """Raw totals must agree; the RSS saving the saved bytes predict: every
+    saved tensor freed at its stored size, except those the caller holds
+    anyway (the input batch and targets), whose stored copies are extra."""
+    rp, re_ = count["raw_bytes"], e["raw_bytes"]
+    a["raw_agree"] = rp == re_
+    if rp != re_:
+        a["problems" if smoke else "warnings"].append("raw bytes disagree: plain count %d, ebac %d (%d vs %d tensors)"
+                                                      % (rp, re_, count["tensors"], e["tensors"]))
+    recs, dets = count["records"], e["details"]
+    same = len(recs) == len(dets) and all(r["shape"] == d["shape"] and r["dtype"] == d["dtype"]
+                                          for r, d in zip(recs, dets))
+    if same:
+        pred = sum((d["raw_bytes"] - d["stored_bytes"]) if not r["caller_held"] else -d["stored_bytes"]
+                   for r, d in zip(recs, dets))
+        a["held_bytes"] = sum(r["raw_bytes"] for r in recs if r["caller_held"])
+    else:
+        pred = e["raw_bytes"] - e["compressed_bytes"]
+        a["warnings"].append("plain and ebac tensor lists differ in order or shape: predicted saving "
+                             "is raw - stored without the caller-held correction")
+    a["predicted_saving"] = pred
+    s = a.get("summary", {})
+    if "plain" in s and "ebac" in s:
+        a["measured_saving"] = s["plain"]["increase"] - s["ebac"]["increase"]
+        a["measured_peak_saving"] = s["plain"]["peak"] - s["ebac"]["peak"]
+
+
+def _judge_parameters(g, zero):
+    """Marks each parameter record negligible (not judged) or not: a bias
+    feeding BatchNorm, or a plain gradient below NEGLIGIBLE x the largest."""
+    gmax = max((x["norm_plain"] for x in g if "norm_plain" in x), default=0.0)
+    for x in g:
+        if "norm_plain" not in x:
+            continue
+        x["norm_fraction"] = x["norm_plain"] / gmax if gmax > 0 else 0.0
+        if x["name"] in zero:
+            x["negligible"] = True
+            x["reason"] = "bias feeding BatchNorm: true gradient 0 (||g_plain|| = %.3g)" % x["norm_plain"]
+        else:
+            x["negligible"] = x["norm_plain"] < NEGLIGIBLE * gmax
+            x["reason"] = ("||g_plain|| = %.3g < %.0e x max %.3g" % (x["norm_plain"], NEGLIGIBLE, gmax)
+                           if x["negligible"] else "")
+
+
+def _fidelity(a, w, plain, smoke):
+    """Gradient fidelity per way (negligibility decided here, from plain's norms)."""
+    a["fidelity"] = {}
+    for way, r in w.items():
+        g = r.get("grads")
+        if not g:
+            continue
+        _judge_parameters(g, set(r.get("zero_gradient_params") or plain.get("zero_gradient_params") or []))
+        judged = [x for x in g if not x.get("negligible")]
+        a["fidelity"][way] = {
+            "min_cosine": min((x["cosine"] for x in judged), default=None),
+            "max_rel_l2": max((x["rel_l2"] for x in judged), default=None),
+            "median_rel_l2": _median([x["rel_l2"] for x in judged]),
+            "judged": len(judged), "excluded": [(x["name"], x.get("reason", "")) for x in g if x.get("negligible")],
+            "worst": sorted(judged, key=lambda x: x["cosine"])[:3]}
+    thr = COSINE_SMOKE if smoke else COSINE_TARGET
+    for way, f in a["fidelity"].items():
+        if f["min_cosine"] is not None and f["min_cosine"] < thr:
+            a["problems" if smoke else "checks"].append("%s: min gradient cosine %.5f < %.2f" % (way, f["min_cosine"], thr))
+
+
+def _peak_breakdown(a, w):
+    """Per way: what the peak of the instrumented step is made of
+    (studies/peak_step.py's breakdown, with the model's static bytes and the
+    codec's scratch measured alone)."""
+    import peak_step
+    a["breakdown"] = {}
+    for way, r in w.items():
+        if not r.get("ok") or not r.get("timeline"):
+            continue
+        b = peak_step.breakdown(r)
+        if b is None:  # no pack/unpack events (plain, checkpoint): the rise alone
+            tl = r["timeline"]
+            top = max((v for _, v in tl["samples"]), default=tl["base"])
+            b = {"rise": top - tl["base"]}
+        b["static"] = r.get("static")
+        b["codec_scratch"] = r.get("codec_scratch")
+        b["largest_saved"] = sum(r.get("largest_saved") or []) or None
+        a["breakdown"][way] = b
+
+
+def _losses(a, w):
+    """Whether the loss fell over each way's steps (the same batch each step)."""
+    a["losses"] = {}
+    for way, r in w.items():
+        ls = r.get("losses") or []
+        if len(ls) >= 2:
+            a["losses"][way] = {"first": ls[0], "last": ls[-1], "steps": len(ls), "falls": ls[-1] < ls[0]}
+
+
+def _budget_errors(a, n, smoke):
+    """The planner's error against the measured largest batch, per way of the budget table."""
+    t = n.get("budget_table")
+    if not t:
+        return
+    if "error" in t:
+        a["problems" if smoke else "warnings"].append("budget table: %s" % t["error"])
+        return
+    a["planner"] = {way: r["error"] for way, r in t["ways"].items()}
+    for way, e in a["planner"].items():
+        if smoke and (e is None or abs(e) > PLANNER_SMOKE):
+            a["problems"].append("budget table: plan_batch's %s error %s beyond %.0f%%" % (
+                way, "n/a" if e is None else "%+.1f%%" % (100 * e), 100 * PLANNER_SMOKE))
+
 
 def analyze(n, smoke):
     """Derived figures and checks of one network's results (in place)."""
@@ -724,114 +959,96 @@ def analyze(n, smoke):
     for way, r in w.items():
         if r.get("ok"):
             a.setdefault("summary", {})[way] = summarize_way(r)
-    count = plain.get("count")
-    if count:
-        a["plain_kinds"] = by_kind(count["records"])
-    if eb.get("ebac"):
-        a["ebac_kinds"] = by_kind(eb["ebac"]["details"])
-        e = eb["ebac"]
-        a["ratio"] = e["raw_bytes"] / e["compressed_bytes"] if e["compressed_bytes"] else None
-        kept = {}
-        for d in e["details"]:
-            if "kept" in d:
-                k = kept.setdefault(d["kept"], {"tensors": 0, "bytes": 0, "kinds": {}})
-                k["tensors"] += 1
-                k["bytes"] += d["raw_bytes"]
-                kd = kind_of(d["type"], d["dtype"], d["shape"])
-                k["kinds"][kd] = k["kinds"].get(kd, 0) + d["raw_bytes"]
-        a["kept"] = kept
-    if count and eb.get("ebac"):
-        rp, re_ = count["raw_bytes"], eb["ebac"]["raw_bytes"]
-        a["raw_agree"] = rp == re_
-        if rp != re_:
-            a["problems" if smoke else "warnings"].append("raw bytes disagree: plain count %d, ebac %d (%d vs %d tensors)"
-                                 % (rp, re_, count["tensors"], eb["ebac"]["tensors"]))
-        # Predicted RSS saving: every saved tensor freed at its stored size,
-        # except those the caller holds anyway (the input batch and targets),
-        # whose stored copies are extra.
-        recs, dets = count["records"], eb["ebac"]["details"]
-        same = len(recs) == len(dets) and all(r["shape"] == d["shape"] and r["dtype"] == d["dtype"]
-                                              for r, d in zip(recs, dets))
-        if same:
-            pred = sum((d["raw_bytes"] - d["stored_bytes"]) if not r["caller_held"] else -d["stored_bytes"]
-                       for r, d in zip(recs, dets))
-            a["held_bytes"] = sum(r["raw_bytes"] for r in recs if r["caller_held"])
-        else:
-            pred = eb["ebac"]["raw_bytes"] - eb["ebac"]["compressed_bytes"]
-            a["warnings"].append("plain and ebac tensor lists differ in order or shape: predicted saving "
-                                 "is raw - stored without the caller-held correction")
-        a["predicted_saving"] = pred
-        s = a.get("summary", {})
-        if "plain" in s and "ebac" in s:
-            a["measured_saving"] = s["plain"]["increase"] - s["ebac"]["increase"]
-            a["measured_peak_saving"] = s["plain"]["peak"] - s["ebac"]["peak"]
-    # Gradient fidelity per way (negligibility decided here, from plain's norms).
-    a["fidelity"] = {}
-    for way, r in w.items():
-        g = r.get("grads")
-        if not g:
-            continue
-        zero = set(r.get("zero_gradient_params") or plain.get("zero_gradient_params") or [])
-        gmax = max((x["norm_plain"] for x in g if "norm_plain" in x), default=0.0)
-        for x in g:
-            if "norm_plain" not in x:
-                continue
-            if x["name"] in zero:
-                x["negligible"] = True
-                x["reason"] = "bias feeding BatchNorm: true gradient 0 (||g_plain|| = %.3g)" % x["norm_plain"]
-            else:
-                x["negligible"] = x["norm_plain"] < NEGLIGIBLE * gmax
-                x["reason"] = ("||g_plain|| = %.3g < %.0e x max %.3g" % (x["norm_plain"], NEGLIGIBLE, gmax)
-                               if x["negligible"] else "")
-        judged = [x for x in g if not x.get("negligible")]
-        a["fidelity"][way] = {
-            "min_cosine": min((x["cosine"] for x in judged), default=None),
-            "max_rel_l2": max((x["rel_l2"] for x in judged), default=None),
-            "median_rel_l2": _median([x["rel_l2"] for x in judged]),
-            "judged": len(judged), "excluded": [(x["name"], x.get("reason", "")) for x in g if x.get("negligible")],
-            "worst": sorted(judged, key=lambda x: x["cosine"])[:3]}
+    _kinds_and_kept(a, plain.get("count"), eb.get("ebac"))
+    if plain.get("count") and eb.get("ebac"):
+        _saving_prediction(a, plain["count"], eb["ebac"], smoke)
+    _fidelity(a, w, plain, smoke)
+    _peak_breakdown(a, w)
+    _losses(a, w)
+    _budget_errors(a, n, smoke)
     for way, r in w.items():
         if not r.get("ok"):
             a["problems"].append("%s failed: %s" % (way, r.get("error")))
-    thr = COSINE_SMOKE if smoke else COSINE_TARGET
-    for way, f in a["fidelity"].items():
-        if f["min_cosine"] is not None and f["min_cosine"] < thr:
-            a["problems" if smoke else "checks"].append("%s: min gradient cosine %.5f < %.2f" % (way, f["min_cosine"], thr))
     n["analysis"] = a
     return a
 
 
-def targets(n):
-    """[(target, measured, PASS/FAIL/n/a)] of one network."""
-    a, net = n["analysis"], n["network"]
+def _target_ratio(a, net):
+    r = a.get("ratio")
+    return [("ebac ratio over all saved bytes >= %gx" % RATIO_TARGET[net], "n/a" if r is None else "%.2fx" % r,
+             "n/a" if r is None else ("PASS" if r >= RATIO_TARGET[net] else "FAIL"))] if net in RATIO_TARGET else []
+
+
+def _target_cosine(a):
     out = []
-    if net in RATIO_TARGET:
-        r = a.get("ratio")
-        out.append(("ebac ratio over all saved bytes >= %gx" % RATIO_TARGET[net],
-                    "n/a" if r is None else "%.2fx" % r,
-                    "n/a" if r is None else ("PASS" if r >= RATIO_TARGET[net] else "FAIL")))
-    f = a["fidelity"].get("ebac")
-    if f and f["min_cosine"] is not None:
-        out.append(("every non-negligible parameter's gradient cosine >= %.2f" % COSINE_TARGET,
-                    "min %.5f over %d parameters" % (f["min_cosine"], f["judged"]),
-                    "PASS" if f["min_cosine"] >= COSINE_TARGET else "FAIL"))
-    else:
-        out.append(("gradient cosine >= %.2f" % COSINE_TARGET, "not measured", "n/a"))
+    for way in ("ebac", "ebac-recompute"):
+        f = a["fidelity"].get(way)
+        if f and f["min_cosine"] is not None:
+            worst = f["worst"][0]
+            out.append(("%s: every non-negligible parameter's gradient cosine >= %.2f" % (way, COSINE_TARGET),
+                        "min %.5f over %d parameters (%s, ||g_plain|| %.1e of the largest)" % (
+                            f["min_cosine"], f["judged"], worst["name"], worst.get("norm_fraction", float("nan"))),
+                        "PASS" if f["min_cosine"] >= COSINE_TARGET else "FAIL"))
+        elif way == "ebac":
+            out.append(("gradient cosine >= %.2f" % COSINE_TARGET, "not measured", "n/a"))
+    return out
+
+
+def _target_loss(a):
+    out = []
+    for way in ("ebac", "ebac-recompute"):
+        l_ = a["losses"].get(way)
+        if l_:
+            out.append(("%s: the loss falls over its %d steps on the batch" % (way, l_["steps"]),
+                        "%.4f -> %.4f" % (l_["first"], l_["last"]), "PASS" if l_["falls"] else "FAIL"))
+    return out
+
+
+def _target_memory(a, n):
+    out = []
     p, m = a.get("predicted_saving"), a.get("measured_saving")
     if p is not None and m is not None and p > 0:
         q = m / p
         out.append(("peak RSS lower with ebac by about the saved bytes' prediction (measured/predicted in "
-                    "[%.1f, %.1f])" % RSS_AGREEMENT,
-                    "predicted %s, measured %s (%.2f)" % (mb(p), mb(m), q),
+                    "[%.1f, %.1f])" % RSS_AGREEMENT, "predicted %s, measured %s (%.2f)" % (mb(p), mb(m), q),
                     "PASS" if RSS_AGREEMENT[0] <= q <= RSS_AGREEMENT[1] else "FAIL"))
-    s = a.get("summary", {})
+    s, b = a.get("summary", {}), a.get("breakdown", {}).get("ebac") or {}
+    stored = ((n["ways"].get("ebac") or {}).get("ebac") or {}).get("compressed_bytes")
+    if "ebac" in s and stored is not None and b.get("largest_saved"):
+        cap = stored + b["largest_saved"]
+        out.append(("ebac's peak rise <= its compressed saved bytes + the %d largest saved tensors" % LARGEST_TENSORS,
+                    "%s vs %s + %s" % (mb(s["ebac"]["increase"]), mb(stored), mb(b["largest_saved"])),
+                    "PASS" if s["ebac"]["increase"] <= cap else "FAIL"))
     if "ebac" in s and "checkpoint" in s:
-        te, tc = s["ebac"]["time_median"], s["checkpoint"]["time_median"]
-        txt = "ebac %.2fs vs checkpoint %.2fs (%.2fx)" % (te, tc, te / tc)
-        if "offload" in s:
-            txt += ", vs save_on_cpu %.2fs (%.2fx)" % (s["offload"]["time_median"], te / s["offload"]["time_median"])
-        out.append(("step time: ebac no slower than recomputation", txt, "PASS" if te <= tc else "FAIL"))
+        re_, rc = s["ebac"]["increase"], s["checkpoint"]["increase"]
+        out.append(("peak rise: ebac at or below checkpointing", "%s vs %s" % (mb(re_), mb(rc)),
+                    "PASS" if re_ <= rc else "FAIL"))
     return out
+
+
+def _target_time(a):
+    s = a.get("summary", {})
+    if "ebac" not in s or "checkpoint" not in s:
+        return []
+    te, tc = s["ebac"]["time_median"], s["checkpoint"]["time_median"]
+    txt = "ebac %.2fs vs checkpoint %.2fs (%.2fx)" % (te, tc, te / tc)
+    if "offload" in s:
+        txt += ", vs save_on_cpu %.2fs (%.2fx)" % (s["offload"]["time_median"], te / s["offload"]["time_median"])
+    return [("step time: ebac no slower than recomputation", txt, "PASS" if te <= tc else "FAIL")]
+
+
+def _target_planner(a):
+    return [("plan_batch (with a probe) within %.0f%% of the largest %s batch that fits" % (100 * PLANNER_TARGET, way),
+             "n/a" if e is None else "%+.1f%%" % (100 * e),
+             "n/a" if e is None else ("PASS" if abs(e) <= PLANNER_TARGET else "FAIL"))
+            for way, e in (a.get("planner") or {}).items()]
+
+
+def targets(n):
+    """[(target, measured, PASS/FAIL/n/a)] of one network."""
+    a = n["analysis"]
+    return (_target_ratio(a, n["network"]) + _target_cosine(a) + _target_loss(a) + _target_memory(a, n)
+            + _target_time(a) + _target_planner(a))
 
 
 # --------------------------------------------------------------------------
@@ -857,24 +1074,16 @@ def blas_library():
     return "unknown"
 
 
-def plots(results, out, log):
-    try:
-        import matplotlib
-        matplotlib.use("Agg")
-        import matplotlib.pyplot as plt
-    except Exception as e:  # noqa: BLE001
-        log("no plots: matplotlib unavailable (%s)" % e)
-        return []
-    figs = []
-    nets = [n for n in results if n.get("analysis")]
-    if not nets:
-        return figs
+def _grid(plt, nets, w, h):
     cols = min(4, len(nets))
     rows = (len(nets) + cols - 1) // cols
-    colors = plt.get_cmap("tab10")
+    return plt.subplots(rows, cols, figsize=(w * cols, h * rows), squeeze=False)
 
-    # 1. saved bytes by kind, raw (plain) vs stored (ebac)
-    fig, axes = plt.subplots(rows, cols, figsize=(3.2 * cols, 3.2 * rows), squeeze=False)
+
+def _plot_saved_by_kind(plt, nets, out):
+    """Saved bytes by kind, raw (plain) vs stored (ebac)."""
+    colors = plt.get_cmap("tab10")
+    fig, axes = _grid(plt, nets, 3.2, 3.2)
     for ax, n in zip(axes.flat, nets):
         a = n["analysis"]
         bars = [("raw\n(plain)", a.get("plain_kinds"), "raw_bytes"), ("stored\n(ebac)", a.get("ebac_kinds"), "stored_bytes")]
@@ -894,97 +1103,96 @@ def plots(results, out, log):
     fig.legend(*axes.flat[0].get_legend_handles_labels(), loc="lower center", ncol=len(KINDS), fontsize=8)
     fig.suptitle("Saved for backward, by layer kind: raw vs stored by ebac")
     fig.tight_layout(rect=(0, 0.05, 1, 0.97))
-    figs.append(_save(fig, out, "saved_by_kind.png", plt))
+    return _save(fig, out, "saved_by_kind.png", plt)
 
-    # 2. peak RSS (rise over the RSS before the step) and 3. step time, per way
-    for fname, key, ylabel, title in (
-            ("peak_rss.png", "increase", "MB", "Peak memory of a step above the memory before it"),
-            ("step_time.png", "time_median", "seconds", "Step time (median; bars: min-max)")):
-        fig, axes = plt.subplots(rows, cols, figsize=(3.2 * cols, 3.0 * rows), squeeze=False)
-        for ax, n in zip(axes.flat, nets):
-            s = n["analysis"].get("summary", {})
-            ws = [w for w in WAYS if w in s]
-            vals = [s[w][key] / (1e6 if key == "increase" else 1) for w in ws]
-            err = None
-            if key == "time_median":
-                err = [[s[w]["time_median"] - s[w]["time_min"] for w in ws],
-                       [s[w]["time_max"] - s[w]["time_median"] for w in ws]]
-            ax.bar(range(len(ws)), vals, yerr=err, color=[colors(WAYS.index(w)) for w in ws])
-            ax.set_xticks(range(len(ws)))
-            ax.set_xticklabels([WAY_TITLE[w] for w in ws], rotation=30, fontsize=7)
-            ax.set_ylabel(ylabel)
-            ax.set_title(n["network"], fontsize=9)
-        for ax in list(axes.flat)[len(nets):]:
-            ax.axis("off")
-        fig.suptitle(title)
-        fig.tight_layout(rect=(0, 0, 1, 0.95))
-        figs.append(_save(fig, out, fname, plt))
 
-    # 4. gradient cosine distribution (1 - cosine, log scale)
-    fig, ax = plt.subplots(figsize=(max(6, 1.1 * len(nets)), 4))
+def _plot_per_way(plt, nets, out, fname, key, ylabel, title):
+    """One bar per way and network: the peak rise or the step time."""
+    colors = plt.get_cmap("tab10")
+    fig, axes = _grid(plt, nets, 3.2, 3.0)
+    for ax, n in zip(axes.flat, nets):
+        s = n["analysis"].get("summary", {})
+        ws = [w for w in WAYS if w in s]
+        vals = [s[w][key] / (1e6 if key == "increase" else 1) for w in ws]
+        err = None
+        if key == "time_median":
+            err = [[s[w]["time_median"] - s[w]["time_min"] for w in ws],
+                   [s[w]["time_max"] - s[w]["time_median"] for w in ws]]
+        ax.bar(range(len(ws)), vals, yerr=err, color=[colors(WAYS.index(w)) for w in ws])
+        ax.set_xticks(range(len(ws)))
+        ax.set_xticklabels([WAY_TITLE[w] for w in ws], rotation=30, fontsize=7)
+        ax.set_ylabel(ylabel)
+        ax.set_title(n["network"], fontsize=9)
+    for ax in list(axes.flat)[len(nets):]:
+        ax.axis("off")
+    fig.suptitle(title)
+    fig.tight_layout(rect=(0, 0, 1, 0.95))
+    return _save(fig, out, fname, plt)
+
+
+def _plot_cosine(plt, nets, out):
+    """Gradient cosine distribution per network and way (1 - cosine, log scale)."""
+    colors = plt.get_cmap("tab10")
+    compared = [w for w in WAYS if w != "plain"]
+    slot = len(compared) + 1
+    fig, ax = plt.subplots(figsize=(max(6, 1.3 * len(nets)), 4))
     data, labels, pos = [], [], []
     for i, n in enumerate(nets):
-        for j, way in enumerate(["ebac", "checkpoint", "offload"]):
+        for j, way in enumerate(compared):
             g = (n["ways"].get(way) or {}).get("grads")
-            if not g:
-                continue
-            v = [max(1e-12, 1 - x["cosine"]) for x in g if not x.get("negligible") and "cosine" in x]
+            v = [max(1e-12, 1 - x["cosine"]) for x in g or [] if not x.get("negligible") and "cosine" in x]
             if v:
                 data.append(v)
-                pos.append(i * 4 + j)
-                labels.append((i * 4 + j, way))
-    if data:
-        bp = ax.boxplot(data, positions=pos, widths=0.8, patch_artist=True, showfliers=True)
-        for patch, (_, way) in zip(bp["boxes"], labels):
-            patch.set_facecolor(colors(WAYS.index(way)))
-        ax.set_yscale("log")
-        ax.axhline(1 - COSINE_TARGET, color="red", lw=0.8, ls="--", label="cosine %.2f" % COSINE_TARGET)
-        ax.set_xticks([i * 4 + 1 for i in range(len(nets))])
-        ax.set_xticklabels([n["network"] for n in nets], rotation=30, fontsize=8)
-        ax.set_ylabel("1 - cosine(g, g_plain) per parameter (1e-12 = exact)")
-        handles = [plt.Rectangle((0, 0), 1, 1, color=colors(WAYS.index(w))) for w in ("ebac", "checkpoint", "offload")]
-        ax.legend(handles + [ax.get_lines()[-1]], ["ebac", "checkpoint", "save_on_cpu", "cosine %.2f" % COSINE_TARGET],
-                  fontsize=8)
-        ax.set_title("Gradient fidelity against the plain step")
-        fig.tight_layout()
-        figs.append(_save(fig, out, "grad_cosine.png", plt))
-    else:
+                pos.append(i * slot + j)
+                labels.append(way)
+    if not data:
         plt.close(fig)
+        return None
+    bp = ax.boxplot(data, positions=pos, widths=0.8, patch_artist=True, showfliers=True)
+    for patch, way in zip(bp["boxes"], labels):
+        patch.set_facecolor(colors(WAYS.index(way)))
+    ax.set_yscale("log")
+    line = ax.axhline(1 - COSINE_TARGET, color="red", lw=0.8, ls="--")
+    ax.set_xticks([i * slot + (slot - 2) / 2 for i in range(len(nets))])
+    ax.set_xticklabels([n["network"] for n in nets], rotation=30, fontsize=8)
+    ax.set_ylabel("1 - cosine(g, g_plain) per parameter (1e-12 = exact)")
+    shown = [w for w in compared if w in labels]
+    handles = [plt.Rectangle((0, 0), 1, 1, color=colors(WAYS.index(w))) for w in shown]
+    ax.legend(handles + [line], [WAY_TITLE[w] for w in shown] + ["cosine %.2f" % COSINE_TARGET], fontsize=8)
+    ax.set_title("Gradient fidelity against the plain step")
+    fig.tight_layout()
+    return _save(fig, out, "grad_cosine.png", plt)
 
-    # 5. the batch fits
-    fitted = [n for n in nets if n.get("fit")]
-    if fitted:
-        fig, axes = plt.subplots(1, len(fitted), figsize=(3.4 * len(fitted), 3.2), squeeze=False)
-        for ax, n in zip(axes.flat, fitted):
-            fit = n["fit"]
-            xmax = 1
-            for way in ("plain", "ebac"):
-                e = fit["ways"].get(way) or {}
-                c = colors(WAYS.index(way))
-                for b, p in e.get("points", []):
-                    ax.plot(b, p / 1e6, "o", color=c)
-                    xmax = max(xmax, b)
-                v = e.get("verify") or {}
-                if "peak" in v:
-                    ax.plot(v["batch"], v["peak"] / 1e6, "x", color=c, ms=9)
-                    xmax = max(xmax, v["batch"])
-                if e.get("largest"):
-                    xmax = max(xmax, e["largest"])
-            for way in ("plain", "ebac"):
-                f = (fit["ways"].get(way) or {}).get("fit")
-                if f:
-                    xs = [0, xmax * 1.1]
-                    ax.plot(xs, [(f["a"] + f["b"] * t) / 1e6 for t in xs], "-", color=colors(WAYS.index(way)),
-                            label=way)
-            ax.axhline(fit["budget"] / 1e6, color="k", ls="--", lw=0.8, label="budget")
-            ax.set_xlabel("batch")
-            ax.set_ylabel("peak RSS, MB")
-            ax.set_title(n["network"], fontsize=9)
-            ax.legend(fontsize=7)
-        fig.suptitle("Peak memory against batch (o: measured, x: verification, line: fit)")
-        fig.tight_layout(rect=(0, 0, 1, 0.93))
-        figs.append(_save(fig, out, "batch_fit.png", plt))
-    return figs
+
+def _plot_timeline(nets, out, meta):
+    """studies/peak_step.py's timeline: RSS over the instrumented step, every way of a network on one axis."""
+    import peak_step
+    runs = [r for n in nets for r in n["ways"].values() if r.get("ok") and r.get("timeline")]
+    if not runs:
+        return None
+    peak_step.plot(runs, out, title="Memory over one training step (report batch, SGD, %d threads)" % meta["threads"],
+                   nets=[n["network"] for n in nets if any(r["network"] == n["network"] for r in runs)], dpi=60)
+    return "timeline.png"
+
+
+def plots(results, out, log, meta):
+    try:
+        import matplotlib
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+    except Exception as e:  # noqa: BLE001
+        log("no plots: matplotlib unavailable (%s)" % e)
+        return []
+    nets = [n for n in results if n.get("analysis")]
+    if not nets:
+        return []
+    figs = [_plot_timeline(nets, out, meta), _plot_saved_by_kind(plt, nets, out),
+            _plot_per_way(plt, nets, out, "peak_rss.png", "increase", "MB",
+                          "Peak memory of a step above the memory before it"),
+            _plot_per_way(plt, nets, out, "step_time.png", "time_median", "seconds",
+                          "Step time (median; bars: min-max)"),
+            _plot_cosine(plt, nets, out)]
+    return [f for f in figs if f]
 
 
 def _save(fig, out, name, plt):
@@ -993,99 +1201,169 @@ def _save(fig, out, name, plt):
     return name
 
 
-def write_report(results, meta, figs, out):
+def _r_header(meta):
+    L = ["# Whole-network memory report%s" % (" (smoke)" if meta["smoke"] else ""), "",
+         "Command: `%s`  " % meta["command"],
+         "Wall time: %.1f min; %s; git %s.%s  " % (
+             meta["wall_seconds"] / 60, meta["date"], meta["git"],
+             " Report re-rendered from results.json on %s (`studies/memory_report.py --report-only DIR`)."
+             % meta["rerendered"] if meta.get("rerendered") else ""),
+         "torch %s, torchvision %s, Python %s, %s; %d threads (torch.set_num_threads), device %s; BLAS: %s.  "
+         % (meta["torch"], meta["torchvision"], meta["python"], meta["machine"], meta["threads"], meta["device"],
+            meta["blas"])]
+    if meta.get("budget_command"):
+        L.append("Fixed-budget tables rerun by `%s` (%.1f min; `uptime` before `%s`, after `%s`).  " % (
+            meta["budget_command"], meta.get("budget_wall_seconds", 0) / 60, meta.get("budget_uptime_before", "?"),
+            meta.get("budget_uptime_after", "?")))
+    L += ["%s  " % note for note in meta.get("notes", [])]
+    if meta.get("uptime_before"):
+        L.append("Machine load (`uptime`): before `%s`; after `%s`%s.  " % (
+            meta["uptime_before"], meta.get("uptime_after", "?"),
+            "; the run's priority: nice %d" % meta["nice"] if meta.get("nice") else ""))
+    L += ["ebac: relative bound %g, compressed_activations' defaults (pipeline `auto`: `max` on the host; "
+          "derive=True: GELU and Dropout outputs rebuilt from recipes; batchnorm_bound_scale 0.5; layernorm_rows; "
+          "min_numel 4096), model= given.  " % meta["error_bound"],
+          "Each way runs in a fresh process: one warm-up step (it is also the gradient-fidelity step), then "
+          "%d timed step(s), then one instrumented step (the timeline and the breakdown); SGD (momentum 0.9) "
+          "steps between them. Memory: %s; each worker runs with %s (glibc's initial thresholds, fixed), so freed "
+          "tensors return to the system and the RSS before a step holds what the step does not allocate (weights, "
+          "gradients, momentum, the batch, libraries)."
+          % (meta["steps"], meta["memory_method"], ", ".join("%s=%s" % kv for kv in WORKER_ENV.items())), ""]
+    return L
+
+
+def _r_warnings(results, meta):
     L = []
-    add = L.append
-    add("# Whole-network memory report%s" % (" (smoke)" if meta["smoke"] else ""))
-    add("")
-    add("Command: `%s`  " % meta["command"])
-    add("Wall time: %.1f min; %s; git %s.%s  " % (
-        meta["wall_seconds"] / 60, meta["date"], meta["git"],
-        " Report re-rendered from results.json on %s (`studies/memory_report.py --report-only DIR`)."
-        % meta["rerendered"] if meta.get("rerendered") else ""))
-    add("torch %s, torchvision %s, Python %s, %s; %d threads (torch.set_num_threads), device %s; BLAS: %s.  "
-        % (meta["torch"], meta["torchvision"], meta["python"], meta["machine"], meta["threads"], meta["device"],
-           meta["blas"]))
-    add("ebac: relative bound %g, default settings (pipeline `auto`: `max` on the host; min_numel 4096).  " % meta["error_bound"])
-    add("Each way runs in a fresh process: one warm-up step (it is also the gradient-fidelity step), then "
-        "%d timed step(s); SGD (momentum 0.9) steps between them. Memory: %s; each worker runs with %s "
-        "(glibc's initial thresholds, fixed), so freed tensors return to the system and the RSS before a "
-        "step holds what the step does not allocate (weights, gradients, momentum, the batch, libraries)."
-        % (meta["steps"], meta["memory_method"], ", ".join("%s=%s" % kv for kv in WORKER_ENV.items())))
-    add("")
     warns = [(n["network"], w) for n in results for w in n["analysis"]["problems"] + n["analysis"]["warnings"]
              + n["analysis"]["checks"]]
     if warns:
-        add("**Warnings:**")
-        add("")
-        for net, w in warns:
-            add("- %s: %s" % (net, w))
-        add("")
+        L += ["**Warnings:**", ""] + ["- %s: %s" % nw for nw in warns] + [""]
     if meta["failures"]:
-        add("**Failed workers:**")
-        add("")
-        for f in meta["failures"]:
-            add("- %s" % f)
-        add("")
+        L += ["**Failed workers:**", ""] + ["- %s" % f for f in meta["failures"]] + [""]
+    return L
 
-    add("## Networks")
-    add("")
-    add("| network | input | batch | parameters | data | checkpoint segments |")
-    add("|---|---|---|---|---|---|")
+
+def _r_networks(results, meta):
+    L = ["## Networks", "", "| network | input | batch | parameters | data | checkpoint segments |",
+         "|---|---|---|---|---|---|"]
     for n in results:
         p = next((r for r in n["ways"].values() if r.get("ok")), {})
         shape = "x".join(str(s) for s in p.get("input_shape", [])) or "?"
         data = {"fmnist": "Fashion-MNIST images", "fmnist3": "Fashion-MNIST, bilinear to %dx%d, 3 channels"
                 % (n["size"], n["size"]), "text": "bytes of %s, context %d" % (meta["text_file"], n["size"])}[n["data"]]
-        add("| %s | %s %s | %d | %.2fM | %s | %s |" % (n["title"], shape, p.get("input_dtype", ""), n["batch"],
-                                                     p.get("params", 0) / 1e6, data, n["segments"]))
-    add("")
-    add("Weights are random (seeded; nothing downloaded). The report batch and input sizes were chosen so that "
-        "the default report runs in well under an hour on 2 CPU cores with Debian's reference BLAS "
-        "(linear layers run at about 1 GFLOP/s there); they are small for these networks.")
-    add("")
+        L.append("| %s | %s %s | %d | %.2fM | %s | %s |" % (n["title"], shape, p.get("input_dtype", ""), n["batch"],
+                                                           p.get("params", 0) / 1e6, data, n["segments"]))
+    L += ["", "Weights are random (seeded; nothing downloaded). The report batch and input sizes were chosen so that "
+          "the default report runs in well under an hour on 2 CPU cores with Debian's reference BLAS "
+          "(linear layers run at about 1 GFLOP/s there); they are small for these networks. ebac-recompute is "
+          "`ebac_torch.checkpoint` over the same segments inside the session: only the segment inputs are kept "
+          "(compressed), each segment is recomputed in backward.", ""]
+    return L
 
-    add("## Summary")
-    add("")
-    add("| network | saved raw MB | ebac stored MB | ratio | peak RSS rise MB: plain / ebac / checkpoint / "
-        "save_on_cpu | step s: plain / ebac / checkpoint / save_on_cpu | ebac min cosine |")
-    add("|---|---|---|---|---|---|---|")
+
+def _ways_of(results):
+    return [w for w in WAYS if any(w in n["analysis"].get("summary", {}) for n in results)]
+
+
+def _r_summary(results):
+    ways = _ways_of(results)
+    names = " / ".join(WAY_TITLE[w] for w in ways)
+    L = ["## Summary", "",
+         "| network | saved raw MB | ebac stored MB | ratio | peak RSS rise MB: %s | step s: %s | ebac min cosine | "
+         "ebac loss falls |" % (names, names), "|---|---|---|---|---|---|---|---|"]
     for n in results:
         a = n["analysis"]
         s = a.get("summary", {})
         e = (n["ways"].get("ebac") or {}).get("ebac") or {}
         c = (n["ways"].get("plain") or {}).get("count") or {}
         f = a["fidelity"].get("ebac") or {}
-        add("| %s | %s | %s | %s | %s | %s | %s |" % (
+        lo = a["losses"].get("ebac")
+        L.append("| %s | %s | %s | %s | %s | %s | %s | %s |" % (
             n["network"], fmt_mb(c.get("raw_bytes", e.get("raw_bytes"))), fmt_mb(e.get("compressed_bytes")),
             "n/a" if a.get("ratio") is None else "%.2fx" % a["ratio"],
-            " / ".join(fmt_mb(s[w]["increase"]) if w in s else "n/a" for w in WAYS),
-            " / ".join("%.2f" % s[w]["time_median"] if w in s else "n/a" for w in WAYS),
-            "n/a" if f.get("min_cosine") is None else "%.5f" % f["min_cosine"]))
-    add("")
+            " / ".join(fmt_mb(s[w]["increase"]) if w in s else "n/a" for w in ways),
+            " / ".join("%.2f" % s[w]["time_median"] if w in s else "n/a" for w in ways),
+            "n/a" if f.get("min_cosine") is None else "%.5f" % f["min_cosine"],
+            "n/a" if not lo else "%s (%.3f -> %.3f)" % ("yes" if lo["falls"] else "**no**", lo["first"], lo["last"])))
+    return L + [""]
 
-    add("## Targets")
-    add("")
-    add("| network | target | measured | result |")
-    add("|---|---|---|---|")
+
+def _r_targets(results):
+    L = ["## Targets", "", "| network | target | measured | result |", "|---|---|---|---|"]
     for n in results:
-        for t, m, r in targets(n):
-            add("| %s | %s | %s | **%s** |" % (n["network"], t, m, r))
-    add("")
-    add("Step time is judged against recomputation only: on a machine without a GPU, save_on_cpu moves "
-        "nothing (the tensors already live on the CPU), so it is the cost of the hooks alone.")
-    add("")
+        L += ["| %s | %s | %s | **%s** |" % (n["network"], t, m, r) for t, m, r in targets(n)]
+    return L + ["", "Step time is judged against recomputation only: on a machine without a GPU, save_on_cpu moves "
+                "nothing (the tensors already live on the CPU), so it is the cost of the hooks alone. The gradient "
+                "cosine line names the worst judged parameter and its plain gradient's norm as a fraction of the "
+                "largest (parameters below %.0e of it are rounding noise, not judged)." % NEGLIGIBLE, ""]
 
-    add("## Saved bytes by layer kind")
-    add("")
-    add("Raw: what the plain step saved (counted by this script's hooks); stored: what ebac held for the "
-        "same tensors. Classification (the same for both):")
-    add("")
-    for r in KIND_RULES:
-        add("- %s" % r)
-    add("")
-    add("| network | " + " | ".join(KINDS) + " | total |")
-    add("|---|" + "---|" * (len(KINDS) + 1))
+
+def _r_breakdown(results):
+    L = ["## Where the peak is", "",
+         "From the instrumented step (studies/peak_step.py's instruments): the RSS sampled every few ms, and at "
+         "every pack and unpack of the ebac ways what is alive: the compressed bytes, the raw saved tensors whose "
+         "storage is still alive (forward still holds them after they were compressed) and the decompressed tensors "
+         "still alive in backward (weak storage references). At the highest sample: the rise over the step's start, "
+         "split by the last pack/unpack before it; *other* is the rest (gradients of activations, the ops' own "
+         "temporaries, codec scratch in use at that moment, allocator slack). Parameters, their gradients and SGD's "
+         "momentum are held before the step (zero_grad keeps the gradient tensors), so they are not in the rise. "
+         "Codec scratch: the peak over the memory before one `ebac_torch.compress` (and one `decompress`) of a "
+         "tensor shaped like the largest saved one, minus the stream (the tensor) it returns, measured alone in "
+         "the worker after its steps.", "",
+         "| network | way | phase | after | rise MB | compressed | raw alive (fwd) | decompressed alive (bwd) | other | "
+         "3 largest saved MB | params / grads / momentum MB | codec scratch MB: compress / decompress (largest tensor) |",
+         "|---|---|---|---|---|---|---|---|---|---|---|---|"]
+    for n in results:
+        for way, b in n["analysis"].get("breakdown", {}).items():
+            st, cs = b.get("static") or {}, b.get("codec_scratch")
+            L.append("| %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s |" % (
+                n["network"], WAY_TITLE[way], b.get("phase", "-"), b.get("after", "-"), fmt_mb(b["rise"]),
+                *(fmt_mb(b[k]) if k in b else "-" for k in ("compressed", "raw_alive", "decompressed_alive", "other")),
+                fmt_mb(b.get("largest_saved")) if b.get("largest_saved") else "-",
+                " / ".join(fmt_mb(st.get(k)) for k in ("parameters", "gradients", "optimizer_state")) if st else "-",
+                "%s / %s (%s %s, %s)" % (fmt_mb(cs["compress"]), fmt_mb(cs["decompress"]),
+                                         "x".join(map(str, cs["shape"])), cs["dtype"], cs["pipeline"]) if cs else "-"))
+    return L + ["", "![memory over one step](timeline.png)", "",
+                "The timeline: RSS above the step's start over the instrumented step (time as a fraction of the "
+                "step; dotted: backward starts), every way of a network on one axis, and on the right the same "
+                "without plain's scale; dashed: the ebac ways' compressed bytes alive.", ""]
+
+
+def _r_budget(results, meta):
+    import batch_budget
+    tables = {n["network"]: n["budget_table"] for n in results if n.get("budget_table")}
+    if not tables:
+        return []
+    ok = {k: v for k, v in tables.items() if "error" not in v}
+    L = ["## Largest batch within a fixed budget", "",
+         "studies/batch_budget.py's study, per network: the budget is a peak RSS rise of one step over the RSS "
+         "before it (VmHWM after clear_refs), set to the network's parameter bytes + %g x ebac's rise at the report "
+         "batch (the parameter bytes were meant for the gradients, which are in fact in the RSS before a step "
+         "here, so the budget is roomier than ebac's rise by them: much so for vgg16_bn and vit_b_16). Each batch "
+         "runs in its own process, one torch thread, one warm-up step. Measured: the largest batch whose rise is "
+         "<= the budget, bisected to %.0f%%. Planner (probe): `ebac_torch.plan_batch(budget, probe batch, "
+         "stats=<an ebac probe's>, compressed=<ebac way>, probe_rise=<the way's probe rise>, static_bytes=0, "
+         "safety_margin=0)` (the rise grows with the batch: the gradients backward allocates are mostly not yet "
+         "there at the peak; a static part of the gradients' bytes made the planner under-predict resnet18 and "
+         "resnet50 by 50-73%%); plain counts ebac's saved tensors raw, checkpoint those of "
+         "ebac-recompute raw. Planner (no probe): the same without probe_rise (working set 3.5 x the largest saved "
+         "tensor; not meant for recomputation). Errors: predicted / measured - 1 (target: within %.0f%% with the "
+         "probe). plain is also run with gradient accumulation to the largest global batch of the ways. CPU "
+         "seconds are steadier than wall seconds on a shared machine."
+         % (meta.get("budget_scale", 1.0), 100 * meta.get("budget_resolution", 0.05), 100 * PLANNER_TARGET), ""]
+    L += batch_budget.table_lines(ok) if ok else []
+    L += [""] + ["- %s: **failed**: %s" % (k, v["error"]) for k, v in tables.items() if "error" in v]
+    L += ["- %s: not run (not in --budget-networks)" % n["network"] for n in results if not n.get("budget_table")]
+    L += ["", "Probe rises and the batches tried (batch: rise MB):", ""] + batch_budget.tried_lines(ok) + [""]
+    return L
+
+
+def _r_kinds(results):
+    L = ["## Saved bytes by layer kind", "",
+         "Raw: what the plain step saved (counted by this script's hooks); stored: what ebac held for the "
+         "same tensors. Classification (the same for both):", ""]
+    L += ["- %s" % r for r in KIND_RULES] + ["", "| network | " + " | ".join(KINDS) + " | total |",
+                                            "|---|" + "---|" * (len(KINDS) + 1)]
     for n in results:
         a = n["analysis"]
         pk, ek = a.get("plain_kinds"), a.get("ebac_kinds")
@@ -1095,185 +1373,135 @@ def write_report(results, meta, figs, out):
         for k in KINDS:
             raw = (pk or ek)[k]["raw_bytes"]
             st = ek[k]["stored_bytes"] if ek else None
-            if raw == 0:
-                cells.append("-")
-            else:
-                cells.append("%s → %s" % (fmt_mb(raw), fmt_mb(st)) + (" (%.1fx)" % (raw / st) if st else ""))
+            cells.append("-" if raw == 0 else "%s → %s" % (fmt_mb(raw), fmt_mb(st)) + (" (%.1fx)" % (raw / st) if st else ""))
         traw = sum((pk or ek)[k]["raw_bytes"] for k in KINDS)
         tst = sum(ek[k]["stored_bytes"] for k in KINDS) if ek else None
         cells.append("%s → %s" % (fmt_mb(traw), fmt_mb(tst)))
-        add("| %s | %s |" % (n["network"], " | ".join(cells)))
-    add("")
-    add("MB raw → MB stored (ratio). Totals check: ")
-    add("")
+        L.append("| %s | %s |" % (n["network"], " | ".join(cells)))
+    return L + [""] + _r_totals(results) + _r_kept(results) + _r_checkpoint_holds(results)
+
+
+def _r_totals(results):
+    L = ["MB raw → MB stored (ratio). Totals check: ", ""]
     for n in results:
-        a = n["analysis"]
         c = (n["ways"].get("plain") or {}).get("count")
         e = (n["ways"].get("ebac") or {}).get("ebac")
         if c and e:
-            add("- %s: plain count %d tensors, %d bytes (%d duplicate saves, %s; %d parameter saves excluded); "
-                "ebac %d tensors, %d bytes (%d duplicates) — %s." % (
-                    n["network"], c["tensors"], c["raw_bytes"], c["duplicates"], mb(c["duplicate_bytes"]),
-                    c["parameters"]["tensors"], e["tensors"], e["raw_bytes"], e["duplicates"],
-                    "equal" if a.get("raw_agree") else "**DIFFERENT**"))
-    add("")
-    add("What ebac kept raw (counted at full size):")
-    add("")
+            L.append("- %s: plain count %d tensors, %d bytes (%d duplicate saves, %s; %d parameter saves excluded); "
+                     "ebac %d tensors, %d bytes (%d duplicates) — %s." % (
+                         n["network"], c["tensors"], c["raw_bytes"], c["duplicates"], mb(c["duplicate_bytes"]),
+                         c["parameters"]["tensors"], e["tensors"], e["raw_bytes"], e["duplicates"],
+                         "equal" if n["analysis"].get("raw_agree") else "**DIFFERENT**"))
+    return L + [""]
+
+
+def _r_kept(results):
+    L = ["What ebac kept raw (counted at full size):", ""]
     for n in results:
         kept = n["analysis"].get("kept")
         if kept is None:
             continue
         if not kept:
-            add("- %s: nothing" % n["network"])
+            L.append("- %s: nothing" % n["network"])
             continue
-        add("- %s: %s" % (n["network"], "; ".join(
+        L.append("- %s: %s" % (n["network"], "; ".join(
             "%s: %d tensors, %s (%s)" % (r, k["tensors"], mb(k["bytes"]),
                                          ", ".join("%s %s" % (kd, mb(b)) for kd, b in sorted(k["kinds"].items())))
             for r, k in sorted(kept.items()))))
-    add("")
-    add("Checkpointing holds from forward to backward only what is saved outside its segments plus each "
-        "segment's input:")
-    add("")
+    return L + [""]
+
+
+def _r_checkpoint_holds(results):
+    L = ["Checkpointing holds from forward to backward only what is saved outside its segments plus each "
+         "segment's input:", ""]
     for n in results:
         c = (n["ways"].get("checkpoint") or {}).get("count")
         if c:
             seg = sum(r["raw_bytes"] for r in c["records"] if r["type"] == "<checkpoint>")
-            add("- %s: %s (%s of it segment inputs)" % (n["network"], mb(c["raw_bytes"]), mb(seg)))
-    add("")
+            L.append("- %s: %s (%s of it segment inputs)" % (n["network"], mb(c["raw_bytes"]), mb(seg)))
+    return L + [""]
 
-    add("## Memory")
-    add("")
-    add("Predicted saving = Σ (raw − stored) over the saved tensors, minus the stored bytes of those the "
-        "caller holds anyway (the input batch and the targets: compressing them frees nothing). Measured = "
-        "plain's peak rise over the RSS before the step minus ebac's.")
-    add("")
-    add("| network | RSS before (plain) MB | peak plain MB | peak ebac MB | predicted saving MB | measured MB | "
-        "measured / predicted | ebac peak compressed MB |")
-    add("|---|---|---|---|---|---|---|---|")
+
+def _r_memory(results):
+    L = ["## Memory", "",
+         "Predicted saving = Σ (raw − stored) over the saved tensors, minus the stored bytes of those the "
+         "caller holds anyway (the input batch and the targets: compressing them frees nothing). Measured = "
+         "plain's peak rise over the RSS before the step minus ebac's.", "",
+         "| network | RSS before (plain) MB | peak plain MB | peak ebac MB | predicted saving MB | measured MB | "
+         "measured / predicted | ebac peak compressed MB |", "|---|---|---|---|---|---|---|---|"]
     for n in results:
         a = n["analysis"]
         s = a.get("summary", {})
         e = (n["ways"].get("ebac") or {}).get("ebac") or {}
         p, m = a.get("predicted_saving"), a.get("measured_saving")
-        add("| %s | %s | %s | %s | %s | %s | %s | %s |" % (
+        L.append("| %s | %s | %s | %s | %s | %s | %s | %s |" % (
             n["network"], fmt_mb(s.get("plain", {}).get("rss_before")), fmt_mb(s.get("plain", {}).get("peak")),
             fmt_mb(s.get("ebac", {}).get("peak")), fmt_mb(p), fmt_mb(m),
             "%.2f" % (m / p) if p and m is not None else "n/a", fmt_mb(e.get("peak_compressed_bytes"))))
-    add("")
+    return L + [""]
 
-    add("## Step time")
-    add("")
-    add("| network | plain s | ebac s (pack + unpack s) | checkpoint s | save_on_cpu s | ebac / plain | "
-        "checkpoint / plain | save_on_cpu / plain | ebac / checkpoint | CPU s: plain / ebac / checkpoint / "
-        "save_on_cpu |")
-    add("|---|---|---|---|---|---|---|---|---|---|")
+
+def _r_time(results, meta):
+    ways = _ways_of(results)
+    others = [w for w in ways if w != "plain"]
+    L = ["## Step time", "",
+         "| network | %s | %s | ebac / checkpoint | CPU s: %s |" % (
+             " | ".join("%s s%s" % (WAY_TITLE[w], " (pack + unpack s)" if w == "ebac" else "") for w in ways),
+             " | ".join("%s / plain" % WAY_TITLE[w] for w in others), " / ".join(WAY_TITLE[w] for w in ways)),
+         "|---|" + "---|" * (len(ways) + len(others) + 2)]
     for n in results:
         s = n["analysis"].get("summary", {})
         e = (n["ways"].get("ebac") or {}).get("ebac") or {}
 
         def t(w):
-            if w not in s:
-                return "n/a"
-            return "%.2f (%.2f-%.2f)" % (s[w]["time_median"], s[w]["time_min"], s[w]["time_max"])
+            return "n/a" if w not in s else "%.2f (%.2f-%.2f)" % (s[w]["time_median"], s[w]["time_min"], s[w]["time_max"])
 
         def q(a_, b_):
             return "%.2fx" % (s[a_]["time_median"] / s[b_]["time_median"]) if a_ in s and b_ in s else "n/a"
         pu = ""
         if e.get("pack_seconds") and len(e["pack_seconds"]) > 1:
             pu = " (%.2f + %.2f)" % (_median(e["pack_seconds"][1:]), _median(e["unpack_seconds"][1:]))
-        add("| %s | %s | %s%s | %s | %s | %s | %s | %s | %s | %s |" % (
-            n["network"], t("plain"), t("ebac"), pu, t("checkpoint"), t("offload"), q("ebac", "plain"),
-            q("checkpoint", "plain"), q("offload", "plain"), q("ebac", "checkpoint"),
+        L.append("| %s | %s | %s | %s | %s |" % (
+            n["network"], " | ".join(t(w) + (pu if w == "ebac" else "") for w in ways),
+            " | ".join(q(w, "plain") for w in others), q("ebac", "checkpoint"),
             " / ".join("%.2f" % s[w]["cpu_median"] if s.get(w, {}).get("cpu_median") is not None else "n/a"
-                       for w in WAYS)))
-    add("")
-    add("Wall-clock medians of %d timed step(s) (range in brackets), after one warm-up step. The last column is "
-        "the process's CPU time per step (all threads, median), which other jobs on a shared machine disturb "
-        "less than the wall clock." % meta["steps"])
-    add("")
+                       for w in ways)))
+    return L + ["", "Wall-clock medians of %d timed step(s) (range in brackets), after one warm-up step. The last "
+                "column is the process's CPU time per step (all threads, median), which other jobs on a shared "
+                "machine disturb less than the wall clock." % meta["steps"], ""]
 
-    add("## Gradient fidelity")
-    add("")
-    add("Per parameter, against the plain step's gradient (same weights, batch and dropout masks): cosine and "
-        "relative L2 error ||g − g_plain|| / ||g_plain||. A parameter whose plain gradient is below %.0e × the "
-        "largest parameter gradient norm, or a bias that feeds BatchNorm directly (its true gradient is exactly "
-        "zero; the float32 one is rounding noise), is not judged (listed below)." % NEGLIGIBLE)
-    add("")
-    add("| network | way | judged | min cosine | median rel. L2 | max rel. L2 | worst parameters (cosine) |")
-    add("|---|---|---|---|---|---|---|")
+
+def _r_fidelity(results):
+    L = ["## Gradient fidelity", "",
+         "Per parameter, against the plain step's gradient (same weights, batch and dropout masks): cosine and "
+         "relative L2 error ||g − g_plain|| / ||g_plain||. A parameter whose plain gradient is below %.0e × the "
+         "largest parameter gradient norm, or a bias that feeds BatchNorm directly (its true gradient is exactly "
+         "zero; the float32 one is rounding noise), is not judged (listed below)." % NEGLIGIBLE, "",
+         "| network | way | judged | min cosine | median rel. L2 | max rel. L2 | worst parameters (cosine) |",
+         "|---|---|---|---|---|---|---|"]
     for n in results:
         for way, f in n["analysis"]["fidelity"].items():
-            add("| %s | %s | %d | %s | %s | %s | %s |" % (
+            L.append("| %s | %s | %d | %s | %s | %s | %s |" % (
                 n["network"], WAY_TITLE[way], f["judged"],
                 "n/a" if f["min_cosine"] is None else "%.6f" % f["min_cosine"],
                 "n/a" if f["median_rel_l2"] is None else "%.2e" % f["median_rel_l2"],
                 "n/a" if f["max_rel_l2"] is None else "%.2e" % f["max_rel_l2"],
                 ", ".join("%s (%.4f)" % (x["name"], x["cosine"]) for x in f["worst"])))
-    add("")
-    ex = []
-    for n in results:
-        f = n["analysis"]["fidelity"].get("ebac")
-        if f and f["excluded"]:
-            ex.append("- %s: %s" % (n["network"], "; ".join("`%s` (%s)" % e for e in f["excluded"])))
-    if ex:
-        add("Not judged:")
-        add("")
-        L.extend(ex)
-        add("")
+    L.append("")
+    ex = ["- %s: %s" % (n["network"], "; ".join("`%s` (%s)" % tuple(e) for e in f["excluded"]))
+          for n in results for f in [n["analysis"]["fidelity"].get("ebac")] if f and f["excluded"]]
+    return L + (["Not judged:", ""] + ex + [""] if ex else [])
 
-    fitted = [n for n in results if n.get("fit")]
-    if fitted:
-        add("## Largest batch within a memory budget")
-        add("")
-        add("Budget: %s. Measured: peak RSS at the report batch and at half of it, each in a fresh process, "
-            "fit to a + b·batch; the largest batch under the budget, then one run at that batch to check it "
-            "(skipped above %dx the report batch). Predicted: `ebac_torch.plan_batch(budget, batch, "
-            "stats=<ebac's pass>, static_bytes=<RSS before the step>, probe_rise=<that step's rise>, "
-            "safety_margin=0)` (the step measures the working set; no margin, to compare with the "
-            "measurement), and without probe_rise (working set 3.5x the largest saved tensor); for plain, "
-            "`compressed=False` without a probe."
-            % ("%g GiB" % meta["budget_gib"] if meta["budget_gib"] else "%.1fx the plain step's peak RSS at the "
-               "report batch" % BUDGET_FACTOR, VERIFY_CAP))
-        add("")
-        add("| network | budget MB | way | fit a MB + b MB/sample | largest batch (fit) | planner | verification |")
-        add("|---|---|---|---|---|---|---|")
-        for n in fitted:
-            fit = n["fit"]
-            eb = n["ways"].get("ebac") or {}
-            plan = eb.get("plan") or {}
-            c = (n["ways"].get("plain") or {}).get("count") or {}
-            for way in ("plain", "ebac"):
-                e = fit["ways"].get(way) or {}
-                f = e.get("fit")
-                if way == "ebac":
-                    pl = ("%d (static %s)" % (plan["max_micro_batch"], mb(plan.get("static_bytes")))
-                          if "max_micro_batch" in plan else plan.get("error", "n/a"))
-                    if "max_micro_batch" in (eb.get("plan_no_probe") or {}):
-                        pl += "; no probe %d" % eb["plan_no_probe"]["max_micro_batch"]
-                elif "max_micro_batch" in (eb.get("plan_plain_no_probe") or {}):
-                    pl = "no probe %d" % eb["plan_plain_no_probe"]["max_micro_batch"]
-                else:  # results from before the planner had a working set: the saved bytes alone
-                    st = plan.get("static_bytes")
-                    pl = "n/a"
-                    if st and c.get("raw_bytes"):
-                        pl = "%d" % max(0, int((fit["budget"] * 0.9 - st) / (c["raw_bytes"] / n["batch"])))
-                v = e.get("verify") or {}
-                if "peak" in v:
-                    vt = "batch %d: %s, %s" % (v["batch"], mb(v["peak"]), "fits" if v["fits"] else "**over budget**")
-                else:
-                    vt = v.get("skipped") or v.get("error") or "n/a"
-                add("| %s | %s | %s | %s | %s | %s | %s |" % (
-                    n["network"], fmt_mb(fit["budget"]), way,
-                    "n/a" if not f else "%.1f + %.3f" % (f["a"] / 1e6, f["b"] / 1e6),
-                    e.get("largest", "n/a"), pl, vt))
-        add("")
 
-    if figs:
-        add("## Plots")
-        add("")
-        for f in figs:
-            add("![%s](%s)" % (f, f))
-            add("")
+def write_report(results, meta, figs, out):
+    L = (_r_header(meta) + _r_warnings(results, meta) + _r_networks(results, meta) + _r_summary(results)
+         + _r_targets(results) + _r_breakdown(results) + _r_budget(results, meta) + _r_kinds(results)
+         + _r_memory(results) + _r_time(results, meta) + _r_fidelity(results))
+    others = [f for f in figs if f != "timeline.png"]
+    if others:
+        L += ["## Plots", ""]
+        for f in others:
+            L += ["![%s](%s)" % (f, f), ""]
     with open(os.path.join(out, "report.md"), "w") as f:
         f.write("\n".join(L) + "\n")
 
@@ -1292,12 +1520,16 @@ def rerender(out):
         n.pop("analysis", None)
         analyze(n, meta["smoke"])
     meta["rerendered"] = time.strftime("%Y-%m-%d %H:%M %Z")
-    figs = plots(results, out, print)
+    _write_outputs(results, meta, out, print)
+    print("rewrote %s" % os.path.join(out, "report.md"))
+    return 0
+
+
+def _write_outputs(results, meta, out, log):
+    figs = plots(results, out, log, meta)
     write_report(results, meta, figs, out)
     with open(os.path.join(out, "results.json"), "w") as f:
         json.dump({"meta": meta, "networks": results}, f, indent=1, default=str)
-    print("rewrote %s" % os.path.join(out, "report.md"))
-    return 0
 
 
 def _per_network(s):
@@ -1308,135 +1540,140 @@ def _per_network(s):
     for part in s.split(","):
         if "=" in part:
             k, v = part.split("=", 1)
-            out[k.strip()] = int(v)
+            out[k.strip()] = float(v) if "." in v else int(v)
         else:
-            out["*"] = int(part)
+            out["*"] = float(part) if "." in part else int(part)
     return out
 
 
-def main(argv=None):
-    argv = sys.argv[1:] if argv is None else argv
-    if argv[:1] == ["--worker"]:
-        sys.path.insert(0, TOOLS)
-        return worker_main(argv[1])
-    if argv[:1] == ["--report-only"]:
-        return rerender(argv[1])
+def _parser():
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0],
                                  formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--out", default=None, help="output directory (default out/memory-report, "
                                                 "build/memory-report-smoke with --smoke)")
     ap.add_argument("--smoke", action="store_true", help="small, quick versions of the 3 small networks")
-    ap.add_argument("--full", action="store_true", help="fit the largest batch for every network")
     ap.add_argument("--networks", default=None, help="comma-separated subset (default: all)")
-    ap.add_argument("--ways", default=",".join(WAYS), help="comma-separated subset of %s" % ",".join(WAYS))
+    ap.add_argument("--ways", default=",".join(DEFAULT_WAYS), help="comma-separated subset of %s (default %s)"
+                    % (",".join(WAYS), ",".join(DEFAULT_WAYS)))
     ap.add_argument("--batch", default=None, help="N for every network, or net=N,net=N")
     ap.add_argument("--size", default=None, help="input size: N for every network, or net=N,... "
                                                  "(image side; GPT context)")
     ap.add_argument("--threads", type=int, default=os.cpu_count() or 1, help="torch threads (default: all cores)")
     ap.add_argument("--steps", type=int, default=None, help="timed steps per way (default 3; smoke 1)")
     ap.add_argument("--error-bound", type=float, default=1e-2)
-    ap.add_argument("--budget-gib", type=float, default=None,
-                    help="memory budget for the batch fit (default %.1fx plain's peak)" % BUDGET_FACTOR)
-    ap.add_argument("--fit", default=None, help="networks to fit the largest batch for: list, 'all' or 'none' "
-                                                "(default %s; --full: all)" % ",".join(FIT_DEFAULT))
-    ap.add_argument("--no-verify", dest="verify", action="store_false", help="no run at the fitted batch")
+    ap.add_argument("--sample-ms", type=float, default=2.0, help="RSS sampling period of the instrumented step")
+    ap.add_argument("--budget-networks", default=None, help="networks given a fixed-budget table: list, 'all' or "
+                                                            "'none' (default all; smoke %s)" % ",".join(SMOKE["budget"]))
+    ap.add_argument("--budget-ways", default=None,
+                    help="the budget table's ways (default plain,checkpoint,ebac,ebac-recompute, smoke %s; "
+                         "checkpoint and ebac-recompute only for --budget-all-ways)" % SMOKE["budget_ways"])
+    ap.add_argument("--budget-all-ways", default="vgg-cnn,small-vit,gpt",
+                    help="networks whose budget table has every way of --budget-ways (the others: plain, ebac)")
+    ap.add_argument("--budget-scale", type=float, default=1.0,
+                    help="budget = gradient bytes + this x ebac's rise at the report batch")
+    ap.add_argument("--budget-mb", default=None, help="explicit budget (MB of rise): N or net=N,...")
+    ap.add_argument("--budget-probe-divisor", type=int, default=2, help="probe batch = report batch / this")
+    ap.add_argument("--budget-resolution", type=float, default=None,
+                    help="bisect until hi - lo <= this x lo (default 0.05, smoke %g)" % SMOKE["budget_resolution"])
+    ap.add_argument("--resume-budget", action="store_true", help="reuse budget workers' results in OUT/budget/work")
+    ap.add_argument("--note", action="append", default=[], help="a line for the report's header (--budget-only)")
+    ap.add_argument("--budget-only", action="store_true",
+                    help="(re)run only the fixed-budget tables of OUT/results.json's networks (implies --resume-budget)")
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--timeout", type=int, default=3600, help="seconds per worker")
     ap.add_argument("--keep-work", action="store_true", help="keep the plain gradients under OUT/work")
-    args = ap.parse_args(argv)
+    return ap
 
-    sys.path.insert(0, TOOLS)
+
+def _parse(argv):
+    """Arguments, with the per-network batches, sizes and budget settings resolved."""
+    ap = _parser()
+    args = ap.parse_args(argv)
     import study_models as sm
     all_nets = list(sm.NETWORKS)
     default_nets = [n for n in all_nets if sm.NETWORKS[n].get("report", True)]
-    nets = args.networks.split(",") if args.networks else (SMOKE["networks"] if args.smoke else default_nets)
-    bad = [n for n in nets if n not in sm.NETWORKS]
+    args.nets = args.networks.split(",") if args.networks else (SMOKE["networks"] if args.smoke else default_nets)
+    bad = [n for n in args.nets if n not in sm.NETWORKS]
     if bad:
         ap.error("unknown network(s) %s; known: %s" % (", ".join(bad), ", ".join(all_nets)))
     ways = [w for w in args.ways.split(",") if w]
     if any(w not in WAYS for w in ways):
         ap.error("--ways: choose from %s" % ", ".join(WAYS))
-    ways = [w for w in WAYS if w in ways]
+    args.way_list = [w for w in WAYS if w in ways]
     args.out = args.out or ("build/memory-report-smoke" if args.smoke else "out/memory-report")
     args.steps = args.steps if args.steps is not None else (1 if args.smoke else 3)
     b, s = _per_network(args.batch), _per_network(args.size)
     base_b = SMOKE["batch"] if args.smoke else {}
     base_s = SMOKE["size"] if args.smoke else {}
-    args.batches = {n: b.get(n, b.get("*", base_b.get(n, sm.NETWORKS[n]["batch"]))) for n in nets}
-    args.sizes = {n: s.get(n, s.get("*", base_s.get(n, sm.NETWORKS[n]["size"]))) for n in nets}
-    if args.fit == "all" or (args.fit is None and args.full):
-        args.fit = nets
-    elif args.fit == "none":
-        args.fit = []
-    elif args.fit is None:
-        args.fit = SMOKE["fit"] if args.smoke else FIT_DEFAULT
-    else:
-        args.fit = args.fit.split(",")
-    os.makedirs(args.out, exist_ok=True)
+    args.batches = {n: b.get(n, b.get("*", base_b.get(n, sm.NETWORKS[n]["batch"]))) for n in args.nets}
+    args.sizes = {n: s.get(n, s.get("*", base_s.get(n, sm.NETWORKS[n]["size"]))) for n in args.nets}
+    bn = args.budget_networks or ("none" if "ebac" not in ways else ",".join(SMOKE["budget"]) if args.smoke else "all")
+    args.budget_nets = args.nets if bn == "all" else [] if bn == "none" else [n for n in bn.split(",") if n in args.nets]
+    args.budget_ways = (args.budget_ways or (SMOKE["budget_ways"] if args.smoke else
+                                             "plain,checkpoint,ebac,ebac-recompute")).split(",")
+    if args.budget_resolution is None:
+        args.budget_resolution = SMOKE["budget_resolution"] if args.smoke else 0.05
+    args.budget_all_ways = args.budget_all_ways.split(",")
+    mbs = _per_network(args.budget_mb)
+    args.budget_mb = {n: mbs.get(n, mbs.get("*")) for n in args.nets}
+    return args
 
-    t0 = time.time()
-    logf = open(os.path.join(args.out, "log.txt"), "w")
 
-    def log(msg):
-        print(msg, flush=True)
-        logf.write(msg + "\n")
-        logf.flush()
-
-    cmd = " ".join(shlex.quote(a) for a in [sys.executable, os.path.relpath(os.path.abspath(__file__), REPO)] + argv)
-    log("memory report: %s" % cmd)
-    log("networks %s; ways %s; %d threads; %d timed step(s); out %s" % (
-        ",".join(nets), ",".join(ways), args.threads, args.steps, args.out))
-    env = dict(os.environ)
-    env.update(WORKER_ENV)
-    # Build (or find) the extension once, before any timed worker.
-    if "ebac" in ways:
-        tb = time.time()
-        r = subprocess.run([sys.executable, "-c", "import sys; sys.path.insert(0, %r); import ebac_torch; "
-                            "ebac_torch.load_extension(); print(ebac_torch._ext.origin())"
-                            % EBAC_TORCH_PATH],
-                           cwd=REPO, env=env, capture_output=True, text=True)
-        if r.returncode != 0:
-            log("the ebac_torch extension did not load:\n" + r.stdout + r.stderr)
-            return 1
-        log("ebac_torch extension: %s (%.0fs)" % (r.stdout.strip().splitlines()[-1], time.time() - tb))
+def _versions(env):
     info = subprocess.run([sys.executable, "-c", "import torch, json, platform\n"
                            "try:\n import torchvision; tv = torchvision.__version__\nexcept Exception: tv = 'absent'\n"
                            "print(json.dumps({'torch': torch.__version__, 'torchvision': tv, "
                            "'cuda': torch.cuda.is_available(), 'python': platform.python_version()}))"],
                           env=env, capture_output=True, text=True)
     try:
-        versions = json.loads(info.stdout.strip().splitlines()[-1])
+        return json.loads(info.stdout.strip().splitlines()[-1])
     except Exception:  # noqa: BLE001
-        versions = {"torch": "?", "torchvision": "?", "cuda": False, "python": platform.python_version()}
+        return {"torch": "?", "torchvision": "?", "cuda": False, "python": platform.python_version()}
 
-    runner = Runner(args, log)
-    results = []
-    for net in nets:
-        n = study_network(runner, net, args, ways, log)
-        analyze(n, args.smoke)
-        results.append(n)
-        for p in n["analysis"]["problems"]:
-            log("  problem: %s" % p)
-        for p in n["analysis"]["warnings"] + n["analysis"]["checks"]:
-            log("  WARNING: %s" % p)
-        for t, m, r in targets(n):
-            log("  %-4s %s: %s" % (r, t, m))
 
+def _build_extension(env, log):
+    """Builds (or finds) the extension once, before any timed worker; False when it does not load."""
+    tb = time.time()
+    r = subprocess.run([sys.executable, "-c", "import sys; sys.path.insert(0, %r); import ebac_torch; "
+                        "ebac_torch.load_extension(); print(ebac_torch._ext.origin())" % EBAC_TORCH_PATH],
+                       cwd=REPO, env=env, capture_output=True, text=True)
+    if r.returncode != 0:
+        log("the ebac_torch extension did not load:\n" + r.stdout + r.stderr)
+        return False
+    log("ebac_torch extension: %s (%.0fs)" % (r.stdout.strip().splitlines()[-1], time.time() - tb))
+    return True
+
+
+def _uptime():
+    try:
+        return subprocess.run(["uptime"], capture_output=True, text=True, timeout=10).stdout.strip()
+    except Exception:  # noqa: BLE001
+        return "load average %.2f, %.2f, %.2f" % os.getloadavg()
+
+
+def _log_network(n, log):
+    for p in n["analysis"]["problems"]:
+        log("  problem: %s" % p)
+    for p in n["analysis"]["warnings"] + n["analysis"]["checks"]:
+        log("  WARNING: %s" % p)
+    for t, m, r in targets(n):
+        log("  %-4s %s: %s" % (r, t, m))
+
+
+def _meta(args, cmd, versions, runner, results, t0):
+    import study_models as sm
     mm = next((r.get("memory_method") for n in results for r in n["ways"].values() if r.get("memory_method")), "?")
-    meta = {"smoke": args.smoke, "command": cmd, "wall_seconds": time.time() - t0,
+    return {"smoke": args.smoke, "command": cmd, "wall_seconds": time.time() - t0,
             "date": time.strftime("%Y-%m-%d %H:%M %Z"), "git": git_state(), "torch": versions["torch"],
             "torchvision": versions["torchvision"], "python": versions["python"],
             "machine": "%s, %d cores" % (platform.machine(), os.cpu_count() or 0), "threads": args.threads,
             "device": "cuda" if versions.get("cuda") else "cpu", "blas": blas_library(),
             "error_bound": args.error_bound, "steps": args.steps, "memory_method": mm, "failures": runner.failures,
-            "budget_gib": args.budget_gib, "text_file": sm.TEXT_FILE, "kind_rules": KIND_RULES}
-    figs = plots(results, args.out, log)
-    meta["wall_seconds"] = time.time() - t0
-    write_report(results, meta, figs, args.out)
-    with open(os.path.join(args.out, "results.json"), "w") as f:
-        json.dump({"meta": meta, "networks": results}, f, indent=1, default=str)
-    log("wrote %s (%.1f min)" % (os.path.join(args.out, "report.md"), meta["wall_seconds"] / 60))
+            "budget_scale": args.budget_scale, "budget_resolution": args.budget_resolution,
+            "text_file": sm.TEXT_FILE, "kind_rules": KIND_RULES, "nice": os.nice(0)}
 
+
+def _verdict(args, runner, results, log):
     problems = list(runner.failures)
     for n in results:
         problems += ["%s: %s" % (n["network"], p) for p in n["analysis"]["problems"]]
@@ -1448,6 +1685,87 @@ def main(argv=None):
     if args.smoke:
         log("smoke passed")
     return 0
+
+
+def _budget_only(args, cmd, uptime_before, log):
+    """The fixed-budget tables again, for the networks of an earlier run's
+    results.json (its workers' results kept; budget workers already run reused)."""
+    with open(os.path.join(args.out, "results.json")) as f:
+        data = json.load(f)
+    meta, results = data["meta"], data["networks"]
+    t0 = time.time()
+    args.resume_budget = True
+    meta.update(budget_command=cmd.split(" --note ")[0] + (" --note ... (below)" if args.note else ""),
+                budget_uptime_before=uptime_before, budget_scale=args.budget_scale,
+                budget_resolution=args.budget_resolution)
+    meta["notes"] = meta.get("notes", []) + args.note
+    for n in results:
+        n.pop("budget_table", None)
+        if n["network"] in args.budget_nets:
+            budget_study(n, args, log)
+        analyze(n, meta["smoke"])
+        _log_network(n, log)
+        meta.update(budget_wall_seconds=time.time() - t0, budget_uptime_after=_uptime())
+        _write_outputs(results, meta, args.out, log)
+    log("wrote %s (budget tables: %.1f min)\n%s" % (os.path.join(args.out, "report.md"),
+                                                     meta["budget_wall_seconds"] / 60, meta["budget_uptime_after"]))
+    return 0 if not any(n["analysis"]["problems"] for n in results if not meta["smoke"]) else 1
+
+
+def main(argv=None):
+    argv = sys.argv[1:] if argv is None else argv
+    sys.path.insert(0, TOOLS)
+    if argv[:1] == ["--worker"]:
+        return worker_main(argv[1])
+    if argv[:1] == ["--report-only"]:
+        return rerender(argv[1])
+    args = _parse(argv)
+    os.makedirs(args.out, exist_ok=True)
+    t0 = time.time()
+    logf = open(os.path.join(args.out, "log.txt"), "w")
+
+    def log(msg):
+        print(msg, flush=True)
+        logf.write(msg + "\n")
+        logf.flush()
+
+    cmd = " ".join(shlex.quote(a) for a in [sys.executable, os.path.relpath(os.path.abspath(__file__), REPO)] + argv)
+    uptime_before = _uptime()
+    log("memory report: %s\n%s" % (cmd, uptime_before))
+    log("networks %s; ways %s; %d threads; %d timed step(s); out %s" % (
+        ",".join(args.nets), ",".join(args.way_list), args.threads, args.steps, args.out))
+    env = dict(os.environ)
+    env.update(WORKER_ENV)
+    if "ebac" in args.way_list and not _build_extension(env, log):
+        return 1
+    versions = _versions(env)
+    runner = Runner(args, log)
+    if args.budget_only:
+        return _budget_only(args, cmd, uptime_before, log)
+    results = []
+
+    def checkpoint_outputs():
+        meta = _meta(args, cmd, versions, runner, results, t0)
+        meta.update(uptime_before=uptime_before, uptime_after=_uptime())
+        _write_outputs(results, meta, args.out, log)
+        return meta
+
+    for net in args.nets:  # every way at the report batch, then (below) the fixed-budget tables
+        n = study_network(runner, net, args, args.way_list, log)
+        analyze(n, args.smoke)
+        results.append(n)
+        _log_network(n, log)
+        checkpoint_outputs()
+    for n in results:
+        if n["network"] in args.budget_nets:
+            budget_study(n, args, log)
+            analyze(n, args.smoke)
+            _log_network(n, log)
+            checkpoint_outputs()
+    meta = checkpoint_outputs()
+    log("wrote %s (%.1f min)\n%s" % (os.path.join(args.out, "report.md"), meta["wall_seconds"] / 60,
+                                     meta["uptime_after"]))
+    return _verdict(args, runner, results, log)
 
 
 if __name__ == "__main__":

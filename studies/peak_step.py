@@ -132,98 +132,125 @@ class Tracker:
                             "raw_alive": self._alive(self.raw), "decompressed_alive": self._alive(self.dec)})
 
 
-def worker(spec):
-    import gc
-    import torch
-    torch.set_num_threads(1)
-    import study_models as sm
-    net, way, batch, seed = spec["network"], spec["way"], spec["batch"], spec["seed"]
-    pipeline = spec.get("pipeline") or "auto"
-    if "@" in way:  # e.g. ebac@fast: that way with another pipeline
-        way, pipeline = way.split("@", 1)
-    ebac_torch = None
-    if way.startswith("ebac"):
-        sys.path.insert(0, mr.EBAC_TORCH_PATH)
-        import ebac_torch
-        ebac_torch.load_extension()
-    torch.manual_seed(seed)
-    model = sm.NETWORKS[net]["build"](sm.NETWORKS[net]["size"]).train()
-    x, y = sm.network_input(net, batch, sm.NETWORKS[net]["size"], seed)
-    opt = torch.optim.Adam(model.parameters(), lr=1e-3)
-    pbytes = sum(p.numel() * p.element_size() for p in model.parameters())
-    mem = mr.Memory(torch, False)
-    sampler = [None]
+class StepRunner:
+    """One network trained one way in this process (Adam, one thread): the
+    model, its batch and the training step, with phase marks for a Sampler."""
 
-    def mark(what):
-        if sampler[0] is not None:
-            sampler[0].mark(what)
+    def __init__(self, spec):
+        import torch
+        torch.set_num_threads(1)
+        import study_models as sm
+        self.torch, self.sm, self.spec = torch, sm, spec
+        self.net, self.batch, self.seed = spec["network"], spec["batch"], spec["seed"]
+        self.way, self.pipeline = spec["way"], spec.get("pipeline") or "auto"
+        if "@" in self.way:  # e.g. ebac@fast: that way with another pipeline
+            self.way, self.pipeline = self.way.split("@", 1)
+        self.ebac_torch = None
+        if self.way.startswith("ebac"):
+            sys.path.insert(0, mr.EBAC_TORCH_PATH)
+            import ebac_torch
+            ebac_torch.load_extension()
+            self.ebac_torch = ebac_torch
+        torch.manual_seed(self.seed)
+        size = sm.NETWORKS[self.net]["size"]
+        self.model = sm.NETWORKS[self.net]["build"](size).train()
+        self.x, self.y = sm.network_input(self.net, self.batch, size, self.seed)
+        self.opt = torch.optim.Adam(self.model.parameters(), lr=1e-3)
+        self.mem = mr.Memory(torch, False)
+        self.sampler = None
+        self.session = None
 
-    def forward_loss():
-        return sm.way_loss(net, way, model, x, y, ebac_torch)
+    def _mark(self, what):
+        if self.sampler is not None:
+            self.sampler.mark(what)
 
-    session = [None]
+    def _forward_loss(self):
+        return self.sm.way_loss(self.net, self.way, self.model, self.x, self.y, self.ebac_torch)
 
-    def step(track=False):
-        torch.manual_seed(seed + 1)  # the same dropout masks each way
-        opt.zero_grad(set_to_none=True)
-        mark("forward")
+    def step(self, track=False):
+        """One training step; returns (loss, Tracker or None)."""
+        self.torch.manual_seed(self.seed + 1)  # the same dropout masks each way
+        self.opt.zero_grad(set_to_none=True)
+        self._mark("forward")
         tracker = None
-        if way.startswith("ebac"):
-            s = ebac_torch.compressed_activations(error_bound=spec["error_bound"], mode="rel",
-                                                  pipeline=pipeline)
+        if self.way.startswith("ebac"):
+            s = self.ebac_torch.compressed_activations(error_bound=self.spec["error_bound"], mode="rel",
+                                                       pipeline=self.pipeline)
             if track:  # before __enter__, which hands pack/unpack to autograd
-                tracker = Tracker(s, s.C, sampler[0])
+                tracker = Tracker(s, s.C, self.sampler)
             with s:
-                loss = forward_loss()
-            session[0] = s
+                loss = self._forward_loss()
+            self.session = s
         else:
-            loss = forward_loss()
-        mark("backward")
+            loss = self._forward_loss()
+        self._mark("backward")
         loss.backward()
-        mark("optimizer")
-        opt.step()
-        mark("end")
+        self._mark("optimizer")
+        self.opt.step()
+        self._mark("end")
         return float(loss), tracker
 
-    res = {"network": net, "way": spec["way"], "batch": batch, "param_bytes": pbytes,
-           "static_model_bytes": 4 * pbytes, "memory_method": mem.method, "losses": []}
-    if spec.get("grads_path"):  # one step from the same weights, batch and RNG; its gradients
-        model.zero_grad(set_to_none=True)
-        orig_step, opt.step = opt.step, lambda: None
-        res["losses"].append(step()[0])
-        opt.step = orig_step
-        torch.save({n: p.grad.detach().clone() for n, p in model.named_parameters() if p.grad is not None},
-                   spec["grads_path"])
-        res["ok"] = True
-        return res
-    for _ in range(2):  # warm-up: Adam's state exists, allocator and caches settled
-        res["losses"].append(step()[0])
+
+def _gradients_only(sr, res):
+    """One step from the same weights, batch and RNG, without the optimizer's
+    update; its gradients go to spec["grads_path"]."""
+    sr.model.zero_grad(set_to_none=True)
+    orig_step, sr.opt.step = sr.opt.step, lambda: None
+    res["losses"].append(sr.step()[0])
+    sr.opt.step = orig_step
+    sr.torch.save({n: p.grad.detach().clone() for n, p in sr.model.named_parameters() if p.grad is not None},
+                  sr.spec["grads_path"])
+
+
+def _measured_step(sr, res):
+    """The peak RSS rise of one step over the RSS before it, and its time."""
+    import gc
     gc.collect()
-    before = mem.before()
+    before = sr.mem.before()
     t0, c0 = time.perf_counter(), time.process_time()
-    loss, _ = step()
+    loss, _ = sr.step()
     sec, cpu = time.perf_counter() - t0, time.process_time() - c0
-    peak = mem.peak()
+    peak = sr.mem.peak()
     res["losses"].append(loss)
     res.update(rss_before=before, peak=peak, rise=peak - before, seconds=sec, cpu_seconds=cpu)
-    if session[0] is not None:
-        st = session[0].stats()
+    if sr.session is not None:
+        st = sr.session.stats()
         res["saved"] = {k: st[k] for k in ("raw_bytes", "compressed_bytes", "ratio", "tensors",
                                            "compressed_tensors", "peak_compressed_bytes", "pack_seconds",
                                            "unpack_seconds", "decompressions")}
         big = sorted((d["raw_bytes"] for d in st["details"]), reverse=True)
         res["largest_saved"] = big[:3]
+
+
+def _timeline_step(sr, res):
+    """One more step, instrumented: RSS samples and (ebac ways) what is alive at each pack/unpack."""
+    import gc
+    gc.collect()
+    s = Sampler(sr.spec["sample_ms"] / 1000.0)
+    sr.sampler = s
+    base = rss_now()
+    s.start()
+    _, tracker = sr.step(track=True)
+    s.stop()
+    sr.sampler = None
+    res["timeline"] = {"base": base, "samples": s.samples, "marks": s.marks,
+                       "events": tracker.events if tracker else []}
+
+
+def worker(spec):
+    sr = StepRunner(spec)
+    pbytes = sum(p.numel() * p.element_size() for p in sr.model.parameters())
+    res = {"network": sr.net, "way": spec["way"], "batch": sr.batch, "param_bytes": pbytes,
+           "static_model_bytes": 4 * pbytes, "memory_method": sr.mem.method, "losses": []}
+    if spec.get("grads_path"):
+        _gradients_only(sr, res)
+        res["ok"] = True
+        return res
+    for _ in range(2):  # warm-up: Adam's state exists, allocator and caches settled
+        res["losses"].append(sr.step()[0])
+    _measured_step(sr, res)
     if spec.get("timeline"):
-        gc.collect()
-        s = Sampler(spec["sample_ms"] / 1000.0)
-        sampler[0] = s
-        base = rss_now()
-        s.start()
-        _, tracker = step(track=True)
-        s.stop()
-        sampler[0] = None
-        res["timeline"] = {"base": base, "samples": s.samples, "marks": s.marks,
-                           "events": tracker.events if tracker else []}
+        _timeline_step(sr, res)
     res["ok"] = True
     return res
 
@@ -317,11 +344,15 @@ def breakdown(res):
             "decompressed_alive": top["decompressed_alive"], "other": other}
 
 
-def plot(results, out):
+def plot(results, out, title="Memory over one training step (batch 256, Adam, one thread)", name="timeline.png",
+         nets=None, dpi=100):
+    """RSS over the instrumented step: one row per network (`nets`, default
+    sorted), every way on one axis, and beside it the same without plain's
+    scale. Writes OUT/NAME."""
     import matplotlib
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
-    nets = sorted({r["network"] for r in results})
+    nets = nets or sorted({r["network"] for r in results})
     ways = []
     for r in results:
         if r["way"] not in ways:
@@ -341,9 +372,9 @@ def plot(results, out):
         zoom.set_ylim(-5, 1.15 * top if top > 0 else None)
         ax.set_title(net)
         zoom.set_title("%s, without plain's scale" % net)
-    fig.suptitle("Memory over one training step (batch 256, Adam, one thread)")
+    fig.suptitle(title)
     fig.tight_layout()
-    fig.savefig(os.path.join(out, "timeline.png"), dpi=100)
+    fig.savefig(os.path.join(out, name), dpi=dpi)
     plt.close(fig)
 
 

@@ -86,7 +86,7 @@ RACECHECK_CASES=${RACECHECK_CASES:-'sanitizer tour*'}
 NCU_KERNELS=${NCU_KERNELS:-'regex:^(range|level_sets|quantize|residual|bitpack_size|bitpack_write|fused_bitpack_[a-z_]+|bitpack_decode|inverse_pass|unzigzag|reconstruct)_kernel'}
 NCU_LAUNCHES=${NCU_LAUNCHES:-24}
 # resnet50 and vit_b_16 at 224x224, batch 32: a plain step's peak is a few GB.
-REPORT_ARGS=${REPORT_ARGS:---networks resnet50,vit_b_16 --ways plain,ebac,checkpoint --batch 32 --fit none --steps 3}
+REPORT_ARGS=${REPORT_ARGS:---networks resnet50,vit_b_16 --ways plain,ebac,checkpoint --batch 32 --budget-networks none --steps 3}
 
 start=$SECONDS
 mkdir -p "$OUT"

@@ -192,7 +192,8 @@ pytorch() {
     # study: studies/accuracy_study.py --model vit, docs/study-vit).
     timed "accuracy study smoke (ViT)" /usr/bin/python3 studies/accuracy_study.py --smoke --model vit --configs baseline,ratio@1e-2,controller \
       --epochs 1 --out build/study-smoke-vit
-    # Whole-network memory report, small: 3 networks x 4 ways, each in its own process (~2 min).
+    # Whole-network memory report, small: 3 networks x 4 ways (plain, ebac, checkpoint, ebac-recompute), each in
+    # its own process, and the VGG-style CNN's fixed-budget table (plain, ebac): 35 s user + 7 s system with the workers, 2.2 min wall at load 10.
     timed "memory report smoke" /usr/bin/python3 studies/memory_report.py --smoke --out build/memory-report-smoke
     # Issue 50's peak-of-a-step study, small: resnet20 at batch 32, plain / ebac / checkpoint /
     # ebac_torch.checkpoint, each in its own process; fails when a way fails or a recomputing way's
