@@ -1122,11 +1122,15 @@ def fast_round_trip(src, label, dims, eb, original):
     return y
 
 
-def group_grad_error():
-    """`grad-error --layer layernorm`, matmul and the elementwise kinds (gelu, tanh): their
-    measured errors equal numpy's backward on the stream `compress` writes,
-    their predictions land near them, and bad shapes are refused."""
-    rng = np.random.default_rng(17)
+def gelu_grad(v):
+    """GELU's derivative at v, in float64."""
+    erf = np.frompyfunc(math.erf, 1, 1)
+    return 0.5 * (1 + erf(v / math.sqrt(2)).astype(np.float64)) + v * np.exp(-0.5 * v * v) / math.sqrt(2 * math.pi)
+
+
+def grad_error_layernorm(rng):
+    """grad-error --layer layernorm: distinct and repeated rows, and the shapes it refuses.
+    Returns the arguments of its first runs (the producer checks reuse them)."""
     n, t, d = 16, 24, 96  # batch, tokens, features
     rows = n * t
     x = (rng.normal(0, 3, (rows, 1)) + (0.5 + np.abs(rng.normal(0, 1, (rows, 1)))) * rng.normal(0, 1, (rows, d))).astype(np.float32)
@@ -1213,17 +1217,17 @@ def group_grad_error():
                    "--gamma")
     expect_failure("unknown layer", ["grad-error", "--activation", xp, "--grad-output", dyp, "--layer", "rmsnorm",
                                      "--input-shape", f"{rows},{d}", "--eb", "0.01"], "rmsnorm", "layernorm")
+    return base
 
-    # Elementwise kinds: no weight, the sigmas are the input gradient's, dx = dy g(saved).
-    erf = np.frompyfunc(math.erf, 1, 1)
+
+def grad_error_elementwise(rng):
+    """grad-error of the elementwise kinds (gelu, tanh): no weight, the sigmas are the input
+    gradient's, dx = dy g(saved). Returns the GELU's pre-activation, the output gradient and its file."""
     shape = (16, 24, 256)
     pre = (rng.normal(0, 1.5, shape)).astype(np.float32)
     edy = rng.normal(0, 1, shape).astype(np.float32)
     edyp = path("act-dy.f32")
     edy.tofile(edyp)
-
-    def gelu_grad(v):
-        return 0.5 * (1 + erf(v / math.sqrt(2)).astype(np.float64)) + v * np.exp(-0.5 * v * v) / math.sqrt(2 * math.pi)
 
     for fn, saved, grad in (("gelu", pre, gelu_grad), ("tanh", np.tanh(pre).astype(np.float32), lambda t: 1 - t * t)):
         sp = path(f"act-{fn}.f32")
@@ -1250,7 +1254,11 @@ def group_grad_error():
             j = json.loads(so)
             check(0.9 <= j["measured_over_target"] <= 1.1, f"{fn} target 0.02: measured/target {j['measured_over_target']}")
         expect_failure(f"{fn}: weight shape", ebase + ["--weight-shape", "256", "--eb", "0.01"], "--weight-shape", fn)
-    # matmul: C = A B per slice, A saved; the gradient checked is dB = A^T dC.
+    return pre, edy, edyp
+
+
+def grad_error_matmul(rng):
+    """grad-error --layer matmul: C = A B per slice, A saved; the gradient checked is dB = A^T dC."""
     g1, g2, m, k, nn = 2, 3, 40, 40, 16
     logits = rng.normal(0, 2, (g1, g2, m, k))
     probs = (np.exp(logits) / np.exp(logits).sum(-1, keepdims=True)).astype(np.float32)
@@ -1278,7 +1286,12 @@ def group_grad_error():
     expect_failure("matmul: gamma", mbase + ["--weight-shape", f"{k},{nn}", "--gamma", ap, "--eb", "0.01"], "--gamma", "matmul")
     expect_failure("matmul: short grad-output", mbase + ["--weight-shape", f"{k},{nn * 4}", "--eb", "0.01"],
                    "--grad-output")
-    # --producer-input: the GELU's change carried into the weight gradient of the Linear that produced its input.
+
+
+def grad_error_producer(rng, base, pre, edy, edyp):
+    """--producer-input: the GELU's change carried into the weight gradient of the Linear that
+    produced its input (the GELU's round trip at eb 0.03 written by grad_error_elementwise)."""
+    shape = pre.shape
     rows_, fin = shape[0] * shape[1], 48
     xin = rng.normal(0, 1, (rows_, fin)).astype(np.float32)
     xinp = path("act-producer.f32")
@@ -1309,6 +1322,17 @@ def group_grad_error():
                                                "--input-shape", ",".join(map(str, shape)), "--eb", "0.01"], "outside", "tanh")
     expect_failure("gelu: short grad-output", ["grad-error", "--activation", path("act-gelu.f32"), "--grad-output", path("ln-dy.f32"),
                                                "--layer", "gelu", "--input-shape", ",".join(map(str, shape)), "--eb", "0.01"], "--grad-output")
+
+
+def group_grad_error():
+    """`grad-error --layer layernorm`, matmul and the elementwise kinds (gelu, tanh): their
+    measured errors equal numpy's backward on the stream `compress` writes,
+    their predictions land near them, and bad shapes are refused."""
+    rng = np.random.default_rng(17)
+    base = grad_error_layernorm(rng)
+    pre, edy, edyp = grad_error_elementwise(rng)
+    grad_error_matmul(rng)
+    grad_error_producer(rng, base, pre, edy, edyp)
 
 
 # --- reliability, second round (issue 53) -------------------------------------
