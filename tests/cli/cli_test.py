@@ -512,18 +512,20 @@ def reader_thread(fifo, sink):
     return t
 
 
-def group_streams():
-    """Inputs of unknown size (pipes, FIFOs, /dev/stdin, /proc files,
-    process substitution) are read to their end; `-` is standard input and
-    standard output; endless inputs are refused; a FIFO without a writer
-    waits and SIGINT ends the wait."""
-    import signal
-    import time
-    src, x = small_input()
-    data = open(src, "rb").read()
-    want_stream = reference_stream(src)
-    want_raw = read_bits(src, "f32")
+def compress_to_file(label, args, **kw):
+    """Runs a compress whose --output is a file; returns the file's bytes (None on failure)."""
+    out = path("via-file.ebac")
+    if os.path.exists(out):
+        os.remove(out)
+    rc, so, se = run_bytes(args + ["--output", out], **kw)
+    if not check(rc == 0, f"{label}: rc {rc}: {se.strip()!r}"):
+        return None
+    return open(out, "rb").read()
 
+
+def streams_pipes_and_stdin(src, data, want_stream, want_raw):
+    """A shell pipeline, standard input as `-`, --input - and /dev/stdin, standard output by
+    default. Returns the pipeline's decoded elements."""
     # A shell-style pipeline: ... | ebac compress - ... | ebac decompress - -o -
     with open(src, "rb") as fin:
         p1 = subprocess.Popen([EBAC, "compress", "-", "--dtype", "f32", "--dims", "4000", "--eb", "1e-3"], stdin=fin,
@@ -542,16 +544,7 @@ def group_streams():
         rc, so, se = run_bytes(args + ["--dtype", "f32", "--dims", "4000", "--eb", "1e-3"], input=data)
         check(rc == 0 and so == want_stream, f"stdin as {label}: rc {rc}, {len(so)} bytes, {se!r}")
 
-    def via_file(label, args, **kw):
-        """Runs a compress whose --output is a file; returns the file's bytes (None on failure)."""
-        out = path("via-file.ebac")
-        if os.path.exists(out):
-            os.remove(out)
-        rc, so, se = run_bytes(args + ["--output", out], **kw)
-        if not check(rc == 0, f"{label}: rc {rc}: {se.strip()!r}"):
-            return None
-        return open(out, "rb").read()
-    got = via_file("/dev/stdin (a pipe)", ["compress", "--input", "/dev/stdin", "--dtype", "f32", "--dims", "4000", "--eb",
+    got = compress_to_file("/dev/stdin (a pipe)", ["compress", "--input", "/dev/stdin", "--dtype", "f32", "--dims", "4000", "--eb",
                                            "1e-3"], input=data)
     check(got in (None, want_stream), "/dev/stdin: not the file's stream")
     # The output defaults to standard output.
@@ -559,6 +552,11 @@ def group_streams():
     check(rc == 0 and so == want_stream, f"compress without -o: rc {rc}, {len(so)} bytes, {se!r}")
     rc, so, se = run_bytes(["decompress", path("reference.ebac")])
     check(rc == 0 and np.array_equal(np.frombuffer(so, dtype=np.uint32), y), f"decompress without -o: rc {rc}, {se!r}")
+    return y
+
+
+def streams_fifo_with_writer(data, want_stream, y):
+    """A FIFO with a writer, for compress, decompress and info. Returns the FIFO's path."""
     # A FIFO with a writer, for compress and for decompress and info.
     fifo = path("in.fifo")
     os.mkfifo(fifo)
@@ -574,6 +572,11 @@ def group_streams():
     writer_thread(fifo, want_stream)
     rc, so, se = run_bytes(["info", "--input", fifo], timeout=60)
     check(rc == 0 and b"dims 4000" in so, f"info on a FIFO: rc {rc}, {so!r}, {se!r}")
+    return fifo
+
+
+def streams_special_files(data, want_stream):
+    """Process substitution (/dev/fd/N of a pipe) and a /proc file, whose size is reported as 0."""
     # Process substitution: /dev/fd/N of a pipe.
     r, w = os.pipe()
     import threading
@@ -583,7 +586,7 @@ def group_streams():
             f.write(data)
     t = threading.Thread(target=feed, daemon=True)
     t.start()
-    got = via_file("/dev/fd/N pipe input", ["compress", "--input", f"/dev/fd/{r}", "--dtype", "f32", "--dims", "4000",
+    got = compress_to_file("/dev/fd/N pipe input", ["compress", "--input", f"/dev/fd/{r}", "--dtype", "f32", "--dims", "4000",
                                             "--eb", "1e-3"], pass_fds=(r,), timeout=60)
     os.close(r)
     check(got in (None, want_stream), "/dev/fd/N pipe input: not the file's stream")
@@ -591,7 +594,7 @@ def group_streams():
     proc = "/proc/sys/kernel/ostype"
     content = open(proc, "rb").read() if os.path.exists(proc) else b""
     if len(content) >= 2 and len(content) % 2 == 0:
-        got = via_file("/proc file input", ["compress", "--input", proc, "--dtype", "f16", "--dims", str(len(content) // 2),
+        got = compress_to_file("/proc file input", ["compress", "--input", proc, "--dtype", "f16", "--dims", str(len(content) // 2),
                                             "--eb", "1e-3", "--mode", "rel"])
         if got is not None:
             rc, _, se = run_bytes(["decompress", "--input", path("via-file.ebac"), "--output", path("proc.out")])
@@ -600,6 +603,10 @@ def group_streams():
                    promised_bound(values(np.frombuffer(content, dtype=np.uint16), "f16"), 1e-3, "rel"), True, "/proc file")
     else:
         print(f"note: {proc} unusable here ({len(content)} bytes); /proc input not checked", flush=True)
+
+
+def streams_refused(src, data):
+    """Endless and short inputs are refused, and binary data is not written to a terminal."""
     # Endless inputs: refused as too long (compress), or by the magic (decompress, info).
     rc, so, se = run_bytes(compress_args("/dev/zero", path("zero.ebac")), timeout=30)
     one_error_line("compress /dev/zero", rc, se, "/dev/zero", "more than 16000 bytes")
@@ -619,7 +626,13 @@ def group_streams():
     finally:
         os.close(master)
         os.close(slave)
+
+
+def streams_fifo_without_writer(fifo):
+    """A FIFO without a writer waits, like cat; SIGINT and SIGTERM end the wait, leaving nothing behind."""
     # A FIFO without a writer waits, like cat; SIGINT (Ctrl-C) and SIGTERM end it, leaving nothing behind.
+    import signal
+    import time
     for sig in (signal.SIGINT, signal.SIGTERM):
         out = path("waiting.ebac")
         p = subprocess.Popen([EBAC] + compress_args(fifo, out), stdout=subprocess.PIPE, stderr=subprocess.PIPE,
@@ -640,15 +653,25 @@ def group_streams():
         check(not os.path.exists(out), f"{signal.Signals(sig).name}: the output was created")
 
 
-def group_outputs():
-    """Regular outputs are replaced atomically through an unpredictable
-    temporary file (mode kept, links followed, hard links documented);
-    anything else is written directly; the output is checked first."""
-    import stat
-    import time
+def group_streams():
+    """Inputs of unknown size (pipes, FIFOs, /dev/stdin, /proc files,
+    process substitution) are read to their end; `-` is standard input and
+    standard output; endless inputs are refused; a FIFO without a writer
+    waits and SIGINT ends the wait."""
     src, x = small_input()
-    want = reference_stream(src)
+    data = open(src, "rb").read()
+    want_stream = reference_stream(src)
+    want_raw = read_bits(src, "f32")
+    y = streams_pipes_and_stdin(src, data, want_stream, want_raw)
+    fifo = streams_fifo_with_writer(data, want_stream, y)
+    streams_special_files(data, want_stream)
+    streams_refused(src, data)
+    streams_fifo_without_writer(fifo)
 
+
+def outputs_not_regular(src, want):
+    """A FIFO, device nodes and a link to standard output are written directly and stay what they are."""
+    import stat
     # A FIFO output receives the stream and stays a FIFO.
     fifo = path("out.fifo")
     os.mkfifo(fifo)
@@ -682,6 +705,11 @@ def group_outputs():
     rc, so, se = run_bytes(compress_args(src, link))
     check(rc == 0 and so == want, f"output through a link to /proc/self/fd/1: rc {rc}, {len(so)} bytes on stdout, {se!r}")
     check(os.path.islink(link), "output through a link to /proc/self/fd/1: the link was replaced")
+
+
+def outputs_links_and_modes(src, want):
+    """Links to regular files are followed, a dangling one refused; modes and hard links as documented."""
+    import stat
     # A link to a regular file: the target is replaced, the link stays.
     target, link = path("target.bin"), path("target-link")
     open(target, "wb").write(b"old")
@@ -715,6 +743,10 @@ def group_outputs():
     rc, so, se = run_bytes(compress_args(src, a))
     check(rc == 0 and open(a, "rb").read() == want, "hard link: the named output was not replaced")
     check(open(b, "rb").read() == b"old content", "hard link: the other link changed (documented: it keeps the old file)")
+
+
+def outputs_unpredictable_temporary(src, want):
+    """A symlink planted where a predictable temporary name would be is never written through."""
     # The temporary file's name cannot be predicted: a symlink planted where
     # the old name (.ebac-tmp-<pid>-<name>) would be is never written through.
     victim, out = path("victim.txt"), path("hijack.ebac")
@@ -734,6 +766,11 @@ def group_outputs():
     check(not os.path.islink(out) and open(out, "rb").read() == want, "planted temporary symlink: the output is not the stream")
     for n in temporaries():
         os.remove(path(n))  # the planted link
+
+
+def outputs_checked_first(src):
+    """The output is checked before the input is read, and bad outputs leave no temporary file."""
+    import time
     # The output is checked before the input is read: with a missing
     # directory and a FIFO input nobody writes, the error comes at once.
     fifo_in = path("never-written.fifo")
@@ -750,6 +787,19 @@ def group_outputs():
         rc, so, se = run_bytes(compress_args(src, out))
         one_error_line(label, rc, se, needle)
     check(not temporaries(), f"temporary files left behind: {temporaries()}")
+
+
+def group_outputs():
+    """Regular outputs are replaced atomically through an unpredictable
+    temporary file (mode kept, links followed, hard links documented);
+    anything else is written directly; the output is checked first."""
+    src, x = small_input()
+    want = reference_stream(src)
+
+    outputs_not_regular(src, want)
+    outputs_links_and_modes(src, want)
+    outputs_unpredictable_temporary(src, want)
+    outputs_checked_first(src)
 
 
 def group_limits():
@@ -820,10 +870,8 @@ def group_limits():
     check(not temporaries(), f"temporary files left behind: {temporaries()}")
 
 
-def group_arguments():
-    """Argument checks from issue 18, and two documented behaviours
-    (negative zero, lorenzoK on low ranks)."""
-    src, x = small_input()
+def arguments_refused(src):
+    """Bad bounds, tensors the format cannot hold, --json where it means nothing, an input named twice."""
     c = compress_args(src, path("a.ebac"))[:-2]  # without --eb
     rc, so, se = run_bytes(c + ["--eb", "1e-320"])
     small = se
@@ -859,7 +907,10 @@ def group_arguments():
     one_error_line("input given twice", rc, se, "--input")
     rc, so, se = run_bytes(c + ["--eb", "1e-3", "--eb", "1e-2"])
     one_error_line("--eb given twice", rc, se, "--eb")
-    # eval --json escapes file names: every line is valid JSON naming its file.
+
+
+def arguments_eval_json_names(src):
+    """eval --json escapes file names: every line is valid JSON naming its file."""
     names = ['quote"d.f32', 'back\\slash.f32', "tab\u00e9-\u03bb.f32", "bad-\udcff-utf8.f32"]
     man = path("manifest.tsv")
     with open(man, "w", encoding="utf-8", errors="surrogateescape") as f:
@@ -881,6 +932,10 @@ def group_arguments():
             check(obj.get("file") == nm.replace("\udcff", "\ufffd"), f"non-UTF-8 name: {obj.get('file')!r}")
         else:
             check(obj.get("file") == nm, f"file name {nm!r} came back as {obj.get('file')!r}")
+
+
+def arguments_documented(src):
+    """Negative zero decodes as +0.0, and lorenzoK on low ranks predicts as documented."""
     # Documented: zeros of either sign decode as +0.0 ("signs are kept" is
     # about negative and positive values; NaN and +-Inf keep every bit).
     z = np.array([-0.0, 0.0, -1.0, 1.0, -0.0, 2.5, -1e-3, 0.0] * 50, dtype=np.float32)
@@ -904,6 +959,15 @@ def group_arguments():
         rc, so, se = run("compress", "--input", src, "--output", s, "--dtype", "f32", "--dims", dims, "--eb", "1e-3", "--pipeline", pipeline)
         rc2, so2, se2 = run("info", "--input", s)
         check(rc == 0 and rc2 == 0 and want in so2, f"{pipeline} on {dims}: expected '{want}' in info: {so2!r} {se!r}")
+
+
+def group_arguments():
+    """Argument checks from issue 18, and two documented behaviours
+    (negative zero, lorenzoK on low ranks)."""
+    src, x = small_input()
+    arguments_refused(src)
+    arguments_eval_json_names(src)
+    arguments_documented(src)
 
 
 GOLDEN = os.path.join(os.path.dirname(os.path.abspath(__file__)), "golden_streams.txt")
