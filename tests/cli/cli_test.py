@@ -1192,6 +1192,53 @@ def gelu_grad(v):
     return 0.5 * (1 + erf(v / math.sqrt(2)).astype(np.float64)) + v * np.exp(-0.5 * v * v) / math.sqrt(2 * math.pi)
 
 
+def layernorm_saved(a, eps=1e-5):
+    """The input in double with the row mean and 1/s a LayerNorm saves."""
+    a64 = a.astype(np.float64)
+    m = a64.mean(axis=1)
+    return a64, m, 1 / np.sqrt(((a64 - m[:, None]) ** 2).mean(axis=1) + eps)
+
+
+def grad_error_json(label, *cmd):
+    """`ebac CMD... --json`'s report (None, and a failed check, when it fails)."""
+    rc, so, se = run(*cmd, "--json")
+    check(rc == 0, f"grad-error {label}: {se.strip()}")
+    return json.loads(so) if rc == 0 else None
+
+
+def grad_error_layernorm_repeated_rows(rng, x, dy, shape):
+    """grad-error --layer layernorm on repeated rows: every other row of x is one of 4 patterns
+    whose output gradients are alike (a ViT's background patches)."""
+    n, t, d = shape
+    rows = n * t
+    # Repeated rows (a ViT's background patches): every other row is one of 4
+    # patterns whose output gradients are alike. Their errors add coherently;
+    # the model reads them merged (distinct_rows.hpp) and still lands near the
+    # measurement (without the merge: 0.28-0.34 of it).
+    xr, dyr = x.copy(), (0.2 * dy).astype(np.float32)
+    pattern_dy = rng.normal(0, 1, (4, d)).astype(np.float32)
+    for r in range(0, rows, 2):
+        xr[r] = x[(r // 2) % 4]
+        dyr[r] += pattern_dy[(r // 2) % 4]
+    xrp, dyrp = path("ln-rep.f32"), path("ln-rep-dy.f32")
+    xr.tofile(xrp)
+    dyr.tofile(dyrp)
+    xr64, mur, invr = layernorm_saved(xr)
+    rbase = ["grad-error", "--activation", xrp, "--grad-output", dyrp, "--layer", "layernorm", "--input-shape", f"{n},{t},{d}",
+             "--weight-shape", str(d)]
+    for eb in (0.01, 0.1):
+        j = grad_error_json(f"layernorm, repeated rows, eb {eb}", *rbase, "--eb", eb)
+        if j is None:
+            continue
+        check(j["distinct_rows"] == len(np.unique(xr, axis=0)), f"layernorm: distinct_rows {j['distinct_rows']}")
+        y = fast_round_trip(xrp, "ln-rep", (n, t, d), eb, xr)
+        dg0r, _ = layernorm_backward(xr64, mur, invr, dyr.astype(np.float64), np.ones(d, np.float32))
+        dg1r, _ = layernorm_backward(y, mur, invr, dyr.astype(np.float64), np.ones(d, np.float32))
+        mg = np.sqrt(((dg1r - dg0r) ** 2).mean())
+        check(abs(j["measured_sigma"] / mg - 1) < 1e-6, f"layernorm, repeated rows, eb {eb}: measured {j['measured_sigma']} != numpy {mg}")
+        check(0.67 <= j["predicted_sigma"] / mg <= 1.5, f"layernorm, repeated rows, eb {eb}: predicted {j['predicted_sigma']} vs {mg}")
+
+
 def grad_error_layernorm(rng):
     """grad-error --layer layernorm: distinct and repeated rows, and the shapes it refuses.
     Returns the arguments of its first runs (the producer checks reuse them)."""
@@ -1204,25 +1251,12 @@ def grad_error_layernorm(rng):
     x.tofile(xp)
     dy.tofile(dyp)
     gamma.tofile(gp)
-    eps = 1e-5
-
-    def ln_saved(a):
-        """The input in double with the row mean and 1/s a LayerNorm saves."""
-        a64 = a.astype(np.float64)
-        m = a64.mean(axis=1)
-        return a64, m, 1 / np.sqrt(((a64 - m[:, None]) ** 2).mean(axis=1) + eps)
-
-    def run_json(label, *cmd):
-        rc, so, se = run(*cmd, "--json")
-        check(rc == 0, f"grad-error {label}: {se.strip()}")
-        return json.loads(so) if rc == 0 else None
-
-    x64, mu, inv = ln_saved(x)
+    x64, mu, inv = layernorm_saved(x)
     dg0, dx0 = layernorm_backward(x64, mu, inv, dy.astype(np.float64), gamma)
     base = ["grad-error", "--activation", xp, "--grad-output", dyp, "--layer", "layernorm", "--input-shape", f"{n},{t},{d}",
             "--weight-shape", str(d), "--gamma", gp]
     for eb in (0.01, 0.1):
-        j = run_json(f"layernorm eb {eb}", *base, "--eb", eb)
+        j = grad_error_json(f"layernorm eb {eb}", *base, "--eb", eb)
         if j is None:
             continue
         y = fast_round_trip(xp, "ln", (n, t, d), eb, x)
@@ -1243,32 +1277,7 @@ def grad_error_layernorm(rng):
         j = json.loads(so)
         check(0.67 <= j["measured_over_target"] <= 1.5, f"layernorm target 0.01: measured/target {j['measured_over_target']}")
     check(json.loads(run(*base, "--eb", 0.01, "--json")[1]).get("distinct_rows") == rows, "layernorm: distinct_rows of distinct rows")
-    # Repeated rows (a ViT's background patches): every other row is one of 4
-    # patterns whose output gradients are alike. Their errors add coherently;
-    # the model reads them merged (distinct_rows.hpp) and still lands near the
-    # measurement (without the merge: 0.28-0.34 of it).
-    xr, dyr = x.copy(), (0.2 * dy).astype(np.float32)
-    pattern_dy = rng.normal(0, 1, (4, d)).astype(np.float32)
-    for r in range(0, rows, 2):
-        xr[r] = x[(r // 2) % 4]
-        dyr[r] += pattern_dy[(r // 2) % 4]
-    xrp, dyrp = path("ln-rep.f32"), path("ln-rep-dy.f32")
-    xr.tofile(xrp)
-    dyr.tofile(dyrp)
-    xr64, mur, invr = ln_saved(xr)
-    rbase = ["grad-error", "--activation", xrp, "--grad-output", dyrp, "--layer", "layernorm", "--input-shape", f"{n},{t},{d}",
-             "--weight-shape", str(d)]
-    for eb in (0.01, 0.1):
-        j = run_json(f"layernorm, repeated rows, eb {eb}", *rbase, "--eb", eb)
-        if j is None:
-            continue
-        check(j["distinct_rows"] == len(np.unique(xr, axis=0)), f"layernorm: distinct_rows {j['distinct_rows']}")
-        y = fast_round_trip(xrp, "ln-rep", (n, t, d), eb, xr)
-        dg0r, _ = layernorm_backward(xr64, mur, invr, dyr.astype(np.float64), np.ones(d, np.float32))
-        dg1r, _ = layernorm_backward(y, mur, invr, dyr.astype(np.float64), np.ones(d, np.float32))
-        mg = np.sqrt(((dg1r - dg0r) ** 2).mean())
-        check(abs(j["measured_sigma"] / mg - 1) < 1e-6, f"layernorm, repeated rows, eb {eb}: measured {j['measured_sigma']} != numpy {mg}")
-        check(0.67 <= j["predicted_sigma"] / mg <= 1.5, f"layernorm, repeated rows, eb {eb}: predicted {j['predicted_sigma']} vs {mg}")
+    grad_error_layernorm_repeated_rows(rng, x, dy, (n, t, d))
     expect_failure("layernorm: weight shape", base[:9] + ["--weight-shape", str(d + 1), "--eb", "0.01"], "--weight-shape", str(d))
     expect_failure("layernorm: 2-D weight", base[:9] + ["--weight-shape", f"{d},{d}", "--eb", "0.01"], "--weight-shape")
     expect_failure("layernorm: stride", base + ["--stride", "2", "--eb", "0.01"], "--stride", "layernorm")
