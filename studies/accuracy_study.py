@@ -503,19 +503,8 @@ def run_config(cfg, args, data, log):
 # report
 # --------------------------------------------------------------------------
 
-def plots(results, out, log, model):
-    qual = Quality(model)
-    model_title = MODELS[model]["title"]
-    try:
-        import matplotlib
-        matplotlib.use("Agg")
-        import matplotlib.pyplot as plt
-        import matplotlib.ticker  # noqa: F401
-    except Exception as exc:  # noqa: BLE001
-        log("accuracy_study: no plots (matplotlib: %s)" % exc)
-        return []
-    files = []
-    # accuracy curves
+def _plot_accuracy(plt, matplotlib, results, out, qual, model_title):
+    """Quality per epoch, one line per configuration: accuracy.png."""
     fig, ax = plt.subplots(figsize=(6.4, 4.2))
     for r in results:
         ep = [e["epoch"] for e in r["epochs"]]
@@ -531,8 +520,11 @@ def plots(results, out, log, model):
     fig.tight_layout()
     fig.savefig(os.path.join(out, "accuracy.png"), dpi=110)
     plt.close(fig)
-    files.append("accuracy.png")
-    # memory per layer
+    return "accuracy.png"
+
+
+def _plot_memory_per_layer(plt, results, out):
+    """Saved bytes per module, raw and per compressed run: memory_per_layer.png (None: no such run)."""
     comp = [r for r in results if r["config"]["compress"] and r["per_module"] and not r["diverged_at_step"]]
     if comp:
         mods = [k for k, v in comp[0]["per_module"].items() if v["raw_bytes"] > 0]
@@ -553,8 +545,13 @@ def plots(results, out, log, model):
         fig.tight_layout()
         fig.savefig(os.path.join(out, "memory_per_layer.png"), dpi=110)
         plt.close(fig)
-        files.append("memory_per_layer.png")
-    # predicted vs measured
+        return "memory_per_layer.png"
+    return None
+
+
+def _plot_predicted_vs_measured(plt, results, out):
+    """Predicted against measured weight-gradient errors of the probes: predicted_vs_measured.png
+    (None: no probe)."""
     pts = [(r["config"]["name"], L) for r in results if r["probe"] for L in r["probe"][-1]["layers"]]
     if pts:
         fig, axs = plt.subplots(1, 2, figsize=(10, 4.4))
@@ -590,7 +587,24 @@ def plots(results, out, log, model):
         fig.tight_layout()
         fig.savefig(os.path.join(out, "predicted_vs_measured.png"), dpi=110)
         plt.close(fig)
-        files.append("predicted_vs_measured.png")
+        return "predicted_vs_measured.png"
+    return None
+
+
+def plots(results, out, log, model):
+    qual = Quality(model)
+    model_title = MODELS[model]["title"]
+    try:
+        import matplotlib
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+        import matplotlib.ticker  # noqa: F401
+    except Exception as exc:  # noqa: BLE001
+        log("accuracy_study: no plots (matplotlib: %s)" % exc)
+        return []
+    files = []
+    files.append(_plot_accuracy(plt, matplotlib, results, out, qual, model_title))
+    files += [f for f in (_plot_memory_per_layer(plt, results, out), _plot_predicted_vs_measured(plt, results, out)) if f]
     return files
 
 
