@@ -970,7 +970,8 @@ def rewrite_report(path, out):
     return 0
 
 
-def main(argv=None):
+def parse_args(argv=None):
+    """The command line (the module docstring is its help)."""
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0],
                                  formatter_class=argparse.RawDescriptionHelpFormatter, epilog=__doc__)
     ap.add_argument("--smoke", action="store_true",
@@ -996,9 +997,11 @@ def main(argv=None):
     ap.add_argument("--from-json", default=None, metavar="RESULTS",
                     help="no training: rewrite report.md and the plots from an earlier run's results.json "
                          "(into --out, default: that file's directory)")
-    args = ap.parse_args(argv)
-    if args.from_json:
-        return rewrite_report(args.from_json, args.out)
+    return ap.parse_args(argv)
+
+
+def apply_defaults(args):
+    """The settings a --smoke run implies, and the defaults that depend on the model."""
     if args.smoke:
         if args.configs == DEFAULT_CONFIGS:
             args.configs += ",controller"  # the smoke run exercises the controller too
@@ -1012,6 +1015,13 @@ def main(argv=None):
     args.steps_per_epoch = 0 if args.steps_per_epoch is None else args.steps_per_epoch
     if args.lr is None:
         args.lr = MODELS[args.model]["lr"]
+
+
+def main(argv=None):
+    args = parse_args(argv)
+    if args.from_json:
+        return rewrite_report(args.from_json, args.out)
+    apply_defaults(args)
     default_dir = "docs/study" if args.model == "resnet" else "docs/study-" + args.model
     out = args.out or os.path.join(REPO, "build" if args.smoke else "", "study-smoke" if args.smoke else default_dir)
     os.makedirs(out, exist_ok=True)
