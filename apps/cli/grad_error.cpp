@@ -227,6 +227,101 @@ void ge_forward_trials(const args& a, ge_report& rep, int trials, RunOnce&& run_
   }
 }
 
+/// LayerNorm (g is layernorm_gamma_geometry: rows x features): the row
+/// statistics the forward pass saves, and gamma per feature (--gamma, else 1).
+struct ge_layernorm {
+  std::vector<double> mean, inv_std;
+  std::vector<float> gamma;
+};
+
+template <class T>
+ge_layernorm ge_read_layernorm(const args& a, const T* x, std::int64_t rows, std::int64_t features) {
+  ge_layernorm ln;
+  const double eps = a.has("eps") ? parse_double(a.opt.at("eps"), "--eps") : 1e-5;
+  if (!(eps >= 0) || !std::isfinite(eps)) throw usage_error("--eps must be >= 0");
+  ln.mean.resize(static_cast<std::size_t>(rows));
+  ln.inv_std.resize(static_cast<std::size_t>(rows));
+  for (std::int64_t r = 0; r < rows; ++r)
+    em::layernorm_saved_statistics(features, x + r * features, eps, ln.mean[static_cast<std::size_t>(r)],
+                                   ln.inv_std[static_cast<std::size_t>(r)]);
+  ln.gamma = a.has("gamma") ? ge_read_f32(a.opt.at("gamma"), static_cast<std::uint64_t>(features), "--gamma")
+                            : std::vector<float>(static_cast<std::size_t>(features), 1.0f);
+  return ln;
+}
+
+/// BatchNorm2d in training mode: gamma per channel (--gamma, else 1) and the
+/// statistics the forward pass saves (mean, 1/s), and its backward.
+struct ge_batchnorm {
+  em::conv2d_geometry g;
+  std::vector<double> gamma, mean, inv_std;
+
+  /// Training-mode BN backward of `in` with the saved (exact) mean and 1/s.
+  template <class X>
+  void backward(const X* in, const std::vector<float>& dy, std::vector<double>& dgamma, std::vector<double>& dx) const {
+    const std::int64_t C = g.in_channels, plane = g.in_h * g.in_w, M = g.batch * plane;
+    dgamma.assign(static_cast<std::size_t>(C), 0.0);
+    dx.assign(static_cast<std::size_t>(g.batch * C * plane), 0.0);
+    for (std::int64_t c = 0; c < C; ++c) {
+      double sdy = 0, sdyx = 0;
+      for (std::int64_t n = 0; n < g.batch; ++n)
+        for (std::int64_t i = 0; i < plane; ++i) {
+          const std::int64_t j = (n * C + c) * plane + i;
+          const double xh =
+              (em::detail::as_double(in[j]) - mean[static_cast<std::size_t>(c)]) * inv_std[static_cast<std::size_t>(c)];
+          sdy += dy[static_cast<std::size_t>(j)];
+          sdyx += dy[static_cast<std::size_t>(j)] * xh;
+        }
+      dgamma[static_cast<std::size_t>(c)] = sdyx;
+      const double k = gamma[static_cast<std::size_t>(c)] * inv_std[static_cast<std::size_t>(c)], mdy = sdy / M, m1 = sdyx / M;
+      for (std::int64_t n = 0; n < g.batch; ++n)
+        for (std::int64_t i = 0; i < plane; ++i) {
+          const std::int64_t j = (n * C + c) * plane + i;
+          const double xh =
+              (em::detail::as_double(in[j]) - mean[static_cast<std::size_t>(c)]) * inv_std[static_cast<std::size_t>(c)];
+          dx[static_cast<std::size_t>(j)] = k * (dy[static_cast<std::size_t>(j)] - mdy - xh * m1);
+        }
+    }
+  }
+};
+
+template <class T>
+ge_batchnorm ge_read_batchnorm(const args& a, const em::conv2d_geometry& g, const T* x) {
+  ge_batchnorm bn;
+  bn.g = g;
+  const std::int64_t C = g.in_channels, plane = g.in_h * g.in_w;
+  bn.gamma.assign(static_cast<std::size_t>(C), 1.0);
+  if (a.has("gamma")) {
+    const auto gv = ge_read_f32(a.opt.at("gamma"), static_cast<std::uint64_t>(C), "--gamma");
+    for (std::int64_t c = 0; c < C; ++c) bn.gamma[static_cast<std::size_t>(c)] = gv[static_cast<std::size_t>(c)];
+  }
+  const double eps = a.has("eps") ? parse_double(a.opt.at("eps"), "--eps") : 1e-5;
+  bn.mean.assign(static_cast<std::size_t>(C), 0.0);
+  bn.inv_std.assign(static_cast<std::size_t>(C), 0.0);
+  for (std::int64_t c = 0; c < C; ++c)
+    em::batchnorm_saved_statistics(g.batch, C, plane, x, eps, c, bn.mean[static_cast<std::size_t>(c)],
+                                   bn.inv_std[static_cast<std::size_t>(c)]);
+  return bn;
+}
+
+/// The inverse map's first guess at the bound: the i.i.d. closed form with a
+/// uniform error (for the normalizations, a fraction of the range scaled by
+/// target / gradient RMS).
+template <class T>
+double ge_first_guess(const ge_report& rep, const em::conv2d_geometry& g, const em::output_gradient_statistics& dstats, bool norm,
+                      const T* x, std::size_t n_in, const ebac::value_range& range) {
+  em::iid_weight_error iid;
+  iid.taps = static_cast<double>(norm ? 1 : g.taps());
+  iid.sum_dy2 = dstats.total_sum_squares();
+  iid.in_channels_per_group = static_cast<double>(norm ? 1 : g.in_channels_per_group());
+  std::size_t nz = 0;
+  for (std::size_t i = 0; i < n_in; ++i) nz += (ebac::to_float(x[i]) != 0.0f);
+  iid.nonzero_share = n_in ? static_cast<double>(nz) / static_cast<double>(n_in) : 0.0;
+  iid.weights = static_cast<double>(rep.weights);
+  double guess = iid.inverse(rep.target_sigma);
+  if (norm) guess = rep.target_sigma / std::max(1e-300, rep.grad_rms) * std::max(1e-12, range.span()) * 0.1;
+  return guess;
+}
+
 template <class T>
 ge_report ge_run(const args& a, const std::vector<std::byte>& raw, const ebac::extents& shape, const em::conv2d_geometry& g,
                  const std::vector<float>& dy, const std::string& layer) {
@@ -252,19 +347,10 @@ ge_report ge_run(const args& a, const std::vector<std::byte>& raw, const ebac::e
   // LayerNorm: rows x D (g is layernorm_gamma_geometry), statistics per row
   // saved by the forward pass, gamma per feature.
   const std::int64_t rows = g.batch, features = g.in_channels;
-  std::vector<double> ln_mean, ln_inv_std;
-  std::vector<float> ln_gamma;
-  if (ln) {
-    const double eps = a.has("eps") ? parse_double(a.opt.at("eps"), "--eps") : 1e-5;
-    if (!(eps >= 0) || !std::isfinite(eps)) throw usage_error("--eps must be >= 0");
-    ln_mean.resize(static_cast<std::size_t>(rows));
-    ln_inv_std.resize(static_cast<std::size_t>(rows));
-    for (std::int64_t r = 0; r < rows; ++r)
-      em::layernorm_saved_statistics(features, x + r * features, eps, ln_mean[static_cast<std::size_t>(r)],
-                                     ln_inv_std[static_cast<std::size_t>(r)]);
-    ln_gamma = a.has("gamma") ? ge_read_f32(a.opt.at("gamma"), static_cast<std::uint64_t>(features), "--gamma")
-                              : std::vector<float>(static_cast<std::size_t>(features), 1.0f);
-  }
+  const ge_layernorm lnorm = ln ? ge_read_layernorm(a, x, rows, features) : ge_layernorm{};
+  const std::vector<double>& ln_mean = lnorm.mean;
+  const std::vector<double>& ln_inv_std = lnorm.inv_std;
+  const std::vector<float>& ln_gamma = lnorm.gamma;
 
   // The model's inputs that do not depend on the bound. LayerNorm's gamma
   // gradient sees dy scaled row by row by the saved 1/s. A Linear's or a
@@ -291,45 +377,13 @@ ge_report ge_run(const args& a, const std::vector<std::byte>& raw, const ebac::e
   rep.weights = norm ? g.in_channels : g.weight_count();
 
   // Exact reference with the original input.
-  std::vector<double> w0, dx0, gamma, inv_std, mean;
+  std::vector<double> w0, dx0;
   const std::int64_t C = g.in_channels, plane = g.in_h * g.in_w, M = g.batch * plane;
+  const ge_batchnorm bnorm = bn ? ge_read_batchnorm(a, g, x) : ge_batchnorm{};
   auto bn_backward = [&](const auto* in, std::vector<double>& dgamma, std::vector<double>& dx) {
-    // Training-mode BN backward with the saved (exact) mean and 1/s.
-    dgamma.assign(static_cast<std::size_t>(C), 0.0);
-    dx.assign(static_cast<std::size_t>(g.batch * C * plane), 0.0);
-    for (std::int64_t c = 0; c < C; ++c) {
-      double sdy = 0, sdyx = 0;
-      for (std::int64_t n = 0; n < g.batch; ++n)
-        for (std::int64_t i = 0; i < plane; ++i) {
-          const std::int64_t j = (n * C + c) * plane + i;
-          const double xh =
-              (em::detail::as_double(in[j]) - mean[static_cast<std::size_t>(c)]) * inv_std[static_cast<std::size_t>(c)];
-          sdy += dy[static_cast<std::size_t>(j)];
-          sdyx += dy[static_cast<std::size_t>(j)] * xh;
-        }
-      dgamma[static_cast<std::size_t>(c)] = sdyx;
-      const double k = gamma[static_cast<std::size_t>(c)] * inv_std[static_cast<std::size_t>(c)], mdy = sdy / M, m1 = sdyx / M;
-      for (std::int64_t n = 0; n < g.batch; ++n)
-        for (std::int64_t i = 0; i < plane; ++i) {
-          const std::int64_t j = (n * C + c) * plane + i;
-          const double xh =
-              (em::detail::as_double(in[j]) - mean[static_cast<std::size_t>(c)]) * inv_std[static_cast<std::size_t>(c)];
-          dx[static_cast<std::size_t>(j)] = k * (dy[static_cast<std::size_t>(j)] - mdy - xh * m1);
-        }
-    }
+    bnorm.backward(in, dy, dgamma, dx);
   };
   if (bn) {
-    gamma.assign(static_cast<std::size_t>(C), 1.0);
-    if (a.has("gamma")) {
-      const auto gv = ge_read_f32(a.opt.at("gamma"), static_cast<std::uint64_t>(C), "--gamma");
-      for (std::int64_t c = 0; c < C; ++c) gamma[static_cast<std::size_t>(c)] = gv[static_cast<std::size_t>(c)];
-    }
-    const double eps = a.has("eps") ? parse_double(a.opt.at("eps"), "--eps") : 1e-5;
-    mean.assign(static_cast<std::size_t>(C), 0.0);
-    inv_std.assign(static_cast<std::size_t>(C), 0.0);
-    for (std::int64_t c = 0; c < C; ++c)
-      em::batchnorm_saved_statistics(g.batch, C, plane, x, eps, c, mean[static_cast<std::size_t>(c)],
-                                     inv_std[static_cast<std::size_t>(c)]);
     bn_backward(x, w0, dx0);
     rep.input_grad_rms = em::rms(dx0.data(), dx0.size());
   } else if (ln) {
@@ -389,7 +443,7 @@ ge_report ge_run(const args& a, const std::vector<std::byte>& raw, const ebac::e
     bn_backward(y, dg1, dx1);  // m1 = dgamma / M as the trainer computes it, from the decompressed input
     double sg = 0, sx = 0;
     for (std::int64_t c = 0; c < C; ++c) {
-      const em::batchnorm_channel_error b{gamma[static_cast<std::size_t>(c)], inv_std[static_cast<std::size_t>(c)],
+      const em::batchnorm_channel_error b{bnorm.gamma[static_cast<std::size_t>(c)], bnorm.inv_std[static_cast<std::size_t>(c)],
                                           static_cast<double>(M), dg1[static_cast<std::size_t>(c)] / M,
                                           es.sum_squares[static_cast<std::size_t>(c)] / M};
       sg += b.gamma_grad_square(p.group_sum_squares[static_cast<std::size_t>(c)]);
@@ -445,17 +499,7 @@ ge_report ge_run(const args& a, const std::vector<std::byte>& raw, const ebac::e
       predict(ybuf.data(), eb_abs, t);
       return t.predicted;
     };
-    // First guess: the i.i.d. closed form with a uniform error.
-    em::iid_weight_error iid;
-    iid.taps = static_cast<double>(norm ? 1 : g.taps());
-    iid.sum_dy2 = dstats.total_sum_squares();
-    iid.in_channels_per_group = static_cast<double>(norm ? 1 : g.in_channels_per_group());
-    std::size_t nz = 0;
-    for (std::size_t i = 0; i < n_in; ++i) nz += (ebac::to_float(x[i]) != 0.0f);
-    iid.nonzero_share = n_in ? static_cast<double>(nz) / static_cast<double>(n_in) : 0.0;
-    iid.weights = static_cast<double>(rep.weights);
-    double guess = iid.inverse(rep.target_sigma);
-    if (norm) guess = rep.target_sigma / std::max(1e-300, rep.grad_rms) * std::max(1e-12, range.span()) * 0.1;
+    const double guess = ge_first_guess(rep, g, dstats, norm, x, n_in, range);
     ge_solve_and_run(rep, range, mode, guess, sigma_of, run_once);
     return rep;
   }
