@@ -602,7 +602,16 @@ ge_report ge_run_elementwise(const args& a, const std::vector<std::byte>& raw, c
   return rep;
 }
 
-void ge_print(const ge_report& r, bool json) {
+/// What ge_print reports over a report's trials: quadratic means of the
+/// sigmas, the per-trial ratio's range, the averaged shares and the least
+/// degrees of freedom (with their sampling interval).
+struct ge_summary {
+  double pred, meas, iid, ratio, rmin, rmax, coh, bytes, first, kappa, dof, margin, repeated, ipred, imeas, eb_abs;
+  bool norm, elementwise;
+  em::sigma_ratio_interval iv;
+};
+
+ge_summary ge_summarize(const ge_report& r) {
   const double pred = ge_quadratic_mean(r.trials, &ge_trial::predicted);
   const double meas = ge_quadratic_mean(r.trials, &ge_trial::measured);
   const double iid = ge_quadratic_mean(r.trials, &ge_trial::iid);
@@ -627,83 +636,90 @@ void ge_print(const ge_report& r, bool json) {
   const double eb_abs = r.trials.empty() ? 0 : r.trials[r.trials.size() / 2].eb_abs;
   // How far measured may fall from a correct prediction by chance (99.9%).
   const em::sigma_ratio_interval iv = em::sampling_interval(dof);
-  if (json) {
-    nlohmann::ordered_json j;
-    j["layer"] = r.layer;
-    j["gradient"] = elementwise ? "input" : norm ? "gamma" : r.layer == "matmul" ? "other_operand" : "weight";
-    j["pipeline"] = r.pipeline;
-    j["mode"] = r.mode;
-    j["eb"] = json_number(r.eb);
-    j["eb_abs"] = json_number(eb_abs);
-    j["trials"] = r.trials.size();
-    j["predicted_sigma"] = json_number(pred);
-    j["measured_sigma"] = json_number(meas);
-    j["ratio"] = json_number(ratio);
-    j["ratio_min"] = json_number(rmin);
-    j["ratio_max"] = json_number(rmax);
-    j["grad_rms"] = json_number(r.grad_rms);
-    j["relative_error"] = json_number(r.grad_rms > 0 ? meas / r.grad_rms : NAN);
-    j["iid_sigma"] = json_number(iid);
-    j["coherent_share"] = json_number(coh);
-    j["structured_share"] = json_number(first);
-    j["kappa"] = json_number(kappa);
-    j["effective_dof"] = json_number(dof);
-    j["sampling_interval"] = {json_number(iv.low), json_number(iv.high)};
-    j["flat_share"] = json_number(r.flat_share);
-    if (r.layer == "linear" || r.layer == "layernorm") j["distinct_rows"] = r.distinct_rows;
-    j["compression_ratio"] = json_number(bytes);
-    j["weights"] = static_cast<long long>(r.weights);
-    j["repeated_share"] = json_number(repeated);
-    j["margin"] = json_number(margin);
-    if (norm) {
-      j["input_grad_predicted_sigma"] = json_number(ipred);
-      j["input_grad_measured_sigma"] = json_number(imeas);
-      j["input_grad_ratio"] = json_number(imeas > 0 ? ipred / imeas : NAN);
-      j["input_grad_rms"] = json_number(r.input_grad_rms);
-    }
-    if (r.producer_grad_rms >= 0) {
-      const double pp = ge_quadratic_mean(r.trials, &ge_trial::producer_predicted);
-      const double pm = ge_quadratic_mean(r.trials, &ge_trial::producer_measured);
-      j["producer_weight_grad_predicted_sigma"] = json_number(pp);
-      j["producer_weight_grad_measured_sigma"] = json_number(pm);
-      j["producer_weight_grad_ratio"] = json_number(pm > 0 ? pp / pm : NAN);
-      j["producer_weight_grad_rms"] = json_number(r.producer_grad_rms);
-    }
-    if (r.target_sigma > 0) {
-      j["target_sigma"] = json_number(r.target_sigma);
-      j["measured_over_target"] = json_number(meas / r.target_sigma);
-      j["solver_predicted_sigma"] = json_number(r.solver_predicted);
-      j["solver_evaluations"] = r.solver_evaluations;
-    }
-    nlohmann::ordered_json per_trial = nlohmann::ordered_json::array();
-    for (const auto& t : r.trials) {
-      nlohmann::ordered_json o;
-      o["eb"] = json_number(t.eb_requested);
-      o["eb_abs"] = json_number(t.eb_abs);
-      o["predicted_sigma"] = json_number(t.predicted);
-      o["measured_sigma"] = json_number(t.measured);
-      per_trial.push_back(std::move(o));
-    }
-    j["per_trial"] = std::move(per_trial);
-    print_json_line(j);
-    return;
+  return {pred, meas,   iid,      ratio, rmin,  rmax,   coh,  bytes,       first, kappa,
+          dof,  margin, repeated, ipred, imeas, eb_abs, norm, elementwise, iv};
+}
+
+/// The report as one JSON line.
+void ge_print_json(const ge_report& r, const ge_summary& s) {
+  nlohmann::ordered_json j;
+  j["layer"] = r.layer;
+  j["gradient"] = s.elementwise ? "input" : s.norm ? "gamma" : r.layer == "matmul" ? "other_operand" : "weight";
+  j["pipeline"] = r.pipeline;
+  j["mode"] = r.mode;
+  j["eb"] = json_number(r.eb);
+  j["eb_abs"] = json_number(s.eb_abs);
+  j["trials"] = r.trials.size();
+  j["predicted_sigma"] = json_number(s.pred);
+  j["measured_sigma"] = json_number(s.meas);
+  j["ratio"] = json_number(s.ratio);
+  j["ratio_min"] = json_number(s.rmin);
+  j["ratio_max"] = json_number(s.rmax);
+  j["grad_rms"] = json_number(r.grad_rms);
+  j["relative_error"] = json_number(r.grad_rms > 0 ? s.meas / r.grad_rms : NAN);
+  j["iid_sigma"] = json_number(s.iid);
+  j["coherent_share"] = json_number(s.coh);
+  j["structured_share"] = json_number(s.first);
+  j["kappa"] = json_number(s.kappa);
+  j["effective_dof"] = json_number(s.dof);
+  j["sampling_interval"] = {json_number(s.iv.low), json_number(s.iv.high)};
+  j["flat_share"] = json_number(r.flat_share);
+  if (r.layer == "linear" || r.layer == "layernorm") j["distinct_rows"] = r.distinct_rows;
+  j["compression_ratio"] = json_number(s.bytes);
+  j["weights"] = static_cast<long long>(r.weights);
+  j["repeated_share"] = json_number(s.repeated);
+  j["margin"] = json_number(s.margin);
+  if (s.norm) {
+    j["input_grad_predicted_sigma"] = json_number(s.ipred);
+    j["input_grad_measured_sigma"] = json_number(s.imeas);
+    j["input_grad_ratio"] = json_number(s.imeas > 0 ? s.ipred / s.imeas : NAN);
+    j["input_grad_rms"] = json_number(r.input_grad_rms);
   }
+  if (r.producer_grad_rms >= 0) {
+    const double pp = ge_quadratic_mean(r.trials, &ge_trial::producer_predicted);
+    const double pm = ge_quadratic_mean(r.trials, &ge_trial::producer_measured);
+    j["producer_weight_grad_predicted_sigma"] = json_number(pp);
+    j["producer_weight_grad_measured_sigma"] = json_number(pm);
+    j["producer_weight_grad_ratio"] = json_number(pm > 0 ? pp / pm : NAN);
+    j["producer_weight_grad_rms"] = json_number(r.producer_grad_rms);
+  }
+  if (r.target_sigma > 0) {
+    j["target_sigma"] = json_number(r.target_sigma);
+    j["measured_over_target"] = json_number(s.meas / r.target_sigma);
+    j["solver_predicted_sigma"] = json_number(r.solver_predicted);
+    j["solver_evaluations"] = r.solver_evaluations;
+  }
+  nlohmann::ordered_json per_trial = nlohmann::ordered_json::array();
+  for (const auto& t : r.trials) {
+    nlohmann::ordered_json o;
+    o["eb"] = json_number(t.eb_requested);
+    o["eb_abs"] = json_number(t.eb_abs);
+    o["predicted_sigma"] = json_number(t.predicted);
+    o["measured_sigma"] = json_number(t.measured);
+    per_trial.push_back(std::move(o));
+  }
+  j["per_trial"] = std::move(per_trial);
+  print_json_line(j);
+}
+
+/// The report as text.
+void ge_print_text(const ge_report& r, const ge_summary& s) {
   std::printf("layer %s  pipeline %s  eb %.6g (%s)  eb_abs %.6g  trials %zu  weights %lld\n", r.layer.c_str(), r.pipeline.c_str(),
-              r.eb, r.mode.c_str(), eb_abs, r.trials.size(), static_cast<long long>(r.weights));
-  if (elementwise) std::printf("(no weight: the sigmas below are the input gradient's)\n");
-  std::printf("predicted_sigma %.6g  measured_sigma %.6g  ratio %.4f", pred, meas, ratio);
-  if (r.trials.size() > 1) std::printf(" (per trial %.4f .. %.4f)", rmin, rmax);
-  std::printf("  [measured/true by chance: %.3f .. %.3f at %.0f dof]", iv.low, iv.high, dof);
+              r.eb, r.mode.c_str(), s.eb_abs, r.trials.size(), static_cast<long long>(r.weights));
+  if (s.elementwise) std::printf("(no weight: the sigmas below are the input gradient's)\n");
+  std::printf("predicted_sigma %.6g  measured_sigma %.6g  ratio %.4f", s.pred, s.meas, s.ratio);
+  if (r.trials.size() > 1) std::printf(" (per trial %.4f .. %.4f)", s.rmin, s.rmax);
+  std::printf("  [measured/true by chance: %.3f .. %.3f at %.0f dof]", s.iv.low, s.iv.high, s.dof);
   std::printf(
       "\ngrad_rms %.6g  relative_error %.4g  iid_sigma %.6g  coherent_share %.3f  structured_share %.3f  kappa %.3f  flat_share "
       "%.3f  compression_ratio %.2f\n",
-      r.grad_rms, r.grad_rms > 0 ? meas / r.grad_rms : NAN, iid, coh, first, kappa, r.flat_share, bytes);
-  if (margin != 1)
+      r.grad_rms, r.grad_rms > 0 ? s.meas / r.grad_rms : NAN, s.iid, s.coh, s.first, s.kappa, r.flat_share, s.bytes);
+  if (s.margin != 1)
     std::printf("level data (%.0f%% of non-zero inputs repeat): predicted_sigma includes the conservative margin %.2f\n",
-                100 * repeated, margin);
-  if (norm)
+                100 * s.repeated, s.margin);
+  if (s.norm)
     std::printf("input_grad_predicted_sigma %.6g  input_grad_measured_sigma %.6g  input_grad_ratio %.4f  input_grad_rms %.6g\n",
-                ipred, imeas, imeas > 0 ? ipred / imeas : NAN, r.input_grad_rms);
+                s.ipred, s.imeas, s.imeas > 0 ? s.ipred / s.imeas : NAN, r.input_grad_rms);
   if (r.producer_grad_rms >= 0) {
     const double pp = ge_quadratic_mean(r.trials, &ge_trial::producer_predicted);
     const double pm = ge_quadratic_mean(r.trials, &ge_trial::producer_measured);
@@ -712,7 +728,13 @@ void ge_print(const ge_report& r, bool json) {
   }
   if (r.target_sigma > 0)
     std::printf("target_sigma %.6g  measured_over_target %.4f  (inverse map: %d evaluations, predicted %.6g)\n", r.target_sigma,
-                meas / r.target_sigma, r.solver_evaluations, r.solver_predicted);
+                s.meas / r.target_sigma, r.solver_evaluations, r.solver_predicted);
+}
+
+void ge_print(const ge_report& r, bool json) {
+  const ge_summary s = ge_summarize(r);
+  if (json) ge_print_json(r, s);
+  else ge_print_text(r, s);
 }
 
 /// Refuses any of `keys` with one error line: "--KEY <reason>".
