@@ -762,62 +762,30 @@ ebac::extents ge_weight_shape(const args& a, const ebac::extents& in, int rank, 
   return w;
 }
 
-}  // namespace
+/// grad-error of an elementwise layer (gelu, silu, tanh, sigmoid): the saved
+/// tensor (gelu/silu: the input; tanh/sigmoid: the output) and dy share one shape.
+int ge_command_elementwise(const args& a, const ebac::extents& in_shape, ebac::dtype t, const std::string& layer,
+                           em::elementwise_function function) {
+  // The saved tensor (gelu/silu: the input; tanh/sigmoid: the output) and dy share one shape.
+  ge_refuse(a, {"weight-shape", "stride", "padding", "dilation", "groups", "gamma", "eps"},
+            "does not apply to an elementwise layer (" + layer + ")");
+  ebac_cli::start_threads(threads_arg(a, 0));
+  const auto raw = read_array(a.need("activation"), in_shape, t, "--input-shape");
+  std::uint64_t count = 0;
+  if (in_shape.count(count) != ebac::status::ok) throw usage_error("--input-shape: the element count overflows");
+  const std::vector<float> dy = ge_read_f32(a.need("grad-output"), count, "--grad-output");
+  const ge_report r = ebac::visit_dtype(t, [&]<class T>(std::type_identity<T>) -> ge_report {
+    if constexpr (ebac::floating_element<T>) return ge_run_elementwise<T>(a, raw, in_shape, dy, layer, function);
+    else throw usage_error("grad-error: --dtype must be f32, f16 or bf16");
+  });
+  ge_print(r, a.json);
+  return 0;
+}
 
-int cmd_grad_error(int argc, char** argv) {
-  const args a = parse_command(
-      argc, argv,
-      {{"activation", "--activation", "the saved input (raw array)"},
-       {"grad-output", "--grad-output", "the output gradient (raw f32)"},
-       {"layer", "--layer", "linear, conv2d, batchnorm2d, layernorm, matmul, gelu, silu, tanh or sigmoid"},
-       {"input-shape", "--input-shape", "N,C[,H,W]"},
-       {"weight-shape", "--weight-shape", "O,C/G[,KH,KW]"},
-       {"stride", "--stride", "S or S,S"},
-       {"padding", "--padding", "P or P,P"},
-       {"dilation", "--dilation", "D or D,D"},
-       {"groups", "--groups", "G"},
-       {"eb", "--eb", "error bound"},
-       {"mode", "--mode", "abs (default) or rel"},
-       {"pipeline", "--pipeline", "pipeline (default fast)"},
-       {"trials", "--trials", "compressions at bounds around eb"},
-       {"dtype", "--dtype", "element type of the activation"},
-       {"gamma", "--gamma", "batchnorm2d, layernorm: per-channel / per-feature gamma (raw f32)"},
-       {"eps", "--eps", "batchnorm2d, layernorm: epsilon"},
-       {"target-rel", "--target-rel", "target sigma relative to the gradient RMS"},
-       {"producer-input", "--producer-input",
-        "gelu, silu, tanh, sigmoid: input of the linear layer that produced the pre-activation (raw f32, rows x I)"},
-       {"producer-features", "--producer-features", "I, the producing linear layer's input features"},
-       {"target-sigma", "--target-sigma", "target sigma"},
-       threads_option},
-      /*json_flag=*/true);
-  const std::string layer = a.need("layer");
-  const std::optional<em::elementwise_function> elementwise = em::parse_elementwise_function(layer);
-  if (layer != "linear" && layer != "conv2d" && layer != "batchnorm2d" && layer != "layernorm" && layer != "matmul" &&
-      !elementwise)
-    throw usage_error("--layer must be linear, conv2d, batchnorm2d, layernorm, matmul, gelu, silu, tanh or sigmoid, got '" +
-                      layer + "'");
-  const ebac::extents in_shape = parse_dims(a.need("input-shape"), "--input-shape");
-  const ebac::dtype t = a.has("dtype") ? parse_dtype_arg(a.opt.at("dtype")) : ebac::dtype::f32;
-  if (!ebac::is_floating(t)) throw usage_error("grad-error: --dtype must be f32, f16 or bf16 (activations under a bound)");
-  if (!elementwise) ge_refuse(a, {"producer-input", "producer-features"}, "applies to gelu, silu, tanh and sigmoid only");
-  if (elementwise) {
-    // The saved tensor (gelu/silu: the input; tanh/sigmoid: the output) and dy share one shape.
-    ge_refuse(a, {"weight-shape", "stride", "padding", "dilation", "groups", "gamma", "eps"},
-              "does not apply to an elementwise layer (" + layer + ")");
-    ebac_cli::start_threads(threads_arg(a, 0));
-    const auto raw = read_array(a.need("activation"), in_shape, t, "--input-shape");
-    std::uint64_t count = 0;
-    if (in_shape.count(count) != ebac::status::ok) throw usage_error("--input-shape: the element count overflows");
-    const std::vector<float> dy = ge_read_f32(a.need("grad-output"), count, "--grad-output");
-    const ge_report r = ebac::visit_dtype(t, [&]<class T>(std::type_identity<T>) -> ge_report {
-      if constexpr (ebac::floating_element<T>) return ge_run_elementwise<T>(a, raw, in_shape, dy, layer, *elementwise);
-      else throw usage_error("grad-error: --dtype must be f32, f16 or bf16");
-    });
-    ge_print(r, a.json);
-    return 0;
-  }
+/// The layer --layer, --input-shape, --weight-shape, --stride, --padding,
+/// --dilation and --groups describe (not an elementwise one), checked.
+em::conv2d_geometry ge_layer_geometry(const args& a, const std::string& layer, const ebac::extents& in_shape) {
   em::conv2d_geometry g;
-  std::uint64_t dy_count = 0;
   if (layer == "linear") {
     // Rows x features; leading dimensions (batch, tokens, ...) are rows.
     if (in_shape.rank < 2) throw usage_error("--input-shape of a linear layer is N,C (or N,...,C)");
@@ -873,7 +841,50 @@ int cmd_grad_error(int argc, char** argv) {
   }
   if (g.validate() != ebac::status::ok)
     throw usage_error("the layer's shapes, stride, padding, dilation and groups do not describe a valid layer");
-  dy_count = static_cast<std::uint64_t>(g.output_count());
+  return g;
+}
+
+}  // namespace
+
+int cmd_grad_error(int argc, char** argv) {
+  const args a = parse_command(
+      argc, argv,
+      {{"activation", "--activation", "the saved input (raw array)"},
+       {"grad-output", "--grad-output", "the output gradient (raw f32)"},
+       {"layer", "--layer", "linear, conv2d, batchnorm2d, layernorm, matmul, gelu, silu, tanh or sigmoid"},
+       {"input-shape", "--input-shape", "N,C[,H,W]"},
+       {"weight-shape", "--weight-shape", "O,C/G[,KH,KW]"},
+       {"stride", "--stride", "S or S,S"},
+       {"padding", "--padding", "P or P,P"},
+       {"dilation", "--dilation", "D or D,D"},
+       {"groups", "--groups", "G"},
+       {"eb", "--eb", "error bound"},
+       {"mode", "--mode", "abs (default) or rel"},
+       {"pipeline", "--pipeline", "pipeline (default fast)"},
+       {"trials", "--trials", "compressions at bounds around eb"},
+       {"dtype", "--dtype", "element type of the activation"},
+       {"gamma", "--gamma", "batchnorm2d, layernorm: per-channel / per-feature gamma (raw f32)"},
+       {"eps", "--eps", "batchnorm2d, layernorm: epsilon"},
+       {"target-rel", "--target-rel", "target sigma relative to the gradient RMS"},
+       {"producer-input", "--producer-input",
+        "gelu, silu, tanh, sigmoid: input of the linear layer that produced the pre-activation (raw f32, rows x I)"},
+       {"producer-features", "--producer-features", "I, the producing linear layer's input features"},
+       {"target-sigma", "--target-sigma", "target sigma"},
+       threads_option},
+      /*json_flag=*/true);
+  const std::string layer = a.need("layer");
+  const std::optional<em::elementwise_function> elementwise = em::parse_elementwise_function(layer);
+  if (layer != "linear" && layer != "conv2d" && layer != "batchnorm2d" && layer != "layernorm" && layer != "matmul" &&
+      !elementwise)
+    throw usage_error("--layer must be linear, conv2d, batchnorm2d, layernorm, matmul, gelu, silu, tanh or sigmoid, got '" +
+                      layer + "'");
+  const ebac::extents in_shape = parse_dims(a.need("input-shape"), "--input-shape");
+  const ebac::dtype t = a.has("dtype") ? parse_dtype_arg(a.opt.at("dtype")) : ebac::dtype::f32;
+  if (!ebac::is_floating(t)) throw usage_error("grad-error: --dtype must be f32, f16 or bf16 (activations under a bound)");
+  if (!elementwise) ge_refuse(a, {"producer-input", "producer-features"}, "applies to gelu, silu, tanh and sigmoid only");
+  if (elementwise) return ge_command_elementwise(a, in_shape, t, layer, *elementwise);
+  const em::conv2d_geometry g = ge_layer_geometry(a, layer, in_shape);
+  const auto dy_count = static_cast<std::uint64_t>(g.output_count());
   ebac_cli::start_threads(threads_arg(a, 0));
   const auto raw = read_array(a.need("activation"), in_shape, t, "--input-shape");
   std::vector<float> dy = ge_read_f32(a.need("grad-output"), dy_count, "--grad-output");
