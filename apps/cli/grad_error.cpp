@@ -232,6 +232,19 @@ void ge_forward_trials(const args& a, ge_report& rep, int trials, RunOnce&& run_
 struct ge_layernorm {
   std::vector<double> mean, inv_std;
   std::vector<float> gamma;
+
+  /// The gamma- and input-gradient sigmas from the model's prediction p
+  /// (the depthwise sums already carry 1/s, dy scaled) and, row by row, from
+  /// x and its reconstruction y.
+  template <class T>
+  void predict(ge_trial& t, const em::weight_error_prediction& p, std::int64_t rows, std::int64_t features, const T* x,
+               const T* y, const std::vector<float>& dy) const {
+    double sg = 0;
+    for (std::int64_t d = 0; d < features; ++d) sg += p.group_sum_squares[static_cast<std::size_t>(d)];
+    const double sx = em::layernorm_input_grad_mean_square(rows, features, x, y, mean, inv_std, dy.data(), gamma.data());
+    t.predicted = std::sqrt(sg / static_cast<double>(features));
+    t.input_predicted = std::sqrt(sx);
+  }
 };
 
 template <class T>
@@ -281,6 +294,27 @@ struct ge_batchnorm {
           dx[static_cast<std::size_t>(j)] = k * (dy[static_cast<std::size_t>(j)] - mdy - xh * m1);
         }
     }
+  }
+
+  /// The gamma- and input-gradient sigmas: the model's per-channel
+  /// (depthwise 1x1) sums in p scaled by the saved 1/s, with m1 = dgamma / M
+  /// as the trainer computes it from the reconstruction y.
+  template <class X>
+  void predict(ge_trial& t, const em::weight_error_prediction& p, const em::input_error_statistics& es, const X* y,
+               const std::vector<float>& dy) const {
+    const std::int64_t C = g.in_channels, plane = g.in_h * g.in_w, M = g.batch * plane;
+    std::vector<double> dg1, dx1;
+    backward(y, dy, dg1, dx1);
+    double sg = 0, sx = 0;
+    for (std::int64_t c = 0; c < C; ++c) {
+      const em::batchnorm_channel_error b{gamma[static_cast<std::size_t>(c)], inv_std[static_cast<std::size_t>(c)],
+                                          static_cast<double>(M), dg1[static_cast<std::size_t>(c)] / M,
+                                          es.sum_squares[static_cast<std::size_t>(c)] / M};
+      sg += b.gamma_grad_square(p.group_sum_squares[static_cast<std::size_t>(c)]);
+      sx += b.input_grad_square(p.group_sum_squares[static_cast<std::size_t>(c)]);
+    }
+    t.predicted = std::sqrt(sg / C);
+    t.input_predicted = std::sqrt(sx / C);
   }
 };
 
@@ -378,7 +412,6 @@ ge_report ge_run(const args& a, const std::vector<std::byte>& raw, const ebac::e
 
   // Exact reference with the original input.
   std::vector<double> w0, dx0;
-  const std::int64_t C = g.in_channels, plane = g.in_h * g.in_w, M = g.batch * plane;
   const ge_batchnorm bnorm = bn ? ge_read_batchnorm(a, g, x) : ge_batchnorm{};
   auto bn_backward = [&](const auto* in, std::vector<double>& dgamma, std::vector<double>& dx) {
     bnorm.backward(in, dy, dgamma, dx);
@@ -428,29 +461,8 @@ ge_report ge_run(const args& a, const std::vector<std::byte>& raw, const ebac::e
     }
     t.iid = p.iid_sigma;
     t.coherent_share = p.coherent_share;
-    if (ln) {
-      // gamma: the depthwise sums already carry 1/s (scaled dy). dx: row by row.
-      double sg = 0;
-      for (std::int64_t d = 0; d < features; ++d) sg += p.group_sum_squares[static_cast<std::size_t>(d)];
-      const double sx =
-          em::layernorm_input_grad_mean_square(rows, features, x, y, ln_mean, ln_inv_std, dy.data(), ln_gamma.data());
-      t.predicted = std::sqrt(sg / static_cast<double>(features));
-      t.input_predicted = std::sqrt(sx);
-      return;
-    }
-    // Batchnorm: the per-channel (depthwise 1x1) sums scaled by the saved 1/s.
-    std::vector<double> dg1, dx1;
-    bn_backward(y, dg1, dx1);  // m1 = dgamma / M as the trainer computes it, from the decompressed input
-    double sg = 0, sx = 0;
-    for (std::int64_t c = 0; c < C; ++c) {
-      const em::batchnorm_channel_error b{bnorm.gamma[static_cast<std::size_t>(c)], bnorm.inv_std[static_cast<std::size_t>(c)],
-                                          static_cast<double>(M), dg1[static_cast<std::size_t>(c)] / M,
-                                          es.sum_squares[static_cast<std::size_t>(c)] / M};
-      sg += b.gamma_grad_square(p.group_sum_squares[static_cast<std::size_t>(c)]);
-      sx += b.input_grad_square(p.group_sum_squares[static_cast<std::size_t>(c)]);
-    }
-    t.predicted = std::sqrt(sg / C);
-    t.input_predicted = std::sqrt(sx / C);
+    if (ln) lnorm.predict(t, p, rows, features, x, y, dy);
+    else bnorm.predict(t, p, es, y, dy);
   };
   // Returns the RMS of the weight gradient computed with the reconstruction:
   // the gradient the trainer actually has when it compresses.
