@@ -524,6 +524,42 @@ ge_report ge_run(const args& a, const std::vector<std::byte>& raw, const ebac::e
 /// tensor. predicted_sigma comes from the dy^2-weighted histogram of what
 /// backward holds (the reconstruction); the inverse map reads the histogram of
 /// the exact tensor, the stand-in for the previous step's.
+/// --producer-input: the input X (rows x I) of the linear layer whose output
+/// an elementwise function read; its weight gradient dW = (dy g(s))^T X gets
+/// the change too. Empty (xin) without the option.
+struct ge_producer {
+  std::int64_t out_features = 1, rows = 0, in_features = 0;
+  std::vector<float> xin;
+
+  /// The RMS of d(dW)[o, i] = sum_n c[n, o] X[n, i] for a per-element change c (rows x O).
+  double change_rms(const std::vector<double>& c) const {
+    std::vector<double> dw(static_cast<std::size_t>(out_features * in_features), 0.0);
+    for (std::int64_t r = 0; r < rows; ++r)
+      for (std::int64_t o = 0; o < out_features; ++o) {
+        const double cv = c[static_cast<std::size_t>(r * out_features + o)];
+        if (cv == 0) continue;
+        double* row = dw.data() + o * in_features;
+        const float* xr = xin.data() + r * in_features;
+        for (std::int64_t i = 0; i < in_features; ++i) row[i] += cv * xr[i];
+      }
+    return em::rms(dw.data(), dw.size());
+  }
+};
+
+ge_producer ge_read_producer(const args& a, const ebac::extents& shape, std::size_t n) {
+  ge_producer p;
+  p.out_features = shape.rank > 0 ? static_cast<std::int64_t>(shape.dims[shape.rank - 1]) : 1;
+  p.rows = p.out_features > 0 ? static_cast<std::int64_t>(n) / p.out_features : 0;
+  if (a.has("producer-input") != a.has("producer-features"))
+    throw usage_error("--producer-input and --producer-features go together");
+  if (a.has("producer-input")) {
+    if (shape.rank < 2) throw usage_error("--producer-input needs an --input-shape of rank 2 or more (rows x features)");
+    p.in_features = parse_int(a.opt.at("producer-features"), "--producer-features", 1, 1L << 30);
+    p.xin = ge_read_f32(a.opt.at("producer-input"), static_cast<std::uint64_t>(p.rows * p.in_features), "--producer-input");
+  }
+  return p;
+}
+
 template <class T>
 ge_report ge_run_elementwise(const args& a, const std::vector<std::byte>& raw, const ebac::extents& shape,
                              const std::vector<float>& dy, const std::string& layer, em::elementwise_function f) {
@@ -550,32 +586,10 @@ ge_report ge_run_elementwise(const args& a, const std::vector<std::byte>& raw, c
   rep.input_grad_rms = rep.grad_rms;
   // Every element's squared change is its own term: the dy-weighted count of them.
   const double dof = sum_dy4 > 0 ? sum_dy2 * sum_dy2 / sum_dy4 : 0.0;
-  // --producer-input: the input X (rows x I) of the linear layer whose output
-  // the function read; its weight gradient dW = (dy g(s))^T X gets the change too.
-  const std::int64_t out_features = shape.rank > 0 ? static_cast<std::int64_t>(shape.dims[shape.rank - 1]) : 1;
-  const std::int64_t rows = out_features > 0 ? static_cast<std::int64_t>(n) / out_features : 0;
-  std::int64_t in_features = 0;
-  std::vector<float> xin;
-  if (a.has("producer-input") != a.has("producer-features"))
-    throw usage_error("--producer-input and --producer-features go together");
-  if (a.has("producer-input")) {
-    if (shape.rank < 2) throw usage_error("--producer-input needs an --input-shape of rank 2 or more (rows x features)");
-    in_features = parse_int(a.opt.at("producer-features"), "--producer-features", 1, 1L << 30);
-    xin = ge_read_f32(a.opt.at("producer-input"), static_cast<std::uint64_t>(rows * in_features), "--producer-input");
-  }
-  // d(dW)[o, i] = sum_n c[n, o] X[n, i] for a per-element change c (rows x O).
-  auto producer_rms = [&](const std::vector<double>& c) {
-    std::vector<double> dw(static_cast<std::size_t>(out_features * in_features), 0.0);
-    for (std::int64_t r = 0; r < rows; ++r)
-      for (std::int64_t o = 0; o < out_features; ++o) {
-        const double cv = c[static_cast<std::size_t>(r * out_features + o)];
-        if (cv == 0) continue;
-        double* row = dw.data() + o * in_features;
-        const float* xr = xin.data() + r * in_features;
-        for (std::int64_t i = 0; i < in_features; ++i) row[i] += cv * xr[i];
-      }
-    return em::rms(dw.data(), dw.size());
-  };
+  const ge_producer producer = ge_read_producer(a, shape, n);
+  const std::int64_t out_features = producer.out_features, rows = producer.rows, in_features = producer.in_features;
+  const std::vector<float>& xin = producer.xin;
+  auto producer_rms = [&](const std::vector<double>& c) { return producer.change_rms(c); };
   if (!xin.empty()) {
     std::vector<double> dx(n);
     for (std::size_t i = 0; i < n; ++i) dx[i] = dy[i] * em::backward_factor(f, em::detail::as_double(s[i]));
