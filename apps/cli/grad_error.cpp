@@ -337,6 +337,37 @@ ge_batchnorm ge_read_batchnorm(const args& a, const em::conv2d_geometry& g, cons
   return bn;
 }
 
+/// The gradients with the original input: w0 the weight's (gamma's for the
+/// normalizations), dx0 the input's (the normalizations only).
+struct ge_exact {
+  std::vector<double> w0, dx0;
+};
+
+template <class T>
+ge_exact ge_batchnorm_exact(const ge_batchnorm& bnorm, const T* x, const std::vector<float>& dy) {
+  ge_exact e;
+  bnorm.backward(x, dy, e.w0, e.dx0);
+  return e;
+}
+
+template <class T>
+ge_exact ge_layernorm_exact(const ge_layernorm& lnorm, std::int64_t rows, std::int64_t features, const T* x,
+                            const std::vector<float>& dy) {
+  ge_exact e;
+  if (em::layernorm_backward(rows, features, x, lnorm.mean, lnorm.inv_std, dy.data(), lnorm.gamma.data(), e.w0, e.dx0) !=
+      ebac::status::ok)
+    throw usage_error("invalid layernorm shape");
+  return e;
+}
+
+template <class T>
+ge_exact ge_weight_exact(const em::conv2d_geometry& g, const T* x, const std::vector<float>& dy) {
+  ge_exact e;
+  e.w0.assign(static_cast<std::size_t>(g.weight_count()), 0.0);
+  if (em::weight_gradient(g, x, dy.data(), e.w0.data()) != ebac::status::ok) throw usage_error("invalid layer geometry");
+  return e;
+}
+
 /// The inverse map's first guess at the bound: the i.i.d. closed form with a
 /// uniform error (for the normalizations, a fraction of the range scaled by
 /// target / gradient RMS).
@@ -411,22 +442,16 @@ ge_report ge_run(const args& a, const std::vector<std::byte>& raw, const ebac::e
   rep.weights = norm ? g.in_channels : g.weight_count();
 
   // Exact reference with the original input.
-  std::vector<double> w0, dx0;
   const ge_batchnorm bnorm = bn ? ge_read_batchnorm(a, g, x) : ge_batchnorm{};
   auto bn_backward = [&](const auto* in, std::vector<double>& dgamma, std::vector<double>& dx) {
     bnorm.backward(in, dy, dgamma, dx);
   };
-  if (bn) {
-    bn_backward(x, w0, dx0);
-    rep.input_grad_rms = em::rms(dx0.data(), dx0.size());
-  } else if (ln) {
-    if (em::layernorm_backward(rows, features, x, ln_mean, ln_inv_std, dy.data(), ln_gamma.data(), w0, dx0) != ebac::status::ok)
-      throw usage_error("invalid layernorm shape");
-    rep.input_grad_rms = em::rms(dx0.data(), dx0.size());
-  } else {
-    w0.assign(static_cast<std::size_t>(g.weight_count()), 0.0);
-    if (em::weight_gradient(g, x, dy.data(), w0.data()) != ebac::status::ok) throw usage_error("invalid layer geometry");
-  }
+  const ge_exact exact = bn   ? ge_batchnorm_exact(bnorm, x, dy)
+                         : ln ? ge_layernorm_exact(lnorm, rows, features, x, dy)
+                              : ge_weight_exact(g, x, dy);
+  const std::vector<double>& w0 = exact.w0;
+  const std::vector<double>& dx0 = exact.dx0;
+  if (norm) rep.input_grad_rms = em::rms(dx0.data(), dx0.size());
   rep.grad_rms = em::rms(w0.data(), w0.size());
   // The gradient RMS is one of the trainer's cheap statistics (the model
   // uses it, never the gradient entries, to gauge the gradient's coherence).
