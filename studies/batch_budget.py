@@ -7,7 +7,7 @@ table (issue 50 items 1 and 5).
     /usr/bin/python3 studies/batch_budget.py --smoke --out build/batch-budget-smoke  # resnet20 plain+ebac, 60 MB, ~5 min
 
 Not in CI (minutes of subprocesses); the planner's arithmetic is tested in
-tests/host/test_adapt.cpp and integrations/pytorch/tests/test_adaptive.py.
+tests/adapt/batch_planner.cpp and integrations/pytorch/tests/test_adaptive.py.
 
 Budget: the peak RSS rise of one training step over the RSS before it (what
 studies/peak_step.py measures: VmHWM after clear_refs, glibc thresholds of

@@ -227,6 +227,166 @@ void ge_forward_trials(const args& a, ge_report& rep, int trials, RunOnce&& run_
   }
 }
 
+/// LayerNorm (g is layernorm_gamma_geometry: rows x features): the row
+/// statistics the forward pass saves, and gamma per feature (--gamma, else 1).
+struct ge_layernorm {
+  std::vector<double> mean, inv_std;
+  std::vector<float> gamma;
+
+  /// The gamma- and input-gradient sigmas from the model's prediction p
+  /// (the depthwise sums already carry 1/s, dy scaled) and, row by row, from
+  /// x and its reconstruction y.
+  template <class T>
+  void predict(ge_trial& t, const em::weight_error_prediction& p, std::int64_t rows, std::int64_t features, const T* x,
+               const T* y, const std::vector<float>& dy) const {
+    double sg = 0;
+    for (std::int64_t d = 0; d < features; ++d) sg += p.group_sum_squares[static_cast<std::size_t>(d)];
+    const double sx = em::layernorm_input_grad_mean_square(rows, features, x, y, mean, inv_std, dy.data(), gamma.data());
+    t.predicted = std::sqrt(sg / static_cast<double>(features));
+    t.input_predicted = std::sqrt(sx);
+  }
+};
+
+template <class T>
+ge_layernorm ge_read_layernorm(const args& a, const T* x, std::int64_t rows, std::int64_t features) {
+  ge_layernorm ln;
+  const double eps = a.has("eps") ? parse_double(a.opt.at("eps"), "--eps") : 1e-5;
+  if (!(eps >= 0) || !std::isfinite(eps)) throw usage_error("--eps must be >= 0");
+  ln.mean.resize(static_cast<std::size_t>(rows));
+  ln.inv_std.resize(static_cast<std::size_t>(rows));
+  for (std::int64_t r = 0; r < rows; ++r)
+    em::layernorm_saved_statistics(features, x + r * features, eps, ln.mean[static_cast<std::size_t>(r)],
+                                   ln.inv_std[static_cast<std::size_t>(r)]);
+  ln.gamma = a.has("gamma") ? ge_read_f32(a.opt.at("gamma"), static_cast<std::uint64_t>(features), "--gamma")
+                            : std::vector<float>(static_cast<std::size_t>(features), 1.0f);
+  return ln;
+}
+
+/// BatchNorm2d in training mode: gamma per channel (--gamma, else 1) and the
+/// statistics the forward pass saves (mean, 1/s), and its backward.
+struct ge_batchnorm {
+  em::conv2d_geometry g;
+  std::vector<double> gamma, mean, inv_std;
+
+  /// Training-mode BN backward of `in` with the saved (exact) mean and 1/s.
+  template <class X>
+  void backward(const X* in, const std::vector<float>& dy, std::vector<double>& dgamma, std::vector<double>& dx) const {
+    const std::int64_t C = g.in_channels, plane = g.in_h * g.in_w, M = g.batch * plane;
+    dgamma.assign(static_cast<std::size_t>(C), 0.0);
+    dx.assign(static_cast<std::size_t>(g.batch * C * plane), 0.0);
+    for (std::int64_t c = 0; c < C; ++c) {
+      double sdy = 0, sdyx = 0;
+      for (std::int64_t n = 0; n < g.batch; ++n)
+        for (std::int64_t i = 0; i < plane; ++i) {
+          const std::int64_t j = (n * C + c) * plane + i;
+          const double xh =
+              (em::detail::as_double(in[j]) - mean[static_cast<std::size_t>(c)]) * inv_std[static_cast<std::size_t>(c)];
+          sdy += dy[static_cast<std::size_t>(j)];
+          sdyx += dy[static_cast<std::size_t>(j)] * xh;
+        }
+      dgamma[static_cast<std::size_t>(c)] = sdyx;
+      const double k = gamma[static_cast<std::size_t>(c)] * inv_std[static_cast<std::size_t>(c)], mdy = sdy / M, m1 = sdyx / M;
+      for (std::int64_t n = 0; n < g.batch; ++n)
+        for (std::int64_t i = 0; i < plane; ++i) {
+          const std::int64_t j = (n * C + c) * plane + i;
+          const double xh =
+              (em::detail::as_double(in[j]) - mean[static_cast<std::size_t>(c)]) * inv_std[static_cast<std::size_t>(c)];
+          dx[static_cast<std::size_t>(j)] = k * (dy[static_cast<std::size_t>(j)] - mdy - xh * m1);
+        }
+    }
+  }
+
+  /// The gamma- and input-gradient sigmas: the model's per-channel
+  /// (depthwise 1x1) sums in p scaled by the saved 1/s, with m1 = dgamma / M
+  /// as the trainer computes it from the reconstruction y.
+  template <class X>
+  void predict(ge_trial& t, const em::weight_error_prediction& p, const em::input_error_statistics& es, const X* y,
+               const std::vector<float>& dy) const {
+    const std::int64_t C = g.in_channels, plane = g.in_h * g.in_w, M = g.batch * plane;
+    std::vector<double> dg1, dx1;
+    backward(y, dy, dg1, dx1);
+    double sg = 0, sx = 0;
+    for (std::int64_t c = 0; c < C; ++c) {
+      const em::batchnorm_channel_error b{gamma[static_cast<std::size_t>(c)], inv_std[static_cast<std::size_t>(c)],
+                                          static_cast<double>(M), dg1[static_cast<std::size_t>(c)] / M,
+                                          es.sum_squares[static_cast<std::size_t>(c)] / M};
+      sg += b.gamma_grad_square(p.group_sum_squares[static_cast<std::size_t>(c)]);
+      sx += b.input_grad_square(p.group_sum_squares[static_cast<std::size_t>(c)]);
+    }
+    t.predicted = std::sqrt(sg / C);
+    t.input_predicted = std::sqrt(sx / C);
+  }
+};
+
+template <class T>
+ge_batchnorm ge_read_batchnorm(const args& a, const em::conv2d_geometry& g, const T* x) {
+  ge_batchnorm bn;
+  bn.g = g;
+  const std::int64_t C = g.in_channels, plane = g.in_h * g.in_w;
+  bn.gamma.assign(static_cast<std::size_t>(C), 1.0);
+  if (a.has("gamma")) {
+    const auto gv = ge_read_f32(a.opt.at("gamma"), static_cast<std::uint64_t>(C), "--gamma");
+    for (std::int64_t c = 0; c < C; ++c) bn.gamma[static_cast<std::size_t>(c)] = gv[static_cast<std::size_t>(c)];
+  }
+  const double eps = a.has("eps") ? parse_double(a.opt.at("eps"), "--eps") : 1e-5;
+  bn.mean.assign(static_cast<std::size_t>(C), 0.0);
+  bn.inv_std.assign(static_cast<std::size_t>(C), 0.0);
+  for (std::int64_t c = 0; c < C; ++c)
+    em::batchnorm_saved_statistics(g.batch, C, plane, x, eps, c, bn.mean[static_cast<std::size_t>(c)],
+                                   bn.inv_std[static_cast<std::size_t>(c)]);
+  return bn;
+}
+
+/// The gradients with the original input: w0 the weight's (gamma's for the
+/// normalizations), dx0 the input's (the normalizations only).
+struct ge_exact {
+  std::vector<double> w0, dx0;
+};
+
+template <class T>
+ge_exact ge_batchnorm_exact(const ge_batchnorm& bnorm, const T* x, const std::vector<float>& dy) {
+  ge_exact e;
+  bnorm.backward(x, dy, e.w0, e.dx0);
+  return e;
+}
+
+template <class T>
+ge_exact ge_layernorm_exact(const ge_layernorm& lnorm, std::int64_t rows, std::int64_t features, const T* x,
+                            const std::vector<float>& dy) {
+  ge_exact e;
+  if (em::layernorm_backward(rows, features, x, lnorm.mean, lnorm.inv_std, dy.data(), lnorm.gamma.data(), e.w0, e.dx0) !=
+      ebac::status::ok)
+    throw usage_error("invalid layernorm shape");
+  return e;
+}
+
+template <class T>
+ge_exact ge_weight_exact(const em::conv2d_geometry& g, const T* x, const std::vector<float>& dy) {
+  ge_exact e;
+  e.w0.assign(static_cast<std::size_t>(g.weight_count()), 0.0);
+  if (em::weight_gradient(g, x, dy.data(), e.w0.data()) != ebac::status::ok) throw usage_error("invalid layer geometry");
+  return e;
+}
+
+/// The inverse map's first guess at the bound: the i.i.d. closed form with a
+/// uniform error (for the normalizations, a fraction of the range scaled by
+/// target / gradient RMS).
+template <class T>
+double ge_first_guess(const ge_report& rep, const em::conv2d_geometry& g, const em::output_gradient_statistics& dstats, bool norm,
+                      const T* x, std::size_t n_in, const ebac::value_range& range) {
+  em::iid_weight_error iid;
+  iid.taps = static_cast<double>(norm ? 1 : g.taps());
+  iid.sum_dy2 = dstats.total_sum_squares();
+  iid.in_channels_per_group = static_cast<double>(norm ? 1 : g.in_channels_per_group());
+  std::size_t nz = 0;
+  for (std::size_t i = 0; i < n_in; ++i) nz += (ebac::to_float(x[i]) != 0.0f);
+  iid.nonzero_share = n_in ? static_cast<double>(nz) / static_cast<double>(n_in) : 0.0;
+  iid.weights = static_cast<double>(rep.weights);
+  double guess = iid.inverse(rep.target_sigma);
+  if (norm) guess = rep.target_sigma / std::max(1e-300, rep.grad_rms) * std::max(1e-12, range.span()) * 0.1;
+  return guess;
+}
+
 template <class T>
 ge_report ge_run(const args& a, const std::vector<std::byte>& raw, const ebac::extents& shape, const em::conv2d_geometry& g,
                  const std::vector<float>& dy, const std::string& layer) {
@@ -252,19 +412,10 @@ ge_report ge_run(const args& a, const std::vector<std::byte>& raw, const ebac::e
   // LayerNorm: rows x D (g is layernorm_gamma_geometry), statistics per row
   // saved by the forward pass, gamma per feature.
   const std::int64_t rows = g.batch, features = g.in_channels;
-  std::vector<double> ln_mean, ln_inv_std;
-  std::vector<float> ln_gamma;
-  if (ln) {
-    const double eps = a.has("eps") ? parse_double(a.opt.at("eps"), "--eps") : 1e-5;
-    if (!(eps >= 0) || !std::isfinite(eps)) throw usage_error("--eps must be >= 0");
-    ln_mean.resize(static_cast<std::size_t>(rows));
-    ln_inv_std.resize(static_cast<std::size_t>(rows));
-    for (std::int64_t r = 0; r < rows; ++r)
-      em::layernorm_saved_statistics(features, x + r * features, eps, ln_mean[static_cast<std::size_t>(r)],
-                                     ln_inv_std[static_cast<std::size_t>(r)]);
-    ln_gamma = a.has("gamma") ? ge_read_f32(a.opt.at("gamma"), static_cast<std::uint64_t>(features), "--gamma")
-                              : std::vector<float>(static_cast<std::size_t>(features), 1.0f);
-  }
+  const ge_layernorm lnorm = ln ? ge_read_layernorm(a, x, rows, features) : ge_layernorm{};
+  const std::vector<double>& ln_mean = lnorm.mean;
+  const std::vector<double>& ln_inv_std = lnorm.inv_std;
+  const std::vector<float>& ln_gamma = lnorm.gamma;
 
   // The model's inputs that do not depend on the bound. LayerNorm's gamma
   // gradient sees dy scaled row by row by the saved 1/s. A Linear's or a
@@ -291,55 +442,16 @@ ge_report ge_run(const args& a, const std::vector<std::byte>& raw, const ebac::e
   rep.weights = norm ? g.in_channels : g.weight_count();
 
   // Exact reference with the original input.
-  std::vector<double> w0, dx0, gamma, inv_std, mean;
-  const std::int64_t C = g.in_channels, plane = g.in_h * g.in_w, M = g.batch * plane;
+  const ge_batchnorm bnorm = bn ? ge_read_batchnorm(a, g, x) : ge_batchnorm{};
   auto bn_backward = [&](const auto* in, std::vector<double>& dgamma, std::vector<double>& dx) {
-    // Training-mode BN backward with the saved (exact) mean and 1/s.
-    dgamma.assign(static_cast<std::size_t>(C), 0.0);
-    dx.assign(static_cast<std::size_t>(g.batch * C * plane), 0.0);
-    for (std::int64_t c = 0; c < C; ++c) {
-      double sdy = 0, sdyx = 0;
-      for (std::int64_t n = 0; n < g.batch; ++n)
-        for (std::int64_t i = 0; i < plane; ++i) {
-          const std::int64_t j = (n * C + c) * plane + i;
-          const double xh =
-              (em::detail::as_double(in[j]) - mean[static_cast<std::size_t>(c)]) * inv_std[static_cast<std::size_t>(c)];
-          sdy += dy[static_cast<std::size_t>(j)];
-          sdyx += dy[static_cast<std::size_t>(j)] * xh;
-        }
-      dgamma[static_cast<std::size_t>(c)] = sdyx;
-      const double k = gamma[static_cast<std::size_t>(c)] * inv_std[static_cast<std::size_t>(c)], mdy = sdy / M, m1 = sdyx / M;
-      for (std::int64_t n = 0; n < g.batch; ++n)
-        for (std::int64_t i = 0; i < plane; ++i) {
-          const std::int64_t j = (n * C + c) * plane + i;
-          const double xh =
-              (em::detail::as_double(in[j]) - mean[static_cast<std::size_t>(c)]) * inv_std[static_cast<std::size_t>(c)];
-          dx[static_cast<std::size_t>(j)] = k * (dy[static_cast<std::size_t>(j)] - mdy - xh * m1);
-        }
-    }
+    bnorm.backward(in, dy, dgamma, dx);
   };
-  if (bn) {
-    gamma.assign(static_cast<std::size_t>(C), 1.0);
-    if (a.has("gamma")) {
-      const auto gv = ge_read_f32(a.opt.at("gamma"), static_cast<std::uint64_t>(C), "--gamma");
-      for (std::int64_t c = 0; c < C; ++c) gamma[static_cast<std::size_t>(c)] = gv[static_cast<std::size_t>(c)];
-    }
-    const double eps = a.has("eps") ? parse_double(a.opt.at("eps"), "--eps") : 1e-5;
-    mean.assign(static_cast<std::size_t>(C), 0.0);
-    inv_std.assign(static_cast<std::size_t>(C), 0.0);
-    for (std::int64_t c = 0; c < C; ++c)
-      em::batchnorm_saved_statistics(g.batch, C, plane, x, eps, c, mean[static_cast<std::size_t>(c)],
-                                     inv_std[static_cast<std::size_t>(c)]);
-    bn_backward(x, w0, dx0);
-    rep.input_grad_rms = em::rms(dx0.data(), dx0.size());
-  } else if (ln) {
-    if (em::layernorm_backward(rows, features, x, ln_mean, ln_inv_std, dy.data(), ln_gamma.data(), w0, dx0) != ebac::status::ok)
-      throw usage_error("invalid layernorm shape");
-    rep.input_grad_rms = em::rms(dx0.data(), dx0.size());
-  } else {
-    w0.assign(static_cast<std::size_t>(g.weight_count()), 0.0);
-    if (em::weight_gradient(g, x, dy.data(), w0.data()) != ebac::status::ok) throw usage_error("invalid layer geometry");
-  }
+  const ge_exact exact = bn   ? ge_batchnorm_exact(bnorm, x, dy)
+                         : ln ? ge_layernorm_exact(lnorm, rows, features, x, dy)
+                              : ge_weight_exact(g, x, dy);
+  const std::vector<double>& w0 = exact.w0;
+  const std::vector<double>& dx0 = exact.dx0;
+  if (norm) rep.input_grad_rms = em::rms(dx0.data(), dx0.size());
   rep.grad_rms = em::rms(w0.data(), w0.size());
   // The gradient RMS is one of the trainer's cheap statistics (the model
   // uses it, never the gradient entries, to gauge the gradient's coherence).
@@ -374,29 +486,8 @@ ge_report ge_run(const args& a, const std::vector<std::byte>& raw, const ebac::e
     }
     t.iid = p.iid_sigma;
     t.coherent_share = p.coherent_share;
-    if (ln) {
-      // gamma: the depthwise sums already carry 1/s (scaled dy). dx: row by row.
-      double sg = 0;
-      for (std::int64_t d = 0; d < features; ++d) sg += p.group_sum_squares[static_cast<std::size_t>(d)];
-      const double sx =
-          em::layernorm_input_grad_mean_square(rows, features, x, y, ln_mean, ln_inv_std, dy.data(), ln_gamma.data());
-      t.predicted = std::sqrt(sg / static_cast<double>(features));
-      t.input_predicted = std::sqrt(sx);
-      return;
-    }
-    // Batchnorm: the per-channel (depthwise 1x1) sums scaled by the saved 1/s.
-    std::vector<double> dg1, dx1;
-    bn_backward(y, dg1, dx1);  // m1 = dgamma / M as the trainer computes it, from the decompressed input
-    double sg = 0, sx = 0;
-    for (std::int64_t c = 0; c < C; ++c) {
-      const em::batchnorm_channel_error b{gamma[static_cast<std::size_t>(c)], inv_std[static_cast<std::size_t>(c)],
-                                          static_cast<double>(M), dg1[static_cast<std::size_t>(c)] / M,
-                                          es.sum_squares[static_cast<std::size_t>(c)] / M};
-      sg += b.gamma_grad_square(p.group_sum_squares[static_cast<std::size_t>(c)]);
-      sx += b.input_grad_square(p.group_sum_squares[static_cast<std::size_t>(c)]);
-    }
-    t.predicted = std::sqrt(sg / C);
-    t.input_predicted = std::sqrt(sx / C);
+    if (ln) lnorm.predict(t, p, rows, features, x, y, dy);
+    else bnorm.predict(t, p, es, y, dy);
   };
   // Returns the RMS of the weight gradient computed with the reconstruction:
   // the gradient the trainer actually has when it compresses.
@@ -445,17 +536,7 @@ ge_report ge_run(const args& a, const std::vector<std::byte>& raw, const ebac::e
       predict(ybuf.data(), eb_abs, t);
       return t.predicted;
     };
-    // First guess: the i.i.d. closed form with a uniform error.
-    em::iid_weight_error iid;
-    iid.taps = static_cast<double>(norm ? 1 : g.taps());
-    iid.sum_dy2 = dstats.total_sum_squares();
-    iid.in_channels_per_group = static_cast<double>(norm ? 1 : g.in_channels_per_group());
-    std::size_t nz = 0;
-    for (std::size_t i = 0; i < n_in; ++i) nz += (ebac::to_float(x[i]) != 0.0f);
-    iid.nonzero_share = n_in ? static_cast<double>(nz) / static_cast<double>(n_in) : 0.0;
-    iid.weights = static_cast<double>(rep.weights);
-    double guess = iid.inverse(rep.target_sigma);
-    if (norm) guess = rep.target_sigma / std::max(1e-300, rep.grad_rms) * std::max(1e-12, range.span()) * 0.1;
+    const double guess = ge_first_guess(rep, g, dstats, norm, x, n_in, range);
     ge_solve_and_run(rep, range, mode, guess, sigma_of, run_once);
     return rep;
   }
@@ -468,6 +549,42 @@ ge_report ge_run(const args& a, const std::vector<std::byte>& raw, const ebac::e
 /// tensor. predicted_sigma comes from the dy^2-weighted histogram of what
 /// backward holds (the reconstruction); the inverse map reads the histogram of
 /// the exact tensor, the stand-in for the previous step's.
+/// --producer-input: the input X (rows x I) of the linear layer whose output
+/// an elementwise function read; its weight gradient dW = (dy g(s))^T X gets
+/// the change too. Empty (xin) without the option.
+struct ge_producer {
+  std::int64_t out_features = 1, rows = 0, in_features = 0;
+  std::vector<float> xin;
+
+  /// The RMS of d(dW)[o, i] = sum_n c[n, o] X[n, i] for a per-element change c (rows x O).
+  double change_rms(const std::vector<double>& c) const {
+    std::vector<double> dw(static_cast<std::size_t>(out_features * in_features), 0.0);
+    for (std::int64_t r = 0; r < rows; ++r)
+      for (std::int64_t o = 0; o < out_features; ++o) {
+        const double cv = c[static_cast<std::size_t>(r * out_features + o)];
+        if (cv == 0) continue;
+        double* row = dw.data() + o * in_features;
+        const float* xr = xin.data() + r * in_features;
+        for (std::int64_t i = 0; i < in_features; ++i) row[i] += cv * xr[i];
+      }
+    return em::rms(dw.data(), dw.size());
+  }
+};
+
+ge_producer ge_read_producer(const args& a, const ebac::extents& shape, std::size_t n) {
+  ge_producer p;
+  p.out_features = shape.rank > 0 ? static_cast<std::int64_t>(shape.dims[shape.rank - 1]) : 1;
+  p.rows = p.out_features > 0 ? static_cast<std::int64_t>(n) / p.out_features : 0;
+  if (a.has("producer-input") != a.has("producer-features"))
+    throw usage_error("--producer-input and --producer-features go together");
+  if (a.has("producer-input")) {
+    if (shape.rank < 2) throw usage_error("--producer-input needs an --input-shape of rank 2 or more (rows x features)");
+    p.in_features = parse_int(a.opt.at("producer-features"), "--producer-features", 1, 1L << 30);
+    p.xin = ge_read_f32(a.opt.at("producer-input"), static_cast<std::uint64_t>(p.rows * p.in_features), "--producer-input");
+  }
+  return p;
+}
+
 template <class T>
 ge_report ge_run_elementwise(const args& a, const std::vector<std::byte>& raw, const ebac::extents& shape,
                              const std::vector<float>& dy, const std::string& layer, em::elementwise_function f) {
@@ -494,32 +611,10 @@ ge_report ge_run_elementwise(const args& a, const std::vector<std::byte>& raw, c
   rep.input_grad_rms = rep.grad_rms;
   // Every element's squared change is its own term: the dy-weighted count of them.
   const double dof = sum_dy4 > 0 ? sum_dy2 * sum_dy2 / sum_dy4 : 0.0;
-  // --producer-input: the input X (rows x I) of the linear layer whose output
-  // the function read; its weight gradient dW = (dy g(s))^T X gets the change too.
-  const std::int64_t out_features = shape.rank > 0 ? static_cast<std::int64_t>(shape.dims[shape.rank - 1]) : 1;
-  const std::int64_t rows = out_features > 0 ? static_cast<std::int64_t>(n) / out_features : 0;
-  std::int64_t in_features = 0;
-  std::vector<float> xin;
-  if (a.has("producer-input") != a.has("producer-features"))
-    throw usage_error("--producer-input and --producer-features go together");
-  if (a.has("producer-input")) {
-    if (shape.rank < 2) throw usage_error("--producer-input needs an --input-shape of rank 2 or more (rows x features)");
-    in_features = parse_int(a.opt.at("producer-features"), "--producer-features", 1, 1L << 30);
-    xin = ge_read_f32(a.opt.at("producer-input"), static_cast<std::uint64_t>(rows * in_features), "--producer-input");
-  }
-  // d(dW)[o, i] = sum_n c[n, o] X[n, i] for a per-element change c (rows x O).
-  auto producer_rms = [&](const std::vector<double>& c) {
-    std::vector<double> dw(static_cast<std::size_t>(out_features * in_features), 0.0);
-    for (std::int64_t r = 0; r < rows; ++r)
-      for (std::int64_t o = 0; o < out_features; ++o) {
-        const double cv = c[static_cast<std::size_t>(r * out_features + o)];
-        if (cv == 0) continue;
-        double* row = dw.data() + o * in_features;
-        const float* xr = xin.data() + r * in_features;
-        for (std::int64_t i = 0; i < in_features; ++i) row[i] += cv * xr[i];
-      }
-    return em::rms(dw.data(), dw.size());
-  };
+  const ge_producer producer = ge_read_producer(a, shape, n);
+  const std::int64_t out_features = producer.out_features, rows = producer.rows, in_features = producer.in_features;
+  const std::vector<float>& xin = producer.xin;
+  auto producer_rms = [&](const std::vector<double>& c) { return producer.change_rms(c); };
   if (!xin.empty()) {
     std::vector<double> dx(n);
     for (std::size_t i = 0; i < n; ++i) dx[i] = dy[i] * em::backward_factor(f, em::detail::as_double(s[i]));
@@ -558,7 +653,16 @@ ge_report ge_run_elementwise(const args& a, const std::vector<std::byte>& raw, c
   return rep;
 }
 
-void ge_print(const ge_report& r, bool json) {
+/// What ge_print reports over a report's trials: quadratic means of the
+/// sigmas, the per-trial ratio's range, the averaged shares and the least
+/// degrees of freedom (with their sampling interval).
+struct ge_summary {
+  double pred, meas, iid, ratio, rmin, rmax, coh, bytes, first, kappa, dof, margin, repeated, ipred, imeas, eb_abs;
+  bool norm, elementwise;
+  em::sigma_ratio_interval iv;
+};
+
+ge_summary ge_summarize(const ge_report& r) {
   const double pred = ge_quadratic_mean(r.trials, &ge_trial::predicted);
   const double meas = ge_quadratic_mean(r.trials, &ge_trial::measured);
   const double iid = ge_quadratic_mean(r.trials, &ge_trial::iid);
@@ -583,83 +687,90 @@ void ge_print(const ge_report& r, bool json) {
   const double eb_abs = r.trials.empty() ? 0 : r.trials[r.trials.size() / 2].eb_abs;
   // How far measured may fall from a correct prediction by chance (99.9%).
   const em::sigma_ratio_interval iv = em::sampling_interval(dof);
-  if (json) {
-    nlohmann::ordered_json j;
-    j["layer"] = r.layer;
-    j["gradient"] = elementwise ? "input" : norm ? "gamma" : r.layer == "matmul" ? "other_operand" : "weight";
-    j["pipeline"] = r.pipeline;
-    j["mode"] = r.mode;
-    j["eb"] = json_number(r.eb);
-    j["eb_abs"] = json_number(eb_abs);
-    j["trials"] = r.trials.size();
-    j["predicted_sigma"] = json_number(pred);
-    j["measured_sigma"] = json_number(meas);
-    j["ratio"] = json_number(ratio);
-    j["ratio_min"] = json_number(rmin);
-    j["ratio_max"] = json_number(rmax);
-    j["grad_rms"] = json_number(r.grad_rms);
-    j["relative_error"] = json_number(r.grad_rms > 0 ? meas / r.grad_rms : NAN);
-    j["iid_sigma"] = json_number(iid);
-    j["coherent_share"] = json_number(coh);
-    j["structured_share"] = json_number(first);
-    j["kappa"] = json_number(kappa);
-    j["effective_dof"] = json_number(dof);
-    j["sampling_interval"] = {json_number(iv.low), json_number(iv.high)};
-    j["flat_share"] = json_number(r.flat_share);
-    if (r.layer == "linear" || r.layer == "layernorm") j["distinct_rows"] = r.distinct_rows;
-    j["compression_ratio"] = json_number(bytes);
-    j["weights"] = static_cast<long long>(r.weights);
-    j["repeated_share"] = json_number(repeated);
-    j["margin"] = json_number(margin);
-    if (norm) {
-      j["input_grad_predicted_sigma"] = json_number(ipred);
-      j["input_grad_measured_sigma"] = json_number(imeas);
-      j["input_grad_ratio"] = json_number(imeas > 0 ? ipred / imeas : NAN);
-      j["input_grad_rms"] = json_number(r.input_grad_rms);
-    }
-    if (r.producer_grad_rms >= 0) {
-      const double pp = ge_quadratic_mean(r.trials, &ge_trial::producer_predicted);
-      const double pm = ge_quadratic_mean(r.trials, &ge_trial::producer_measured);
-      j["producer_weight_grad_predicted_sigma"] = json_number(pp);
-      j["producer_weight_grad_measured_sigma"] = json_number(pm);
-      j["producer_weight_grad_ratio"] = json_number(pm > 0 ? pp / pm : NAN);
-      j["producer_weight_grad_rms"] = json_number(r.producer_grad_rms);
-    }
-    if (r.target_sigma > 0) {
-      j["target_sigma"] = json_number(r.target_sigma);
-      j["measured_over_target"] = json_number(meas / r.target_sigma);
-      j["solver_predicted_sigma"] = json_number(r.solver_predicted);
-      j["solver_evaluations"] = r.solver_evaluations;
-    }
-    nlohmann::ordered_json per_trial = nlohmann::ordered_json::array();
-    for (const auto& t : r.trials) {
-      nlohmann::ordered_json o;
-      o["eb"] = json_number(t.eb_requested);
-      o["eb_abs"] = json_number(t.eb_abs);
-      o["predicted_sigma"] = json_number(t.predicted);
-      o["measured_sigma"] = json_number(t.measured);
-      per_trial.push_back(std::move(o));
-    }
-    j["per_trial"] = std::move(per_trial);
-    print_json_line(j);
-    return;
+  return {pred, meas,   iid,      ratio, rmin,  rmax,   coh,  bytes,       first, kappa,
+          dof,  margin, repeated, ipred, imeas, eb_abs, norm, elementwise, iv};
+}
+
+/// The report as one JSON line.
+void ge_print_json(const ge_report& r, const ge_summary& s) {
+  nlohmann::ordered_json j;
+  j["layer"] = r.layer;
+  j["gradient"] = s.elementwise ? "input" : s.norm ? "gamma" : r.layer == "matmul" ? "other_operand" : "weight";
+  j["pipeline"] = r.pipeline;
+  j["mode"] = r.mode;
+  j["eb"] = json_number(r.eb);
+  j["eb_abs"] = json_number(s.eb_abs);
+  j["trials"] = r.trials.size();
+  j["predicted_sigma"] = json_number(s.pred);
+  j["measured_sigma"] = json_number(s.meas);
+  j["ratio"] = json_number(s.ratio);
+  j["ratio_min"] = json_number(s.rmin);
+  j["ratio_max"] = json_number(s.rmax);
+  j["grad_rms"] = json_number(r.grad_rms);
+  j["relative_error"] = json_number(r.grad_rms > 0 ? s.meas / r.grad_rms : NAN);
+  j["iid_sigma"] = json_number(s.iid);
+  j["coherent_share"] = json_number(s.coh);
+  j["structured_share"] = json_number(s.first);
+  j["kappa"] = json_number(s.kappa);
+  j["effective_dof"] = json_number(s.dof);
+  j["sampling_interval"] = {json_number(s.iv.low), json_number(s.iv.high)};
+  j["flat_share"] = json_number(r.flat_share);
+  if (r.layer == "linear" || r.layer == "layernorm") j["distinct_rows"] = r.distinct_rows;
+  j["compression_ratio"] = json_number(s.bytes);
+  j["weights"] = static_cast<long long>(r.weights);
+  j["repeated_share"] = json_number(s.repeated);
+  j["margin"] = json_number(s.margin);
+  if (s.norm) {
+    j["input_grad_predicted_sigma"] = json_number(s.ipred);
+    j["input_grad_measured_sigma"] = json_number(s.imeas);
+    j["input_grad_ratio"] = json_number(s.imeas > 0 ? s.ipred / s.imeas : NAN);
+    j["input_grad_rms"] = json_number(r.input_grad_rms);
   }
+  if (r.producer_grad_rms >= 0) {
+    const double pp = ge_quadratic_mean(r.trials, &ge_trial::producer_predicted);
+    const double pm = ge_quadratic_mean(r.trials, &ge_trial::producer_measured);
+    j["producer_weight_grad_predicted_sigma"] = json_number(pp);
+    j["producer_weight_grad_measured_sigma"] = json_number(pm);
+    j["producer_weight_grad_ratio"] = json_number(pm > 0 ? pp / pm : NAN);
+    j["producer_weight_grad_rms"] = json_number(r.producer_grad_rms);
+  }
+  if (r.target_sigma > 0) {
+    j["target_sigma"] = json_number(r.target_sigma);
+    j["measured_over_target"] = json_number(s.meas / r.target_sigma);
+    j["solver_predicted_sigma"] = json_number(r.solver_predicted);
+    j["solver_evaluations"] = r.solver_evaluations;
+  }
+  nlohmann::ordered_json per_trial = nlohmann::ordered_json::array();
+  for (const auto& t : r.trials) {
+    nlohmann::ordered_json o;
+    o["eb"] = json_number(t.eb_requested);
+    o["eb_abs"] = json_number(t.eb_abs);
+    o["predicted_sigma"] = json_number(t.predicted);
+    o["measured_sigma"] = json_number(t.measured);
+    per_trial.push_back(std::move(o));
+  }
+  j["per_trial"] = std::move(per_trial);
+  print_json_line(j);
+}
+
+/// The report as text.
+void ge_print_text(const ge_report& r, const ge_summary& s) {
   std::printf("layer %s  pipeline %s  eb %.6g (%s)  eb_abs %.6g  trials %zu  weights %lld\n", r.layer.c_str(), r.pipeline.c_str(),
-              r.eb, r.mode.c_str(), eb_abs, r.trials.size(), static_cast<long long>(r.weights));
-  if (elementwise) std::printf("(no weight: the sigmas below are the input gradient's)\n");
-  std::printf("predicted_sigma %.6g  measured_sigma %.6g  ratio %.4f", pred, meas, ratio);
-  if (r.trials.size() > 1) std::printf(" (per trial %.4f .. %.4f)", rmin, rmax);
-  std::printf("  [measured/true by chance: %.3f .. %.3f at %.0f dof]", iv.low, iv.high, dof);
+              r.eb, r.mode.c_str(), s.eb_abs, r.trials.size(), static_cast<long long>(r.weights));
+  if (s.elementwise) std::printf("(no weight: the sigmas below are the input gradient's)\n");
+  std::printf("predicted_sigma %.6g  measured_sigma %.6g  ratio %.4f", s.pred, s.meas, s.ratio);
+  if (r.trials.size() > 1) std::printf(" (per trial %.4f .. %.4f)", s.rmin, s.rmax);
+  std::printf("  [measured/true by chance: %.3f .. %.3f at %.0f dof]", s.iv.low, s.iv.high, s.dof);
   std::printf(
       "\ngrad_rms %.6g  relative_error %.4g  iid_sigma %.6g  coherent_share %.3f  structured_share %.3f  kappa %.3f  flat_share "
       "%.3f  compression_ratio %.2f\n",
-      r.grad_rms, r.grad_rms > 0 ? meas / r.grad_rms : NAN, iid, coh, first, kappa, r.flat_share, bytes);
-  if (margin != 1)
+      r.grad_rms, r.grad_rms > 0 ? s.meas / r.grad_rms : NAN, s.iid, s.coh, s.first, s.kappa, r.flat_share, s.bytes);
+  if (s.margin != 1)
     std::printf("level data (%.0f%% of non-zero inputs repeat): predicted_sigma includes the conservative margin %.2f\n",
-                100 * repeated, margin);
-  if (norm)
+                100 * s.repeated, s.margin);
+  if (s.norm)
     std::printf("input_grad_predicted_sigma %.6g  input_grad_measured_sigma %.6g  input_grad_ratio %.4f  input_grad_rms %.6g\n",
-                ipred, imeas, imeas > 0 ? ipred / imeas : NAN, r.input_grad_rms);
+                s.ipred, s.imeas, s.imeas > 0 ? s.ipred / s.imeas : NAN, r.input_grad_rms);
   if (r.producer_grad_rms >= 0) {
     const double pp = ge_quadratic_mean(r.trials, &ge_trial::producer_predicted);
     const double pm = ge_quadratic_mean(r.trials, &ge_trial::producer_measured);
@@ -668,7 +779,13 @@ void ge_print(const ge_report& r, bool json) {
   }
   if (r.target_sigma > 0)
     std::printf("target_sigma %.6g  measured_over_target %.4f  (inverse map: %d evaluations, predicted %.6g)\n", r.target_sigma,
-                meas / r.target_sigma, r.solver_evaluations, r.solver_predicted);
+                s.meas / r.target_sigma, r.solver_evaluations, r.solver_predicted);
+}
+
+void ge_print(const ge_report& r, bool json) {
+  const ge_summary s = ge_summarize(r);
+  if (json) ge_print_json(r, s);
+  else ge_print_text(r, s);
 }
 
 /// Refuses any of `keys` with one error line: "--KEY <reason>".
@@ -696,62 +813,30 @@ ebac::extents ge_weight_shape(const args& a, const ebac::extents& in, int rank, 
   return w;
 }
 
-}  // namespace
+/// grad-error of an elementwise layer (gelu, silu, tanh, sigmoid): the saved
+/// tensor (gelu/silu: the input; tanh/sigmoid: the output) and dy share one shape.
+int ge_command_elementwise(const args& a, const ebac::extents& in_shape, ebac::dtype t, const std::string& layer,
+                           em::elementwise_function function) {
+  // The saved tensor (gelu/silu: the input; tanh/sigmoid: the output) and dy share one shape.
+  ge_refuse(a, {"weight-shape", "stride", "padding", "dilation", "groups", "gamma", "eps"},
+            "does not apply to an elementwise layer (" + layer + ")");
+  ebac_cli::start_threads(threads_arg(a, 0));
+  const auto raw = read_array(a.need("activation"), in_shape, t, "--input-shape");
+  std::uint64_t count = 0;
+  if (in_shape.count(count) != ebac::status::ok) throw usage_error("--input-shape: the element count overflows");
+  const std::vector<float> dy = ge_read_f32(a.need("grad-output"), count, "--grad-output");
+  const ge_report r = ebac::visit_dtype(t, [&]<class T>(std::type_identity<T>) -> ge_report {
+    if constexpr (ebac::floating_element<T>) return ge_run_elementwise<T>(a, raw, in_shape, dy, layer, function);
+    else throw usage_error("grad-error: --dtype must be f32, f16 or bf16");
+  });
+  ge_print(r, a.json);
+  return 0;
+}
 
-int cmd_grad_error(int argc, char** argv) {
-  const args a = parse_command(
-      argc, argv,
-      {{"activation", "--activation", "the saved input (raw array)"},
-       {"grad-output", "--grad-output", "the output gradient (raw f32)"},
-       {"layer", "--layer", "linear, conv2d, batchnorm2d, layernorm, matmul, gelu, silu, tanh or sigmoid"},
-       {"input-shape", "--input-shape", "N,C[,H,W]"},
-       {"weight-shape", "--weight-shape", "O,C/G[,KH,KW]"},
-       {"stride", "--stride", "S or S,S"},
-       {"padding", "--padding", "P or P,P"},
-       {"dilation", "--dilation", "D or D,D"},
-       {"groups", "--groups", "G"},
-       {"eb", "--eb", "error bound"},
-       {"mode", "--mode", "abs (default) or rel"},
-       {"pipeline", "--pipeline", "pipeline (default fast)"},
-       {"trials", "--trials", "compressions at bounds around eb"},
-       {"dtype", "--dtype", "element type of the activation"},
-       {"gamma", "--gamma", "batchnorm2d, layernorm: per-channel / per-feature gamma (raw f32)"},
-       {"eps", "--eps", "batchnorm2d, layernorm: epsilon"},
-       {"target-rel", "--target-rel", "target sigma relative to the gradient RMS"},
-       {"producer-input", "--producer-input",
-        "gelu, silu, tanh, sigmoid: input of the linear layer that produced the pre-activation (raw f32, rows x I)"},
-       {"producer-features", "--producer-features", "I, the producing linear layer's input features"},
-       {"target-sigma", "--target-sigma", "target sigma"},
-       threads_option},
-      /*json_flag=*/true);
-  const std::string layer = a.need("layer");
-  const std::optional<em::elementwise_function> elementwise = em::parse_elementwise_function(layer);
-  if (layer != "linear" && layer != "conv2d" && layer != "batchnorm2d" && layer != "layernorm" && layer != "matmul" &&
-      !elementwise)
-    throw usage_error("--layer must be linear, conv2d, batchnorm2d, layernorm, matmul, gelu, silu, tanh or sigmoid, got '" +
-                      layer + "'");
-  const ebac::extents in_shape = parse_dims(a.need("input-shape"), "--input-shape");
-  const ebac::dtype t = a.has("dtype") ? parse_dtype_arg(a.opt.at("dtype")) : ebac::dtype::f32;
-  if (!ebac::is_floating(t)) throw usage_error("grad-error: --dtype must be f32, f16 or bf16 (activations under a bound)");
-  if (!elementwise) ge_refuse(a, {"producer-input", "producer-features"}, "applies to gelu, silu, tanh and sigmoid only");
-  if (elementwise) {
-    // The saved tensor (gelu/silu: the input; tanh/sigmoid: the output) and dy share one shape.
-    ge_refuse(a, {"weight-shape", "stride", "padding", "dilation", "groups", "gamma", "eps"},
-              "does not apply to an elementwise layer (" + layer + ")");
-    ebac_cli::start_threads(threads_arg(a, 0));
-    const auto raw = read_array(a.need("activation"), in_shape, t, "--input-shape");
-    std::uint64_t count = 0;
-    if (in_shape.count(count) != ebac::status::ok) throw usage_error("--input-shape: the element count overflows");
-    const std::vector<float> dy = ge_read_f32(a.need("grad-output"), count, "--grad-output");
-    const ge_report r = ebac::visit_dtype(t, [&]<class T>(std::type_identity<T>) -> ge_report {
-      if constexpr (ebac::floating_element<T>) return ge_run_elementwise<T>(a, raw, in_shape, dy, layer, *elementwise);
-      else throw usage_error("grad-error: --dtype must be f32, f16 or bf16");
-    });
-    ge_print(r, a.json);
-    return 0;
-  }
+/// The layer --layer, --input-shape, --weight-shape, --stride, --padding,
+/// --dilation and --groups describe (not an elementwise one), checked.
+em::conv2d_geometry ge_layer_geometry(const args& a, const std::string& layer, const ebac::extents& in_shape) {
   em::conv2d_geometry g;
-  std::uint64_t dy_count = 0;
   if (layer == "linear") {
     // Rows x features; leading dimensions (batch, tokens, ...) are rows.
     if (in_shape.rank < 2) throw usage_error("--input-shape of a linear layer is N,C (or N,...,C)");
@@ -807,7 +892,50 @@ int cmd_grad_error(int argc, char** argv) {
   }
   if (g.validate() != ebac::status::ok)
     throw usage_error("the layer's shapes, stride, padding, dilation and groups do not describe a valid layer");
-  dy_count = static_cast<std::uint64_t>(g.output_count());
+  return g;
+}
+
+}  // namespace
+
+int cmd_grad_error(int argc, char** argv) {
+  const args a = parse_command(
+      argc, argv,
+      {{"activation", "--activation", "the saved input (raw array)"},
+       {"grad-output", "--grad-output", "the output gradient (raw f32)"},
+       {"layer", "--layer", "linear, conv2d, batchnorm2d, layernorm, matmul, gelu, silu, tanh or sigmoid"},
+       {"input-shape", "--input-shape", "N,C[,H,W]"},
+       {"weight-shape", "--weight-shape", "O,C/G[,KH,KW]"},
+       {"stride", "--stride", "S or S,S"},
+       {"padding", "--padding", "P or P,P"},
+       {"dilation", "--dilation", "D or D,D"},
+       {"groups", "--groups", "G"},
+       {"eb", "--eb", "error bound"},
+       {"mode", "--mode", "abs (default) or rel"},
+       {"pipeline", "--pipeline", "pipeline (default fast)"},
+       {"trials", "--trials", "compressions at bounds around eb"},
+       {"dtype", "--dtype", "element type of the activation"},
+       {"gamma", "--gamma", "batchnorm2d, layernorm: per-channel / per-feature gamma (raw f32)"},
+       {"eps", "--eps", "batchnorm2d, layernorm: epsilon"},
+       {"target-rel", "--target-rel", "target sigma relative to the gradient RMS"},
+       {"producer-input", "--producer-input",
+        "gelu, silu, tanh, sigmoid: input of the linear layer that produced the pre-activation (raw f32, rows x I)"},
+       {"producer-features", "--producer-features", "I, the producing linear layer's input features"},
+       {"target-sigma", "--target-sigma", "target sigma"},
+       threads_option},
+      /*json_flag=*/true);
+  const std::string layer = a.need("layer");
+  const std::optional<em::elementwise_function> elementwise = em::parse_elementwise_function(layer);
+  if (layer != "linear" && layer != "conv2d" && layer != "batchnorm2d" && layer != "layernorm" && layer != "matmul" &&
+      !elementwise)
+    throw usage_error("--layer must be linear, conv2d, batchnorm2d, layernorm, matmul, gelu, silu, tanh or sigmoid, got '" +
+                      layer + "'");
+  const ebac::extents in_shape = parse_dims(a.need("input-shape"), "--input-shape");
+  const ebac::dtype t = a.has("dtype") ? parse_dtype_arg(a.opt.at("dtype")) : ebac::dtype::f32;
+  if (!ebac::is_floating(t)) throw usage_error("grad-error: --dtype must be f32, f16 or bf16 (activations under a bound)");
+  if (!elementwise) ge_refuse(a, {"producer-input", "producer-features"}, "applies to gelu, silu, tanh and sigmoid only");
+  if (elementwise) return ge_command_elementwise(a, in_shape, t, layer, *elementwise);
+  const em::conv2d_geometry g = ge_layer_geometry(a, layer, in_shape);
+  const auto dy_count = static_cast<std::uint64_t>(g.output_count());
   ebac_cli::start_threads(threads_arg(a, 0));
   const auto raw = read_array(a.need("activation"), in_shape, t, "--input-shape");
   std::vector<float> dy = ge_read_f32(a.need("grad-output"), dy_count, "--grad-output");

@@ -5,7 +5,7 @@
 // encoder packs. A fused kernel (cuda/kernels/fused_bitpack.cuh) skips both
 // arrays: it quantizes an element and the predecessors its predictor reads
 // on the spot. Same functors, same order of operations, so the same code;
-// tests/host/test_residual_direct.cpp checks that on the host. Elements go
+// tests/element_code.cpp checks that on the host. Elements go
 // through quantize_at (quantizer/element_ops.hpp), so every quantizer
 // works here, the positional pool_window one included (it gets the
 // element's flat index). It composes a predictor with a quantizer, so it

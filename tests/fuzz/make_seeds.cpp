@@ -199,14 +199,10 @@ int write_integer_streams(const std::filesystem::path& dir) {
   return written;
 }
 
-int main(int argc, char** argv) {
-  if (argc != 2 && argc != 3) {
-    std::fprintf(stderr, "usage: %s STREAM_DIR [COMPRESS_INPUT_DIR]\n", argv[0]);
-    return 2;
-  }
-  const std::filesystem::path dir = argv[1];
-  std::filesystem::create_directories(dir);
-
+/// Streams of every named pipeline and a few triples, in f32, f16 and bf16,
+/// of every data kind and shape, chunk sizes, tiles, checksums and bounds
+/// varied: the count written, or -1 after naming what failed.
+int write_pipeline_seeds(const std::filesystem::path& dir) {
   std::vector<std::string> pipelines(ebac::pipeline_names.begin(), ebac::pipeline_names.end());
   for (const char* triple : {"lorenzo1:linear:rle", "lorenzo2:linear:bitpack", "lorenzo3:sign:huffman", "none:linear:huffman",
                              "lorenzo2:sign:ans", "none:sign:ans", "none:linear:striped"})
@@ -222,7 +218,7 @@ int main(int argc, char** argv) {
         ebac::pipeline_spec spec;
         if (!ebac::parse_pipeline(name, spec)) {
           std::fprintf(stderr, "make_seeds: pipeline '%s' does not parse\n", name.c_str());
-          return 1;
+          return -1;
         }
         spec.chunk_elements = chunks[index % 4];
         // A flat tile that divides the chunk takes the fused decode path.
@@ -247,15 +243,21 @@ int main(int argc, char** argv) {
           ++written;
         } catch (const std::exception& e) {
           std::fprintf(stderr, "make_seeds: %s/%s/kind %d: %s\n", name.c_str(), dtype_names[dt], kind, e.what());
-          return 1;
+          return -1;
         }
       }
     }
   }
-  // Context-ANS streams of 34 chunks of 32 codes: where AVX2 is compiled in
-  // (ebac_fuzz_decompress_avx2), two groups of eight chunks decode side by
-  // side (decode_context_ans_groups<2>), which the seeds above, of at most
-  // nine full chunks, never reach.
+  return written;
+}
+
+/// Context-ANS streams of 34 chunks of 32 codes: where AVX2 is compiled in
+/// (ebac_fuzz_decompress_avx2), two groups of eight chunks decode side by
+/// side (decode_context_ans_groups<2>), which the seeds above, of at most
+/// nine full chunks, never reach.
+/// Returns the count written, or -1 after naming what failed.
+int write_group_seeds(const std::filesystem::path& dir) {
+  int written = 0;
   for (const char* name : {"max-bound", "none:sign:ans"}) {
     for (int kind : {1, 2}) {
       ebac::pipeline_spec spec;
@@ -271,10 +273,26 @@ int main(int argc, char** argv) {
         ++written;
       } catch (const std::exception& e) {
         std::fprintf(stderr, "make_seeds: %s, 34 chunks: %s\n", name, e.what());
-        return 1;
+        return -1;
       }
     }
   }
+  return written;
+}
+
+int main(int argc, char** argv) {
+  if (argc != 2 && argc != 3) {
+    std::fprintf(stderr, "usage: %s STREAM_DIR [COMPRESS_INPUT_DIR]\n", argv[0]);
+    return 2;
+  }
+  const std::filesystem::path dir = argv[1];
+  std::filesystem::create_directories(dir);
+
+  int written = write_pipeline_seeds(dir);
+  if (written < 0) return 1;
+  const int groups = write_group_seeds(dir);
+  if (groups < 0) return 1;
+  written += groups;
   try {
     written += write_integer_streams(dir);
   } catch (const std::exception& e) {

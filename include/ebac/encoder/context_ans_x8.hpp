@@ -47,6 +47,128 @@ inline constexpr int context_ans_x8_lanes = 8;
 /// were slower than two (their state no longer fits the 16 registers).
 inline constexpr int context_ans_x8_groups = 2;
 
+/// One group's vector state: its chunks' four states, rANS read positions,
+/// raw-bit positions, refused lanes (all ones: they take no further table
+/// steps, their context may be one with no table, and read token 0) and
+/// the codes just decoded (the next element's left neighbours).
+/// `skip`: the identity context in the lanes that skip the current
+/// block, 0 in the others (a context is at most identity_context - 1, so
+/// the larger of the two is the lane's). `bitmap`: where a lane's bitmap
+/// is, 0 for a lane without one.
+struct context_ans_x8_group {
+  __m256i X0, X1, X2, X3, P, B, refused, left, skip;
+  std::uint32_t* out;
+  unsigned renorm_seen;  // whether each of its last steps needed a byte, the last in bit 0
+  alignas(32) std::uint32_t pend[context_ans_x8_lanes];
+  std::uint32_t bitmap[context_ans_x8_lanes];
+};
+
+/// Starts group g on the eight chunks at base + off[l], len[l] bytes each,
+/// its codes to `out`: decode_chunk's checks of each chunk's byte count,
+/// bitmap and initial states, then the group's vectors. Returns the lanes
+/// refused, bit l for chunk l.
+inline unsigned start_context_ans_x8_group(const context_ans& enc, const std::byte* base, const std::uint32_t* off,
+                                           const std::uint32_t* len, std::size_t n, std::uint32_t* out, context_ans_x8_group& g) {
+  using model = context_ans_model;
+  constexpr int L = context_ans_x8_lanes;
+  alignas(32) std::uint32_t x[4][L], p[L], bitpos[L];
+  unsigned bad = 0;
+  for (int l = 0; l < L; ++l) {
+    context_ans::chunk_head hd;
+    const bool ok = enc.read_head(base + off[l], len[l], n, hd);
+    const auto head = static_cast<std::uint32_t>(hd.bitmap_length);
+    const std::uint32_t rans_bytes = hd.rans_bytes;
+    const std::uint32_t at = off[l] + 4 + head;  // the states
+    for (int s = 0; s < 4; ++s) x[s][l] = ok ? hd.states[s] : model::state_low;
+    if (!ok) bad |= 1u << l;
+    p[l] = ok ? at + 4 * model::lanes : off[l];
+    g.pend[l] = ok ? at + rans_bytes : off[l];
+    g.bitmap[l] = ok && head > 0 ? off[l] + 4 : 0;
+    bitpos[l] = g.pend[l] * 8;
+  }
+  g.X0 = _mm256_load_si256(reinterpret_cast<const __m256i*>(x[0]));
+  g.X1 = _mm256_load_si256(reinterpret_cast<const __m256i*>(x[1]));
+  g.X2 = _mm256_load_si256(reinterpret_cast<const __m256i*>(x[2]));
+  g.X3 = _mm256_load_si256(reinterpret_cast<const __m256i*>(x[3]));
+  g.P = _mm256_load_si256(reinterpret_cast<const __m256i*>(p));
+  g.B = _mm256_load_si256(reinterpret_cast<const __m256i*>(bitpos));
+  const unsigned b = bad;
+  g.refused = _mm256_setr_epi32(b & 1 ? -1 : 0, b & 2 ? -1 : 0, b & 4 ? -1 : 0, b & 8 ? -1 : 0, b & 16 ? -1 : 0, b & 32 ? -1 : 0,
+                                b & 64 ? -1 : 0, b & 128 ? -1 : 0);
+  g.left = _mm256_setzero_si256();
+  g.skip = _mm256_setzero_si256();
+  g.out = out;
+  g.renorm_seen = 0;
+  return bad;
+}
+
+/// Marks group g's lanes that skip the block starting at element b (flagged
+/// in their chunk's bitmap): their `skip` becomes `identity`, the others' 0.
+/// `all` stays true only if every lane skips; `any` becomes true if one does.
+inline void mark_context_ans_x8_skips(const std::byte* base, std::size_t b, const __m256i& identity, context_ans_x8_group& g,
+                                      bool& all, bool& any) {
+  constexpr int L = context_ans_x8_lanes;
+  alignas(32) std::uint32_t skips[L];
+  for (int l = 0; l < L; ++l) {
+    skips[l] = g.bitmap[l] != 0 && context_ans::block_flagged(base + g.bitmap[l], b) ? ~0u : 0u;
+    all = all && skips[l] != 0;
+    any = any || skips[l] != 0;
+  }
+  g.skip = _mm256_and_si256(_mm256_load_si256(reinterpret_cast<const __m256i*>(skips)), identity);
+}
+
+/// decode_chunk's end checks on group g's lanes (the chunks at base +
+/// off[l], len[l] bytes): states back at their initial value, rANS bytes and
+/// raw bits used up exactly, zero trailing bits. Returns `bad` with the lanes
+/// that fail them added.
+inline unsigned finish_context_ans_x8_group(const context_ans_x8_group& g, const std::byte* base, const std::uint32_t* off,
+                                            const std::uint32_t* len, unsigned bad) {
+  constexpr int L = context_ans_x8_lanes;
+  const __m256i state_low = _mm256_set1_epi32(static_cast<int>(context_ans_model::state_low));
+  __m256i back = _mm256_and_si256(_mm256_and_si256(_mm256_cmpeq_epi32(g.X0, state_low), _mm256_cmpeq_epi32(g.X1, state_low)),
+                                  _mm256_and_si256(_mm256_cmpeq_epi32(g.X2, state_low), _mm256_cmpeq_epi32(g.X3, state_low)));
+  back = _mm256_andnot_si256(g.refused, back);
+  bad |= ~static_cast<unsigned>(_mm256_movemask_ps(_mm256_castsi256_ps(back))) & 0xffu;
+  alignas(32) std::uint32_t p[L], bitpos[L];
+  _mm256_store_si256(reinterpret_cast<__m256i*>(p), g.P);
+  _mm256_store_si256(reinterpret_cast<__m256i*>(bitpos), g.B);
+  for (int l = 0; l < L; ++l) {
+    if (bad >> l & 1u) continue;
+    const std::uint32_t raw_bytes = off[l] + len[l] - g.pend[l];
+    const std::uint64_t used = bitpos[l] - std::uint64_t{g.pend[l]} * 8;
+    bool ok = p[l] == g.pend[l] && (used + 7) / 8 == raw_bytes;
+    if (ok && used % 8 != 0) ok = (static_cast<unsigned>(base[g.pend[l] + used / 8]) >> (used % 8)) == 0;
+    if (!ok) bad |= 1u << l;
+  }
+  return bad;
+}
+
+/// The raw bits of a step's large lanes: k of them from bit B of each lane,
+/// LSB first (byte B / 8, clamped to `limit_bytes`, and bit B % 8 in it),
+/// not yet masked to k bits. Inlined into the decoder's step, its hot loop.
+EBAC_FORCE_INLINE_LAMBDA inline __m256i context_ans_x8_raw_bits(const __m256i& B, const __m256i& k, const __m256i& large,
+                                                                const __m256i& limit_bytes, const int* bytes,
+                                                                const long long* words) {
+  const __m256i zero = _mm256_setzero_si256();
+  const __m256i qword_low_halves = _mm256_setr_epi32(0, 2, 4, 6, 0, 2, 4, 6);
+  const __m256i at = _mm256_min_epu32(_mm256_srli_epi32(B, 3), limit_bytes);
+  const __m256i shift = _mm256_and_si256(B, _mm256_set1_epi32(7));
+  // A lane's k raw bits start `shift` (< 8) bits into byte `at`: one
+  // 32-bit read a lane holds them when k <= 25 in every large lane (all
+  // but the tightest bounds' widest codes), else two 64-bit reads of four
+  // lanes each (twice the gathered elements).
+  if (_mm256_testz_si256(_mm256_cmpgt_epi32(k, _mm256_set1_epi32(25)), large))
+    return _mm256_srlv_epi32(_mm256_mask_i32gather_epi32(zero, bytes, at, large, 1), shift);
+  const __m128i at_lo = _mm256_castsi256_si128(at), at_hi = _mm256_extracti128_si256(at, 1);
+  const __m256i w0 = _mm256_mask_i32gather_epi64(zero, words, at_lo, _mm256_cvtepi32_epi64(_mm256_castsi256_si128(large)), 1);
+  const __m256i w1 =
+      _mm256_mask_i32gather_epi64(zero, words, at_hi, _mm256_cvtepi32_epi64(_mm256_extracti128_si256(large, 1)), 1);
+  const __m256i s0 = _mm256_srlv_epi64(w0, _mm256_cvtepu32_epi64(_mm256_castsi256_si128(shift)));
+  const __m256i s1 = _mm256_srlv_epi64(w1, _mm256_cvtepu32_epi64(_mm256_extracti128_si256(shift, 1)));
+  return _mm256_blend_epi32(_mm256_permutevar8x32_epi32(s0, qword_low_halves), _mm256_permutevar8x32_epi32(s1, qword_low_halves),
+                            0xf0);
+}
+
 /// Decodes Groups x 8 chunks of n codes each, the groups' steps taken in
 /// turn: chunk l of group h is len[8 h + l] bytes at base + off[8 h + l];
 /// its codes go to out[h] (8 n of them, 32-byte aligned), element i at
@@ -72,55 +194,9 @@ inline void decode_context_ans_groups(const context_ans& enc, const std::byte* b
   static_assert(model::lanes == 4 && model::scale_bits == 14 && model::max_classes == 8 && model::tokens < 256);
   static_assert(Groups == 1 || Groups == 2);
   constexpr int L = context_ans_x8_lanes;
-  // One group's vector state: its chunks' four states, rANS read positions,
-  // raw-bit positions, refused lanes (all ones: they take no further table
-  // steps, their context may be one with no table, and read token 0) and
-  // the codes just decoded (the next element's left neighbours).
-  // `skip`: the identity context in the lanes that skip the current
-  // block, 0 in the others (a context is at most identity_context - 1, so
-  // the larger of the two is the lane's). `bitmap`: where a lane's bitmap
-  // is, 0 for a lane without one.
-  struct lane_group {
-    __m256i X0, X1, X2, X3, P, B, refused, left, skip;
-    std::uint32_t* out;
-    unsigned renorm_seen;  // whether each of its last steps needed a byte, the last in bit 0
-    alignas(32) std::uint32_t pend[L];
-    std::uint32_t bitmap[L];
-  };
+  using lane_group = context_ans_x8_group;
   lane_group gr[Groups];
-  for (int h = 0; h < Groups; ++h) {
-    alignas(32) std::uint32_t x[4][L], p[L], bitpos[L];
-    const std::uint32_t* const o = off + L * h;
-    const std::uint32_t* const m = len + L * h;
-    bad[h] = 0;
-    for (int l = 0; l < L; ++l) {
-      // decode_chunk's checks of the chunk's byte count, bitmap and initial states.
-      context_ans::chunk_head hd;
-      const bool ok = enc.read_head(base + o[l], m[l], n, hd);
-      const auto head = static_cast<std::uint32_t>(hd.bitmap_length);
-      const std::uint32_t rans_bytes = hd.rans_bytes;
-      const std::uint32_t at = o[l] + 4 + head;  // the states
-      for (int s = 0; s < 4; ++s) x[s][l] = ok ? hd.states[s] : model::state_low;
-      if (!ok) bad[h] |= 1u << l;
-      p[l] = ok ? at + 4 * model::lanes : o[l];
-      gr[h].pend[l] = ok ? at + rans_bytes : o[l];
-      gr[h].bitmap[l] = ok && head > 0 ? o[l] + 4 : 0;
-      bitpos[l] = gr[h].pend[l] * 8;
-    }
-    gr[h].X0 = _mm256_load_si256(reinterpret_cast<const __m256i*>(x[0]));
-    gr[h].X1 = _mm256_load_si256(reinterpret_cast<const __m256i*>(x[1]));
-    gr[h].X2 = _mm256_load_si256(reinterpret_cast<const __m256i*>(x[2]));
-    gr[h].X3 = _mm256_load_si256(reinterpret_cast<const __m256i*>(x[3]));
-    gr[h].P = _mm256_load_si256(reinterpret_cast<const __m256i*>(p));
-    gr[h].B = _mm256_load_si256(reinterpret_cast<const __m256i*>(bitpos));
-    const unsigned b = bad[h];
-    gr[h].refused = _mm256_setr_epi32(b & 1 ? -1 : 0, b & 2 ? -1 : 0, b & 4 ? -1 : 0, b & 8 ? -1 : 0, b & 16 ? -1 : 0,
-                                      b & 32 ? -1 : 0, b & 64 ? -1 : 0, b & 128 ? -1 : 0);
-    gr[h].left = _mm256_setzero_si256();
-    gr[h].skip = _mm256_setzero_si256();
-    gr[h].out = out[h];
-    gr[h].renorm_seen = 0;
-  }
+  for (int h = 0; h < Groups; ++h) bad[h] = start_context_ans_x8_group(enc, base, off + L * h, len + L * h, n, out[h], gr[h]);
 
   const int* const first_words = reinterpret_cast<const int*>(enc.first_token_fine);  // contexts * 1024 bytes, a multiple of 4
   const int* const cum = reinterpret_cast<const int*>(enc.cumulative);
@@ -141,7 +217,6 @@ inline void decode_context_ans_groups(const context_ans& enc, const std::byte* b
   const __m256i state_low = _mm256_set1_epi32(static_cast<int>(model::state_low));
   const __m256i last_token = _mm256_set1_epi32(static_cast<int>(model::tokens) - 1);
   const __m256i last_direct = _mm256_set1_epi32(static_cast<int>(model::direct_tokens) - 1);
-  const __m256i qword_low_halves = _mm256_setr_epi32(0, 2, 4, 6, 0, 2, 4, 6);
 
   // A step reads a byte of renormalisation where some lane needs one.
   // Where that need varies at random from step to step, the branch around
@@ -226,26 +301,7 @@ inline void decode_context_ans_groups(const context_ans& enc, const std::byte* b
       const __m256i u = _mm256_sub_epi32(t, _mm256_set1_epi32(static_cast<int>(model::direct_tokens)));
       const __m256i k = _mm256_and_si256(_mm256_add_epi32(_mm256_srli_epi32(u, 1), _mm256_set1_epi32(4)), large);
       const __m256i base_code = _mm256_sllv_epi32(_mm256_or_si256(_mm256_set1_epi32(2), _mm256_and_si256(u, one)), k);
-      const __m256i at = _mm256_min_epu32(_mm256_srli_epi32(g.B, 3), limit_bytes);
-      const __m256i shift = _mm256_and_si256(g.B, _mm256_set1_epi32(7));
-      // A lane's k raw bits start `shift` (< 8) bits into byte `at`: one
-      // 32-bit read a lane holds them when k <= 25 in every large lane (all
-      // but the tightest bounds' widest codes), else two 64-bit reads of four
-      // lanes each (twice the gathered elements).
-      __m256i raw;
-      if (_mm256_testz_si256(_mm256_cmpgt_epi32(k, _mm256_set1_epi32(25)), large)) {
-        raw = _mm256_srlv_epi32(_mm256_mask_i32gather_epi32(zero, bytes, at, large, 1), shift);
-      } else {
-        const __m128i at_lo = _mm256_castsi256_si128(at), at_hi = _mm256_extracti128_si256(at, 1);
-        const __m256i w0 =
-            _mm256_mask_i32gather_epi64(zero, words, at_lo, _mm256_cvtepi32_epi64(_mm256_castsi256_si128(large)), 1);
-        const __m256i w1 =
-            _mm256_mask_i32gather_epi64(zero, words, at_hi, _mm256_cvtepi32_epi64(_mm256_extracti128_si256(large, 1)), 1);
-        const __m256i s0 = _mm256_srlv_epi64(w0, _mm256_cvtepu32_epi64(_mm256_castsi256_si128(shift)));
-        const __m256i s1 = _mm256_srlv_epi64(w1, _mm256_cvtepu32_epi64(_mm256_extracti128_si256(shift, 1)));
-        raw = _mm256_blend_epi32(_mm256_permutevar8x32_epi32(s0, qword_low_halves),
-                                 _mm256_permutevar8x32_epi32(s1, qword_low_halves), 0xf0);
-      }
+      const __m256i raw = context_ans_x8_raw_bits(g.B, k, large, limit_bytes, bytes, words);
       const __m256i mask = _mm256_sub_epi32(_mm256_sllv_epi32(one, k), one);
       v = _mm256_blendv_epi8(t, _mm256_or_si256(base_code, _mm256_and_si256(raw, mask)), large);
       g.B = _mm256_add_epi32(g.B, k);
@@ -265,16 +321,7 @@ inline void decode_context_ans_groups(const context_ans& enc, const std::byte* b
     const std::size_t e = n - b < context_ans::zero_block ? n : b + context_ans::zero_block;
     // The lanes that skip the block; where all do, its zeros at once.
     bool all = true, any = false;
-    for (int h = 0; h < Groups; ++h) {
-      lane_group& g = gr[h];
-      alignas(32) std::uint32_t skips[L];
-      for (int l = 0; l < L; ++l) {
-        skips[l] = g.bitmap[l] != 0 && context_ans::block_flagged(base + g.bitmap[l], b) ? ~0u : 0u;
-        all = all && skips[l] != 0;
-        any = any || skips[l] != 0;
-      }
-      g.skip = _mm256_and_si256(_mm256_load_si256(reinterpret_cast<const __m256i*>(skips)), identity);
-    }
+    for (int h = 0; h < Groups; ++h) mark_context_ans_x8_skips(base, b, identity, gr[h], all, any);
     if (all) {
       for (int h = 0; h < Groups; ++h) {
         std::fill(gr[h].out + L * b, gr[h].out + L * e, 0u);
@@ -304,26 +351,7 @@ inline void decode_context_ans_groups(const context_ans& enc, const std::byte* b
   }
 
   // decode_chunk's end checks, lane by lane.
-  for (int h = 0; h < Groups; ++h) {
-    lane_group& g = gr[h];
-    const std::uint32_t* const o = off + L * h;
-    const std::uint32_t* const m = len + L * h;
-    __m256i back = _mm256_and_si256(_mm256_and_si256(_mm256_cmpeq_epi32(g.X0, state_low), _mm256_cmpeq_epi32(g.X1, state_low)),
-                                    _mm256_and_si256(_mm256_cmpeq_epi32(g.X2, state_low), _mm256_cmpeq_epi32(g.X3, state_low)));
-    back = _mm256_andnot_si256(g.refused, back);
-    bad[h] |= ~static_cast<unsigned>(_mm256_movemask_ps(_mm256_castsi256_ps(back))) & 0xffu;
-    alignas(32) std::uint32_t p[L], bitpos[L];
-    _mm256_store_si256(reinterpret_cast<__m256i*>(p), g.P);
-    _mm256_store_si256(reinterpret_cast<__m256i*>(bitpos), g.B);
-    for (int l = 0; l < L; ++l) {
-      if (bad[h] >> l & 1u) continue;
-      const std::uint32_t raw_bytes = o[l] + m[l] - g.pend[l];
-      const std::uint64_t used = bitpos[l] - std::uint64_t{g.pend[l]} * 8;
-      bool ok = p[l] == g.pend[l] && (used + 7) / 8 == raw_bytes;
-      if (ok && used % 8 != 0) ok = (static_cast<unsigned>(base[g.pend[l] + used / 8]) >> (used % 8)) == 0;
-      if (!ok) bad[h] |= 1u << l;
-    }
-  }
+  for (int h = 0; h < Groups; ++h) bad[h] = finish_context_ans_x8_group(gr[h], base, off + L * h, len + L * h, bad[h]);
 }
 
 /// Decodes 8 chunks of n codes each: chunk l is len[l] bytes at base +

@@ -69,22 +69,19 @@ constexpr int pyramid_depth(std::int64_t n) noexcept {
 }
 }  // namespace detail
 
-/// Builds the pyramid of a field f(n, c, h, w) over `channels` channels on a
-/// batch x height x width grid (the energies are summed over channels).
-/// `f` is any callable returning a double; it is called once per element.
-template <class Field>
-energy_pyramid build_energy_pyramid(std::int64_t batch, std::int64_t channels, std::int64_t height, std::int64_t width,
-                                    Field&& f) {
-  energy_pyramid p;
-  p.batch = batch;
-  p.height = height;
-  p.width = width;
-  if (batch < 1 || channels < 1 || height < 1 || width < 1) return p;
-  const int L = detail::pyramid_depth(height > width ? height : width);
-  const auto N = static_cast<std::size_t>(batch);
-  // Grid of level l blocks and their cell counts (edge blocks are partial).
-  std::vector<std::int64_t> gh(L + 1), gw(L + 1);
-  std::vector<std::vector<double>> cells(L + 1);
+namespace detail {
+
+/// The grid of each level l <= L of blocks 2^l on a side over a height x
+/// width field, and each block's cell count (edge blocks are partial).
+struct pyramid_grid {
+  std::vector<std::int64_t> gh, gw;
+  std::vector<std::vector<double>> cells;
+};
+inline pyramid_grid make_pyramid_grid(int L, std::int64_t height, std::int64_t width) {
+  pyramid_grid g{std::vector<std::int64_t>(L + 1), std::vector<std::int64_t>(L + 1), std::vector<std::vector<double>>(L + 1)};
+  std::vector<std::int64_t>& gh = g.gh;
+  std::vector<std::int64_t>& gw = g.gw;
+  std::vector<std::vector<double>>& cells = g.cells;
   for (int l = 0; l <= L; ++l) {
     const std::int64_t b = std::int64_t{1} << l;
     gh[l] = (height + b - 1) / b;
@@ -93,8 +90,25 @@ energy_pyramid build_energy_pyramid(std::int64_t batch, std::int64_t channels, s
     for (std::int64_t h = 0; h < height; ++h)
       for (std::int64_t w = 0; w < width; ++w) cells[l][static_cast<std::size_t>((h / b) * gw[l] + w / b)] += 1;
   }
-  // Projection energies per level (before differencing), summed over channels.
-  std::vector<std::vector<double>> em(L + 1), ed(L + 1);
+  return g;
+}
+
+/// Projection energies per level (before differencing), summed over
+/// channels: of the batch mean of each block (em) and of each sample's
+/// deviation from it (ed).
+struct pyramid_energies {
+  std::vector<std::vector<double>> em, ed;
+};
+template <class Field>
+pyramid_energies project_energies(const pyramid_grid& grid, int L, std::int64_t batch, std::int64_t channels, std::int64_t height,
+                                  std::int64_t width, Field&& f) {
+  const std::vector<std::int64_t>& gh = grid.gh;
+  const std::vector<std::int64_t>& gw = grid.gw;
+  const std::vector<std::vector<double>>& cells = grid.cells;
+  const auto N = static_cast<std::size_t>(batch);
+  pyramid_energies e{std::vector<std::vector<double>>(L + 1), std::vector<std::vector<double>>(L + 1)};
+  std::vector<std::vector<double>>& em = e.em;
+  std::vector<std::vector<double>>& ed = e.ed;
   for (int l = 0; l <= L; ++l) {
     em[l].assign(static_cast<std::size_t>(gh[l] * gw[l]), 0.0);
     ed[l].assign(N * static_cast<std::size_t>(gh[l] * gw[l]), 0.0);
@@ -131,8 +145,17 @@ energy_pyramid build_energy_pyramid(std::int64_t batch, std::int64_t channels, s
       }
     }
   }
-  // Detail energy of each parent block: its children's projection energy
-  // minus its own (the projections are nested, so this is >= 0 up to rounding).
+  return e;
+}
+
+/// p's levels: the detail energy of each parent block, its children's
+/// projection energy minus its own (the projections are nested, so this is
+/// >= 0 up to rounding); the top level holds the block mean itself.
+inline void difference_levels(energy_pyramid& p, const pyramid_grid& grid, const pyramid_energies& e, int L, std::size_t N) {
+  const std::vector<std::int64_t>& gh = grid.gh;
+  const std::vector<std::int64_t>& gw = grid.gw;
+  const std::vector<std::vector<double>>& em = e.em;
+  const std::vector<std::vector<double>>& ed = e.ed;
   p.levels.resize(static_cast<std::size_t>(L + 1));
   for (int l = 0; l <= L; ++l) {
     pyramid_level& out = p.levels[static_cast<std::size_t>(l)];
@@ -166,6 +189,25 @@ energy_pyramid build_energy_pyramid(std::int64_t batch, std::int64_t channels, s
       }
     }
   }
+}
+
+}  // namespace detail
+
+/// Builds the pyramid of a field f(n, c, h, w) over `channels` channels on a
+/// batch x height x width grid (the energies are summed over channels).
+/// `f` is any callable returning a double; it is called once per element.
+template <class Field>
+energy_pyramid build_energy_pyramid(std::int64_t batch, std::int64_t channels, std::int64_t height, std::int64_t width,
+                                    Field&& f) {
+  energy_pyramid p;
+  p.batch = batch;
+  p.height = height;
+  p.width = width;
+  if (batch < 1 || channels < 1 || height < 1 || width < 1) return p;
+  const int L = detail::pyramid_depth(height > width ? height : width);
+  const detail::pyramid_grid grid = detail::make_pyramid_grid(L, height, width);
+  const detail::pyramid_energies e = detail::project_energies(grid, L, batch, channels, height, width, f);
+  detail::difference_levels(p, grid, e, L, static_cast<std::size_t>(batch));
   return p;
 }
 

@@ -73,23 +73,26 @@ struct input_error_statistics {
   }
 };
 
-/// x: the original saved input, y: its reconstruction (both NCHW with the
-/// geometry's input shape), mask: find_flat_mask(g, x).
+namespace detail {
+
+/// y[i] - x[i] in double, 0 where x[i] is not finite (non-finite values
+/// round-trip exactly).
 template <class X, class Y>
-input_error_statistics collect_input_error_statistics(const conv2d_geometry& g, const X* x, const Y* y, const flat_mask& mask,
-                                                      double eb_abs) {
-  input_error_statistics s;
-  s.geometry = g;
-  s.eb_abs = eb_abs;
-  const std::int64_t C = g.in_channels, H = g.in_h, W = g.in_w, plane = H * W;
+double reconstruction_error(const X* x, const Y* y, std::int64_t i) {
+  const double xv = as_double(x[i]), yv = as_double(y[i]);
+  return std::isfinite(xv) ? yv - xv : 0.0;
+}
+
+/// s's per-channel moments of the error (its mean over the flat mask's
+/// positions and over the rest, its sum of squares, the non-zero inputs)
+/// and the tensor's non-finite inputs and largest |error|.
+template <class X, class Y>
+void collect_channel_errors(input_error_statistics& s, const conv2d_geometry& g, const X* x, const Y* y, const flat_mask& mask) {
+  const std::int64_t C = g.in_channels, plane = g.in_h * g.in_w;
   s.flat_mean.assign(static_cast<std::size_t>(C), 0.0);
   s.rest_mean.assign(static_cast<std::size_t>(C), 0.0);
   s.sum_squares.assign(static_cast<std::size_t>(C), 0.0);
   s.nonzero.assign(static_cast<std::size_t>(C), 0);
-  auto err = [&](std::int64_t i) {
-    const double xv = detail::as_double(x[i]), yv = detail::as_double(y[i]);
-    return std::isfinite(xv) ? yv - xv : 0.0;  // non-finite values round-trip exactly
-  };
   const double n_flat = static_cast<double>(mask.flat_positions);
   const double n_rest = static_cast<double>(g.batch * plane) - n_flat;
   for (std::int64_t c = 0; c < C; ++c) {
@@ -98,9 +101,9 @@ input_error_statistics collect_input_error_statistics(const conv2d_geometry& g, 
     for (std::int64_t n = 0; n < g.batch; ++n) {
       const std::int64_t base = (n * C + c) * plane;
       for (std::int64_t i = 0; i < plane; ++i) {
-        const double xv = detail::as_double(x[base + i]);
+        const double xv = as_double(x[base + i]);
         if (!std::isfinite(xv)) ++s.non_finite;
-        const double e = err(base + i);
+        const double e = reconstruction_error(x, y, base + i);
         q += e * e;
         nz += (xv != 0);
         if (mask.flat.empty() || mask.flat[static_cast<std::size_t>(n * plane + i)] == 0) rs += e;
@@ -114,6 +117,52 @@ input_error_statistics collect_input_error_statistics(const conv2d_geometry& g, 
     s.sum_squares[static_cast<std::size_t>(c)] = q;
     s.nonzero[static_cast<std::size_t>(c)] = nz;
   }
+}
+
+/// Per channel, the least-squares line intercept + slope x of the error
+/// over the channel's first-bin elements that are not repeated values.
+struct error_lines {
+  std::vector<double> slope, intercept;
+};
+template <class X, class Y, class FirstBin>
+error_lines fit_first_bin_lines(const conv2d_geometry& g, const X* x, const Y* y, const std::vector<std::uint8_t>& rep,
+                                FirstBin&& first_bin) {
+  const std::int64_t C = g.in_channels, plane = g.in_h * g.in_w;
+  error_lines lines{std::vector<double>(static_cast<std::size_t>(C), 0.0), std::vector<double>(static_cast<std::size_t>(C), 0.0)};
+  for (std::int64_t c = 0; c < C; ++c) {
+    double k = 0, sx = 0, sxx = 0, se = 0, sex = 0;
+    for (std::int64_t n = 0; n < g.batch; ++n)
+      for (std::int64_t i = 0; i < plane; ++i) {
+        const std::int64_t j = (n * C + c) * plane + i;
+        if (!first_bin(j) || rep[static_cast<std::size_t>(j)] != 0) continue;
+        const double xv = as_double(x[j]), e = reconstruction_error(x, y, j);
+        k += 1;
+        sx += xv;
+        sxx += xv * xv;
+        se += e;
+        sex += e * xv;
+      }
+    const double var = k > 0 ? sxx - sx * sx / k : 0.0;
+    const double a = var > 0 ? (sex - sx * se / k) / var : 0.0;
+    lines.slope[static_cast<std::size_t>(c)] = a;
+    lines.intercept[static_cast<std::size_t>(c)] = k > 0 ? (se - a * sx) / k : 0.0;
+  }
+  return lines;
+}
+
+}  // namespace detail
+
+/// x: the original saved input, y: its reconstruction (both NCHW with the
+/// geometry's input shape), mask: find_flat_mask(g, x).
+template <class X, class Y>
+input_error_statistics collect_input_error_statistics(const conv2d_geometry& g, const X* x, const Y* y, const flat_mask& mask,
+                                                      double eb_abs) {
+  input_error_statistics s;
+  s.geometry = g;
+  s.eb_abs = eb_abs;
+  const std::int64_t C = g.in_channels, H = g.in_h, W = g.in_w, plane = H * W;
+  auto err = [&](std::int64_t i) { return detail::reconstruction_error(x, y, i); };
+  detail::collect_channel_errors(s, g, x, y, mask);
   const std::int64_t Ho = g.out_h(), Wo = g.out_w(), Cg = g.in_channels_per_group();
   auto first_bin = [&](std::int64_t j) {
     const double xv = detail::as_double(x[j]), yv = detail::as_double(y[j]);
@@ -143,25 +192,9 @@ input_error_statistics collect_input_error_statistics(const conv2d_geometry& g, 
   // b_c + a_c x over the channel's first-bin elements. On one-signed data (post-ReLU) that is
   // the whole error (eb - x); on two-signed data (LayerNorm outputs, attention values) the
   // sign part eb sign(x) is orthogonal to x on the channel and is left to the noise-like term.
-  std::vector<double> slope(static_cast<std::size_t>(C), 0.0), intercept(static_cast<std::size_t>(C), 0.0);
-  for (std::int64_t c = 0; c < C; ++c) {
-    double k = 0, sx = 0, sxx = 0, se = 0, sex = 0;
-    for (std::int64_t n = 0; n < g.batch; ++n)
-      for (std::int64_t i = 0; i < plane; ++i) {
-        const std::int64_t j = (n * C + c) * plane + i;
-        if (!first_bin(j) || rep[static_cast<std::size_t>(j)] != 0) continue;
-        const double xv = detail::as_double(x[j]), e = err(j);
-        k += 1;
-        sx += xv;
-        sxx += xv * xv;
-        se += e;
-        sex += e * xv;
-      }
-    const double var = k > 0 ? sxx - sx * sx / k : 0.0;
-    const double a = var > 0 ? (sex - sx * se / k) / var : 0.0;
-    slope[static_cast<std::size_t>(c)] = a;
-    intercept[static_cast<std::size_t>(c)] = k > 0 ? (se - a * sx) / k : 0.0;
-  }
+  const detail::error_lines lines = detail::fit_first_bin_lines(g, x, y, rep, first_bin);
+  const std::vector<double>& slope = lines.slope;
+  const std::vector<double>& intercept = lines.intercept;
   // The part of element j's residual that carries the gradient's coherence, and the rest.
   auto coherent_part = [&](std::int64_t n, std::int64_t c, std::int64_t j) {
     if (rep[static_cast<std::size_t>(j)] != 0) return residual(n, c, j);

@@ -5,7 +5,7 @@
 // writes that decision into the stream header: the stage ids and
 // parameters, the chosen predictor's chunk size and the chunk table's size.
 // The CUDA backend runs it on one thread (cuda/kernels/levels.cuh);
-// tests/host/test_device_levels.cpp checks it against the host's streams.
+// tests/format/stored_header.cpp checks it against the host's streams.
 #pragma once
 
 #include <ebac/config.hpp>

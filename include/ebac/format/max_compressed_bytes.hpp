@@ -46,7 +46,7 @@ static_assert(quantizer_code_limit == (1 << 22), "max_code_bits assumes codes be
 /// checksum. Outliers: k indices as varint gaps that sum to at most n - k
 /// take at most n bytes (a gap g costs 1 + floor(log2(g + 1) / 7) bytes, the
 /// sum is largest for equal gaps, and then it is <= n:
-/// tests/host/test_stream.cpp), plus k <= n raw values. Every quantizer's
+/// tests/format/outlier_index.cpp), plus k <= n raw values. Every quantizer's
 /// codes stay below quantizer_code_limit in magnitude (the lossless ones
 /// by construction: exact.hpp, levels.hpp, pool_window.hpp).
 template <class Pipeline, element T>

@@ -4,7 +4,7 @@
 // (docs/format.md, "stored streams"). The host writes that form directly
 // (host::detail::write_stored); the CUDA backend learns the coded size only
 // on the device, so a kernel turns the coded header into the stored one
-// there. Both keep the same fields; tests/host/test_device_levels.cpp
+// there. Both keep the same fields; tests/format/stored_header.cpp
 // checks this function's header against the host's stored streams.
 #pragma once
 

@@ -55,7 +55,7 @@ enum class predictor_candidate { pipeline, flat, none };
 /// tensor's header, quantizer fields filled. An estimating_encoder
 /// (concepts.hpp) only gathers the sample's statistics and learns its
 /// codebook: the stream's size is estimated from them (within 0.1% and 8
-/// bytes a chunk of the coded size: tests/host/test_encoders.cpp), which
+/// bytes a chunk of the coded size: tests/encoder/context_ans_statistics.cpp), which
 /// skips each candidate's coding pass.
 ///
 /// `every_predictor` false tries the pipeline's predictor only (a choice of
@@ -130,47 +130,50 @@ predictor_candidate cheapest_predictor(const S* in, std::uint64_t n, const exten
   return best;
 }
 
-/// The compressor: picks the stages for this tensor (stage_choice.hpp) and
-/// codes it. The two public compress() overloads differ only in `destination`
-/// (stream_destination.hpp: one copy of the encoder serves both).
+/// One tensor's compression: its elements, its stream header as the stages
+/// are chosen, where the stream goes, and the ways compress_to codes it.
 template <class Pipeline, element T>
-std::size_t compress_to(const T* input, const extents& shape, const Pipeline& pipe, const compress_options& opt,
-                        stream_destination destination) {
+struct tensor_compression {
   using E = typename Pipeline::encoder_type;
   using S = storage_t<T>;
-  using ::ebac::detail::fail;
+  static constexpr bool lorenzo_pipeline = std::is_same_v<typename Pipeline::predictor_type, lorenzo>;
 
-  if (const char* why = ::ebac::detail::compress_argument_error<T>(shape, pipe, opt)) fail(status::invalid_argument, why);
-  std::uint64_t n = 0;
-  (void)shape.count(n);
-  if (n > 0 && input == nullptr) fail(status::invalid_argument, "input pointer is null");
-  const S* in = reinterpret_cast<const S*>(input);  // a bool is read as its byte (dtype.hpp)
-  const std::uint32_t C = pipe.chunk_elements;
-  const int threads = opt.threads;
+  const S* in;  // a bool is read as its byte (dtype.hpp)
+  std::uint64_t n;
+  const extents& shape;
+  const Pipeline& pipe;
+  const compress_options& opt;
+  stream_destination destination;
+  stream_header h;
 
-  stream_header h = begin_stream_header<T>(shape, pipe, opt, opt.checksum);
-  auto code = [&](const auto& pred, const auto& q) {
-    h.chunk_elements = stream_chunk_elements(pred, shape, C);
+  /// The stream of these stages (h holding the quantizer's fields).
+  template <class P, class Q>
+  std::size_t code(const P& pred, const Q& q) {
+    h.chunk_elements = stream_chunk_elements(pred, shape, pipe.chunk_elements);
     return detail::encode_stream<E>(in, n, shape, pred, q, h, opt, destination);
-  };
-  // The candidates quantizer q's sample (h holding q's eb_abs and top)
-  // weighs smallest (detail::cheapest_predictor): every predictor with
-  // pipeline::choose_predictor, else the pipeline's own.
+  }
+
+  /// The candidate quantizer q's sample (h holding q's eb_abs and top)
+  /// weighs smallest (detail::cheapest_predictor): every predictor with
+  /// pipeline::choose_predictor, else the pipeline's own.
   struct weighed {
     detail::predictor_candidate predictor = detail::predictor_candidate::pipeline;
     double bytes = 0;
     std::vector<std::byte> whole;  // a small tensor's candidates were coded whole: the winner's stream
   };
-  auto weigh = [&](const auto& q) {
+  template <class Q>
+  weighed weigh(const Q& q) {
     weighed w;
     w.predictor =
         detail::cheapest_predictor<E>(in, n, shape, pipe.predictor, q, h, opt, &w.whole, pipe.choose_predictor, &w.bytes);
     return w;
-  };
-  // The winner's stream is the stream, unless it might have to be stored
-  // (then the usual path decides; a stream no larger than the raw elements
-  // never is).
-  auto code_weighed = [&](const auto& q, const weighed& w) {
+  }
+
+  /// The winner's stream is the stream, unless it might have to be stored
+  /// (then the usual path decides; a stream no larger than the raw elements
+  /// never is).
+  template <class Q>
+  std::size_t code_weighed(const Q& q, const weighed& w) {
     if (!w.whole.empty() && !(opt.store_when_larger && w.whole.size() > n * sizeof(S))) {
       std::memcpy(destination(w.whole.size()), w.whole.data(), w.whole.size());
       return w.whole.size();
@@ -181,26 +184,29 @@ std::size_t compress_to(const T* input, const extents& shape, const Pipeline& pi
       case detail::predictor_candidate::pipeline: break;
     }
     return code(pipe.predictor, q);
-  };
-  constexpr bool lorenzo_pipeline = std::is_same_v<typename Pipeline::predictor_type, lorenzo>;
-  // The pipeline's predictor, or the candidate a sample codes smallest
-  // (pipeline::choose_predictor).
-  auto code_predicted = [&](const auto& q) {
+  }
+
+  /// The pipeline's predictor, or the candidate a sample codes smallest
+  /// (pipeline::choose_predictor).
+  template <class Q>
+  std::size_t code_predicted(const Q& q) {
     if constexpr (lorenzo_pipeline) {
       if (pipe.choose_predictor && n > 0) return code_weighed(q, weigh(q));
     }
     return code(pipe.predictor, q);
-  };
+  }
 
-  const level_palette palette = detail::find_levels(in, n, C, opt.max_levels, threads);
-  if constexpr (floating_element<T>) {
+  /// Floating-point elements: their palette losslessly where it pays, else
+  /// the pipeline's quantizer under the bound (or, with
+  /// pipeline::choose_quantizer, the linear one where it codes smaller).
+  std::size_t code_floating(const level_palette& palette) {
     using Q = typename Pipeline::quantizer_type;
     // The range: for a relative bound, and for 16-bit elements, whose
     // largest magnitude becomes the quantizer's top level (linear.hpp).
     constexpr bool wants_top = sizeof(T) == 2;
     value_range range;
     if (opt.bound.mode == bound_mode::relative || wants_top)
-      range = palette.count > 0 ? palette_range<T>(palette) : detail::finite_range(in, n, C, threads);
+      range = palette.count > 0 ? palette_range<T>(palette) : detail::finite_range(in, n, pipe.chunk_elements, opt.threads);
     // Finite: compress_argument_error took only a finite bound (a relative
     // one at most 1e6) and a range of finite floats spans at most 2 FLT_MAX.
     const double eb_abs = quantizer_bound<Q, T>(opt.bound, range);
@@ -228,7 +234,11 @@ std::size_t compress_to(const T* input, const extents& shape, const Pipeline& pi
       }
     }
     return code_predicted(q);
-  } else {
+  }
+
+  /// Integer and bool elements, losslessly: their palette, max-pool offsets
+  /// in their window, or the exact quantizer.
+  std::size_t code_integer(const level_palette& palette) {
     if (palette.count > 0) {
       h.palette = palette;
       return code(no_prediction{}, level_quantizer{palette});
@@ -239,6 +249,26 @@ std::size_t compress_to(const T* input, const extents& shape, const Pipeline& pi
     }
     return code_predicted(exact_quantizer{});
   }
+};
+
+/// The compressor: picks the stages for this tensor (stage_choice.hpp) and
+/// codes it. The two public compress() overloads differ only in `destination`
+/// (stream_destination.hpp: one copy of the encoder serves both).
+template <class Pipeline, element T>
+std::size_t compress_to(const T* input, const extents& shape, const Pipeline& pipe, const compress_options& opt,
+                        stream_destination destination) {
+  using S = storage_t<T>;
+  using ::ebac::detail::fail;
+
+  if (const char* why = ::ebac::detail::compress_argument_error<T>(shape, pipe, opt)) fail(status::invalid_argument, why);
+  std::uint64_t n = 0;
+  (void)shape.count(n);
+  if (n > 0 && input == nullptr) fail(status::invalid_argument, "input pointer is null");
+  const stream_header h = begin_stream_header<T>(shape, pipe, opt, opt.checksum);
+  tensor_compression<Pipeline, T> tensor{reinterpret_cast<const S*>(input), n, shape, pipe, opt, destination, h};
+  const level_palette palette = detail::find_levels(tensor.in, n, pipe.chunk_elements, opt.max_levels, opt.threads);
+  if constexpr (floating_element<T>) return tensor.code_floating(palette);
+  else return tensor.code_integer(palette);
 }
 
 

@@ -32,6 +32,63 @@ EBAC_NAMESPACE_BEGIN
 namespace host {
 
 namespace detail {
+/// A stored stream's elements (its payload, the raw little-endian bits of
+/// each) copied to out[0, n), chunk by chunk on `threads`.
+template <class S>
+void copy_stored_elements(const stream_header& h, const std::byte* data, S* out, std::uint64_t n, int threads) {
+  const std::uint32_t C = h.chunk_elements;
+  const std::uint64_t chunks = (n + C - 1) / C;
+  const std::byte* p = data + h.section_offset(section_payload);
+  parallel_for(static_cast<std::int64_t>(chunks), threads, [&](std::int64_t ci) {
+    const auto c = static_cast<std::uint64_t>(ci);
+    for (std::uint64_t i = c * C, e = c * C + detail::chunk_length(c, C, n); i < e; ++i)
+      out[i] = from_raw_bits<S>(::ebac::detail::load_le<typename bits_of<S>::type>(p + i * sizeof(S)));
+  });
+}
+
+/// Where each chunk's payload starts in the payload section (chunks + 1
+/// offsets, the last the section's size): every size is checked against the
+/// payload section.
+inline std::vector<std::uint64_t> chunk_offsets(const stream_header& h, const std::byte* data, std::uint64_t chunks) {
+  const std::byte* table = data + h.section_offset(section_chunk_table);
+  std::vector<std::uint64_t> offsets(chunks + 1, 0);
+  for (std::uint64_t c = 0; c < chunks; ++c) offsets[c + 1] = offsets[c] + ::ebac::detail::load_le<std::uint32_t>(table + 4 * c);
+  if (offsets[chunks] != h.section_bytes[section_payload])
+    ::ebac::detail::fail(status::corrupt_stream, "chunk sizes do not add up to the payload section");
+  return offsets;
+}
+
+/// The stream's encoder, bound to its codebook section where it has one
+/// (`codebook` owns what the encoder points into).
+template <class E>
+E bind_encoder(const stream_header& h, const std::byte* data, [[maybe_unused]] typename codebook_of<E>::type& codebook) {
+  E enc{};
+  if constexpr (E::needs_codebook) {
+    const status s =
+        E::codebook::deserialize(data + h.section_offset(section_codebook), h.section_bytes[section_codebook], codebook);
+    if (s != status::ok) ::ebac::detail::fail(s, "invalid codebook section");
+    enc = E::bind(codebook);
+  }
+  return enc;
+}
+
+/// Outliers (format/outlier_index.hpp, the section as one segment):
+/// strictly increasing indices below n, raw bits restored into out.
+template <class S>
+void place_outliers(const stream_header& h, const std::byte* data, S* out, std::uint64_t n) {
+  const outlier_index_reader index{data + h.section_offset(section_outlier_index), h.section_bytes[section_outlier_index], n};
+  const std::byte* values = data + h.section_offset(section_outlier_value);
+  std::uint64_t placed = 0;
+  const bool indices_ok = index.place(0, index.bytes, {}, h.outlier_count, [&](std::uint64_t j, std::uint64_t i) {
+    out[i] = from_raw_bits<S>(::ebac::detail::load_le<typename bits_of<S>::type>(values + j * sizeof(S)));
+    ++placed;
+  });
+  if (!indices_ok || placed != h.outlier_count)
+    ::ebac::detail::fail(status::corrupt_stream,
+                         "outlier index section: a varint runs past the section, an index is not below the element count, "
+                         "or it does not hold exactly outlier_count indices");
+}
+
 /// decompress() of a stream whose header `h` inspect() has parsed and
 /// validated: the public overloads parse it once, here or before allocating.
 template <element T>
@@ -48,34 +105,15 @@ void decompress_parsed(const stream_header& h, const std::byte* data, std::size_
   const std::uint64_t chunks = (n + C - 1) / C;
   auto chunk_len = [&](std::uint64_t c) { return detail::chunk_length(c, C, n); };
 
-  if (h.is_stored()) {
-    const std::byte* p = data + h.section_offset(section_payload);
-    parallel_for(static_cast<std::int64_t>(chunks), threads, [&](std::int64_t ci) {
-      const auto c = static_cast<std::uint64_t>(ci);
-      for (std::uint64_t i = c * C, e = c * C + chunk_len(c); i < e; ++i)
-        out[i] = from_raw_bits<S>(::ebac::detail::load_le<typename bits_of<S>::type>(p + i * sizeof(S)));
-    });
-    return;
-  }
+  if (h.is_stored()) return copy_stored_elements(h, data, out, n, threads);
 
-  // Chunk offsets: every size is checked against the payload section.
-  const std::byte* table = data + h.section_offset(section_chunk_table);
   const std::byte* payload = data + h.section_offset(section_payload);
-  std::vector<std::uint64_t> offsets(chunks + 1, 0);
-  for (std::uint64_t c = 0; c < chunks; ++c) offsets[c + 1] = offsets[c] + ::ebac::detail::load_le<std::uint32_t>(table + 4 * c);
-  if (offsets[chunks] != h.section_bytes[section_payload])
-    fail(status::corrupt_stream, "chunk sizes do not add up to the payload section");
+  const std::vector<std::uint64_t> offsets = chunk_offsets(h, data, chunks);
 
   ::ebac::detail::with_stream_stages<T>(h, [&](const auto& pred, const auto& q, auto enc_tag) {
     using E = typename decltype(enc_tag)::type;
-    E enc{};
-    [[maybe_unused]] typename detail::codebook_of<E>::type codebook;  // owns what enc points into
-    if constexpr (E::needs_codebook) {
-      const status s =
-          E::codebook::deserialize(data + h.section_offset(section_codebook), h.section_bytes[section_codebook], codebook);
-      if (s != status::ok) fail(s, "invalid codebook section");
-      enc = E::bind(codebook);
-    }
+    typename detail::codebook_of<E>::type codebook;  // owns what enc points into
+    E enc = bind_encoder<E>(h, data, codebook);
     std::vector<status> errors(chunks, status::ok);  // a payload that does not decode
     std::vector<std::uint8_t> bad_codes(chunks, 0);  // a code the quantizer cannot have written
     auto report = [&] {
@@ -130,19 +168,7 @@ void decompress_parsed(const stream_header& h, const std::byte* data, std::size_
     report();
   });
 
-  // Outliers (format/outlier_index.hpp, the section as one segment):
-  // strictly increasing indices below n, raw bits restored.
-  const outlier_index_reader index{data + h.section_offset(section_outlier_index), h.section_bytes[section_outlier_index], n};
-  const std::byte* values = data + h.section_offset(section_outlier_value);
-  std::uint64_t placed = 0;
-  const bool indices_ok = index.place(0, index.bytes, {}, h.outlier_count, [&](std::uint64_t j, std::uint64_t i) {
-    out[i] = from_raw_bits<S>(::ebac::detail::load_le<typename bits_of<S>::type>(values + j * sizeof(S)));
-    ++placed;
-  });
-  if (!indices_ok || placed != h.outlier_count)
-    fail(status::corrupt_stream,
-         "outlier index section: a varint runs past the section, an index is not below the element count, "
-         "or it does not hold exactly outlier_count indices");
+  place_outliers(h, data, out, n);
 }
 
 }  // namespace detail

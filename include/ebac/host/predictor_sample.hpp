@@ -3,8 +3,8 @@
 //
 // Which predictor codes a tensor smallest depends on the data: Lorenzo over
 // the spatial axes wins on smooth maps and at tight bounds, no prediction on
-// sparse post-ReLU maps at loose ones (docs/benchmarks.md, "The max
-// pipeline"). Coding the whole tensor once per candidate would multiply the
+// sparse post-ReLU maps at loose ones (docs/benchmarks.md, "Results: ratio
+// pipelines"). Coding the whole tensor once per candidate would multiply the
 // compression time; coding a sample of about 2^17 elements per candidate
 // costs a fraction of one pass on a tensor of training size (less again
 // where the encoder estimates the sample's size from its statistics instead

@@ -8,7 +8,7 @@
 // thread calls these functions (cuda/kernels/levels.cuh) and writes the
 // result to temp memory, where every later kernel reads it. The steps are
 // the host's, in the host's order, with the host's functions;
-// tests/host/test_device_levels.cpp checks the decision and the header it
+// tests/quantizer/chosen_stages.cpp checks the decision and the header it
 // gives against the host's streams. What the choice writes into a stream
 // header (apply_stages) is the format's: format/apply_stages.hpp.
 #pragma once

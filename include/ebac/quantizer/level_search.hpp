@@ -9,7 +9,7 @@
 // palette depends only on the multiset of values (palette_of sorts by count,
 // then bit pattern), and a tree merge in index order holds the same values
 // with the same counts as the serial merge, so both backends find the same
-// palette; tests/host/test_device_levels.cpp runs the device's split on the
+// palette; tests/quantizer/level_search.cpp runs the device's split on the
 // host against find_levels.
 #pragma once
 
