@@ -17,10 +17,11 @@
 // Two readers give the same tokens in the same order: striped_cursor, one
 // token a call (the reference, kept simple), and striped_token_reader, a
 // block of tokens a call into the caller's arrays, which the encoder and its
-// statistics use: zero runs found eight codes a compare (AVX2, with a
-// portable twin), value tokens formed without a branch. Why: tokenizing one
-// at a time, with a branch per code on what it is, was half of a
-// compression's time (docs/benchmarks.md).
+// statistics use: where AVX2 is compiled in, zero runs found eight codes a
+// compare and value tokens formed eight at a time without a branch (why:
+// tokenizing one code at a time, with a branch per code on what it is, was
+// half of a compression's time, docs/benchmarks.md); without AVX2 the
+// cursor's loop, which was faster there than scalar scans.
 #pragma once
 
 #include <ebac/config.hpp>
@@ -219,6 +220,16 @@ struct striped_token_reader {
   /// the chunk's last token is out, then 0.
   std::size_t fill(std::uint8_t* symbol, std::uint32_t* extra, std::size_t room) noexcept {
     std::size_t k = 0;
+#if !EBAC_HOST_AVX2
+    // Without vector compares the scans cost more than the cursor's branch
+    // per code (measured: bench_host's encode/striped cases 1.13-1.27x
+    // slower): the cursor's tokens, into the arrays.
+    striped_cursor cursor{codes, n, i, run_left};
+    striped_token t;
+    while (k < room && cursor.next(t)) symbol[k] = static_cast<std::uint8_t>(t.symbol), extra[k++] = t.extra;
+    i = cursor.i;
+    run_left = cursor.run_left;
+#else
     while (k < room) {
       if (run_left != 0) {  // as striped_cursor: runs longer than a class holds split
         if (run_left == 1) {
@@ -245,6 +256,7 @@ struct striped_token_reader {
         i = end;
       }
     }
+#endif
     return k;
   }
 };
