@@ -614,16 +614,14 @@ def fmt(v, spec):
     return format(v, spec)
 
 
-def markdown(meta, summary, found, violations, skipped, failures, rows_notes):
-    L = []
-    L.append("# ebac vs SZ3, ZFP and quantize+zstd")
-    L.append("")
+def markdown_intro(meta, skipped, all_cores):
+    """The report's title and what it measured: inputs, host, bound, timing."""
+    L = ["# ebac vs SZ3, ZFP and quantize+zstd", ""]
     L.append("Inputs: %s: %d tensors, %.1f MB (%s)." % (meta["source"], meta["files"], meta["bytes"] / 1e6,
                                                      ", ".join("%d %s" % (v, k) for k, v in sorted(meta["kinds"].items()))))
     if skipped:
         L.append("Skipped %d tensors under %d elements (%.3f MB; BN statistics, losses): headers dominate them and no "
                  "trainer compresses them." % (len(skipped), meta["min_elements"], sum(s["bytes"] for s in skipped) / 1e6))
-    all_cores = not (meta.get("single_thread") or meta.get("ratios_only"))
     L.append("Host: %s, %s. %s." % (
         meta["cpu"], "%d threads for \"all\"" % meta["threads_all"] if all_cores else
         "no timing (--ratios-only)" if meta.get("ratios_only") else "one thread (--single-thread)",
@@ -635,18 +633,12 @@ def markdown(meta, summary, found, violations, skipped, failures, rows_notes):
                               % (meta["min_time"], LONG_RUN_S)
                               if meta["min_time"] > 0 else "one run per measurement (--min-time 0)"))
     L.append("")
-    bounds = sorted({a["bound_rel"] for a in summary}, reverse=True)
-    names = []
-    for a in summary:
-        if a["compressor"] not in names:
-            names.append(a["compressor"])
-    names.sort(key=lambda n: (0 if n.startswith("ebac") else 1,
-                              (pipeline_rank(n[5:]), 0) if n.startswith("ebac") else peer_rank(n)))
-    agg = {(a["bound_rel"], a["kind"], a["compressor"]): a for a in summary}
-    kinds = [k for k in KINDS if any(a["kind"] == k for a in summary)]
+    return L
 
-    L.append("## Ratio overview (total input bytes / total compressed bytes)")
-    L.append("")
+
+def markdown_ratio_overview(agg, names, kinds, bounds):
+    """One table: every compressor's ratio per kind and bound, the best in each column bold."""
+    L = ["## Ratio overview (total input bytes / total compressed bytes)", ""]
     cols = [(k, b) for k in kinds for b in bounds]
     L.append("| compressor | " + " | ".join("%s %s" % (k, bound_label(b)) for k, b in cols) + " |")
     L.append("|---|" + "---:|" * len(cols))
@@ -661,6 +653,12 @@ def markdown(meta, summary, found, violations, skipped, failures, rows_notes):
     L.append("")
     L.append("Bold: the best ratio in the column.")
     L.append("")
+    return L
+
+
+def markdown_bound_tables(agg, names, kinds, bounds, all_cores):
+    """Per bound and kind: each compressor's ratio, error, PSNR and speeds."""
+    L = []
     for b in bounds:
         L.append("## rel %s" % bound_label(b))
         L.append("")
@@ -682,12 +680,29 @@ def markdown(meta, summary, found, violations, skipped, failures, rows_notes):
                     cells += [fmt_mbps(a["compress_MBps_all"]), fmt_mbps(a["decompress_MBps_all"])]
                 L.append("| " + " | ".join(cells) + " |")
             L.append("")
-    notes = {n: rows_notes[n] for n in names if rows_notes.get(n)}
-    if notes:
-        L.append("Notes: " + "; ".join("%s: %s" % (n, ", ".join(v)) for n, v in notes.items()) + ".")
-        L.append("")
-    L.append("## Where ebac loses")
-    L.append("")
+    return L
+
+
+# The sections of "Where ebac loses", in order: a loss type and its title.
+LOSS_SECTIONS = (
+    ("bound", "ebac bound violations"),
+    ("ratio", "Ratio below a design target (SZ3 on post_relu, ZFP and quant+zstd -19 anywhere), aggregate"),
+    ("file_ratio", "Ratio below a design target, per tensor"),
+    ("speed_target", "The best-ratio pipeline compresses or decompresses slower than quant+zstd -1 "
+                     "on one thread (design target, aggregate)"),
+    ("speed_absolute", "The best-ratio pipeline below the one-core speed targets (compress %d MB/s, "
+                       "decompress %d MB/s; design target, aggregate, on this host)"
+                       % (SPEED_TARGET_MBPS["compress"], SPEED_TARGET_MBPS["decompress"])),
+    ("speed", "A peer faster than ebac fast on one thread (aggregate)"),
+    ("speed_all", "A peer faster than ebac fast with all cores (aggregate; not a design "
+                  "target, and sensitive to other load on the machine)"),
+    ("ratio_info", "For information, not a design target: other peers with a higher ratio "
+                   "than ebac's best pipeline (aggregate)"))
+
+
+def markdown_losses(summary, found):
+    """"Where ebac loses": what was checked, then every case found, by type."""
+    L = ["## Where ebac loses", ""]
     L.append("Checked: the best ebac pipeline's ratio against SZ3 on post_relu tensors and against ZFP (and "
              "quant+zstd -19 where it ran) everywhere (aggregate per bound and kind, then per file), the compress "
              "and decompress speed of the named pipeline with the best ratio against quant+zstd -1 and against "
@@ -701,20 +716,7 @@ def markdown(meta, summary, found, violations, skipped, failures, rows_notes):
     elif not [f for f in found if f["type"] not in ("ratio_info", "speed_all")]:
         L.append("Nowhere: ebac wins every case checked.")
         L.append("")
-    for typ, title in (("bound", "ebac bound violations"),
-                       ("ratio", "Ratio below a design target (SZ3 on post_relu, ZFP and quant+zstd -19 anywhere), "
-                                 "aggregate"),
-                       ("file_ratio", "Ratio below a design target, per tensor"),
-                       ("speed_target", "The best-ratio pipeline compresses or decompresses slower than quant+zstd -1 "
-                                        "on one thread (design target, aggregate)"),
-                       ("speed_absolute", "The best-ratio pipeline below the one-core speed targets (compress %d MB/s, "
-                                          "decompress %d MB/s; design target, aggregate, on this host)"
-                                          % (SPEED_TARGET_MBPS["compress"], SPEED_TARGET_MBPS["decompress"])),
-                       ("speed", "A peer faster than ebac fast on one thread (aggregate)"),
-                       ("speed_all", "A peer faster than ebac fast with all cores (aggregate; not a design "
-                                     "target, and sensitive to other load on the machine)"),
-                       ("ratio_info", "For information, not a design target: other peers with a higher ratio "
-                                      "than ebac's best pipeline (aggregate)")):
+    for typ, title in LOSS_SECTIONS:
         items = [f for f in found if f["type"] == typ]
         if items:
             L.append("%s: %d case%s" % (title, len(items), "" if len(items) == 1 else "s"))
@@ -722,27 +724,52 @@ def markdown(meta, summary, found, violations, skipped, failures, rows_notes):
             for f in items:
                 L.append("- " + f["text"])
             L.append("")
-    if violations:
-        L.append("## Peers and the bound")
+    return L
+
+
+def markdown_listed(title, entries):
+    """A section of one bullet per entry, or nothing when there are none."""
+    if not entries:
+        return []
+    return ["## " + title, ""] + ["- %s" % e for e in entries] + [""]
+
+
+COLUMN_KEY = (
+    "Column key: ratio = input bytes / compressed bytes (totals over the tensors); bits/value = 8 x compressed "
+    "bytes / values; max err / eb = worst max |x - y| over the tensors divided by that tensor's eb (<= 1 means "
+    "the bound held); bound held = tensors whose reconstruction is within eb everywhere (NaN/Inf bit-exact); "
+    "PSNR = mean over tensors of 20 log10(range) - 10 log10(MSE); MB/s = total input bytes / total best time, "
+    "1T = one thread, all = every core (ebac --threads 0, SZ3 openmp, ZFP OpenMP policy, zstd threads=-1); "
+    "'-' = not available. quant+zstd -L: round(x / 2eb) in float32, the codes in the smallest integer type "
+    "that holds them (int8 / int16 / int32, chosen from max |x| / 2eb; the JSON's code_type), then zstd "
+    "level L (the zstd CLI's -L). "
+    "ebac best: per tensor, the ebac pipeline with the smallest stream (no MB/s of its own).")
+
+
+def markdown(meta, summary, found, violations, skipped, failures, rows_notes):
+    """The whole report: intro, ratio overview, per-bound tables, notes, losses, peers' bound, failures, key."""
+    all_cores = not (meta.get("single_thread") or meta.get("ratios_only"))
+    bounds = sorted({a["bound_rel"] for a in summary}, reverse=True)
+    names = []
+    for a in summary:
+        if a["compressor"] not in names:
+            names.append(a["compressor"])
+    names.sort(key=lambda n: (0 if n.startswith("ebac") else 1,
+                              (pipeline_rank(n[5:]), 0) if n.startswith("ebac") else peer_rank(n)))
+    agg = {(a["bound_rel"], a["kind"], a["compressor"]): a for a in summary}
+    kinds = [k for k in KINDS if any(a["kind"] == k for a in summary)]
+
+    L = markdown_intro(meta, skipped, all_cores)
+    L += markdown_ratio_overview(agg, names, kinds, bounds)
+    L += markdown_bound_tables(agg, names, kinds, bounds, all_cores)
+    notes = {n: rows_notes[n] for n in names if rows_notes.get(n)}
+    if notes:
+        L.append("Notes: " + "; ".join("%s: %s" % (n, ", ".join(v)) for n, v in notes.items()) + ".")
         L.append("")
-        for v in violations:
-            L.append("- " + v)
-        L.append("")
-    if failures:
-        L.append("## Failures")
-        L.append("")
-        for f in failures:
-            L.append("- %s" % f)
-        L.append("")
-    L.append("Column key: ratio = input bytes / compressed bytes (totals over the tensors); bits/value = 8 x compressed "
-             "bytes / values; max err / eb = worst max |x - y| over the tensors divided by that tensor's eb (<= 1 means "
-             "the bound held); bound held = tensors whose reconstruction is within eb everywhere (NaN/Inf bit-exact); "
-             "PSNR = mean over tensors of 20 log10(range) - 10 log10(MSE); MB/s = total input bytes / total best time, "
-             "1T = one thread, all = every core (ebac --threads 0, SZ3 openmp, ZFP OpenMP policy, zstd threads=-1); "
-             "'-' = not available. quant+zstd -L: round(x / 2eb) in float32, the codes in the smallest integer type "
-             "that holds them (int8 / int16 / int32, chosen from max |x| / 2eb; the JSON's code_type), then zstd "
-             "level L (the zstd CLI's -L). "
-             "ebac best: per tensor, the ebac pipeline with the smallest stream (no MB/s of its own).")
+    L += markdown_losses(summary, found)
+    L += markdown_listed("Peers and the bound", violations)
+    L += markdown_listed("Failures", failures)
+    L.append(COLUMN_KEY)
     L.append("")
     return "\n".join(L)
 
@@ -799,7 +826,7 @@ def bound_label(b):
     return "%se%d" % (m, int(e)) if float("%se%d" % (m, int(e))) == b else "%g" % b
 
 
-def main(argv=None):
+def argument_parser():
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0],
                                  formatter_class=argparse.RawDescriptionHelpFormatter, epilog=__doc__.split("\n\n", 1)[1])
     ap.add_argument("--corpus", default=os.path.join(REPO, "data", "corpus"), help="corpus directory with manifest.tsv")
@@ -826,10 +853,12 @@ def main(argv=None):
     ap.add_argument("--ebac", default=default_ebac(), help="the ebac CLI (default: build/bin/ebac, else build/*/bin/ebac)")
     ap.add_argument("--zfp-runner", default=os.path.join(REPO, "build", "peers", "zfp_runner"))
     ap.add_argument("--from-json", metavar="JSON", help="re-render the report from a compare.json, measuring nothing")
-    args = ap.parse_args(argv)
-    if args.from_json:
-        return rerender(args.from_json, args.out)
+    return ap
 
+
+def settle_arguments(args):
+    """Checks the measuring options and turns the lists into values (in args); returns the zstd levels, the
+    bounds and the compressors asked for."""
     if args.ratios_only:
         args.min_time = 0.0
     args.all_cores = not (args.ratios_only or args.single_thread)
@@ -847,6 +876,11 @@ def main(argv=None):
     unknown = want - {"ebac", "sz3", "zfp", "zstd"}
     if unknown:
         raise SystemExit("unknown compressors: %s" % ", ".join(sorted(unknown)))
+    return zstd_levels, bounds, want
+
+
+def available_compressors(args, want):
+    """The compressors asked for that can run here, and a failure line for each that cannot."""
     failures = []
     have = set()
     if "ebac" in want:
@@ -875,27 +909,37 @@ def main(argv=None):
             failures.append("quant+zstd skipped: python3-zstandard missing (apt-get install python3-zstandard)")
     for f in failures:
         log("compare: " + f)
+    return have, failures
 
+
+def file_specs(args):
+    """The tensors given by --file (one spec each, --dtype/--dims/--kind once or once per file)."""
+    def per_file(values, name, default=None):
+        if not values:
+            if default is not None:
+                return [default] * len(args.file)
+            raise SystemExit("--%s is required with --file" % name)
+        if len(values) == 1:
+            return values * len(args.file)
+        if len(values) != len(args.file):
+            raise SystemExit("give --%s once or once per --file" % name)
+        return values
+    dts, dms, kds = per_file(args.dtype, "dtype"), per_file(args.dims, "dims"), per_file(args.kind, "kind", "auto")
+    specs = []
+    for path, dt, dm, kd in zip(args.file, dts, dms, kds):
+        if dt not in STORAGE:
+            raise SystemExit("--dtype must be f32, f16 or bf16, not %r" % dt)
+        if kd not in KINDS + ["auto"]:
+            raise SystemExit("--kind must be post_relu or other")
+        specs.append((path, os.path.basename(path), dt, parse_dims(dm), kd, {}))
+    return specs
+
+
+def input_specs(args):
+    """The tensors to measure (from --file or the corpus), those skipped as too small, and the source's label."""
     skipped = []
     if args.file:
-        def per_file(values, name, default=None):
-            if not values:
-                if default is not None:
-                    return [default] * len(args.file)
-                raise SystemExit("--%s is required with --file" % name)
-            if len(values) == 1:
-                return values * len(args.file)
-            if len(values) != len(args.file):
-                raise SystemExit("give --%s once or once per --file" % name)
-            return values
-        dts, dms, kds = per_file(args.dtype, "dtype"), per_file(args.dims, "dims"), per_file(args.kind, "kind", "auto")
-        specs = []
-        for path, dt, dm, kd in zip(args.file, dts, dms, kds):
-            if dt not in STORAGE:
-                raise SystemExit("--dtype must be f32, f16 or bf16, not %r" % dt)
-            if kd not in KINDS + ["auto"]:
-                raise SystemExit("--kind must be post_relu or other")
-            specs.append((path, os.path.basename(path), dt, parse_dims(dm), kd, {}))
+        specs = file_specs(args)
         source = "%d raw file%s" % (len(specs), "" if len(specs) == 1 else "s")
     else:
         specs = []
@@ -910,10 +954,30 @@ def main(argv=None):
         specs = specs[:args.max_files]
     if not specs:
         raise SystemExit("no inputs")
+    return specs, skipped, source
 
-    os.makedirs(args.out, exist_ok=True)
+
+def measure_file(args, t, bounds, zstd_levels, have, tmp):
+    """Every compressor available on one tensor at every bound: its result rows."""
+    eb_of = [(rel, rel * t.range) for rel in bounds]
+    file_rows = []
+    for rel, eb in eb_of:
+        if "ebac" in have:
+            file_rows += ebac_results(args, t, eb, rel, tmp)
+        if "sz3" in have:
+            file_rows += sz3_results(args, t, eb, rel)
+        if "zstd" in have:
+            for level in zstd_levels:
+                file_rows += zstd_results(args, t, eb, rel, level)
+    if "zfp" in have:
+        file_rows += zfp_results(args, t, eb_of, tmp)
+    return file_rows
+
+
+def measure_all(args, specs, bounds, zstd_levels, have, failures):
+    """Measures every tensor; returns the rows, the files' descriptions and how many tensors failed (each one a
+    line in failures, its rows left out)."""
     rows, files, broken = [], [], 0
-    t_start = time.time()
     with tempfile.TemporaryDirectory(prefix="ebac-compare-") as tmp:
         for fi, (path, label, dt, dims, kind, meta) in enumerate(specs):
             t = Tensor(path, label, dt, dims, "other" if kind == "auto" else kind, meta)
@@ -926,27 +990,19 @@ def main(argv=None):
             if t.range <= 0:
                 failures.append("%s: constant tensor (range 0), no relative bound: skipped" % label)
                 continue
-            eb_of = [(rel, rel * t.range) for rel in bounds]
-            file_rows = []
             try:
-                for rel, eb in eb_of:
-                    if "ebac" in have:
-                        file_rows += ebac_results(args, t, eb, rel, tmp)
-                    if "sz3" in have:
-                        file_rows += sz3_results(args, t, eb, rel)
-                    if "zstd" in have:
-                        for level in zstd_levels:
-                            file_rows += zstd_results(args, t, eb, rel, level)
-                if "zfp" in have:
-                    file_rows += zfp_results(args, t, eb_of, tmp)
+                file_rows = measure_file(args, t, bounds, zstd_levels, have, tmp)
             except Exception as e:  # noqa: BLE001 - one bad file must not sink the run
                 failures.append("%s: %s (file left out of every aggregate)" % (label, e))
                 log("compare: " + failures[-1])
                 broken += 1
                 continue
             rows += file_rows + best_ebac_rows(file_rows)
-    elapsed = time.time() - t_start
+    return rows, files, broken
 
+
+def run_meta(args, argv, files, source, bounds, zstd_levels, have, rows, elapsed):
+    """What the report says about the run: inputs, settings, host, versions, date, the command."""
     kinds = {}
     for f in files:
         kinds[f["kind"]] = kinds.get(f["kind"], 0) + 1
@@ -959,6 +1015,22 @@ def main(argv=None):
     zfp_v = next((r.get("zfp_version") for r in rows if r.get("zfp_version")), None)
     if zfp_v:
         meta["versions"]["ZFP"] = zfp_v
+    return meta
+
+
+def main(argv=None):
+    args = argument_parser().parse_args(argv)
+    if args.from_json:
+        return rerender(args.from_json, args.out)
+    zstd_levels, bounds, want = settle_arguments(args)
+    have, failures = available_compressors(args, want)
+    specs, skipped, source = input_specs(args)
+
+    os.makedirs(args.out, exist_ok=True)
+    t_start = time.time()
+    rows, files, broken = measure_all(args, specs, bounds, zstd_levels, have, failures)
+    elapsed = time.time() - t_start
+    meta = run_meta(args, argv, files, source, bounds, zstd_levels, have, rows, elapsed)
     write_report(args.out, meta, files, skipped, failures, rows)
     log("compare: %d tensors x %d bounds in %.0f s; wrote %s/compare.md and compare.json"
         % (len(files), len(bounds), elapsed, args.out))

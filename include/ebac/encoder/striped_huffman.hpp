@@ -107,12 +107,30 @@ struct striped_huffman {
   const std::uint32_t* code_lsb = nullptr;
   const std::uint64_t* table = nullptr;
 
+  /// Tokens formed at a time (striped_token_reader) by the encoder and its
+  /// statistics, in arrays on the stack (2.5 KiB).
+  static constexpr std::size_t token_block = 512;
+
   /// Token counts of a tensor's codes; chunks added in any grouping.
   struct statistics {
     std::vector<std::uint64_t> count = std::vector<std::uint64_t>(striped_alphabet::size, 0);
     void add(const std::uint32_t* codes, std::size_t n) {
-      std::uint64_t* c = count.data();
-      striped_tokenize(codes, n, [c](striped_token t) EBAC_FORCE_INLINE_LAMBDA { ++c[t.symbol]; });
+      // Four partial histograms, so that equal neighbours do not wait on each other's increment.
+      std::uint64_t part[4][striped_alphabet::size] = {};
+      std::uint8_t symbol[token_block];
+      std::uint32_t extra[token_block];
+      striped_token_reader reader{codes, n};
+      for (std::size_t got; (got = reader.fill(symbol, extra, token_block)) > 0;) {
+        std::size_t k = 0;
+        for (; k + 4 <= got; k += 4) {
+          ++part[0][symbol[k]];
+          ++part[1][symbol[k + 1]];
+          ++part[2][symbol[k + 2]];
+          ++part[3][symbol[k + 3]];
+        }
+        for (; k < got; ++k) ++part[0][symbol[k]];
+      }
+      for (std::uint32_t s = 0; s < striped_alphabet::size; ++s) count[s] += part[0][s] + part[1][s] + part[2][s] + part[3][s];
     }
     void merge(const statistics& o) {
       for (std::uint32_t s = 0; s < striped_alphabet::size; ++s) count[s] += o.count[s];
@@ -135,20 +153,35 @@ struct striped_huffman {
     const std::size_t room = stream_room(n);
     std::byte* const first = out + size_bytes;
     detail::stripe_writer w0{first}, w1{first + room}, w2{first + 2 * room}, w3{first + 3 * room};
-    // Tokens in fours, each to its stream: the writers stay in registers.
-    auto put = [&](detail::stripe_writer& w, const striped_token& t) EBAC_FORCE_INLINE_LAMBDA {
-      w.put(code_lsb[t.symbol] | (std::uint64_t{t.extra} << length[t.symbol]), length[t.symbol] + t.nextra);
+    // Tokens a block at a time, in fours, each to its stream: the writers
+    // stay in registers. Up to three tokens of a block that are not a whole
+    // four move to the front of the next.
+    std::uint8_t symbol[token_block];
+    std::uint32_t extra[token_block];
+    auto put = [&](detail::stripe_writer& w, std::size_t k) EBAC_FORCE_INLINE_LAMBDA {
+      const std::uint32_t s = symbol[k];
+      w.put(code_lsb[s] | (std::uint64_t{extra[k]} << length[s]), length[s] + striped_raw_bits[s]);
     };
-    striped_cursor c{codes, n};
-    striped_token t;
-    while (c.next(t)) {
-      put(w0, t);
-      if (!c.next(t)) break;
-      put(w1, t);
-      if (!c.next(t)) break;
-      put(w2, t);
-      if (!c.next(t)) break;
-      put(w3, t);
+    striped_token_reader reader{codes, n};
+    std::size_t held = 0;  // tokens at the front of the arrays from the block before
+    for (;;) {
+      const std::size_t room = token_block - held;
+      const std::size_t got = reader.fill(symbol + held, extra + held, room);
+      const std::size_t have = held + got, fours = have & ~std::size_t{3};
+      for (std::size_t k = 0; k < fours; k += 4) {
+        put(w0, k);
+        put(w1, k + 1);
+        put(w2, k + 2);
+        put(w3, k + 3);
+      }
+      held = have - fours;
+      if (got < room) {  // the chunk's last tokens: at most three, to streams 0, 1, 2
+        if (held > 0) put(w0, fours);
+        if (held > 1) put(w1, fours + 1);
+        if (held > 2) put(w2, fours + 2);
+        break;
+      }
+      for (std::size_t k = 0; k < held; ++k) symbol[k] = symbol[fours + k], extra[k] = extra[fours + k];
     }
     std::byte* const ends[streams] = {w0.finish(), w1.finish(), w2.finish(), w3.finish()};
     // The sizes, then the streams moved together behind them.

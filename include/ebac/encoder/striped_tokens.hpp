@@ -13,13 +13,25 @@
 //
 // Two mantissa bits cost little against coding every value: within one
 // bucket the residuals of a smooth distribution are nearly uniform.
+//
+// Two readers give the same tokens in the same order: striped_cursor, one
+// token a call (the reference, kept simple), and striped_token_reader, a
+// block of tokens a call into the caller's arrays, which the encoder and its
+// statistics use: where AVX2 is compiled in, zero runs found eight codes a
+// compare and value tokens formed eight at a time without a branch (why:
+// tokenizing one code at a time, with a branch per code on what it is, was
+// half of a compression's time, docs/benchmarks.md); without AVX2 the
+// cursor's loop, which was faster there than scalar scans.
 #pragma once
 
 #include <ebac/config.hpp>
+#include <ebac/detail/host_avx2.hpp>
 
+#include <array>
 #include <bit>
 #include <cstddef>
 #include <cstdint>
+#include <cstring>
 
 EBAC_NAMESPACE_BEGIN
 
@@ -70,6 +82,13 @@ struct striped_symbol_value {
   return {1u << k, k, true};
 }
 
+/// The raw bits that follow each symbol's code (striped_symbol(s).nextra).
+inline constexpr std::array<std::uint8_t, striped_alphabet::size> striped_raw_bits = [] {
+  std::array<std::uint8_t, striped_alphabet::size> r{};
+  for (std::uint32_t s = 0; s < striped_alphabet::size; ++s) r[s] = static_cast<std::uint8_t>(striped_symbol(s).nextra);
+  return r;
+}();
+
 /// A chunk of n codes read token by token, in order (next() false at the
 /// end): the encoder takes four at a time, one for each stream, with its
 /// writers in registers.
@@ -104,6 +123,141 @@ struct striped_cursor {
     t = striped_token{striped_alphabet::run_base + k - 1u, static_cast<std::uint32_t>(take - (std::size_t{1} << k)), k};
     run_left -= take;
     return true;
+  }
+};
+
+/// The first j in [i, limit) where a zero run starts (codes[j] and
+/// codes[j + 1] both 0, j + 1 < n), else limit.
+[[nodiscard]] inline std::size_t striped_next_run(const std::uint32_t* codes, std::size_t i, std::size_t limit,
+                                                  std::size_t n) noexcept {
+  std::size_t j = i;
+#if EBAC_HOST_AVX2
+  const __m256i zero = _mm256_setzero_si256();
+  for (; j + 8 <= limit && j + 9 <= n; j += 8) {
+    const __m256i a = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(codes + j));
+    const __m256i b = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(codes + j + 1));
+    const auto pairs =
+        static_cast<unsigned>(_mm256_movemask_ps(_mm256_castsi256_ps(_mm256_cmpeq_epi32(_mm256_or_si256(a, b), zero))));
+    if (pairs != 0) return j + static_cast<std::size_t>(std::countr_zero(pairs));
+  }
+#endif
+  for (; j < limit; ++j)
+    if (j + 1 < n && (codes[j] | codes[j + 1]) == 0) return j;
+  return limit;
+}
+
+/// The first j in [i, n) with codes[j] != 0, else n.
+[[nodiscard]] inline std::size_t striped_next_nonzero(const std::uint32_t* codes, std::size_t i, std::size_t n) noexcept {
+  std::size_t j = i;
+#if EBAC_HOST_AVX2
+  const __m256i zero = _mm256_setzero_si256();
+  for (; j + 8 <= n; j += 8) {
+    const __m256i a = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(codes + j));
+    const auto zeros = static_cast<unsigned>(_mm256_movemask_ps(_mm256_castsi256_ps(_mm256_cmpeq_epi32(a, zero))));
+    if (zeros != 0xffu) return j + static_cast<std::size_t>(std::countr_zero(~zeros & 0xffu));
+  }
+#endif
+  while (j < n && codes[j] == 0) ++j;
+  return j;
+}
+
+/// The value tokens of m codes, none part of a zero run: striped_value_token
+/// without a branch on the code's size.
+inline void striped_value_tokens(const std::uint32_t* EBAC_RESTRICT codes, std::size_t m, std::uint8_t* EBAC_RESTRICT symbol,
+                                 std::uint32_t* EBAC_RESTRICT extra) noexcept {
+  namespace A = striped_alphabet;
+  std::size_t k = 0;
+#if EBAC_HOST_AVX2
+  // Eight codes a step. A code's bit width from the exponent of its float
+  // conversion, exact below 2^24; a larger code is converted shifted right
+  // by 8 (the width then gains 8), so no conversion ever rounds.
+  const __m256i literals = _mm256_set1_epi32(static_cast<int>(A::literals - 1)), one = _mm256_set1_epi32(1),
+                three = _mm256_set1_epi32(3), eight = _mm256_set1_epi32(8), exponent_bias = _mm256_set1_epi32(126),
+                low_bytes = _mm256_setr_epi8(0, 4, 8, 12, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, 0, 4, 8, 12, -1, -1, -1,
+                                             -1, -1, -1, -1, -1, -1, -1, -1, -1);
+  for (; k + 8 <= m; k += 8) {
+    const __m256i v = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(codes + k));
+    const __m256i wide = _mm256_cmpgt_epi32(_mm256_srli_epi32(v, 24), _mm256_setzero_si256());  // v >= 2^24
+    const __m256i x = _mm256_blendv_epi8(v, _mm256_srli_epi32(v, 8), wide);
+    const __m256i width =
+        _mm256_add_epi32(_mm256_sub_epi32(_mm256_srli_epi32(_mm256_castps_si256(_mm256_cvtepi32_ps(x)), 23), exponent_bias),
+                         _mm256_and_si256(wide, eight));
+    // Signed compare against 31 is right for v < 2^31; a larger v is a bucket too.
+    const __m256i bucket = _mm256_or_si256(_mm256_cmpgt_epi32(v, literals), _mm256_srai_epi32(v, 31));
+    const __m256i shift = _mm256_and_si256(bucket, _mm256_sub_epi32(width, three));
+    const __m256i bucket_symbol = _mm256_add_epi32(_mm256_add_epi32(_mm256_slli_epi32(width, 2), eight),
+                                                   _mm256_and_si256(_mm256_srlv_epi32(v, shift), three));
+    const __m256i sym = _mm256_blendv_epi8(v, bucket_symbol, bucket);
+    const __m256i raw = _mm256_and_si256(v, _mm256_sub_epi32(_mm256_sllv_epi32(one, shift), one));
+    _mm256_storeu_si256(reinterpret_cast<__m256i*>(extra + k), raw);
+    const __m256i bytes = _mm256_shuffle_epi8(sym, low_bytes);
+    const auto lo = static_cast<std::uint32_t>(_mm256_cvtsi256_si32(bytes));
+    const auto hi = static_cast<std::uint32_t>(_mm_cvtsi128_si32(_mm256_extracti128_si256(bytes, 1)));
+    const std::uint64_t eight_symbols = std::uint64_t{lo} | (std::uint64_t{hi} << 32);
+    std::memcpy(symbol + k, &eight_symbols, 8);
+  }
+#endif
+  for (; k < m; ++k) {
+    const std::uint32_t v = codes[k];
+    const auto b = static_cast<std::uint32_t>(std::bit_width(v));
+    const bool bucket = v >= A::literals;
+    const std::uint32_t shift = bucket ? b - 3 : 0;
+    symbol[k] = static_cast<std::uint8_t>(bucket ? 4 * b + 8 + ((v >> shift) & 3u) : v);
+    extra[k] = v & ((1u << shift) - 1u);
+  }
+}
+
+/// A chunk of n codes as tokens a block at a time: the tokens of
+/// striped_cursor, in its order, written to the caller's arrays.
+struct striped_token_reader {
+  const std::uint32_t* codes;
+  std::size_t n;
+  std::size_t i = 0;
+  std::size_t run_left = 0;  ///< zeros of the current run not yet in a token
+
+  /// Up to `room` (>= 1) tokens into symbol[] and extra[] (the raw bits'
+  /// value; how many follow the code: striped_raw_bits); fewer only once
+  /// the chunk's last token is out, then 0.
+  std::size_t fill(std::uint8_t* symbol, std::uint32_t* extra, std::size_t room) noexcept {
+    std::size_t k = 0;
+#if !EBAC_HOST_AVX2
+    // Without vector compares the scans cost more than the cursor's branch
+    // per code (measured: bench_host's encode/striped cases 1.13-1.27x
+    // slower): the cursor's tokens, into the arrays.
+    striped_cursor cursor{codes, n, i, run_left};
+    striped_token t;
+    while (k < room && cursor.next(t)) symbol[k] = static_cast<std::uint8_t>(t.symbol), extra[k++] = t.extra;
+    i = cursor.i;
+    run_left = cursor.run_left;
+#else
+    while (k < room) {
+      if (run_left != 0) {  // as striped_cursor: runs longer than a class holds split
+        if (run_left == 1) {
+          symbol[k] = 0, extra[k] = 0, run_left = 0;
+        } else {
+          const std::size_t take = run_left >= (std::size_t{1} << 32) ? (std::size_t{1} << 32) - 1 : run_left;
+          const auto c = static_cast<std::uint32_t>(std::bit_width(take)) - 1u;
+          symbol[k] = static_cast<std::uint8_t>(striped_alphabet::run_base + c - 1u);
+          extra[k] = static_cast<std::uint32_t>(take - (std::size_t{1} << c));
+          run_left -= take;
+        }
+        ++k;
+        continue;
+      }
+      if (i >= n) break;
+      const std::size_t limit = n - i < room - k ? n : i + (room - k);
+      const std::size_t j = striped_next_run(codes, i, limit, n);
+      striped_value_tokens(codes + i, j - i, symbol + k, extra + k);
+      k += j - i;
+      i = j;
+      if (j + 1 < n && (codes[j] | codes[j + 1]) == 0) {  // a run starts at j (j may be limit)
+        const std::size_t end = striped_next_nonzero(codes, j + 2, n);
+        run_left = end - j;
+        i = end;
+      }
+    }
+#endif
+    return k;
   }
 };
 
