@@ -175,7 +175,9 @@ class input_file {
     if (::fstat(fd_, &st) != 0) throw input_error("cannot read input " + input_name(path) + ": " + errno_text(errno));
     if (S_ISDIR(st.st_mode)) throw input_error("input " + input_name(path) + " is a directory");
     if (S_ISREG(st.st_mode) && st.st_size > 0) size_hint_ = static_cast<std::uint64_t>(st.st_size);
-    if (S_ISREG(st.st_mode)) {
+    // A regular file that reports a size (/proc and sysfs files report 0:
+    // they are read to their end like a pipe, their size not trusted).
+    if (S_ISREG(st.st_mode) && st.st_size > 0) {
       const ::off_t at = ::lseek(fd_, 0, SEEK_CUR);  // standard input may start inside its file
       if (at >= 0) start_ = static_cast<std::uint64_t>(at);
       regular_ = at >= 0;
@@ -244,11 +246,12 @@ class input_file {
     return data;
   }
 
-  /// Whether the input is a regular file, whose bytes read_at can read in any order.
+  /// Whether the input is a regular file that reports a size, whose bytes
+  /// read_at can read in any order.
   bool seekable() const { return regular_; }
 
-  /// The input's size from where reading started (a regular file; its
-  /// size now), or -1 for anything else.
+  /// The input's size from where reading started (seekable(); its size
+  /// now), or -1 for anything else.
   std::int64_t size_from_start() const {
     struct stat st {};
     if (!regular_ || ::fstat(fd_, &st) != 0 || static_cast<std::uint64_t>(st.st_size) < start_) return -1;
