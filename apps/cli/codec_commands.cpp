@@ -1,6 +1,7 @@
 // apps/cli/codec_commands.cpp - ebac compress, decompress, info and eval.
 #include "command_line.hpp"
 #include "commands.hpp"
+#include "outlier_lookahead.hpp"
 
 #include <algorithm>
 #include <chrono>
@@ -11,6 +12,7 @@
 #include <filesystem>
 #include <fstream>
 #include <memory>
+#include <optional>
 #include <sstream>
 #include <type_traits>
 
@@ -82,26 +84,46 @@ struct replay_reader {
   }
 };
 
-/// decompress's sink: into a temporary file, a window at a time (positional
-/// writes: outliers come after the windows), or, for an output written in
-/// order (standard output, a device, a FIFO), into the whole output in memory.
+/// decompress's sink. Into a temporary file: a window at a time
+/// (positional writes: outliers come after the windows). Into an output
+/// written in order (standard output, a device, a FIFO): each window as it
+/// is decoded, its outliers put first where they can be read ahead
+/// (`ahead`: a seekable input) or where the stream has none; else (a stream
+/// with outliers on a pipe) into the whole output in memory, written at the end.
 struct output_sink {
-  output_file* out;
-  std::vector<std::byte> buffer;       // a window (positional output)
-  std::unique_ptr<std::byte[]> whole;  // the output, its pages touched as windows arrive
+  output_file* out = nullptr;
+  std::unique_ptr<std::byte[]> whole = {};           // the output, its pages touched as windows arrive
+  outlier_lookahead* ahead = nullptr;                // the outliers, read ahead
+  std::vector<std::byte> buffer = {}, discard = {};  // a window; an outlier run already put (ahead)
+  std::uint64_t next = 0;                            // in order: the bytes written so far
+  std::uint64_t digest = 0;                          // of the outlier runs decompress_stream put (ahead)
+  std::size_t element = 1;                           // bytes an element
+  static std::byte* room(std::vector<std::byte>& b, std::size_t bytes) {
+    if (b.size() < bytes) {
+      b.clear();
+      b.shrink_to_fit();  // not the old and the new buffer at once
+      b.resize(bytes);
+    }
+    return b.data();
+  }
   static void* target(void* self, std::uint64_t first, std::size_t bytes) {
     auto& k = *static_cast<output_sink*>(self);
-    if (!k.out->positional()) return k.whole.get() + first;
-    if (k.buffer.size() < bytes) {
-      k.buffer.clear();
-      k.buffer.shrink_to_fit();
-      k.buffer.resize(bytes);
-    }
-    return k.buffer.data();
+    if (k.whole) return k.whole.get() + first;
+    if (!k.out->positional() && first < k.next) return room(k.discard, bytes);  // an outlier run, put before
+    return room(k.buffer, bytes);
   }
   static void written(void* self, std::uint64_t first, std::size_t bytes) {
     auto& k = *static_cast<output_sink*>(self);
-    if (k.out->positional()) k.out->write_at(first, k.buffer.data(), bytes);
+    if (k.whole) return;
+    if (k.out->positional()) return k.out->write_at(first, k.buffer.data(), bytes);
+    if (first < k.next) {  // an outlier run over elements written: ahead put them
+      for (std::size_t i = 0; i < bytes; i += k.element)
+        k.digest += outlier_mix((first + i) / k.element, k.discard.data() + i, k.element);
+      return;
+    }
+    if (k.ahead) k.ahead->apply(first, k.buffer.data(), bytes);
+    k.out->write(k.buffer.data(), bytes);
+    k.next = first + bytes;
   }
 };
 
@@ -120,7 +142,7 @@ int cmd_decompress(int argc, char** argv) {
   ebac_cli::input_file in(in_path);
   out.check_not(in);
   ebac_cli::start_threads(threads);
-  // The header (refused here as read_stream refuses it), then the body
+  // The header (refused as read_stream_prefix refuses it), then the body
   // window by window: neither the whole stream nor, into a regular file,
   // the whole output is held (host/decompress_stream.hpp).
   std::uint64_t total = 0;
@@ -133,13 +155,38 @@ int cmd_decompress(int argc, char** argv) {
     (void)ebac::host::inspect(reader.prefix.data(), reader.prefix.size());  // names what is wrong, as for a whole stream
     ebac::detail::fail(hs, what);
   }
-  output_sink sink{&out, {}, {}};
-  const std::uint64_t bytes = ebac::element_count(h) * ebac::size_of(h.type);  // within max_output (read_stream_prefix)
-  if (!out.positional()) {
-    try {
-      sink.whole.reset(new std::byte[static_cast<std::size_t>(bytes)]);  // not zero-filled: every byte is decoded
-    } catch (const std::bad_alloc&) {
-      throw input_error("out of memory: cannot allocate the " + format_bytes(bytes) + " the stream decodes to");
+  // A Lorenzo slab larger than the memory rule allows (1.5 x the output +
+  // 64 MiB: the scratch within half the output + 48 MiB) is refused here,
+  // before anything is allocated.
+  const std::uint64_t out_bytes = ebac::element_count(h) * ebac::size_of(h.type);  // within max_output (read_stream_prefix)
+  const std::uint64_t slabs = ebac::host::least_lorenzo_scratch(h);
+  if (slabs > ebac::host::detail::decode_scratch_budget(out_bytes))
+    throw input_error("the stream's Lorenzo blocks span chunks, and decoding them takes " + format_bytes(slabs) +
+                      " of scratch (two slabs of " + std::to_string(h.lorenzo_params.pass(h.shape, 0).inner) +
+                      " 4-byte codes and a chunk's), more than decompress allows beside " + format_bytes(out_bytes) +
+                      " of output (1.5 x the output + 64 MiB in all): not decoded");
+  // A regular file's size says at once whether the stream is all there and
+  // alone, before any output.
+  const std::int64_t size = in.size_from_start();
+  if (size >= 0 && static_cast<std::uint64_t>(size) < total)
+    ebac::detail::fail(ebac::status::truncated_stream, "stream shorter than its sections (input " + in.name() + " has " +
+                                                           std::to_string(size) + " bytes, its header says " +
+                                                           std::to_string(total) + ")");
+  if (size >= 0 && static_cast<std::uint64_t>(size) > total) refuse_trailing_data(in, total);
+  output_sink sink{&out};
+  sink.element = ebac::size_of(h.type);
+  std::optional<outlier_lookahead> ahead;
+  if (!out.positional() && h.outlier_count > 0) {
+    if (in.seekable()) {
+      ahead.emplace(in, h.section_offset(ebac::section_outlier_index), h.section_bytes[ebac::section_outlier_index],
+                    h.section_offset(ebac::section_outlier_value), ebac::element_count(h), h.outlier_count, sink.element);
+      sink.ahead = &*ahead;
+    } else {
+      try {
+        sink.whole.reset(new std::byte[static_cast<std::size_t>(out_bytes)]);  // not zero-filled: every byte is decoded
+      } catch (const std::bad_alloc&) {
+        throw input_error("out of memory: cannot allocate the " + format_bytes(out_bytes) + " the stream decodes to");
+      }
     }
   }
   // One context for both: the reader and the sink side by side.
@@ -155,7 +202,9 @@ int cmd_decompress(int argc, char** argv) {
   decompress_stream_any(io, h.type, threads, max_output);
   std::byte extra;
   if (in.read_some(&extra, 1) > 0) refuse_trailing_data(in, total);
-  if (!out.positional()) out.write(sink.whole.get(), static_cast<std::size_t>(bytes));
+  if (sink.whole) out.write(sink.whole.get(), static_cast<std::size_t>(out_bytes));
+  if (ahead && ahead->digest() != sink.digest)
+    throw input_error("input " + in.name() + " changed while it was read: its outliers, read ahead, differ from the stream's");
   out.commit();
   return 0;
 }
@@ -175,11 +224,72 @@ const char* quantizer_name(ebac::quantizer_id q) {
 
 }  // namespace
 
+namespace {
+
+/// info's reading of a stream: its header (refused as decompress refuses
+/// it), then, for a coded stream, its chunk table, whose sizes must add up
+/// to the payload section; the rest is not read into memory. A regular
+/// file's size says whether the stream is whole and alone; anything else is
+/// read to the stream's end (and one byte further) a megabyte at a time.
+/// The checksum is not verified (decompress verifies it).
+ebac::stream_header read_header_and_table(input_file& in, std::uint64_t& total) {
+  replay_reader r{read_stream_prefix(in, ebac::unlimited_output, total), 0, &in};
+  ebac::stream_header h;
+  const char* what = "";
+  const ebac::status hs =
+      ebac::read_stream_header_fields(r.prefix.data(), r.prefix.size(), static_cast<std::size_t>(total), h, &what);
+  if (hs != ebac::status::ok) {
+    (void)ebac::host::inspect(r.prefix.data(), r.prefix.size());  // names what is wrong, as for a whole stream
+    ebac::detail::fail(hs, what);
+  }
+  const std::int64_t size = in.size_from_start();
+  auto truncated = [&](std::uint64_t have) {
+    ebac::detail::fail(ebac::status::truncated_stream, "stream shorter than its sections (input " + in.name() + " has " +
+                                                           std::to_string(have) + " bytes, its header says " +
+                                                           std::to_string(total) + ")");
+  };
+  if (size >= 0 && static_cast<std::uint64_t>(size) < total) truncated(static_cast<std::uint64_t>(size));
+  if (size >= 0 && static_cast<std::uint64_t>(size) > total) refuse_trailing_data(in, total);
+  std::uint64_t at = 0;  // bytes of the stream read
+  std::vector<std::byte> piece(std::size_t{1} << 20);
+  auto read = [&](std::uint64_t n) -> std::size_t {  // up to n bytes (at most a piece) into `piece`
+    std::size_t got = 0;
+    const auto want = static_cast<std::size_t>(std::min<std::uint64_t>(n, piece.size()));
+    while (got < want) {
+      const std::size_t k = replay_reader::read(&r, piece.data() + got, want - got);
+      if (k == 0) truncated(at + got);
+      got += k;
+    }
+    at += got;
+    return got;
+  };
+  if (!h.is_stored()) {
+    const std::uint64_t table = h.section_offset(ebac::section_chunk_table);
+    while (at < table) read(table - at);
+    std::uint64_t left = h.section_bytes[ebac::section_chunk_table], sum = 0;
+    while (left > 0) {
+      const std::size_t k = read(std::min<std::uint64_t>(left, std::uint64_t{1} << 20));
+      for (std::size_t i = 0; i + 4 <= k; i += 4) sum += ebac::detail::load_le<std::uint32_t>(piece.data() + i);
+      left -= k;
+    }
+    if (sum != h.section_bytes[ebac::section_payload])
+      ebac::detail::fail(ebac::status::corrupt_stream, "chunk sizes do not add up to the payload section");
+  }
+  if (size < 0) {  // not a regular file: read to the end, holding a piece
+    while (at < total) read(total - at);
+    std::byte extra;
+    if (replay_reader::read(&r, &extra, 1) > 0) refuse_trailing_data(in, total);
+  }
+  return h;
+}
+
+}  // namespace
+
 int cmd_info(int argc, char** argv) {
   const args a = parse_command(argc, argv, {input_option});
   ebac_cli::input_file in(input_arg(a));
-  const auto stream = read_stream(in);
-  const ebac::stream_header h = ebac::host::inspect(stream.data(), stream.size());
+  std::uint64_t total = 0;
+  const ebac::stream_header h = read_header_and_table(in, total);
   std::string dims;
   for (int i = 0; i < h.shape.rank; ++i) {
     if (i) dims += ',';
@@ -201,10 +311,10 @@ int cmd_info(int argc, char** argv) {
   // A stored stream holds the raw elements: no quantizer, encoder or chunks
   // (the header's fields for them are unused).
   const bool stored = h.is_stored();
-  std::printf(" quantizer %s encoder %s chunk %s outliers %" PRIu64 " bytes %zu checksum %s stored %s\n",
+  std::printf(" quantizer %s encoder %s chunk %s outliers %" PRIu64 " bytes %" PRIu64 " checksum %s stored %s\n",
               stored ? "none" : quantizer_name(h.quantizer), stored ? "none" : std::string(ebac::encoder_name(h.encoder)).c_str(),
-              stored ? "none" : std::to_string(h.chunk_elements).c_str(), h.outlier_count, stream.size(),
-              h.has_checksum() ? "yes" : "no", stored ? "yes" : "no");
+              stored ? "none" : std::to_string(h.chunk_elements).c_str(), h.outlier_count, total, h.has_checksum() ? "yes" : "no",
+              stored ? "yes" : "no");
   return 0;
 }
 

@@ -261,12 +261,11 @@ std::vector<std::byte> read_array(const std::string& path, const ebac::extents& 
   return in.read_exactly(byte_size(e, t, option), option + " and --dtype " + std::string(ebac::to_string(t)) + " need");
 }
 
-/// Reads one stream: its header first, then as many bytes as the header
-/// says and one more, so that neither trailing data nor an endless input
-/// (a stream followed by /dev/zero) is read into memory. Refuses at once a
-/// first few bytes that are no ebac header (e.g. /dev/zero), a header that
-/// does not hold together, a stream that decodes to more than max_output
-/// bytes (before reading its body), and any byte after the stream.
+/// Reads a stream's header and stage parameters (read only as far as the
+/// header says, so that neither trailing data nor an endless input, a stream
+/// followed by /dev/zero, is read into memory). Refuses at once a first few
+/// bytes that are no ebac header (e.g. /dev/zero), a header that does not
+/// hold together, and a stream that decodes to more than max_output bytes.
 std::vector<std::byte> read_stream_prefix(ebac_cli::input_file& in, std::uint64_t max_output, std::uint64_t& total) {
   using ebac::detail::load_le;
   std::vector<std::byte> buf;
@@ -325,18 +324,6 @@ std::vector<std::byte> read_stream_prefix(ebac_cli::input_file& in, std::uint64_
 void refuse_trailing_data(ebac_cli::input_file& in, std::uint64_t total) {
   throw input_error("input " + in.name() + " goes on after the " + std::to_string(total) +
                     "-byte stream its header describes: trailing data is refused (one stream per input)");
-}
-
-std::vector<std::byte> read_stream(ebac_cli::input_file& in, std::uint64_t max_output) {
-  std::uint64_t total = 0;
-  std::vector<std::byte> buf = read_stream_prefix(in, max_output, total);
-  if (buf.size() < std::min<std::uint64_t>(total, ebac::max_stream_prefix_bytes)) return buf;  // the caller's inspect says why
-  // The whole size at once (bounded by read_stream_prefix's checks): a
-  // buffer grown by doubling from a pipe held the old and the new copy at
-  // once (2x a stored stream's elements beside its output).
-  buf.reserve(static_cast<std::size_t>(total + 1));
-  if (in.read_to(buf, total + 1)) refuse_trailing_data(in, total);
-  return buf;  // shorter than total: the caller's inspect reports it truncated
 }
 
 // --- which build of the codec runs (ebac/host/isa_codec.hpp) -------------------

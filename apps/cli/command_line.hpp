@@ -77,12 +77,10 @@ std::uint64_t byte_size(const ebac::extents& e, ebac::dtype t, const std::string
 /// Reads a raw array of exactly the size dims and dtype describe.
 std::vector<std::byte> read_array(const std::string& path, const ebac::extents& e, ebac::dtype t,
                                   const std::string& option = "--dims");
-/// Reads one stream, as many bytes as its header says: refuses a first few
-/// bytes that are no ebac header, a stream that decodes to more than
-/// max_output bytes (before reading its body) and trailing data.
-std::vector<std::byte> read_stream(input_file& in, std::uint64_t max_output = ebac::unlimited_output);
-/// The first bytes of a stream, through its stage parameters, with
-/// read_stream's refusals of its header (not the trailing data); `total`:
+/// The first bytes of a stream, through its stage parameters: refuses a
+/// first few bytes that are no ebac header, a header that claims more bytes
+/// than any writer's stream of its elements, and a stream that decodes to
+/// more than max_output bytes, before anything else is read; `total`:
 /// the size the header gives the stream (0 where it could not be read).
 /// Shorter than the prefix where the input ends first or the header is
 /// invalid: the library's header reader then says why.

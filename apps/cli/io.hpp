@@ -175,6 +175,13 @@ class input_file {
     if (::fstat(fd_, &st) != 0) throw input_error("cannot read input " + input_name(path) + ": " + errno_text(errno));
     if (S_ISDIR(st.st_mode)) throw input_error("input " + input_name(path) + " is a directory");
     if (S_ISREG(st.st_mode) && st.st_size > 0) size_hint_ = static_cast<std::uint64_t>(st.st_size);
+    // A regular file that reports a size (/proc and sysfs files report 0:
+    // they are read to their end like a pipe, their size not trusted).
+    if (S_ISREG(st.st_mode) && st.st_size > 0) {
+      const ::off_t at = ::lseek(fd_, 0, SEEK_CUR);  // standard input may start inside its file
+      if (at >= 0) start_ = static_cast<std::uint64_t>(at);
+      regular_ = at >= 0;
+    }
   }
   ~input_file() {
     if (owned_) ::close(fd_);
@@ -239,6 +246,33 @@ class input_file {
     return data;
   }
 
+  /// Whether the input is a regular file that reports a size, whose bytes
+  /// read_at can read in any order.
+  bool seekable() const { return regular_; }
+
+  /// The input's size from where reading started (seekable(); its size
+  /// now), or -1 for anything else.
+  std::int64_t size_from_start() const {
+    struct stat st {};
+    if (!regular_ || ::fstat(fd_, &st) != 0 || static_cast<std::uint64_t>(st.st_size) < start_) return -1;
+    return static_cast<std::int64_t>(static_cast<std::uint64_t>(st.st_size) - start_);
+  }
+
+  /// Exactly n bytes at `offset` from where reading started (seekable()),
+  /// without moving the read position; an error where the file ends first.
+  void read_at(std::uint64_t offset, std::byte* dst, std::size_t n) const {
+    while (n > 0) {
+      const ::ssize_t r =
+          ::pread(fd_, dst, std::min<std::size_t>(n, std::size_t{1} << 30), static_cast<::off_t>(start_ + offset));
+      if (r < 0 && errno == EINTR) continue;
+      if (r < 0) throw input_error("cannot read input " + input_name(path_) + ": " + errno_text(errno));
+      if (r == 0) throw input_error("input " + input_name(path_) + " became shorter while it was read");
+      dst += r;
+      n -= static_cast<std::size_t>(r);
+      offset += static_cast<std::uint64_t>(r);
+    }
+  }
+
   /// How messages name the input.
   std::string name() const { return input_name(path_); }
 
@@ -253,6 +287,8 @@ class input_file {
   int fd_ = -1;
   bool owned_ = false;
   std::uint64_t size_hint_ = 0;
+  std::uint64_t start_ = 0;  // a regular file's read position at open
+  bool regular_ = false;
 };
 
 // --- output ------------------------------------------------------------------

@@ -1565,6 +1565,17 @@ def group_hostile():
           f"decompress of an exact stream on a pipe: rc {rc}, {len(so)} bytes, {se!r}")
     rc, so, se = run_bytes(["decompress", "-", "-o", "-"], input=stream[:-5])
     one_error_line("decompress of a truncated stream on a pipe", rc, se, "shorter")
+    # Standard output cannot be rolled back: an error after windows went out is still one line
+    # and a non-zero exit (a u8 stream whose last chunk does not decode; 32 windows of 1 MiB before it).
+    late = path("late_fault.ebac")
+    write_outlier_stream(late, "u8", 1 << 25, 1 << 20, 0, 0, 0, b"\0", corrupt_last_chunk=True)
+    for label, args, stdin in (("file", [late], None), ("pipe", ["-"], late)):
+        with open(path("late_fault.out"), "wb") as f, open(stdin or os.devnull, "rb") as fin:
+            rc, so, se = run_bytes(["decompress"] + args + ["-o", "-"], stdout=f, stdin=fin)
+        one_error_line(f"an error after output went to stdout (from a {label})", rc, se, "chunk", "does not decode")
+        sent = os.path.getsize(path("late_fault.out"))
+        check(8 << 20 <= sent < 1 << 25, f"an error after output went to stdout (from a {label}): {sent} bytes went out "
+                                         f"(expected the windows before the fault: streamed, not held)")
 
     # 5. Nonsense arguments. A --pool geometry that does not give the last --dims:
     idx = path("pool.i64")
@@ -1674,19 +1685,24 @@ def crafted_zeros_stream(dtype, n, chunk, encoder, lorenzo_axis=None):
 # A child's ru_maxrss counts the pages of its parent at the fork (Linux keeps
 # the larger of the RSS before and after exec): this small interpreter, not
 # the test's (numpy and its arrays), is the parent, which adds ~10 MiB.
+# With EBAC_STDOUT set, ebac's standard output is that file (the helper's own is the pipe it reports on).
 PEAK_RSS_HELPER = """import os, resource, sys
-pid = os.posix_spawn(sys.argv[1], sys.argv[1:], os.environ)
+out = os.environ.pop("EBAC_STDOUT", None)
+acts = [(os.POSIX_SPAWN_OPEN, 1, out, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)] if out else []
+pid = os.posix_spawn(sys.argv[1], sys.argv[1:], os.environ, file_actions=acts)
 _, st = os.waitpid(pid, 0)
 print(os.waitstatus_to_exitcode(st), resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss)
 """
 
 
-def peak_rss_run(args, stdin=None):
-    """Runs ebac (stdin: a file to read on its standard input, through a pipe); returns (exit status,
-    stderr text, peak RSS in bytes, through PEAK_RSS_HELPER)."""
+def peak_rss_run(args, stdin=None, stdout=None):
+    """Runs ebac (stdin: a file to read on its standard input, through a pipe; stdout: a file that
+    becomes its standard output); returns (exit status, stderr text, peak RSS in bytes, through
+    PEAK_RSS_HELPER)."""
     feed = subprocess.Popen(["cat", stdin], stdout=subprocess.PIPE) if stdin else None
+    env = dict(os.environ, EBAC_STDOUT=stdout) if stdout else None
     p = subprocess.run([sys.executable, "-S", "-E", "-c", PEAK_RSS_HELPER, EBAC] + [str(a) for a in args],
-                       stdin=feed.stdout if feed else None, capture_output=True, timeout=120)
+                       stdin=feed.stdout if feed else None, capture_output=True, timeout=120, env=env)
     if feed:
         feed.stdout.close()
         feed.wait()
@@ -1743,6 +1759,66 @@ def zero_file(name):
                 return True
             if b.count(0) != len(b):
                 return False
+
+
+def padded_varint(v, pad):
+    """v as a varint with `pad` more bytes than it needs (continuation bytes carrying zeros)."""
+    b = bytearray(varint_bytes(v))
+    for _ in range(pad):
+        b[-1] |= 0x80
+        b.append(0)
+    return bytes(b)
+
+
+def write_outlier_stream(name, dtype, n, chunk, first_gap, gap, k, value, pad=0, corrupt_last_chunk=False):
+    """A crafted stream of n zeros (run-length chunks, no prediction, no checksum) and k outliers:
+    the first at element first_gap, each next gap + 1 further, every one holding the element's
+    bytes `value`; the index varints padded by `pad` bytes (padded_varint). corrupt_last_chunk:
+    the last chunk's run claims 1000 elements more than the chunk has. Written a piece at a time
+    (the test's own peak RSS is inherited by the ebac processes it starts)."""
+    import struct
+    chunks = (n + chunk - 1) // chunk
+    sizes = [min(chunk, n - c * chunk) for c in range(chunks)]
+    bodies = [bytes([0xF0]) + varint_bytes(m - 15) for m in sizes]
+    if corrupt_last_chunk:
+        bodies[-1] = bytes([0xF0]) + varint_bytes(sizes[-1] - 15 + 1000)
+    table = b"".join(struct.pack("<I", len(b)) for b in bodies)
+    payload = b"".join(bodies)
+    first, step = padded_varint(first_gap, pad), padded_varint(gap, pad)
+    index_bytes = (len(first) + len(step) * (k - 1)) if k else 0
+    h = bytearray(crafted_header(dtype, [n], chunk, 1, 2, (0, 0, len(table), len(payload), index_bytes, k * len(value))))
+    struct.pack_into("<Q", h, 56, k)
+    piece = 1 << 20
+    with open(name, "wb") as f:
+        f.write(h + table + payload)
+        if k:
+            f.write(first)
+        for done in range(0, max(k - 1, 0), piece):
+            f.write(step * min(piece, k - 1 - done))
+        for done in range(0, k, piece):
+            f.write(value * min(piece, k - done))
+
+
+def outliers_as_crafted(name, dtype, n, first_gap, gap, k, value):
+    """Whether the file holds n zero elements of dtype but for the k crafted outliers (elements
+    first_gap + j (gap + 1), each `value`), compared a piece at a time."""
+    size = DTYPE_CODES[dtype][1]
+    want_value = np.frombuffer(value, dtype=np.uint8)
+    if os.path.getsize(name) != n * size:
+        return False
+    piece = 1 << 22  # elements
+    with open(name, "rb") as f:
+        for e0 in range(0, n, piece):
+            m = min(piece, n - e0)
+            got = np.frombuffer(f.read(m * size), dtype=np.uint8).reshape(-1, size)
+            want = np.zeros_like(got)
+            # Outliers j with e0 <= first_gap + j (gap + 1) < e0 + m.
+            j_lo = max(0, -(-(e0 - first_gap) // (gap + 1)))
+            j_hi = min(k, max(0, (e0 + m - 1 - first_gap) // (gap + 1) + 1))
+            want[first_gap + np.arange(j_lo, j_hi, dtype=np.int64) * (gap + 1) - e0] = want_value
+            if not np.array_equal(got, want):
+                return False
+    return True
 
 
 def group_decode_memory():
@@ -1873,6 +1949,117 @@ def group_decode_memory():
     rc, se, peak = peak_rss_run(["decompress", "--input", src, "--output", out, "--max-output", "64M", "--threads", 2])
     one_error_line("256 MiB stream under --max-output 64M", rc, se, "--max-output")
     check(peak <= 32 << 20, f"256 MiB stream under --max-output 64M: peak RSS {peak >> 20} MiB before the refusal (expected < 32 MiB)")
+    decode_memory_stdout_info_slabs()
+
+
+def decode_memory_stdout_info_slabs():
+    """Standard output streamed window by window (a stream's outliers read ahead from a file; held
+    with the output only for a stream with outliers on a pipe); an outlier index the size of the
+    output costs a bitmap, not its size; info reads the header and the chunk table only; a Lorenzo
+    slab that would take more scratch than 1.5 x the output + 64 MiB allows is refused from the
+    header."""
+    out, src = path("decoded.raw"), path("stdout.ebac")
+    # 1. A 128 MiB u8 stream without outliers to standard output, from a file and from a pipe:
+    # a window, its stream bytes and the scratch (before: the whole output, 128 MiB and more).
+    n = 1 << 27
+    write_low_ratio_stream(src, n, chunk=1 << 20)
+    for label, args, stdin in (("file", ["--input", src], None), ("pipe", ["--input", "-"], src)):
+        for threads in (1, 2):
+            rc, se, peak = peak_rss_run(["decompress"] + args + ["--output", "-", "--threads", threads], stdin=stdin, stdout=out)
+            if not check(rc == 0, f"to stdout from a {label}, {threads} thread(s): exit {rc}: {se.strip()!r}"):
+                continue
+            check(os.path.getsize(out) == n and zero_file(out), f"to stdout from a {label}: output is not {n} zero bytes")
+            check(peak <= 64 << 20, f"to stdout from a {label}, {threads} thread(s): peak RSS {peak >> 20} MiB for "
+                                    f"{n >> 20} MiB of output (expected a window's worth, < 64 MiB)")
+    # info on it: the header and the chunk table, from a file and a pipe (before: the whole stream).
+    for label, args, stdin in (("file", ["--input", src], None), ("pipe", ["--input", "-"], src)):
+        rc, se, peak = peak_rss_run(["info"] + args, stdin=stdin, stdout=out + ".info")
+        check(rc == 0, f"info from a {label}: exit {rc}: {se.strip()!r}")
+        check(peak <= 32 << 20, f"info from a {label}: peak RSS {peak >> 20} MiB on a {os.path.getsize(src) >> 20} MiB "
+                                f"stream (expected < 32 MiB)")
+    rc, so, se = run_bytes(["info", src])
+    check(rc == 0 and f"bytes {os.path.getsize(src)} " in so.decode(), f"info: bytes is not the stream's size: {so!r}")
+    size = os.path.getsize(src)
+    with open(src, "r+b") as f:
+        f.truncate(size - 1)
+    for label, args, stdin in (("file", [src], None), ("pipe", ["-"], src)):
+        with open(stdin or os.devnull, "rb") as fin:
+            rc, so, se = run_bytes(["info"] + args, stdin=fin)
+        one_error_line(f"info on a truncated stream from a {label}", rc, se, "truncated", "shorter")
+    with open(src, "r+b") as f:
+        f.seek(size - 1)
+        f.write(b"\0\0")
+    rc, so, se = run_bytes(["info", src])
+    one_error_line("info on a stream with a trailing byte", rc, se, "trailing data")
+    with open(src, "r+b") as f:
+        f.truncate(size)
+        f.seek(112 + 8)  # the first chunk's size in the table: one byte more
+        b = bytearray(f.read(4))
+        b[0] += 1
+        f.seek(112 + 8)
+        f.write(b)
+    rc, so, se = run_bytes(["info", src])
+    one_error_line("info on a chunk table that does not add up", rc, se, "chunk sizes do not add up")
+    os.remove(src)
+    # 2. 128 MiB of f32 with an outlier every 1000 elements, to standard output: from a file the
+    # outliers are read ahead and put in each window (a window's memory); from a pipe the output is
+    # held (within 1.5 x the output + 64 MiB). The bytes checked against the crafted values.
+    import struct
+    n = 1 << 25
+    write_outlier_stream(src, "f32", n, 1 << 20, 999, 999, n // 1000, struct.pack("<f", 1.5))
+    for label, args, stdin, limit in (("file", ["--input", src], None, 64 << 20),
+                                      ("pipe", ["--input", "-"], src, 4 * n * 3 // 2 + (64 << 20))):
+        rc, se, peak = peak_rss_run(["decompress"] + args + ["--output", "-", "--threads", 2], stdin=stdin, stdout=out)
+        if not check(rc == 0, f"outliers to stdout from a {label}: exit {rc}: {se.strip()!r}"):
+            continue
+        check(outliers_as_crafted(out, "f32", n, 999, 999, n // 1000, struct.pack("<f", 1.5)),
+              f"outliers to stdout from a {label}: wrong output")
+        check(peak <= limit, f"outliers to stdout from a {label}: peak RSS {peak >> 20} MiB (expected <= {limit >> 20} MiB)")
+    # 3. A forged u8 stream whose outlier index is nearly the size of the output (10-byte varints,
+    # an outlier every element up to n / 11), to standard output from a pipe: the output and a
+    # bitmap of n bits (before: the output and the whole index, 1.9 x the output); from a file: the bitmap.
+    n = 1 << 27
+    k = (n - 4096) // 11
+    write_outlier_stream(src, "u8", n, 1 << 20, 0, 0, k, b"\x07", pad=9)
+    check(os.path.getsize(src) > n * 9 // 10, f"setup: the forged stream has {os.path.getsize(src)} bytes")
+    for label, args, stdin, limit in (("pipe", ["--input", "-"], src, n + n // 8 + (48 << 20)),
+                                      ("file", ["--input", src], None, n // 8 + (64 << 20))):
+        rc, se, peak = peak_rss_run(["decompress"] + args + ["--output", "-", "--threads", 2], stdin=stdin, stdout=out)
+        if not check(rc == 0, f"a forged index the size of the output, to stdout from a {label}: exit {rc}: {se.strip()!r}"):
+            continue
+        check(outliers_as_crafted(out, "u8", n, 0, 0, k, b"\x07"), f"a forged index the size of the output, from a {label}: "
+                                                                    "wrong output")
+        check(peak <= limit, f"a forged index the size of the output, to stdout from a {label}: peak RSS {peak >> 20} MiB "
+                             f"(expected <= {limit >> 20} MiB: the output held, a bitmap of n bits, the scratch)")
+    os.remove(src)
+    # 4. Lorenzo along the outer axis of u8 [2, 2^25] in chunks of 2^24 (the chunks depend on each
+    # other): two slabs of 2^25 4-byte codes are 256 MiB, more than 1.5 x 64 MiB + 64 MiB allows:
+    # refused from the header, before anything large is allocated. [16, 2^22] in chunks of 2^20
+    # (two slabs: 32 MiB) decodes within the rule.
+    import struct as st
+
+    def lorenzo_rows(dims, chunk):
+        m = dims[0] * dims[1]
+        sizes = [min(chunk, m - c * chunk) for c in range((m + chunk - 1) // chunk)]
+        bodies = [bytes([0xF0]) + varint_bytes(s - 15) for s in sizes]
+        table = b"".join(st.pack("<I", len(b)) for b in bodies)
+        payload = b"".join(bodies)
+        return crafted_header("u8", dims, chunk, 2, 2, (0, 0, len(table), len(payload), 0, 0), lorenzo_axis=0) + table + payload
+    with open(src, "wb") as f:
+        f.write(lorenzo_rows([2, 1 << 25], 1 << 24))
+    for target in (out, "-"):
+        rc, se, peak = peak_rss_run(["decompress", "--input", src, "--output", target, "--threads", 2], stdout=out + ".stdout")
+        one_error_line(f"a Lorenzo slab of 2^25 u8 elements (to {target})", rc, se, "Lorenzo", "scratch", "1.5 x the output")
+        check(peak <= 32 << 20, f"a Lorenzo slab of 2^25: peak RSS {peak >> 20} MiB before the refusal (expected < 32 MiB)")
+    with open(src, "wb") as f:
+        f.write(lorenzo_rows([16, 1 << 22], 1 << 20))
+    rc, se, peak = peak_rss_run(["decompress", "--input", src, "--output", out, "--threads", 2])
+    if check(rc == 0, f"a Lorenzo slab of 2^22 u8 elements: exit {rc}: {se.strip()!r}"):
+        check(os.path.getsize(out) == 1 << 26 and zero_file(out), "a Lorenzo slab of 2^22: output is not 64 MiB of zeros")
+        check(peak <= (1 << 26) * 3 // 2 + (64 << 20), f"a Lorenzo slab of 2^22: peak RSS {peak >> 20} MiB")
+    for f in (src, out, out + ".stdout"):
+        if os.path.exists(f):
+            os.remove(f)
 
 
 GROUPS = {"host_isa": group_host_isa, "integers": group_integers, "grad_error": group_grad_error, "info": group_info, "golden": group_golden, "roundtrip": group_roundtrip, "eval_json": group_eval_json, "errors": group_errors,
