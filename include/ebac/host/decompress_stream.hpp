@@ -30,6 +30,7 @@
 #include <ebac/status.hpp>
 #include <ebac/detail/bytes.hpp>
 #include <ebac/detail/checksum.hpp>
+#include <ebac/format/chunking.hpp>
 #include <ebac/format/outlier_index.hpp>
 #include <ebac/format/stream_header.hpp>
 #include <ebac/format/stream_stages.hpp>
@@ -37,6 +38,8 @@
 #include <ebac/host/decode_chunks.hpp>
 #include <ebac/host/parallel.hpp>
 #include <ebac/host/scratch.hpp>
+#include <ebac/host/stream_outliers.hpp>
+#include <ebac/host/stream_source.hpp>
 
 #include <algorithm>
 #include <bit>
@@ -50,14 +53,6 @@
 
 EBAC_NAMESPACE_BEGIN
 namespace host {
-
-/// A reader: read(dst, n) puts up to n (> 0) next bytes of the stream at dst
-/// and returns how many; 0 only where the input has ended. It may throw (an
-/// I/O error): the exception goes through decompress_stream unchanged.
-template <class R>
-concept byte_reader = requires(R& r, std::byte* p, std::size_t n) {
-  { r(p, n) } -> std::convertible_to<std::size_t>;
-};
 
 /// Where decompress_stream puts elements of storage type S (storage_t<T>):
 /// target(first, count) gives room for elements [first, first + count),
@@ -126,108 +121,6 @@ struct stream_decode_options {
 }
 
 namespace detail {
-
-/// The stream's bytes from a reader, in order, each once: a buffer the size
-/// of the largest piece asked for, grown as bytes arrive (a header may claim
-/// any size), and the checksum of the bytes before the stream's checksum.
-template <byte_reader R>
-class stream_source {
- public:
-  explicit stream_source(R& read) : read_(read) {}
-
-  /// Appends up to n bytes of the input to dst (grown as they arrive); the number appended.
-  std::size_t append(std::vector<std::byte>& dst, std::uint64_t n) {
-    const std::size_t start = dst.size();
-    std::size_t have = start;
-    const std::uint64_t want = start + n;
-    while (have < want) {
-      if (have == dst.size())
-        dst.resize(
-            static_cast<std::size_t>(std::min<std::uint64_t>(want, have + std::max<std::size_t>(have, std::size_t{1} << 20))));
-      const std::size_t r = read_(dst.data() + have, dst.size() - have);
-      if (r == 0) break;
-      have += std::min(r, dst.size() - have);
-    }
-    dst.resize(have);
-    if (sum_ && hashing_) sum_->update(dst.data() + start, have - start);
-    position_ += have - start;
-    return have - start;
-  }
-  /// Exactly n next bytes, valid until the next call, with 8 more bytes
-  /// readable after them (decode_chunks reads ahead); status::truncated_stream
-  /// when the input ends first.
-  const std::byte* take(std::uint64_t n) {
-    buffer_.clear();
-    if (append(buffer_, n) < n) ::ebac::detail::fail(status::truncated_stream, "stream shorter than its sections");
-    buffer_.resize(buffer_.size() + 8);
-    return buffer_.data();
-  }
-  /// Exactly n next bytes, appended to dst.
-  void take_into(std::vector<std::byte>& dst, std::uint64_t n) {
-    if (append(dst, n) < n) ::ebac::detail::fail(status::truncated_stream, "stream shorter than its sections");
-  }
-  /// From here the bytes are hashed: `body` bytes before the checksum; the
-  /// `bytes` at `seen` were read before.
-  void start_checksum(std::uint64_t body, const std::byte* seen, std::size_t bytes) {
-    sum_.emplace(body);
-    sum_->update(seen, bytes);
-    body_ = body;
-  }
-  /// Reads (and hashes) the stream up to its checksum, a megabyte at a time.
-  void skip_to_checksum() {
-    while (position_ < body_) take(std::min<std::uint64_t>(body_ - position_, std::uint64_t{1} << 20));
-  }
-  /// The checksum the stream ends with against its bytes (all read but it).
-  void verify_checksum() {
-    hashing_ = false;
-    const std::uint64_t stored = ::ebac::detail::load_le<std::uint64_t>(take(8));
-    if (sum_->finish() != stored)
-      ::ebac::detail::fail(status::checksum_mismatch, "stream checksum does not match (corrupted or truncated)");
-  }
-
- private:
-  R& read_;
-  std::vector<std::byte> buffer_;
-  std::optional<::ebac::detail::checksum64_stream> sum_;
-  std::uint64_t position_ = 0, body_ = 0;
-  bool hashing_ = true;
-};
-
-/// Reads and validates a stream's header and stage parameters (the same
-/// verdicts as read_stream_header_fields on the whole stream); the bytes
-/// read are hashed into the checksum, and `total` is the stream's size.
-template <class R>
-stream_header read_stream_prefix(stream_source<R>& src, std::uint64_t& total) {
-  std::vector<std::byte> p;
-  stream_header h;
-  const char* what = "invalid stream header";
-  src.append(p, stream_fixed_header_bytes);
-  // Too short for its fixed header: the reader names what is wrong (magic, version, a field).
-  if (p.size() < stream_fixed_header_bytes) {
-    const status s = read_stream_header_fields(p.data(), p.size(), p.size(), h, &what);
-    ::ebac::detail::fail(s != status::ok ? s : status::truncated_stream,
-                         s != status::ok ? what : "stream shorter than its header");
-  }
-  const int rank = std::clamp(static_cast<int>(p[11]), 1, max_rank);
-  src.append(p, 8 * static_cast<std::size_t>(rank));
-  constexpr std::uint64_t implausible = std::uint64_t{1} << 62;  // no stream's sections sum to this
-  total = stream_fixed_header_bytes + 8 * static_cast<std::uint64_t>(rank);
-  for (int k = 0; k < section_count; ++k)
-    total = std::min(implausible, total + std::min(implausible, ::ebac::detail::load_le<std::uint64_t>(p.data() + 64 + 8 * k)));
-  if (static_cast<std::uint8_t>(p[10]) & stream_flag_checksum) total += 8;
-  if (total >= implausible) ::ebac::detail::fail(status::corrupt_stream, "section sizes overflow");
-  if (p.size() < stream_fixed_header_bytes + 8 * static_cast<std::size_t>(rank)) {
-    const status s = read_stream_header_fields(p.data(), p.size(), static_cast<std::size_t>(total), h, &what);
-    ::ebac::detail::fail(s != status::ok ? s : status::truncated_stream,
-                         s != status::ok ? what : "stream shorter than its header");
-  }
-  const std::uint64_t params = ::ebac::detail::load_le<std::uint64_t>(p.data() + 64);
-  src.append(p, std::min<std::uint64_t>(params, max_parameter_bytes));
-  const status s = read_stream_header_fields(p.data(), p.size(), static_cast<std::size_t>(total), h, &what);
-  if (s != status::ok) ::ebac::detail::fail(s, what);
-  if (h.has_checksum()) src.start_checksum(total - 8, p.data(), p.size());
-  return h;
-}
 
 /// The body of a validated coded stream (codebook to outlier values) into
 /// the sink, window by window. `src` stands after the stage parameters.
@@ -314,121 +207,6 @@ void decode_stream_body(stream_source<R>& src, const stream_header& h, Sink& sin
       ::ebac::detail::fail(status::unsupported, "chunks that depend on each other without a Lorenzo predictor");
     }
   });
-}
-
-/// Puts the outliers' values, read from src in index order, where
-/// index_at(j) (outlier j's element, increasing) says: runs of consecutive
-/// elements together, the values a segment at a time.
-template <class S, class R, class Sink>
-class outlier_runs {
- public:
-  /// k: the stream's outlier count (the value section holds k values).
-  outlier_runs(stream_source<R>& src, Sink& sink, std::uint64_t k) : src_(src), sink_(sink), k_(k) {}
-  /// Outlier j (the next in order) is element i; its value is the j-th of the section.
-  void put(std::uint64_t j, std::uint64_t i) {
-    if (j >= values_end_) {  // the next segment of the value section
-      values_ = src_.take(std::min(segment, k_ - j) * sizeof(S));
-      values_first_ = j;
-      values_end_ = j + std::min(segment, k_ - j);
-    }
-    if (!run_.empty() && (i != run_first_ + run_.size() || run_.size() == segment)) flush();
-    if (run_.empty()) run_first_ = i;
-    run_.push_back(
-        from_raw_bits<S>(::ebac::detail::load_le<typename bits_of<S>::type>(values_ + (j - values_first_) * sizeof(S))));
-  }
-  void flush() {
-    if (run_.empty()) return;
-    std::copy(run_.begin(), run_.end(), sink_.target(run_first_, run_.size()));
-    sink_.written(run_first_, run_.size());
-    run_.clear();
-  }
-  static constexpr std::uint64_t segment = std::uint64_t{1} << 16;
-
- private:
-  stream_source<R>& src_;
-  Sink& sink_;
-  std::vector<S> run_;
-  std::uint64_t k_, run_first_ = 0, values_first_ = 0, values_end_ = 0;
-  const std::byte* values_ = nullptr;
-};
-
-[[noreturn]] inline void fail_outlier_index() {
-  ::ebac::detail::fail(status::corrupt_stream,
-                       "outlier index section: a varint runs past the section, an index is not below the element count, "
-                       "or it does not hold exactly outlier_count indices");
-}
-
-/// The outlier index section read a megabyte at a time and decoded in
-/// order into a bitmap of the n elements (n / 8 bytes, whatever the
-/// section's size), with outlier_index_reader's verdicts: every varint
-/// decodes inside the section (10 bytes at most) with a gap below n, every
-/// index is below n, and there are exactly k. For a section larger than
-/// the bitmap: a forged one, or varints padded with continuation bytes, may
-/// be nearly as large as the output, and holding it beside an output held
-/// in memory (a pipe) would take 2x the output.
-template <class R>
-std::vector<std::uint64_t> outlier_bitmap(stream_source<R>& src, std::uint64_t bytes, std::uint64_t n, std::uint64_t k) {
-  std::vector<std::uint64_t> bits(static_cast<std::size_t>((n + 63) / 64));
-  std::vector<std::byte> buf;
-  std::uint64_t left = bytes, count = 0, last = 0;
-  while (left > 0 || !buf.empty()) {
-    const std::uint64_t piece = std::min<std::uint64_t>(left, std::uint64_t{1} << 20);
-    src.take_into(buf, piece);
-    left -= piece;
-    const std::byte* p = buf.data();
-    const std::byte* const end = buf.data() + buf.size();
-    // Whole varints only, unless the section ends here: one is 10 bytes at most.
-    while (p < end && (end - p >= 10 || left == 0)) {
-      std::uint64_t gap = 0;
-      if (!::ebac::detail::get_varint(p, end, gap) || gap >= n || count >= k) fail_outlier_index();
-      const std::uint64_t i = count == 0 ? gap : last + gap + 1;  // no wrap: last and gap are below n
-      if (i >= n) fail_outlier_index();
-      bits[static_cast<std::size_t>(i / 64)] |= std::uint64_t{1} << (i % 64);
-      last = i;
-      ++count;
-    }
-    buf.erase(buf.begin(), buf.begin() + (p - buf.data()));
-    if (left == 0 && !buf.empty()) fail_outlier_index();
-  }
-  if (count != k) fail_outlier_index();
-  return bits;
-}
-
-/// The outlier sections into the sink. An index section no larger than a
-/// bitmap of the elements is held and placed a segment at a time (the
-/// values read with each segment); a larger one is decoded into that bitmap
-/// first (outlier_bitmap). Runs of consecutive indices are put together.
-template <class S, class R, class Sink>
-void place_outliers(stream_source<R>& src, const stream_header& h, Sink& sink) {
-  const std::uint64_t n = element_count(h), k = h.outlier_count, bytes = h.section_bytes[section_outlier_index];
-  outlier_runs<S, R, Sink> runs(src, sink, k);
-  if (bytes > (n + 7) / 8) {
-    const std::vector<std::uint64_t> bits = outlier_bitmap(src, bytes, n, k);
-    std::uint64_t j = 0;
-    for (std::size_t w = 0; w < bits.size(); ++w)
-      for (std::uint64_t word = bits[w]; word != 0; word &= word - 1)
-        runs.put(j++, 64 * static_cast<std::uint64_t>(w) + static_cast<std::uint64_t>(std::countr_zero(word)));
-    runs.flush();
-    return;
-  }
-  std::vector<std::byte> index_bytes;
-  src.take_into(index_bytes, bytes);
-  const outlier_index_reader index{index_bytes.data(), index_bytes.size(), n};
-  constexpr std::uint64_t segment = std::uint64_t{1} << 16;
-  outlier_index_reader::summary before;
-  const outlier_index_reader::combine add = index.op();
-  std::uint64_t placed = 0;
-  bool ok = true;
-  for (std::uint64_t b = 0; b < index.bytes && ok; b += segment) {
-    const auto here = index.summarize(b, b + segment);
-    ok = index.place(b, b + segment, before, k, [&](std::uint64_t j, std::uint64_t i) {
-      runs.put(j, i);
-      ++placed;
-    });
-    before = add(before, here);
-  }
-  runs.flush();
-  if (!ok || placed != k) fail_outlier_index();
 }
 
 }  // namespace detail
