@@ -82,6 +82,19 @@ struct replay_reader {
     }
     return r.in->read_some(dst, n);
   }
+  /// The stream's header and stage parameters from the prefix (`total`: the
+  /// stream's size), refused as a whole stream's would be.
+  ebac::stream_header header(std::uint64_t total) const {
+    ebac::stream_header h;
+    const char* what = "";
+    const ebac::status s =
+        ebac::read_stream_header_fields(prefix.data(), prefix.size(), static_cast<std::size_t>(total), h, &what);
+    if (s != ebac::status::ok) {
+      (void)ebac::host::inspect(prefix.data(), prefix.size());  // names what is wrong, as for a whole stream
+      ebac::detail::fail(s, what);
+    }
+    return h;
+  }
 };
 
 /// decompress's sink. Into a temporary file: a window at a time
@@ -147,14 +160,7 @@ int cmd_decompress(int argc, char** argv) {
   // the whole output is held (host/decompress_stream.hpp).
   std::uint64_t total = 0;
   replay_reader reader{read_stream_prefix(in, max_output, total), 0, &in};
-  ebac::stream_header h;
-  const char* what = "";
-  const ebac::status hs =
-      ebac::read_stream_header_fields(reader.prefix.data(), reader.prefix.size(), static_cast<std::size_t>(total), h, &what);
-  if (hs != ebac::status::ok) {
-    (void)ebac::host::inspect(reader.prefix.data(), reader.prefix.size());  // names what is wrong, as for a whole stream
-    ebac::detail::fail(hs, what);
-  }
+  const ebac::stream_header h = reader.header(total);
   // A Lorenzo slab larger than the memory rule allows (1.5 x the output +
   // 64 MiB: the scratch within half the output + 48 MiB) is refused here,
   // before anything is allocated.
@@ -234,14 +240,7 @@ namespace {
 /// The checksum is not verified (decompress verifies it).
 ebac::stream_header read_header_and_table(input_file& in, std::uint64_t& total) {
   replay_reader r{read_stream_prefix(in, ebac::unlimited_output, total), 0, &in};
-  ebac::stream_header h;
-  const char* what = "";
-  const ebac::status hs =
-      ebac::read_stream_header_fields(r.prefix.data(), r.prefix.size(), static_cast<std::size_t>(total), h, &what);
-  if (hs != ebac::status::ok) {
-    (void)ebac::host::inspect(r.prefix.data(), r.prefix.size());  // names what is wrong, as for a whole stream
-    ebac::detail::fail(hs, what);
-  }
+  const ebac::stream_header h = r.header(total);
   const std::int64_t size = in.size_from_start();
   auto truncated = [&](std::uint64_t have) {
     ebac::detail::fail(ebac::status::truncated_stream, "stream shorter than its sections (input " + in.name() + " has " +
