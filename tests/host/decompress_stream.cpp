@@ -205,3 +205,30 @@ TEST_CASE("decompress_stream: verdicts as host::decompress's, the reader never r
   CHECK(verdict([&] { host::decompress_stream_to<std::int32_t>(r2, [](std::uint64_t, const std::int32_t*, std::size_t) {}); }) ==
         status::invalid_argument);
 }
+
+TEST_CASE("decompress_stream: least_lorenzo_scratch, two slabs and a chunk where Lorenzo chunks depend on each other") {
+  using namespace ebac;
+  auto header = [](const lorenzo& l, std::uint32_t chunk) {
+    stream_header h;
+    h.type = dtype::u8;
+    h.shape = extents{4, 50, 60};  // 12000 elements
+    h.predictor = predictor_id::lorenzo;
+    h.lorenzo_params = l;
+    h.chunk_elements = chunk;
+    return h;
+  };
+  // Along the last two axes, blocks of 3000 (a plane) in chunks of 1024: the slab is a row of 60.
+  CHECK(host::least_lorenzo_scratch(header(lorenzo::along_last(2, 3, 64), 1024)) == 8 * 60 + 4 * 1024);
+  // Along all three: the slab is a plane of 3000.
+  CHECK(host::least_lorenzo_scratch(header(lorenzo::along_last(3, 3, 64), 1024)) == 8 * 3000 + 4 * 1024);
+  // A chunk larger than the tensor: one chunk, its codes counted as the tensor's.
+  CHECK(host::least_lorenzo_scratch(header(lorenzo::along_last(3, 3, 64), 1 << 20)) == 0);
+  // Chunks of whole blocks (a row of 60 along the last axis, chunks of 960), no predictor, stored: none.
+  CHECK(host::least_lorenzo_scratch(header(lorenzo::along_last(1, 3, 64), 960)) == 0);
+  stream_header none = header(lorenzo::along_last(3, 3, 64), 1024);
+  none.predictor = predictor_id::none;
+  CHECK(host::least_lorenzo_scratch(none) == 0);
+  stream_header stored = header(lorenzo::along_last(3, 3, 64), 1024);
+  stored.flags = stream_flag_stored;
+  CHECK(host::least_lorenzo_scratch(stored) == 0);
+}
