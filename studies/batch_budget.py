@@ -16,10 +16,12 @@ each batch in its own process.
 
 Per network and way (plain, checkpoint, ebac, ebac-recompute; see peak_step.py):
   1. probe: one process at a small batch (--probe-batch) measures the rise
-     and, inside an ebac pass, every saved tensor's raw and stored bytes;
+     and, inside an ebac pass, every saved tensor's raw and stored bytes; the
+     plan from it sets a second probe step at 0.8 x its batch (rise only);
   2. predict: ebac_torch.plan_batch(budget, probe batch, stats=<an ebac
-     probe's>, compressed=<ebac way?>, probe_rise=<the way's probe rise>)
-     (include/ebac/adapt/batch_planner.hpp, docs/pytorch.md "The batch
+     probe's>, compressed=<ebac way?>, probe_rise={probe batch: <rise>,
+     second batch: <rise>}) (the line through the way's two probe steps;
+     include/ebac/adapt/batch_planner.hpp, docs/pytorch.md "The batch
      planner"), and the same without probe_rise;
   3. measure: bisect the largest batch whose rise stays <= the budget, each
      candidate in a fresh process, starting from the prediction;
@@ -128,11 +130,12 @@ STATS_OF = {"plain": ("ebac", False), "ebac": ("ebac", True),
             "checkpoint": ("ebac-recompute", False), "ebac-recompute": ("ebac-recompute", True)}
 
 
-def predict(budget, probe, stats_probe, compressed, measured=True, static=0.0):
+def predict(budget, probe, stats_probe, compressed, measured=True, static=0.0, second=None):
     """ebac_torch.plan_batch for a way: the saved tensors of `stats_probe`
-    (raw when not `compressed`), and as the working set the larger of 3.5 x
-    the largest saved tensor and what the way's own `probe` step measured
-    (measured=False: the former alone).
+    (raw when not `compressed`), and as the working set what the line through
+    the way's own two probe steps (`probe`, `second`) measured; with one
+    probe, the larger of that and 3.5 x the largest saved tensor
+    (measured=False: the latter alone).
     Static 0 by default: the budget is a rise, and the rise is proportional to
     the batch here (the gradients backward allocates are not at the peak's
     moment: a static part of the parameters' bytes made a batch-8 probe
@@ -141,7 +144,9 @@ def predict(budget, probe, stats_probe, compressed, measured=True, static=0.0):
     gradients; studies/memory_report.py's torchvision networks)."""
     sys.path.insert(0, mr.EBAC_TORCH_PATH)
     import ebac_torch
-    kw = dict(probe_rise=probe["rise"]) if measured else {}
+    kw = {}
+    if measured:
+        kw["probe_rise"] = {probe["batch"]: probe["rise"], second["batch"]: second["rise"]} if second else probe["rise"]
     return ebac_torch.plan_batch(budget, stats_probe["batch"], stats=stats_probe["stats"], compressed=compressed,
                                  static_bytes=float(static), safety_margin=0.0, **kw)
 
@@ -191,15 +196,39 @@ def largest_fitting(args, net, way, budget, guess, log):
 
 
 def probes_of(args, net, probe_batch):
-    """Each way's probe step; the ebac ways' also record what they saved."""
+    """Each way's probe step (the ebac ways' also record what they saved) and
+    its second probe step at half the batch (under "<way>/2"; none when the
+    probe batch is 1)."""
     probes = {}
+
+    def probe(key, way, batch, stats):
+        probes[key] = run_one(args, net, way, batch, stats=stats)
+        if not probes[key].get("ok"):
+            raise RuntimeError("%s %s probe at batch %d failed: %s" % (net, way, batch, probes[key].get("error")))
+
     for way in args.ways:
         for w in {way, STATS_OF[way][0]}:
             if w not in probes:
-                probes[w] = run_one(args, net, w, probe_batch, stats=w.startswith("ebac"))
-                if not probes[w].get("ok"):
-                    raise RuntimeError("%s %s probe failed: %s" % (net, w, probes[w].get("error")))
+                probe(w, w, probe_batch, w.startswith("ebac"))
     return probes
+
+
+def second_probe(args, net, way, probe, first_plan):
+    """The way's second probe step, at 0.8 x the batch the first probe's plan
+    gives (the batch a trainer would try next, kept under the budget), or at
+    half the probe batch when that plan is not above it. Two small probes
+    mislead: resnet50 with ebac rose 22.4 MB at batch 4 and 27.7 at 8, then
+    3.6 MB per sample from 15 on (codec scratch and other fixed costs set a
+    small batch's peak), so the line must reach the batches it predicts."""
+    b = int(0.8 * first_plan["max_micro_batch"])
+    if b <= probe["batch"]:
+        b = probe["batch"] // 2
+    if b < 1 or b == probe["batch"]:
+        return None
+    r = run_one(args, net, way, b)
+    if not r.get("ok"):
+        raise RuntimeError("%s %s second probe at batch %d failed: %s" % (net, way, b, r.get("error")))
+    return r
 
 
 def way_row(args, net, way, budget, probes, log):
@@ -208,13 +237,18 @@ def way_row(args, net, way, budget, probes, log):
     probe = probes[way]
     src, compressed = STATS_OF[way]
     static = probe["param_bytes"] if getattr(args, "static_gradients", False) else 0.0
-    plan = predict(budget, probe, probes[src], compressed, static=static)
+    first = predict(budget, probe, probes[src], compressed, static=static)
+    second = second_probe(args, net, way, probe, first)
+    plan = predict(budget, probe, probes[src], compressed, static=static, second=second)
     derived = predict(budget, probe, probes[src], compressed, measured=False, static=static)
-    log("%s %s: probe batch %d rise %.1f MB; planner: %d, without the probe %d (%s)" % (
-        net, way, probe["batch"], probe["rise"] / MB, plan["max_micro_batch"], derived["max_micro_batch"],
-        plan["description"]))
+    log("%s %s: probe batch %d rise %.1f MB%s; planner: %d, without the probe %d (%s)" % (
+        net, way, probe["batch"], probe["rise"] / MB,
+        ", batch %d rise %.1f MB" % (second["batch"], second["rise"] / MB) if second else "",
+        plan["max_micro_batch"], derived["max_micro_batch"], plan["description"]))
     measured, rises, at = largest_fitting(args, net, way, budget, plan["max_micro_batch"], log)
     return {"probe": {k: probe[k] for k in ("batch", "rise", "cpu_seconds", "param_bytes")},
+            "first_plan": first["max_micro_batch"],
+            "second_probe": {k: second[k] for k in ("batch", "rise")} if second else None,
             "plan": {k: plan[k] for k in ("max_micro_batch", "bytes_per_sample", "saved_bytes_per_sample",
                                           "working_bytes_per_sample", "description")},
             "derived": {k: derived[k] for k in ("max_micro_batch", "bytes_per_sample", "working_bytes_per_sample")},
@@ -253,21 +287,23 @@ def study(args, log):
 
 def table_lines(res):
     """The fixed-budget table of {network: study_network's result} (markdown lines)."""
-    L = ["| network | budget MB | way | largest batch (measured) | planner (probe) | error | planner (no probe) | error | "
-         "rise at it MB | CPU ms/sample | samples/CPU s |",
-         "|---|---|---|---|---|---|---|---|---|---|---|"]
+    L = ["| network | budget MB | way | largest batch (measured) | planner (two probes) | error | planner (one probe) | "
+         "error | planner (no probe) | error | rise at it MB | CPU ms/sample | samples/CPU s |",
+         "|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
     for net, n in res.items():
         for way, r in n["ways"].items():
             st = r["step"] or {}
             cpu = st.get("cpu_seconds")
-            L.append("| %s | %.0f | %s | %d | %d | %+.1f%% | %d | %+.1f%% | %.1f | %s | %s |" % (
+            one = r.get("first_plan")
+            L.append("| %s | %.0f | %s | %d | %d | %+.1f%% | %s | %s | %d | %+.1f%% | %.1f | %s | %s |" % (
                 net, n["budget"] / MB, way, r["measured"], r["plan"]["max_micro_batch"], 100 * (r["error"] or 0),
+                one if one else "-", "%+.1f%%" % (100 * (one / r["measured"] - 1)) if one and r["measured"] else "-",
                 r["derived"]["max_micro_batch"], 100 * (r["derived_error"] or 0),
                 (st.get("rise") or 0) / MB, "%.2f" % (1e3 * cpu / r["measured"]) if cpu else "-",
                 "%.0f" % (r["measured"] / cpu) if cpu else "-"))
             acc = r.get("accumulated")
             if acc and acc.get("cpu_seconds"):
-                L.append("| %s | %.0f | plain, %d x %d accumulated | (global %d) | | | | | %.1f | %.2f | %.0f |" % (
+                L.append("| %s | %.0f | plain, %d x %d accumulated | (global %d) | | | | | | | %.1f | %.2f | %.0f |" % (
                     net, n["budget"] / MB, acc["steps"], acc["micro"], acc["global"], (acc["rise"] or 0) / MB,
                     1e3 * acc["cpu_seconds"] / acc["global"], acc["global"] / acc["cpu_seconds"]))
     return L
@@ -278,8 +314,10 @@ def tried_lines(res):
     L = []
     for net, n in res.items():
         for way, r in n["ways"].items():
-            L.append("- %s %s: probe %.1f MB; %s; planner: %s" % (
+            two = r.get("second_probe")
+            L.append("- %s %s: probe %.1f MB%s; %s; planner: %s" % (
                 net, way, r["probe"]["rise"] / MB,
+                " (batch %d: %.1f MB)" % (two["batch"], two["rise"] / MB) if two else "",
                 ", ".join("%s: %.1f" % (b, v / MB) for b, v in sorted(r["rises"].items(), key=lambda kv: int(kv[0]))),
                 r["plan"]["description"]))
     return L
@@ -291,9 +329,10 @@ def report(args, res, meta):
          "`%s` (git %s, %s; %s). Budget: peak RSS rise of one step (VmHWM after clear_refs, %s), Adam, "
          "one warm-up step, one torch thread, rel %g; each batch in its own process. Measured: the largest batch "
          "whose rise is <= the budget, bisected to %.0f%%. Planner (probe): `ebac_torch.plan_batch(budget, %d, "
-         "stats=<the ebac probe's>, compressed=<ebac way>, probe_rise=<the way's probe rise>, static_bytes=0, "
-         "safety_margin=0)`; plain counts ebac's saved tensors raw, checkpoint those of ebac-recompute raw. "
-         "The working set is the larger of the probe's and 3.5 x the largest saved tensor. Planner (no probe): the "
+         "stats=<the ebac probe's>, compressed=<ebac way>, probe_rise={<batch>: <rise>, <second>: <rise>}, "
+         "static_bytes=0, safety_margin=0)`, the line through the way's two probe steps (the second at 0.8 x the batch "
+         "the first one's plan gives); plain counts ebac's saved "
+         "tensors raw, checkpoint those of ebac-recompute raw. Planner (no probe): the "
          "same without probe_rise (working set 3.5 x the largest saved tensor; not meant for recomputation). Errors: predicted / measured - 1. The machine was shared with "
          "other jobs: CPU seconds are steadier than wall seconds." % (
              meta["command"], meta["git"], meta["date"], meta["torch"], ", ".join("%s=%s" % kv for kv in mr.WORKER_ENV.items()

@@ -1038,7 +1038,7 @@ def _target_time(a):
 
 
 def _target_planner(a):
-    return [("plan_batch (with a probe) within %.0f%% of the largest %s batch that fits" % (100 * PLANNER_TARGET, way),
+    return [("plan_batch (two probe steps) within %.0f%% of the largest %s batch that fits" % (100 * PLANNER_TARGET, way),
              "n/a" if e is None else "%+.1f%%" % (100 * e),
              "n/a" if e is None else ("PASS" if abs(e) <= PLANNER_TARGET else "FAIL"))
             for way, e in (a.get("planner") or {}).items()]
@@ -1342,8 +1342,9 @@ def _r_budget(results, meta):
          "here, so the budget is roomier than ebac's rise by them: much so for vgg16_bn and vit_b_16). Each batch "
          "runs in its own process, one torch thread, one warm-up step. Measured: the largest batch whose rise is "
          "<= the budget, bisected to %.0f%%. Planner (probe): `ebac_torch.plan_batch(budget, probe batch, "
-         "stats=<an ebac probe's>, compressed=<ebac way>, probe_rise=<the way's probe rise>, static_bytes=0, "
-         "safety_margin=0)` (the rise grows with the batch: the gradients backward allocates are mostly not yet "
+         "stats=<an ebac probe's>, compressed=<ebac way>, probe_rise={<probe batch>: <rise>, <second>: <rise>}, "
+         "static_bytes=0, safety_margin=0)`, the line through the way's two probe steps, the second at 0.8 x the "
+         "batch the first one's plan gives (the rise grows with the batch: the gradients backward allocates are mostly not yet "
          "there at the peak; a static part of the gradients' bytes made the planner under-predict resnet18 and "
          "resnet50 by 50-73%%); plain counts ebac's saved tensors raw, checkpoint those of "
          "ebac-recompute raw. Planner (no probe): the same without probe_rise (working set 3.5 x the largest saved "

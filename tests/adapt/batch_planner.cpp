@@ -131,4 +131,43 @@ TEST_SUITE("host") {
     CHECK(ad::working_from_probe({.peak_rise_bytes = -1, .batch = 8}, derived, layers) < 0);
   }
 
+  TEST_CASE("adapt: two probe steps are read as a line: slope per sample, a positive intercept static") {
+    // Rises of 40 MB at batch 8 and 72 MB at batch 16 (2 MB static each): 4 MB per sample, 6 MB fixed.
+    constexpr ad::probe_step small{.peak_rise_bytes = 40e6, .batch = 8, .static_bytes = 2e6};
+    constexpr ad::probe_step large{.peak_rise_bytes = 72e6, .batch = 16, .static_bytes = 2e6};
+    constexpr ad::probe_step line = ad::probe_line(small, large);
+    static_assert(line.batch == 16);
+    CHECK(line.static_bytes == doctest::Approx(8e6));
+    CHECK((line.peak_rise_bytes - line.static_bytes) / 16 == doctest::Approx(4e6));
+    // The order of the two does not matter.
+    CHECK(ad::probe_line(large, small).peak_rise_bytes == doctest::Approx(line.peak_rise_bytes));
+    // A small probe that under-counts by a fixed slack (intercept < 0): the slope alone, nothing static
+    // added, so the per-sample cost is above the large probe's rise / batch.
+    constexpr ad::probe_step slack_small{.peak_rise_bytes = 20e6, .batch = 8};
+    constexpr ad::probe_step slack_large{.peak_rise_bytes = 52e6, .batch = 16};
+    constexpr ad::probe_step s = ad::probe_line(slack_small, slack_large);
+    CHECK(s.static_bytes == 0);
+    CHECK(s.peak_rise_bytes / 16 == doctest::Approx(4e6));
+    // A rise that falls with the batch (noise): the step with the larger rise per sample stands alone.
+    constexpr ad::probe_step falling =
+        ad::probe_line({.peak_rise_bytes = 40e6, .batch = 8}, {.peak_rise_bytes = 30e6, .batch = 16});
+    CHECK(falling.batch == 8);
+    CHECK(falling.peak_rise_bytes == 40e6);
+    // The planner takes the slope as the whole cost of a sample, even below the saved bytes its statistics
+    // count (0.3 MB per sample here): (1e9 - 8e6) / 4e6 = 248; and 0.2 MB per sample gives a working set of -0.1.
+    constexpr std::array<ad::layer_memory, 2> layers{{{2e6, 10}, {1e6, 10}}};
+    ad::planner_config c{.budget_bytes = 1e9, .static_bytes = line.static_bytes, .safety_margin = 0};
+    c.measured_bytes_per_sample = (line.peak_rise_bytes - line.static_bytes) / static_cast<double>(line.batch);
+    CHECK(ad::plan_batch(c, layers).max_micro_batch == 248);
+    c.measured_bytes_per_sample = 2e5;
+    CHECK(ad::plan_batch(c, layers).working_bytes_per_sample == doctest::Approx(-1e5));
+    CHECK(ad::plan_batch(c, layers).bytes_per_sample == doctest::Approx(2e5));
+    c.measured_bytes_per_sample = std::numeric_limits<double>::infinity();
+    CHECK(ad::plan_batch(c, layers).state == ad::plan_state::invalid_config);
+    // Not two valid steps at different batches: batch 0.
+    CHECK(ad::probe_line(small, small).batch == 0);
+    CHECK(ad::probe_line(small, {.peak_rise_bytes = -1, .batch = 4}).batch == 0);
+    CHECK(ad::probe_line(small, {.peak_rise_bytes = 1e6, .batch = 0}).batch == 0);
+  }
+
 }  // TEST_SUITE

@@ -86,6 +86,10 @@ struct planner_config {
   /// The working set's floor (its value without a measurement), in units of the largest saved tensor's
   /// raw bytes per sample, times 1 - saved / raw.
   double working_set_tensors = 3.5;
+  /// The whole cost of a sample, measured as the slope of the line through two probe steps (probe_line);
+  /// negative: not measured. When set it replaces saved + working: working is reported as its difference from
+  /// the saved bytes, negative when the statistics count more than the step holds (a tensor two ops saved once).
+  double measured_bytes_per_sample = -1;
 };
 
 /// One training step measured at a small batch: its peak rise over the memory
@@ -161,6 +165,36 @@ constexpr double working_from_probe(const probe_step& probe, const planner_confi
   return w > 0 ? w : 0;
 }
 
+/// Two probe steps at different batches read as the line through their rises
+/// (each less its static part): the slope is what one more sample costs, the
+/// intercept what does not grow with the batch. A positive intercept joins
+/// the static part. A negative one is dropped: a small probe under-counts by a
+/// fixed slack (glibc serves blocks under its mmap threshold from memory the
+/// process already holds), so the slope alone is the per-sample cost; that is
+/// why a line needs no working-set floor. The result is one probe at the
+/// larger batch whose rise / batch, less its static part, is the slope: the
+/// planner's measured_bytes_per_sample. When the rise falls with the batch (noise), the step
+/// with the larger rise per sample stands alone. Batch 0 marks two steps that
+/// are not valid or not at different batches.
+constexpr probe_step probe_line(const probe_step& a, const probe_step& b) noexcept {
+  using detail::finite_nonneg;
+  if (a.batch < 1 || b.batch < 1 || a.batch == b.batch || !finite_nonneg(a.peak_rise_bytes) ||
+      !finite_nonneg(b.peak_rise_bytes) || !finite_nonneg(a.static_bytes) || !finite_nonneg(b.static_bytes))
+    return probe_step{};
+  const probe_step& lo = a.batch < b.batch ? a : b;
+  const probe_step& hi = a.batch < b.batch ? b : a;
+  const double lo_rise = lo.peak_rise_bytes - lo.static_bytes;
+  const double hi_rise = hi.peak_rise_bytes - hi.static_bytes;
+  const double slope = (hi_rise - lo_rise) / static_cast<double>(hi.batch - lo.batch);
+  if (!(slope > 0)) return lo_rise / static_cast<double>(lo.batch) > hi_rise / static_cast<double>(hi.batch) ? lo : hi;
+  const double intercept = hi_rise - slope * static_cast<double>(hi.batch);
+  probe_step line;
+  line.batch = hi.batch;
+  line.static_bytes = hi.static_bytes + (intercept > 0 ? intercept : 0);
+  line.peak_rise_bytes = line.static_bytes + slope * static_cast<double>(hi.batch);
+  return line;
+}
+
 constexpr batch_plan plan_batch(const planner_config& c, std::span<const layer_memory> layers) noexcept {
   batch_plan p;
   using detail::finite_nonneg;
@@ -168,7 +202,7 @@ constexpr batch_plan plan_batch(const planner_config& c, std::span<const layer_m
       !finite_nonneg(c.uncompressed_bytes_per_sample) || !(c.safety_margin >= 0 && c.safety_margin < 1) ||
       c.target_global_batch < 0 || c.max_batch < 1 || c.reference_batch < 1 || !(c.reference_lr > 0) ||
       !finite_nonneg(c.warmup_samples) || !(c.reference_tau > 0) || !(c.working_bytes_per_sample < 1.7976931348623157e308) ||
-      !finite_nonneg(c.working_set_tensors)) {
+      !finite_nonneg(c.working_set_tensors) || !(c.measured_bytes_per_sample < 1.7976931348623157e308)) {
     p.state = plan_state::invalid_config;
     return p;
   }
@@ -180,6 +214,7 @@ constexpr batch_plan plan_batch(const planner_config& c, std::span<const layer_m
   p.saved_bytes_per_sample = saved;
   const double floor = raw > 0 ? c.working_set_tensors * largest * (1 - saved / raw) : 0;
   p.working_bytes_per_sample = c.working_bytes_per_sample > floor ? c.working_bytes_per_sample : floor;
+  if (c.measured_bytes_per_sample >= 0) p.working_bytes_per_sample = c.measured_bytes_per_sample - saved;
   const double per_sample = saved + p.working_bytes_per_sample;
   p.bytes_per_sample = per_sample;
   p.usable_bytes = c.budget_bytes * (1 - c.safety_margin) - c.static_bytes;

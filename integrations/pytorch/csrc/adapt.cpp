@@ -75,8 +75,19 @@ planner_result plan_batch(const planner_request& r) {
   const std::span<const A::layer_memory> span(layers.data(), layers.size());
   planner_result o;
   if (r.probe_batch != 0) {  // the probe's saved tensors are these layers: same statistics, same batch
-    c.working_bytes_per_sample =
-        A::working_from_probe(A::probe_step{r.probe_rise_bytes, r.probe_batch, r.probe_static_bytes}, c, span);
+    A::probe_step probe{r.probe_rise_bytes, r.probe_batch, r.probe_static_bytes};
+    if (r.second_probe_batch != 0) {
+      probe = A::probe_line(probe, A::probe_step{r.second_probe_rise_bytes, r.second_probe_batch, r.probe_static_bytes});
+      if (probe.batch == 0) {
+        o.state = "invalid_config";
+        o.description = "batch planner: two probe steps need different batches >= 1 and rises finite and >= 0: batches " +
+                        std::to_string(r.probe_batch) + " and " + std::to_string(r.second_probe_batch);
+        return o;
+      }
+      c.static_bytes += probe.static_bytes - r.probe_static_bytes;  // the line's intercept, where positive
+      c.measured_bytes_per_sample = (probe.peak_rise_bytes - probe.static_bytes) / static_cast<double>(probe.batch);
+    }
+    c.working_bytes_per_sample = A::working_from_probe(probe, c, span);
     if (c.working_bytes_per_sample < 0) {
       o.state = "invalid_config";
       o.description =

@@ -602,7 +602,8 @@ py::dict plan_batch_py(double budget_bytes, double static_bytes, double uncompre
                        std::vector<double> bytes_per_sample, std::vector<double> compression_ratio, double safety_margin,
                        int64_t target_global_batch, int64_t max_batch, int64_t reference_batch, double reference_lr,
                        const std::string& scaling, double warmup_samples, double reference_tau, double working_bytes_per_sample,
-                       double working_set_tensors, double probe_rise_bytes, double probe_static_bytes, int64_t probe_batch) {
+                       double working_set_tensors, double probe_rise_bytes, double probe_static_bytes, int64_t probe_batch,
+                       double second_probe_rise_bytes, int64_t second_probe_batch) {
   TORCH_CHECK(bytes_per_sample.size() == compression_ratio.size(),
               "ebac_torch: plan_batch: one compression ratio per compressed tensor");
   TORCH_CHECK(scaling == "linear" || scaling == "sqrt", "ebac_torch: plan_batch: scaling is 'linear' or 'sqrt'");
@@ -625,6 +626,8 @@ py::dict plan_batch_py(double budget_bytes, double static_bytes, double uncompre
   r.probe_rise_bytes = probe_rise_bytes;
   r.probe_static_bytes = probe_static_bytes;
   r.probe_batch = probe_batch;
+  r.second_probe_rise_bytes = second_probe_rise_bytes;
+  r.second_probe_batch = second_probe_batch;
   const planner_result o = plan_batch(r);
   py::dict d;
   d["ok"] = o.ok;
@@ -697,8 +700,10 @@ PYBIND11_MODULE(TORCH_EXTENSION_NAME, m) {
         py::arg("reference_lr") = 0.1, py::arg("scaling") = "linear", py::arg("warmup_samples") = 0.0,
         py::arg("reference_tau") = 0.1, py::arg("working_bytes_per_sample") = -1.0, py::arg("working_set_tensors") = 3.5,
         py::arg("probe_rise_bytes") = 0.0, py::arg("probe_static_bytes") = 0.0, py::arg("probe_batch") = 0,
+        py::arg("second_probe_rise_bytes") = 0.0, py::arg("second_probe_batch") = 0,
         "ebac::adapt::plan_batch: the largest batch that fits a memory budget (saved + working set per sample), "
-        "with lr and tau scaling; with probe_batch > 0 the working set is measured from that probe step.");
+        "with lr and tau scaling; with probe_batch > 0 the working set is measured from that probe step (from the "
+        "line through two steps with second_probe_batch > 0).");
   py::class_<controller_handle>(m, "Controller")
       .def(py::init([](std::size_t layers, double target_relative_error, int64_t window, double initial_eb, double smoothing,
                        double max_step, double eb_min, double eb_max, double tolerance) {

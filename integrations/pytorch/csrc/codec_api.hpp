@@ -180,6 +180,10 @@ struct planner_request {
   /// A probe step (probe_batch > 0): the working set is measured from it (ebac::adapt::working_from_probe).
   double probe_rise_bytes = 0, probe_static_bytes = 0;
   std::int64_t probe_batch = 0;
+  /// A second probe step at another batch (second_probe_batch > 0; same static part): the two are read as a
+  /// line (ebac::adapt::probe_line), and the working set has no floor.
+  double second_probe_rise_bytes = 0;
+  std::int64_t second_probe_batch = 0;
 };
 struct planner_result {
   std::string state, description;

@@ -489,8 +489,9 @@ def plan_batch(budget_bytes, batch, stats=None, static_bytes=0.0, safety_margin=
     size `batch`: each compressed tensor is saved at raw_bytes / batch per
     sample over its measured ratio, everything kept raw at its raw bytes /
     batch (tensors that do not grow with the batch, such as BatchNorm's
-    statistics, are counted as if they did, a small over-estimate). With
-    `compressed=False` every saved tensor counts at its raw size: the plan
+    statistics, are counted as if they did, a small over-estimate), a tensor
+    stored as a recipe (derive=True) at one byte: backward rebuilds it, and
+    the working set covers that. With `compressed=False` every saved tensor counts at its raw size: the plan
     for the same network trained plainly (or, with the statistics of an
     ebac_torch.checkpoint pass, with torch.utils.checkpoint at the same
     boundaries).
@@ -501,7 +502,12 @@ def plan_batch(budget_bytes, batch, stats=None, static_bytes=0.0, safety_margin=
     more when `probe_rise` measures more: the peak memory rise of one training
     step at this `batch`, of which `probe_static_bytes` (default
     `static_bytes`) does not grow with the batch. working_set_tensors=0 takes
-    the probe's figure as it is.
+    the probe's figure as it is. `probe_rise={b1: rise1, b2: rise2}`: two
+    steps at two batches, read as a line (ebac::adapt::probe_line): its slope
+    is the cost per sample, a positive intercept is static, and no floor
+    applies (the line is what a single small probe lacked). Recommended: the
+    floor is an average over two networks and is 15-16% too high on
+    torchvision's resnet18 and mobilenet_v2 (docs/pytorch.md).
     `static_bytes` is what does not depend on the batch (weights, optimizer
     state, gradients, workspace), in the same terms as the budget: 0 (or the
     gradients' bytes) when the budget is a peak rise over the memory before
@@ -517,15 +523,26 @@ def plan_batch(budget_bytes, batch, stats=None, static_bytes=0.0, safety_margin=
         raise ValueError("plan_batch: batch must be >= 1 (the batch the statistics were measured at), got %r" % (batch,))
     per, ratio, raw = [], [], 0.0
     for d in st["details"]:
-        if "kept" not in d and d["stored_bytes"] > 0:  # compressed (under a bound or losslessly)
+        if "kept" in d:
+            raw += d["raw_bytes"] / batch
+        elif d["stored_bytes"] > 0:  # compressed (under a bound or losslessly)
             per.append(d["raw_bytes"] / batch)
             ratio.append(d["raw_bytes"] / d["stored_bytes"] if compressed else 1.0)
-        else:
-            raw += d["raw_bytes"] / batch
+        elif d["raw_bytes"] > 0:
+            # Stored as a recipe (derived.py): no bytes until backward rebuilds it, which the working
+            # set covers; counted as a byte, not at its raw size (that made the small ViT's plan 37% low).
+            per.append(d["raw_bytes"] / batch)
+            ratio.append(float(d["raw_bytes"]) if compressed else 1.0)
     probe = {}
     if probe_rise is not None:
-        probe = dict(probe_rise_bytes=float(probe_rise), probe_batch=int(batch),
+        steps = sorted(probe_rise.items()) if isinstance(probe_rise, dict) else [(batch, probe_rise)]
+        if not 1 <= len(steps) <= 2 or any(int(b) < 1 for b, _ in steps):
+            raise ValueError("plan_batch: probe_rise is one rise (at `batch`) or {batch: rise} for one or two "
+                             "batches >= 1, got %r" % (probe_rise,))
+        probe = dict(probe_rise_bytes=float(steps[-1][1]), probe_batch=int(steps[-1][0]),
                      probe_static_bytes=float(static_bytes if probe_static_bytes is None else probe_static_bytes))
+        if len(steps) == 2:
+            probe.update(second_probe_rise_bytes=float(steps[0][1]), second_probe_batch=int(steps[0][0]))
     return _ext.load().plan_batch(float(budget_bytes), float(static_bytes), raw, per, ratio, safety_margin,
                                   int(target_global_batch), int(max_batch), int(reference_batch or batch),
                                   float(reference_lr), scaling, float(warmup_samples), float(reference_tau),

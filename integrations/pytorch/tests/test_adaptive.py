@@ -102,6 +102,41 @@ class Planner(unittest.TestCase):
         bad = ebac_torch.plan_batch(10.0, 32, stats=st)
         self.assertFalse(bad["ok"])
         self.assertEqual(bad["state"], "batch_one_too_large")
+        # Two probe steps read as a line: its slope per sample, a positive intercept static, no floor.
+        slope, fixed = per_sample + 0.5 * largest, 5000.0
+        two = ebac_torch.plan_batch(budget, 32, stats=st, safety_margin=0.1,
+                                    probe_rise={16: 16 * slope + fixed, 32: 32 * slope + fixed})
+        self.assertTrue(two["ok"], two)
+        self.assertAlmostEqual(two["bytes_per_sample"], slope, delta=1e-6 * slope)
+        self.assertEqual(two["max_micro_batch"], int((budget * 0.9 - fixed) / slope))
+        # ... a small probe that under-counts by a fixed slack: the slope alone
+        under = ebac_torch.plan_batch(budget, 32, stats=st, safety_margin=0.1,
+                                      probe_rise={16: 16 * slope - fixed, 32: 32 * slope - fixed})
+        self.assertEqual(under["max_micro_batch"], int(budget * 0.9 / slope))
+        with self.assertRaises(ValueError):
+            ebac_torch.plan_batch(budget, 32, stats=st, probe_rise={8: 1e5, 16: 2e5, 32: 4e5})
+        with self.assertRaises(ValueError):
+            ebac_torch.plan_batch(budget, 32, stats=st, probe_rise={0: 1e5, 16: 2e5})
+        self.assertFalse(ebac_torch.plan_batch(budget, 32, stats=st, probe_rise={8: -1.0, 16: 2e5})["ok"])
+
+    def test_recipes_cost_no_saved_bytes(self):
+        # A GELU's output is stored as a recipe (derive=True): nothing is held for it until backward
+        # rebuilds it, so the plan's saved bytes are the compressed and kept tensors' bytes alone.
+        torch.manual_seed(0)
+        model = torch.nn.Sequential(torch.nn.Linear(64, 256), torch.nn.GELU(), torch.nn.Linear(256, 10))
+        x, y = torch.randn(32, 64), torch.randint(0, 10, (32,))
+        with ebac_torch.compressed_activations(1e-2, "rel", "ratio", min_numel=1024):
+            loss = F.cross_entropy(model(x), y)
+        loss.backward()
+        st = ebac_torch.stats()
+        recipes = [d for d in st["details"] if "derived" in d]
+        self.assertTrue(recipes, st["details"])
+        held = sum(d["stored_bytes"] for d in st["details"]) / 32  # recipes: 0 stored bytes
+        p = ebac_torch.plan_batch(1e6, 32, stats=st, working_set_tensors=0)
+        self.assertAlmostEqual(p["saved_bytes_per_sample"], held, delta=1e-3 * held + 1)
+        raw = sum(d["raw_bytes"] for d in st["details"]) / 32
+        plain = ebac_torch.plan_batch(1e6, 32, stats=st, working_set_tensors=0, compressed=False)
+        self.assertAlmostEqual(plain["saved_bytes_per_sample"], raw, delta=1e-6 * raw)
 
 
 class LayerAware(unittest.TestCase):
