@@ -219,6 +219,8 @@ pytorch() {
     # Issue 54's every-parameter table, tiny (~10 s): a ResNet-20 of widths 4/8/8 at batch 8, every
     # parameter's predicted and measured gradient change (full size: studies/param_error.py --batch 256).
     OMP_NUM_THREADS=1 timed "param error smoke" /usr/bin/python3 studies/param_error.py --smoke
+    # Its LayerNorm-weight prediction against an exact replay of LayerNorm's backward (<1 s).
+    OMP_NUM_THREADS=1 timed "param error unit test" /usr/bin/python3 -m unittest tests/studies/test_param_error.py
   else
     echo "SKIPPED: /usr/bin/python3 lacks torch/numpy/matplotlib (Debian: python3-torch python3-numpy python3-matplotlib)."
   fi
