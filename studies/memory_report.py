@@ -962,8 +962,9 @@ def _param_error_summary(a, eb, smoke):
                         "min_ratio": min(q, default=None), "max_ratio": max(q, default=None)}
     if smoke and (not judged or any(r["measured"] != r["measured"] for r in rows)):
         a["problems"].append("every-parameter table: %d judged, NaN among the measured" % len(judged))
-    a["checks"].append("every parameter: %d judged, under-predicted by more than %.1fx: %s"
-                       % (len(judged), pe["limit"], ", ".join(pe["under"]) or "none"))
+    if pe["under"]:
+        a["checks"].append("every parameter: %d judged, under-predicted by more than %.1fx: %s"
+                           % (len(judged), pe["limit"], ", ".join(pe["under"])))
 
 
 def _peak_breakdown(a, w):
