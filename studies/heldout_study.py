@@ -198,7 +198,9 @@ def band(res, which=2):
     results; `which` picks the pooled ratio (2) or the first batch's alone (4). "within sampling": the ratio lies
     inside the 99.9% interval a correct prediction's ratio would (measured/true sigma's interval,
     inverted; pooled over the batches' degrees of freedom): a gamma gradient with 16 channels
-    scatters by about +-50% by chance in one batch, a Linear's thousands of weights by a few percent."""
+    scatters by about +-50% by chance in one batch, a Linear's thousands of weights by a few percent.
+    The count is meaningful for the normalizations; for convolutions and Linear layers the batches
+    scatter 18-45x (in variance) more than their degrees of freedom say (docs/error-model.md 8.1)."""
     if not res:
         return "-"
     v = [r[which] for r in res]
