@@ -15,16 +15,26 @@ studies/study_models.py, nothing downloaded):
   (seed 21, 600 steps), a VGG-style CNN of widths 24/48 (seed 22, 600 steps)
   and a ResNet20 of widths 8/16/32 with 2 blocks per stage (seed 23, 600 steps).
 
-For every network one training-mode batch of 16 (not a training batch) is
-dumped: every Linear's saved input and output gradient (attention qkv and
-output projection, MLP fc1 and fc2, the head), every Conv2d's (the ViT's
-patch embedding included), every LayerNorm's and BatchNorm2d's with its gamma.
-`--check` then runs `ebac grad-error` at rel 1e-3, 1e-2 and 1e-1 and prints
-predicted / measured sigma of the weight gradient (gamma's for the
-normalizations) per layer and the share in [0.8, 1.25] per set and kind.
+For every network `--batches B` training-mode batches of 16 (not training
+batches; default 1) are dumped: every Linear's saved input and output
+gradient (attention qkv and output projection, MLP fc1 and fc2, the head),
+every Conv2d's (the ViT's patch embedding included), every LayerNorm's and
+BatchNorm2d's with its gamma. `--check` then runs `ebac grad-error` at rel
+1e-3, 1e-2 and 1e-1 and prints predicted / measured sigma of the weight
+gradient (gamma's for the normalizations) per layer and the share in
+[0.8, 1.25] per set and kind.
 
-    /usr/bin/python3 studies/heldout_study.py --make /tmp/h54          # both sets (minutes, CPU)
-    python3 studies/heldout_study.py --check /tmp/h54 --ebac build/bin/ebac
+The rule for a measurement (pooled_pair), the same for every pair of both
+sets: predicted and measured sigma^2 are averaged over the B batches, each
+batch's a quadratic mean over `--trials K` compressions at bounds spread
+over eb x 1.1^[-1, 1]; the pair's ratio is the square root of their
+quotient, and its 99.9% chance interval counts the batches' degrees of
+freedom (independent batches) but not the trials (at rel 1e-1 neighbouring
+trials are strongly correlated). The first batch's ratio alone is printed
+beside it.
+
+    /usr/bin/python3 studies/heldout_study.py --make /tmp/h54b --batches 8      # both sets (CPU, 7 CPU-min)
+    python3 studies/heldout_study.py --check /tmp/h54b --ebac build/bin/ebac --trials 4
     /usr/bin/python3 studies/heldout_study.py --smoke --ebac build/bin/ebac   # seconds: tiny nets, one bound
 
 The smoke mode trains tiny versions for a few steps and checks the whole path
@@ -59,7 +69,7 @@ SMOKE = [
     ("resnet", "heldout", "resnet", dict(widths=(4, 8, 8), blocks=1), 2, 3),
 ]
 INDEX_HEADER = ["model", "module", "kind", "in_file", "grad_file", "gamma_file", "input_shape", "weight_shape",
-                "stride", "padding", "dilation", "groups", "eps"]
+                "stride", "padding", "dilation", "groups", "eps", "batch"]
 
 
 def build(net, kw):
@@ -80,9 +90,10 @@ def kind_of(name, mod):
     return {"qkv": "qkv", "proj": "attn-proj", "fc1": "fc1", "fc2": "fc2"}.get(leaf, "linear")
 
 
-def make_network(out, mname, role, net, kw, seed, steps):
+def make_network(out, mname, role, net, kw, seed, steps, batches=1):
     """Train one network (AdamW for the ViT, SGD with momentum for the CNNs,
-    batch 16) and dump its layers for one further training-mode batch."""
+    batch 16) and dump its layers for `batches` further training-mode batches
+    (the first is the one a single-batch set has always held)."""
     import torch
     import torch.nn as nn
     import study_models as sm
@@ -97,20 +108,32 @@ def make_network(out, mname, role, net, kw, seed, steps):
         opt.zero_grad(set_to_none=True)
         sm.loss_of(model(x), y).backward()
         opt.step()
-    x, y = sm.fashion_mnist_batch(16, seed * 100003 + steps + 1)
     losses = []
-
-    def step():
-        model.zero_grad(set_to_none=True)
-        losses.append(sm.loss_of(model(x), y))
-        losses[-1].backward()
     tags = {nn.Linear: "lin", nn.Conv2d: "conv", nn.LayerNorm: "ln", nn.BatchNorm2d: "bn"}
     rows = []
-    for name, mod, base, shape in dump_saved_layers(model, tags, step, out, mname):
+    for b in range(batches):
+        x, y = sm.fashion_mnist_batch(16, seed * 100003 + steps + 1 + b)
+
+        def step():
+            model.zero_grad(set_to_none=True)
+            losses.append(sm.loss_of(model(x), y))
+            losses[-1].backward()
+        stem = mname if b == 0 else "%s_b%d" % (mname, b)
+        rows += index_rows(dump_saved_layers(model, tags, step, out, stem), mname, b)
+    print("heldout_study: %s (%s) trained %d steps, loss %.3f, %d layers x %d batches"
+          % (mname, role, steps, losses[-1].item(), len(rows) // batches, batches), file=sys.stderr)
+    return rows
+
+
+def index_rows(layers, mname, batch):
+    """index.tsv rows for dump_saved_layers' layers of one batch."""
+    rows = []
+    for name, mod, base, shape in layers:
         kind = kind_of(name, mod)
         dims = [int(d) for d in shape.split(",")]
         r = dict.fromkeys(INDEX_HEADER, "-")
-        r.update(model=mname, module=name, kind=kind, in_file=base + "_input.f32", grad_file=base + "_grad_output.f32")
+        r.update(model=mname, module=name, kind=kind, in_file=base + "_input.f32", grad_file=base + "_grad_output.f32",
+                 batch=str(batch))
         if kind in ("layernorm", "batchnorm"):
             r.update(gamma_file=base + "_gamma.f32", input_shape=shape, eps=repr(mod.eps))
             if kind == "layernorm":
@@ -123,12 +146,10 @@ def make_network(out, mname, role, net, kw, seed, steps):
             r.update(input_shape="%d,%d" % (math.prod(dims[:-1]), dims[-1]),
                      weight_shape="%d,%d" % (mod.out_features, mod.in_features))
         rows.append(r)
-    print("heldout_study: %s (%s) trained %d steps, loss %.3f, %d layers"
-          % (mname, role, steps, losses[-1].item(), len(rows)), file=sys.stderr)
     return rows
 
 
-def make(out, networks):
+def make(out, networks, batches=1):
     import torch
     torch.set_num_threads(1)
     for role in ("tune", "heldout"):
@@ -137,7 +158,7 @@ def make(out, networks):
         rows = []
         for mname, r, net, kw, seed, steps in networks:
             if r == role:
-                rows += make_network(d, mname, role, net, kw, seed, steps)
+                rows += make_network(d, mname, role, net, kw, seed, steps, batches)
         with open(os.path.join(d, "index.tsv"), "w") as f:
             for r in [dict(zip(INDEX_HEADER, INDEX_HEADER))] + rows:
                 f.write("\t".join(r[k] for k in INDEX_HEADER) + "\n")
@@ -161,53 +182,100 @@ def grad_error_cmd(ebac, d, row, extra):
     return cmd + extra
 
 
-def band(res):
-    """One summary cell for (kind, bound, ratio, interval) results. "within sampling": the ratio
-    lies inside the 99.9% interval a correct prediction's ratio would (grad-error's
-    sampling_interval of measured/true sigma, inverted): a gamma gradient with 16 channels
-    scatters by about +-50% by chance, a Linear's thousands of weights by a few percent."""
+def sampling_interval(dof, z=3.29):
+    """99.9% interval of measured / true sigma for a measurement with `dof`
+    independent squared terms: error_model::sampling_interval (sampling.hpp),
+    Wilson-Hilferty quantiles of chi-square / dof."""
+    def q(zz):
+        a = 2.0 / (9.0 * dof)
+        t = 1 - a + zz * math.sqrt(a)
+        return math.sqrt(t ** 3) if t > 0 else 0.0
+    return (q(-z), q(z)) if dof > 0 else (0.0, float("inf"))
+
+
+def band(res, which=2):
+    """One summary cell for (kind, bound, pooled ratio, its interval, batch-0 ratio, its interval)
+    results; `which` picks the pooled ratio (2) or the first batch's alone (4). "within sampling": the ratio lies
+    inside the 99.9% interval a correct prediction's ratio would (measured/true sigma's interval,
+    inverted; pooled over the batches' degrees of freedom): a gamma gradient with 16 channels
+    scatters by about +-50% by chance in one batch, a Linear's thousands of weights by a few percent.
+    The count is meaningful for the normalizations; for convolutions and Linear layers the batches
+    scatter 18-45x (in variance) more than their degrees of freedom say (docs/error-model.md 8.1)."""
     if not res:
         return "-"
-    v = [x for _, _, x, _ in res]
+    v = [r[which] for r in res]
     inb = sum(1 for x in v if BAND[0] <= x <= BAND[1])
-    within = sum(1 for _, _, x, (lo, hi) in res if 1.0 / hi <= x <= 1.0 / lo)
+    within = sum(1 for r in res if 1.0 / r[which + 1][1] <= r[which] <= 1.0 / r[which + 1][0])
     return "%d/%d (%.0f%%) in [0.8, 1.25], min %.2f, max %.2f, below 0.67: %d; within sampling: %d/%d" % (
         inb, len(v), 100.0 * inb / len(v), min(v), max(v), sum(1 for x in v if x < FLOOR), within, len(v))
 
 
-def check(d, ebac, bounds, pipeline, out, json_out=None):
-    """Predicted / measured sigma for every layer of both sets; returns
-    {role: [(kind, bound, ratio, sampling interval of measured/true sigma)]}."""
+def layer_groups(rows):
+    """index rows grouped by (model, module) in file order: one group per layer, its batches in order
+    (an index written before --batches has one row, batch '-', per layer)."""
+    groups = {}
+    for row in rows:
+        groups.setdefault((row["model"], row["module"]), []).append(row)
+    return list(groups.values())
+
+
+def pooled_pair(ebac, d, batch_rows, bound, pipeline, trials, json_out, meta):
+    """The rule for one (layer, bound) pair: grad-error with `trials` trials on every dumped batch;
+    predicted and measured sigma^2 averaged over the batches (each already a mean over its trials),
+    the ratio their square roots' quotient; its interval from the batches' summed degrees of freedom
+    (independent batches; trials are not counted: at rel 1e-1 they are strongly correlated).
+    Returns (pooled ratio, interval of measured/true sigma, batch 0's ratio alone, its interval)."""
+    p2 = m2 = dof = 0.0
+    first = first_iv = None
+    for row in batch_rows:
+        r = run(grad_error_cmd(ebac, d, row, ["--eb", repr(bound), "--mode", "rel", "--pipeline", pipeline,
+                                              "--trials", str(trials)]))
+        if not (r["ratio"] > 0 and math.isfinite(r["ratio"])):
+            raise RuntimeError("%s %s batch %s at %g: predicted/measured is %r"
+                               % (meta["role"], row["module"], row.get("batch", "-"), bound, r["ratio"]))
+        p2 += r["predicted_sigma"] ** 2
+        m2 += r["measured_sigma"] ** 2
+        dof += r["effective_dof"]
+        if first is None:
+            first, first_iv = r["ratio"], sampling_interval(r["effective_dof"])
+        if json_out is not None:
+            r.update(meta, batch=row.get("batch", "-"), bound=bound)
+            json_out.write(json.dumps(r) + "\n")
+    return math.sqrt(p2 / m2), sampling_interval(dof), first, first_iv
+
+
+def check(d, ebac, bounds, pipeline, out, json_out=None, trials=1, roles=("tune", "heldout")):
+    """Predicted / measured sigma for every layer of both sets, pooled over the dumped batches
+    (pooled_pair); returns {role: [(kind, bound, pooled ratio, interval of measured/true sigma,
+    batch 0's ratio, its interval)]}."""
     results = {}
-    for role in ("tune", "heldout"):
+    for role in roles:
         sd = os.path.join(d, role)
         with open(os.path.join(sd, "index.tsv")) as f:
-            rows = list(csv.DictReader(f, delimiter="\t"))
-        out.write("\n### %s set\n\n| model | layer | kind | %s |\n|---|---|---|%s\n"
-                  % (role, " | ".join("%g" % b for b in bounds), "---|" * len(bounds)))
+            groups = layer_groups(list(csv.DictReader(f, delimiter="\t")))
+        nb = max(len(g) for g in groups)
+        out.write("\n### %s set (%d batch%s x %d trial%s a pair; in brackets: batch 0 alone)\n\n"
+                  "| model | layer | kind | %s |\n|---|---|---|%s\n"
+                  % (role, nb, "es" if nb > 1 else "", trials, "s" if trials > 1 else "",
+                     " | ".join("%g" % b for b in bounds), "---|" * len(bounds)))
         res = results[role] = []
-        for row in rows:
+        for g in groups:
+            row = g[0]
+            meta = dict(role=role, model=row["model"], module=row["module"], kind=row["kind"])
             cells = []
             for b in bounds:
-                r = run(grad_error_cmd(ebac, sd, row, ["--eb", repr(b), "--mode", "rel", "--pipeline", pipeline]))
-                ratio = r["ratio"]
-                if not (ratio > 0 and math.isfinite(ratio)):
-                    raise RuntimeError("%s %s at %g: predicted/measured is %r" % (role, row["module"], b, ratio))
-                res.append((row["kind"], b, ratio, tuple(r["sampling_interval"])))
-                cells.append("%.2f" % ratio)
-                if json_out is not None:
-                    r.update(role=role, model=row["model"], module=row["module"], kind=row["kind"], bound=b)
-                    json_out.write(json.dumps(r) + "\n")
+                ratio, iv, first, first_iv = pooled_pair(ebac, sd, g, b, pipeline, trials, json_out, meta)
+                res.append((row["kind"], b, ratio, iv, first, first_iv))
+                cells.append("%.2f" % ratio if len(g) == 1 else "%.2f (%.2f)" % (ratio, first))
             out.write("| %s | %s | %s | %s |\n" % (row["model"], row["module"], row["kind"], " | ".join(cells)))
-    out.write("\n### summary: predicted / measured sigma\n\n| set | subset | pairs |\n|---|---|---|\n")
-    for role in ("tune", "heldout"):
+    out.write("\n### summary: predicted / measured sigma\n\n| set | subset | pooled | batch 0 alone |\n|---|---|---|---|\n")
+    for role in roles:
         res = results[role]
-        out.write("| %s | all | %s |\n" % (role, band(res)))
-        out.write("| %s | all but batchnorm | %s |\n" % (role, band([r for r in res if r[0] != "batchnorm"])))
-        for b in bounds:
-            out.write("| %s | rel %g | %s |\n" % (role, b, band([r for r in res if r[1] == b])))
-        for k in sorted({r[0] for r in res}):
-            out.write("| %s | %s | %s |\n" % (role, k, band([r for r in res if r[0] == k])))
+        subsets = [("all", res), ("all but batchnorm", [r for r in res if r[0] != "batchnorm"])]
+        subsets += [("rel %g" % b, [r for r in res if r[1] == b]) for b in bounds]
+        subsets += [(k, [r for r in res if r[0] == k]) for k in sorted({r[0] for r in res})]
+        for name, rs in subsets:
+            out.write("| %s | %s | %s | %s |\n" % (role, name, band(rs), band(rs, 4)))
     return results
 
 
@@ -215,15 +283,18 @@ def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--make", default="", help="train the networks and dump both sets here (DIR/tune, DIR/heldout)")
     ap.add_argument("--check", default="", help="run ebac grad-error on a --make directory and print the tables")
+    ap.add_argument("--batches", type=int, default=1, help="--make: training-mode batches dumped per network")
     ap.add_argument("--smoke", action="store_true", help="tiny networks, 3 steps, one bound: checks the path in seconds")
     ap.add_argument("--ebac", default="build/bin/ebac")
     ap.add_argument("--pipeline", default="fast")
+    ap.add_argument("--trials", type=int, default=1, help="--check: grad-error trials per batch (bounds within eb x 1.1^+-1)")
+    ap.add_argument("--roles", default="tune,heldout", help="--check: the sets checked")
     ap.add_argument("--json-out", default="", help="also write every grad-error result as JSON lines here")
     args = ap.parse_args(argv)
     if args.smoke:
         with tempfile.TemporaryDirectory() as d:
-            make(d, SMOKE)
-            res = check(d, args.ebac, [1e-2], args.pipeline, sys.stdout)
+            make(d, SMOKE, batches=2)
+            res = check(d, args.ebac, [1e-2], args.pipeline, sys.stdout, trials=2)
             kinds = {r[0] for v in res.values() for r in v}
             want = {"qkv", "attn-proj", "fc1", "fc2", "linear", "layernorm", "conv", "batchnorm"}
             if not want <= kinds:
@@ -232,10 +303,10 @@ def main(argv=None):
         print("heldout_study --smoke: ok (%d kinds)" % len(kinds))
         return 0
     if args.make:
-        return make(args.make, NETWORKS)
+        return make(args.make, NETWORKS, args.batches)
     if args.check:
         jf = open(args.json_out, "w") if args.json_out else None
-        check(args.check, args.ebac, BOUNDS, args.pipeline, sys.stdout, jf)
+        check(args.check, args.ebac, BOUNDS, args.pipeline, sys.stdout, jf, args.trials, args.roles.split(","))
         if jf:
             jf.close()
         return 0

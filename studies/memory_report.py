@@ -503,6 +503,7 @@ def _fidelity_step(ws, res):
             ws.on_segment = lambda t: counter.pack(t, ("<checkpoint input>", "<checkpoint>"))
     collect = {} if spec.get("grads") else None
     zero = BiasIntoBatchNorm(torch, ws.model) if collect is not None else None
+    snapshot = _param_error_snapshot(ws) if collect is not None else None
     t0 = time.perf_counter()
     loss, session, _ = ws.step(collect, counter)
     res["warmup_seconds"] = time.perf_counter() - t0
@@ -517,6 +518,42 @@ def _fidelity_step(ws, res):
     if collect is not None:
         res["loss"] = loss
         _compare_with_plain(ws, res, collect["grads"])
+        if snapshot is not None:
+            torch.save({"grads": collect["grads"], "zero": res.get("zero_gradient_params") or []}, snapshot + ".grads")
+
+
+def _param_error_snapshot(ws):
+    """The ebac way on the CPU with plain's gradients at hand: the weights before the fidelity step go to a
+    file beside the spec (not held in memory through the timed steps), for _param_error after them."""
+    if ws.way != "ebac" or ws.cuda or not ws.spec.get("ref_grads") or not os.path.exists(ws.spec["ref_grads"]):
+        return None
+    path = ws.spec["result"] + ".state"
+    ws.torch.save(ws.model.state_dict(), path)
+    return path
+
+
+def _param_error(ws, res):
+    """Every parameter's predicted and measured gradient change of the fidelity step (studies/param_error.py's
+    predict_parameters and judge on the weights before it, the same batch and dropout masks; measured: this
+    way's gradient against plain's). Runs after the timed steps, so its passes do not touch their memory."""
+    path = ws.spec["result"] + ".state"
+    if not os.path.exists(path + ".grads"):
+        return
+    import copy
+    import param_error as pe
+    torch = ws.torch
+    saved = torch.load(path + ".grads")
+    model = copy.deepcopy(ws.model)
+    model.load_state_dict(torch.load(path))
+    os.remove(path)
+    os.remove(path + ".grads")
+    with torch.random.fork_rng(devices=[]):
+        torch.manual_seed(ws.seed + 1)  # the fidelity step's dropout masks
+        predicted = pe.predict_parameters(model, ws.x, ws.y, ws.spec["error_bound"], "rel", "fast")
+    rows, under = pe.judge(torch.load(ws.spec["ref_grads"]), saved["grads"], predicted, set(saved["zero"]))
+    keys = ("name", "norm_fraction", "grad_rms", "measured", "predicted", "cosine", "status")
+    res["param_error"] = {"rows": [dict(zip(keys, r)) for r in rows], "under": under, "limit": pe.UNDER,
+                          "negligible": pe.NEGLIGIBLE, "table": pe.table(rows, under)}
 
 
 def _compare_with_plain(ws, res, grads):
@@ -617,6 +654,7 @@ def worker(spec):
         _instrumented_step(ws, res)
     if ws.ebac_torch is not None and "ebac" in res and ws.dev.type == "cpu":
         _codec_scratch(ws, res)
+    _param_error(ws, res)
     res["wall_seconds"] = time.time() - t_start
     res["ok"] = True
     return res
@@ -907,6 +945,28 @@ def _fidelity(a, w, plain, smoke):
             a["problems" if smoke else "checks"].append("%s: min gradient cosine %.5f < %.2f" % (way, f["min_cosine"], thr))
 
 
+def _param_error_summary(a, eb, smoke):
+    """Counts of the ebac way's every-parameter table (_param_error) and its check: no judged parameter
+    predicted below measured / limit. The smoke fails only when the table is missing or not a number."""
+    pe = eb.get("param_error")
+    if not pe:
+        if smoke and eb.get("ok"):
+            a["problems"].append("every-parameter table missing from the ebac way")
+        return
+    rows = pe["rows"]
+    judged = [r for r in rows if r["status"] == "judged"]
+    q = [r["predicted"] / r["measured"] for r in judged if r["measured"] > 0]
+    a["param_error"] = {"parameters": len(rows), "judged": len(judged), "under": pe["under"], "limit": pe["limit"],
+                        "not_modelled": sum(1 for r in rows if r["status"] == "not modelled"),
+                        "negligible": sum(1 for r in rows if r["status"] == "negligible"),
+                        "min_ratio": min(q, default=None), "max_ratio": max(q, default=None)}
+    if smoke and (not judged or any(r["measured"] != r["measured"] for r in rows)):
+        a["problems"].append("every-parameter table: %d judged, NaN among the measured" % len(judged))
+    if pe["under"]:
+        a["checks"].append("every parameter: %d judged, under-predicted by more than %.1fx: %s"
+                           % (len(judged), pe["limit"], ", ".join(pe["under"])))
+
+
 def _peak_breakdown(a, w):
     """Per way: what the peak of the instrumented step is made of
     (studies/peak_step.py's breakdown, with the model's static bytes and the
@@ -963,6 +1023,7 @@ def analyze(n, smoke):
     if plain.get("count") and eb.get("ebac"):
         _saving_prediction(a, plain["count"], eb["ebac"], smoke)
     _fidelity(a, w, plain, smoke)
+    _param_error_summary(a, eb, smoke)
     _peak_breakdown(a, w)
     _losses(a, w)
     _budget_errors(a, n, smoke)
@@ -1494,10 +1555,39 @@ def _r_fidelity(results):
     return L + (["Not judged:", ""] + ex + [""] if ex else [])
 
 
+def _r_param_error(results, out):
+    """The every-parameter summary for report.md; the full tables go to params.md."""
+    L = ["## Every parameter's gradient error: predicted and measured", "",
+         "The ebac way's fidelity step, per parameter: the measured RMS change of its gradient against plain's and "
+         "what ebac's error model predicts for it (studies/param_error.py: Conv2d / Linear weights from their own "
+         "compressed input plus what a BatchNorm or GELU after them passes back; BatchNorm2d and LayerNorm weights "
+         "from their own input; biases, norm betas and embeddings are not modelled: their error arrives through "
+         "the output gradient from later layers). Not judged: negligible gradients by the rule above. CPU only. "
+         "Every row: [params.md](params.md).", "",
+         "| network | parameters | judged | not modelled | negligible | predicted / measured, judged | "
+         "under-predicted by more than 1.5x |", "|---|---|---|---|---|---|---|"]
+    P = ["# Every parameter's gradient error", "", "Written by studies/memory_report.py (see report.md).", ""]
+    header = len(L)
+    for n in results:
+        s = n["analysis"].get("param_error")
+        if not s:
+            continue
+        L.append("| %s | %d | %d | %d | %d | %s | %s |" % (
+            n["network"], s["parameters"], s["judged"], s["not_modelled"], s["negligible"],
+            "n/a" if s["min_ratio"] is None else "%.2f-%.2f" % (s["min_ratio"], s["max_ratio"]),
+            ", ".join(s["under"]) or "none"))
+        P += ["## %s" % n["network"], "", n["ways"]["ebac"]["param_error"]["table"], ""]
+    if len(L) == header:
+        return []
+    with open(os.path.join(out, "params.md"), "w") as f:
+        f.write("\n".join(P))
+    return L + [""]
+
+
 def write_report(results, meta, figs, out):
     L = (_r_header(meta) + _r_warnings(results, meta) + _r_networks(results, meta) + _r_summary(results)
          + _r_targets(results) + _r_breakdown(results) + _r_budget(results, meta) + _r_kinds(results)
-         + _r_memory(results) + _r_time(results, meta) + _r_fidelity(results))
+         + _r_memory(results) + _r_time(results, meta) + _r_fidelity(results) + _r_param_error(results, out))
     others = [f for f in figs if f != "timeline.png"]
     if others:
         L += ["## Plots", ""]

@@ -213,12 +213,16 @@ pytorch() {
     timed "grad-error study: gelu" /usr/bin/python3 studies/grad_error_study.py --ebac "$ebac_bin" --act build/ln-smoke --targets 0.03
     timed "grad-error study: matmul" /usr/bin/python3 studies/grad_error_study.py --ebac "$ebac_bin" --mm build/ln-smoke --targets 0.03
     # Issue 54's tuning/held-out sets, tiny (~10 s): a 1-block ViT and a ResNet20 of widths 4/8/8 after
-    # 3 steps, every Linear, Conv2d, LayerNorm and BatchNorm2d checked at rel 1e-2 (the full sets:
+    # 3 steps, 2 batches, every Linear, Conv2d, LayerNorm and BatchNorm2d checked at rel 1e-2, 2 trials (the full sets:
     # studies/heldout_study.py --make, docs/error-model.md section 8.1).
     OMP_NUM_THREADS=1 timed "held-out study smoke" /usr/bin/python3 studies/heldout_study.py --smoke --ebac "$ebac_bin"
+    # Its measurement rule (batches pooled, the interval's degrees of freedom) on figures the test chose (<1 s).
+    timed "held-out pooling unit test" /usr/bin/python3 -m unittest tests/studies/test_heldout_pooling.py
     # Issue 54's every-parameter table, tiny (~10 s): a ResNet-20 of widths 4/8/8 at batch 8, every
     # parameter's predicted and measured gradient change (full size: studies/param_error.py --batch 256).
     OMP_NUM_THREADS=1 timed "param error smoke" /usr/bin/python3 studies/param_error.py --smoke
+    # Its LayerNorm-weight prediction against an exact replay of LayerNorm's backward (<1 s).
+    OMP_NUM_THREADS=1 timed "param error unit test" /usr/bin/python3 -m unittest tests/studies/test_param_error.py
   else
     echo "SKIPPED: /usr/bin/python3 lacks torch/numpy/matplotlib (Debian: python3-torch python3-numpy python3-matplotlib)."
   fi

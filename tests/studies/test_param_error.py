@@ -1,0 +1,68 @@
+#!/usr/bin/env python3
+"""studies/param_error.py's norm-weight predictions against an exact replay.
+
+The LayerNorm gamma prediction (norm_weight_predictions) views the rows a
+session stores, each divided by its sigma, as a depthwise 1x1 convolution.
+Checked here against ebac_torch.propagation.layernorm_error, which replays
+LayerNorm's backward in float64 on the same reconstruction (the session's
+row path, hooks.layernorm_input_round_trip): an independent computation of
+the measured change, not a number param_error wrote. A LayerNorm whose rows
+have very different scales (sigma 0.05 to 5) is where the row view matters:
+without the division by sigma (the whole tensor's bound) the prediction is
+off by far more than the band.
+
+    EBAC_TORCH_PATH=build/ebac_torch_site /usr/bin/python3 -m unittest tests/studies/test_param_error.py
+"""
+import os
+import sys
+import unittest
+
+REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+sys.path.insert(0, os.path.join(REPO, "studies"))
+import param_error as pe  # noqa: E402
+
+torch, nn, ebac_torch = pe.torch, pe.nn, pe.ebac_torch
+
+
+class OneLayerNorm(nn.Module):
+    """x -> LayerNorm -> Linear -> logits: the LayerNorm's output gradient is a dense, non-trivial dy."""
+
+    def __init__(self, d, classes=10):
+        super().__init__()
+        self.ln = nn.LayerNorm(d)
+        self.head = nn.Linear(d, classes)
+
+    def forward(self, x):
+        return self.head(self.ln(x)).mean(dim=1)
+
+
+class LayerNormGamma(unittest.TestCase):
+    def test_prediction_matches_replay(self):
+        torch.manual_seed(3)
+        d, rows, tokens = 256, 32, 16  # 256 gamma entries: a measured sigma within about +-17% of the true one (99.9%)
+        model = OneLayerNorm(d).train()
+        with torch.no_grad():
+            model.ln.weight.uniform_(0.5, 1.5)
+        scale = torch.logspace(-1.3, 0.7, tokens).view(1, tokens, 1)  # row sigma 0.05 .. 5
+        x = torch.randn(rows, tokens, d) * scale
+        y = torch.randint(0, 10, (rows,))
+        for eb in (1e-3, 1e-2):
+            with self.subTest(eb=eb):
+                pred = pe.norm_weight_predictions(model, x, y, eb, "rel", "fast", 1)["ln"]
+                # the exact change: LayerNorm's backward replayed on the stored reconstruction
+                saved = {}
+
+                def keep_dy(mod, inp, out):
+                    out.register_hook(lambda g: saved.__setitem__("dy", g.detach().clone()))
+                h = model.ln.register_forward_hook(keep_dy)
+                model.zero_grad(set_to_none=True)
+                pe.sm.loss_of(model(x), y).backward()
+                h.remove()
+                x_hat, _ = ebac_torch.hooks.layernorm_input_round_trip(x, model.ln, eb, "rel", "fast")
+                meas = ebac_torch.propagation.layernorm_error(model.ln, x, x_hat, saved["dy"])["weight"]
+                self.assertGreater(meas, 0)
+                self.assertTrue(0.8 <= pred / meas <= 1.25, "eb %g: predicted %.3g, measured %.3g" % (eb, pred, meas))
+
+
+if __name__ == "__main__":
+    unittest.main()
