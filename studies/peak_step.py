@@ -217,7 +217,8 @@ def _measured_step(sr, res):
         st = sr.session.stats()
         res["saved"] = {k: st[k] for k in ("raw_bytes", "compressed_bytes", "ratio", "tensors",
                                            "compressed_tensors", "peak_compressed_bytes", "pack_seconds",
-                                           "unpack_seconds", "decompressions")}
+                                           "unpack_seconds", "decompressions", "compress_cpu_seconds",
+                                           "decompress_cpu_seconds")}
         big = sorted((d["raw_bytes"] for d in st["details"]), reverse=True)
         res["largest_saved"] = big[:3]
 
@@ -255,11 +256,19 @@ def worker(spec):
     return res
 
 
+def batch_of(args, net):
+    """--batch, or with --batch 0 the network's own batch (study_models.NETWORKS: gpt 32, vit_b_16 8, ...)."""
+    if args.batch:
+        return args.batch
+    import study_models as sm
+    return sm.NETWORKS[net]["batch"]
+
+
 def run_one(args, net, way, rnd, timeline, grads_path=None):
     work = os.path.join(args.out, "work")
     os.makedirs(work, exist_ok=True)
     tag = "%s-%s-r%d" % (net, way, rnd)
-    spec = {"network": net, "way": way, "batch": args.batch, "seed": args.seed, "error_bound": args.error_bound,
+    spec = {"network": net, "way": way, "batch": batch_of(args, net), "seed": args.seed, "error_bound": args.error_bound,
             "timeline": timeline, "sample_ms": args.sample_ms, "result": os.path.join(work, tag + ".json"),
             "grads_path": grads_path, "pipeline": args.pipeline}
     r = mr.run_worker(__file__, spec, work, tag, args.timeout)
@@ -400,12 +409,14 @@ def report(results, args, out, grads=None):
     L = ["# Peak memory of one training step (issue 50)", "",
          "Command: `%s`  " % " ".join(sys.argv), "git %s; %s  " % (mr.git_state(), time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime())),
          "ebac: rel %g, pipeline `%s`, otherwise compressed_activations' defaults.  " % (args.error_bound, args.pipeline),
-         "Batch %d, Adam, two warm-up steps, then one measured step: peak RSS rise over the RSS before it "
+         "Batch %s, Adam, two warm-up steps, then one measured step: peak RSS rise over the RSS before it "
          "(VmHWM after clear_refs, %s), one torch thread, each run in its own process; %d round(s), ways "
          "interleaved; median [min-max]. The machine is shared with other jobs: times are noisy." % (
-             args.batch, ", ".join("%s=%s" % kv for kv in mr.WORKER_ENV.items()), args.rounds), ""]
-    L += ["| network | way | peak rise MB | plain/way | step s (wall) | step CPU s | saved raw MB | stored MB | ratio |",
-          "|---|---|---|---|---|---|---|---|---|"]
+             args.batch or "per network (%s)" % ", ".join("%s %d" % (n, batch_of(args, n)) for n in args.networks),
+             ", ".join("%s=%s" % kv for kv in mr.WORKER_ENV.items()), args.rounds), ""]
+    L += ["| network | way | peak rise MB | plain/way | step s (wall) | step CPU s | codec CPU s | saved raw MB "
+          "| stored MB | ratio |",
+          "|---|---|---|---|---|---|---|---|---|---|"]
     summ = {}
     for net in args.networks:
         for way in args.ways:
@@ -417,13 +428,15 @@ def report(results, args, out, grads=None):
             if not results:
                 continue
             if s is None:
-                L.append("| %s | %s | failed | | | | | | |" % (net, way))
+                L.append("| %s | %s | failed | | | | | | | |" % (net, way))
                 continue
             sv = s.get("saved") or {}
-            L.append("| %s | %s | %.1f [%.1f-%.1f] | %s | %.2f [%.2f-%.2f] | %.2f | %s | %s | %s |" % (
+            codec = [sv.get("compress_cpu_seconds"), sv.get("decompress_cpu_seconds")]
+            L.append("| %s | %s | %.1f [%.1f-%.1f] | %s | %.2f [%.2f-%.2f] | %.2f | %s | %s | %s | %s |" % (
                 net, way, s["rise_median"] / 1e6, s["rise_min"] / 1e6, s["rise_max"] / 1e6,
                 "%.2fx" % (p["rise_median"] / s["rise_median"]) if p and s["rise_median"] > 0 else "",
                 s["sec_median"], s["sec_min"], s["sec_max"], s["cpu_median"],
+                "%.2f (%.2f + %.2f)" % (codec[0] + codec[1], codec[0], codec[1]) if None not in codec else "",
                 "%.1f" % (sv["raw_bytes"] / 1e6) if sv else "", "%.1f" % (sv["compressed_bytes"] / 1e6) if sv else "",
                 "%.2fx" % sv["ratio"] if sv else ""))
     L += ["", "## Where the peak is (instrumented step, ebac ways)", "",
@@ -467,7 +480,7 @@ def main():
     ap.add_argument("--out", required=True)
     ap.add_argument("--networks", default=",".join(NETWORKS))
     ap.add_argument("--ways", default=",".join(WAYS))
-    ap.add_argument("--batch", type=int, default=256)
+    ap.add_argument("--batch", type=int, default=256, help="0: each network's own (study_models.NETWORKS)")
     ap.add_argument("--smoke", action="store_true",
                     help="CI: both networks at batch 32, one round, with --grads; fails when a worker fails or a "
                          "recomputing way's gradient cosine is below 0.99 (ebac's own below 0.9, as the memory "

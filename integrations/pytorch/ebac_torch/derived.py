@@ -75,12 +75,8 @@ def layernorm_rows_bound(rows, row_eb, weight, bias, eb, mode):
     LAYERNORM_MAX_TIGHTENING), and the output error that bound carries,
     rounding included."""
     shift = rows.mean(dim=1)
-    z = rows - shift[:, None]
-    y = z if weight is None else z * weight.detach().reshape(1, -1)
-    if bias is not None:
-        y = y + bias.detach().reshape(1, -1)
+    lo, hi = _output_range(rows - shift[:, None], weight, bias)
     w_max = 1.0 if weight is None else float(weight.detach().abs().max())
-    lo, hi = (float(v) for v in torch.aminmax(y))
     need = eb * (hi - lo) if mode == "rel" else eb
     bound = row_eb
     if w_max > 0 and need / (w_max * GELU_MARGIN) < row_eb:
@@ -89,8 +85,26 @@ def layernorm_rows_bound(rows, row_eb, weight, bias, eb, mode):
             bound = tighter
     # rows - shift and the LayerNorm's own (x - mean) * rstd differ by a few
     # ulps of |rows| + |shift| (cancellation), times |w|.
-    rounding = 2.0 ** -20 * (float(rows.abs().max()) + float(shift.abs().max())) * w_max
+    r_lo, r_hi = (float(v) for v in torch.aminmax(rows))  # max |rows| without an |rows| tensor
+    rounding = 2.0 ** -20 * (max(abs(r_lo), abs(r_hi)) + float(shift.abs().max())) * w_max
     return bound, shift, w_max * bound + rounding
+
+
+def _output_range(z, weight, bias):
+    """min and max of y = z * w + b (w, b per column, float32 as LayerNorm's
+    output is rebuilt) without forming y: per column, z * w and then + b are
+    monotone in z (rounding included), so y's extremes are those of the
+    column's smallest and largest z."""
+    z_lo, z_hi = torch.aminmax(z, dim=0)
+    if weight is not None:
+        w = weight.detach().reshape(-1)
+        z_lo, z_hi = z_lo * w, z_hi * w
+    if bias is not None:
+        b = bias.detach().reshape(-1)
+        z_lo, z_hi = z_lo + b, z_hi + b
+    lo = torch.minimum(z_lo, z_hi).min()  # (a NaN weight propagates, as it did through y)
+    hi = torch.maximum(z_lo, z_hi).max()
+    return float(lo), float(hi)
 
 
 def gelu_input_bound(x, eb, mode):
@@ -190,11 +204,11 @@ def rebuild(node, value_of, rows_of):
     if node.op == "layernorm":
         q = node.sources[0]
         rows = rebuild(q, value_of, rows_of) if isinstance(q, Recipe) else rows_of(q)
-        y = rows - node.params["shift"][:, None]
+        y = rows - node.params["shift"][:, None]  # a new tensor: the steps below work in place
         if node.params["weight"] is not None:
-            y = y * node.params["weight"].reshape(1, -1)
+            y.mul_(node.params["weight"].reshape(1, -1))
         if node.params["bias"] is not None:
-            y = y + node.params["bias"].reshape(1, -1)
+            y.add_(node.params["bias"].reshape(1, -1))
         return y.reshape(node.shape)
     xs = [rebuild(s, value_of, rows_of) for s in node.sources]
     if node.op == "gelu":
@@ -202,7 +216,7 @@ def rebuild(node, value_of, rows_of):
     else:
         n = xs[1]
         if n.dtype == torch.bool:
-            y = xs[0] * n * node.params["scale"]
+            y = (xs[0] * n).mul_(node.params["scale"])  # in place on the new product
         else:
             y = xs[0] * n
     return y.reshape(node.shape)

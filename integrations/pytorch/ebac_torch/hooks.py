@@ -174,6 +174,12 @@ def _footprint(t):
     return (1 + sum((n - 1) * abs(st) for n, st in zip(t.shape, t.stride()))) * t.element_size()
 
 
+def _max_magnitude(t):
+    """max |t| of a non-empty tensor in one pass, without forming |t|."""
+    lo, hi = (float(v) for v in torch.aminmax(t))
+    return max(abs(lo), abs(hi)) if lo == lo and hi == hi else float("nan")
+
+
 def _row_normalized(t, ln, eb, mode):
     """The rows of a LayerNorm's float32 input divided by their standard
     deviation, with the absolute bound that keeps every element of the input
@@ -197,11 +203,15 @@ def _row_normalized(t, ln, eb, mode):
     for v in ns:
         d *= int(v)
     x = t.detach().reshape(-1, d)
-    if x.shape[0] < 2 or not bool(torch.isfinite(x).all()):
+    if x.shape[0] < 2:
+        return None
+    # One pass for the range and the finiteness check: aminmax propagates a
+    # NaN, and an infinity is an extreme, so both are finite iff every element is.
+    lo, hi = (float(v) for v in torch.aminmax(x))
+    if not (math.isfinite(lo) and math.isfinite(hi)):
         return None
     sigma = (x.var(dim=1, unbiased=False) + ln.eps).sqrt()
     smax = float(sigma.max())
-    lo, hi = float(x.min()), float(x.max())
     eb_x = eb * (hi - lo) if mode == "rel" else eb
     room = eb_x * (1 - 2.0 ** -20) - 4 * 2.0 ** -24 * max(abs(lo), abs(hi))
     if not (smax > 0 and room > 0):
@@ -585,7 +595,7 @@ class compressed_activations:
                 if n.dtype == torch.bool:
                     params = {"scale": scale, "noise_max": 1.0}
                 elif n.dtype == torch.float32:
-                    params = {"scale": 1.0, "noise_max": float(n.abs().max()) if n.numel() else 0.0}
+                    params = {"scale": 1.0, "noise_max": _max_magnitude(n) if n.numel() else 0.0}
                 else:
                     return
                 # A spot check that the output is x * noise (* scale): a few
@@ -927,7 +937,7 @@ class compressed_activations:
         y = self._codec(self._pass, "decompress_cpu_seconds", self.C.decompress, p.blob, p.sizes, p.strides, p.elem,
                         threads, self.kernel_path)
         if p.row_scale is not None:
-            y = (y * p.row_scale[:, None]).reshape(p.shape)
+            y = y.mul_(p.row_scale[:, None]).reshape(p.shape)  # in place: y is this call's own tensor
         return y
 
     # A recipe's sources were saved by earlier ops, so their own unpacks come
