@@ -25,8 +25,9 @@ sum), the input gradient is computed per sample as before, the bias
 gradient from the whole output gradient.
 
 The ordinary path runs instead (``eligible`` says why not) for: no grad
-needed or grad mode off, an unbatched input, a batch smaller than 2,
-anything but float32/float16/bfloat16, a non-strided input, forward-mode AD,
+needed or grad mode off, an unbatched input, one slice (batch 1, K = 1, or
+"auto" on an input of at most AUTO_SLICE_BYTES), anything but
+float32/float16/bfloat16, a non-strided input, forward-mode AD,
 ``padding="same"`` where the padding would be asymmetric (an even
 dilation x (kernel - 1)), a subclass of ``nn.ConvNd`` that overrides
 ``_conv_forward``, and ``nn.ConvTranspose*`` (not patched). The backward is
@@ -184,10 +185,12 @@ def _make_forward(cls, original):
         padding = eligible(self, input, weight, bias)
         if padding is None:
             return original(self, input, weight, bias)
+        k = slices_for(session.conv_backward_slices, input)
+        if k == 1:  # one slice saves nothing: the ordinary path, bit for bit
+            return original(self, input, weight, bias)
         if self.padding_mode != "zeros":
             input = torch.nn.functional.pad(input, self._reversed_padding_repeated_twice, mode=self.padding_mode)
             padding = pad_zero
-        k = slices_for(session.conv_backward_slices, input)
         return _SlicedConv.apply(input, weight, bias, session, tuple(self.stride), tuple(padding),
                                  tuple(self.dilation), self.groups, k)
 

@@ -76,9 +76,14 @@ class SlicedMatchesUnsliced(unittest.TestCase):
         l1, f1, g1 = run(conv, x, slices, layout=layout)
         lp, _, gp = run(conv, x, None, session=False, layout=layout)
         self.assertNotEqual(f0, SLICED)
-        self.assertEqual(f1, SLICED, "the sliced path did not run")
         self.assertEqual(l0, l1)  # the forward is the same convolution
         self.assertEqual(set(g0), set(g1))
+        if sliced_conv.slices_for(slices, x) == 1:  # one slice: the ordinary path, the same gradients bit for bit
+            self.assertNotEqual(f1, SLICED)
+            for n in g0:
+                self.assertTrue(torch.equal(g0[n], g1[n]), n)
+            return g1
+        self.assertEqual(f1, SLICED, "the sliced path did not run")
         for n in g0:
             self.assertEqual(g0[n].shape, g1[n].shape, n)
             scale = float(g0[n].abs().max()) or 1.0
@@ -89,9 +94,15 @@ class SlicedMatchesUnsliced(unittest.TestCase):
 
     def test_cases(self):
         for name, make, shape in CASES:
-            for k in (2, 3, "auto", 1):
+            for k in (2, 3, 1):
                 with self.subTest(case=name, slices=k):
                     self.check(make, shape, k)
+
+    def test_auto(self):
+        # 40 x 4 x 64 x 64 float32: 2.6 MB, 2 slices under AUTO_SLICE_BYTES = 2 MiB
+        self.assertEqual(sliced_conv.slices_for("auto", torch.empty(40, 4, 64, 64)), 2)
+        self.check(lambda: nn.Conv2d(4, 4, 3, padding=1, bias=False), (40, 4, 64, 64), "auto")
+        self.check(lambda: nn.Conv2d(4, 4, 3, padding=1), (4, 4, 8, 8), "auto")  # one slice: ordinary
 
     def test_more_slices_than_samples(self):
         # batch 3 with 8 slices: one sample a slice
@@ -274,7 +285,7 @@ class Model(unittest.TestCase):
 
         lp, gp = step(None, session=False)
         l0, g0 = step(None)
-        for k in (4, "auto"):
+        for k in (4, 7):
             l1, g1 = step(k)
             self.assertEqual(l0, l1)
             gmax = max(float(g.norm()) for g in gp.values())
