@@ -11,8 +11,9 @@ gradient (im2col columns, oneDNN's reorders), which are input-sized or
 larger. Sliced, those temporaries are a slice's, and the input is
 decompressed only for the weight gradient and let go before the input
 gradient is allocated (the input gradient needs the weight and the output
-gradient only). Per convolution at most the output gradient, one
-input-sized tensor and a slice's temporaries are alive.
+gradient only). Per convolution the output gradient, one input-sized tensor
+(two when another saver, such as a ReLU, keeps the decompressed input for
+its own backward) and a slice's temporaries are alive.
 
 The input is kept through the session's own packing (``_pack``), so a tensor
 that a ReLU saved too is stored once, as without the option, and restored
@@ -32,7 +33,8 @@ float32/float16/bfloat16, a non-strided input, forward-mode AD,
 dilation x (kernel - 1)), a subclass of ``nn.ConvNd`` that overrides
 ``_conv_forward``, and ``nn.ConvTranspose*`` (not patched). The backward is
 once-differentiable: a double backward through a sliced convolution raises
-(use the option off for gradient penalties).
+(use the option off for gradient penalties), and so does a second backward
+through the same graph (retain_graph=True): the input is kept for one.
 """
 
 import threading
@@ -44,9 +46,9 @@ __all__ = ["check_slices", "slices_for", "eligible", "enter", "exit"]
 
 # "auto": as many slices as make one slice's input at most this many bytes
 # (at most one sample a slice). A slice's weight-gradient temporaries scale
-# with its input; at 2 MiB they are a few MB, under the step's other
-# transients, on the CNNs measured (docs/pytorch.md, "Convolution backward
-# in slices"), and the per-slice calls cost no measurable CPU time there.
+# with its input. On the CNNs measured (docs/pytorch.md, "Convolution
+# backward in slices") 2 MiB gave the lowest peaks for about 5% more CPU
+# time; 8 and 16 MiB lowered the peak less and were not cheaper.
 AUTO_SLICE_BYTES = 2 << 20
 
 _CONVS = (torch.nn.Conv1d, torch.nn.Conv2d, torch.nn.Conv3d)
@@ -142,6 +144,10 @@ class _SlicedConv(torch.autograd.Function):
         if need_b and ctx.has_bias:
             gb = gy.sum(dim=[0] + list(range(2, gy.dim())))
         record, ctx.x_record = ctx.x_record, None
+        if need_w and record is None:
+            raise RuntimeError("ebac_torch: a second backward through a convolution sliced by conv_backward_slices "
+                               "(it keeps its input for one backward, as if retain_graph were False); run the "
+                               "session with conv_backward_slices=None to backward twice (retain_graph=True)")
         if need_w:
             # The weight gradient first: the input is decompressed for it and dropped
             # (unless another saver still needs it) before the input gradient exists.

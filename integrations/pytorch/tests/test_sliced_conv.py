@@ -237,6 +237,15 @@ class Session(unittest.TestCase):
         with self.assertRaisesRegex(RuntimeError, "modified by an inplace operation"):
             y.sum().backward()
 
+    def test_second_backward_refused(self):
+        conv = nn.Conv2d(3, 4, 3)
+        x = torch.randn(4, 3, 8, 8, requires_grad=True)
+        with ebac_torch.compressed_activations(conv_backward_slices=2):
+            y = conv(x * 1.0)
+        y.sum().backward(retain_graph=True)
+        with self.assertRaisesRegex(RuntimeError, "second backward.*conv_backward_slices"):
+            y.sum().backward()
+
     def test_double_backward_refused(self):
         conv = nn.Conv2d(3, 4, 3)
         x = torch.randn(4, 3, 8, 8, requires_grad=True)
