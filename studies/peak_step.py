@@ -30,7 +30,9 @@ Ways:
                     with its defaults (no model=, as a new user writes it);
   checkpoint        torch.utils.checkpoint (non-reentrant) around every residual/transformer block;
   ebac-recompute    ebac_torch.checkpoint around every block, inside compressed_activations:
-                    only the block inputs are kept (compressed), the block is recomputed in backward.
+                    only the block inputs are kept (compressed), the block is recomputed in backward;
+  ebac-sliced       ebac with conv_backward_slices=--conv-slices (default "auto"): convolutions
+                    compute their backward over batch slices (not in the default ways).
 
 Writes results.json, report.md and timeline.png (RSS over the instrumented
 step, every way of a network on one axis) into --out.
@@ -174,8 +176,12 @@ class StepRunner:
         self._mark("forward")
         tracker = None
         if self.way.startswith("ebac"):
+            extra = {}
+            if self.way == "ebac-sliced":
+                k = self.spec.get("conv_slices") or "auto"
+                extra["conv_backward_slices"] = k if k == "auto" else int(k)
             s = self.ebac_torch.compressed_activations(error_bound=self.spec["error_bound"], mode="rel",
-                                                       pipeline=self.pipeline)
+                                                       pipeline=self.pipeline, **extra)
             if track:  # before __enter__, which hands pack/unpack to autograd
                 tracker = Tracker(s, s.C, self.sampler)
             with s:
@@ -270,7 +276,7 @@ def run_one(args, net, way, rnd, timeline, grads_path=None):
     tag = "%s-%s-r%d" % (net, way, rnd)
     spec = {"network": net, "way": way, "batch": batch_of(args, net), "seed": args.seed, "error_bound": args.error_bound,
             "timeline": timeline, "sample_ms": args.sample_ms, "result": os.path.join(work, tag + ".json"),
-            "grads_path": grads_path, "pipeline": args.pipeline}
+            "grads_path": grads_path, "pipeline": args.pipeline, "conv_slices": args.conv_slices}
     r = mr.run_worker(__file__, spec, work, tag, args.timeout)
     if not r.get("ok", True) and "network" not in r:
         r.update(network=net, way=way)
@@ -492,6 +498,8 @@ def main():
     ap.add_argument("--no-timeline", dest="timeline", action="store_false",
                     help="no instrumented step (timing runs)")
     ap.add_argument("--pipeline", default="auto", help="the ebac ways' pipeline (default: the session's, auto)")
+    ap.add_argument("--conv-slices", default="auto",
+                    help="the ebac-sliced way's conv_backward_slices (an int, or auto)")
     ap.add_argument("--timeout", type=int, default=1200)
     ap.add_argument("--report-only", action="store_true", help="rewrite report.md and the plot from results.json")
     ap.add_argument("--grads", action="store_true",
@@ -531,7 +539,7 @@ def main():
         plot([r for r in results if r.get("ok")], args.out)
     print(open(os.path.join(args.out, "report.md")).read())
     def floor(way):  # ebac's own defaults are judged like the memory report's smoke (see docs/pytorch.md)
-        return mr.COSINE_SMOKE if args.smoke and way.split("@")[0] == "ebac" else mr.COSINE_TARGET
+        return mr.COSINE_SMOKE if args.smoke and way.split("@")[0] in ("ebac", "ebac-sliced") else mr.COSINE_TARGET
     bad = [k for k, v in (grads or {}).items() if "error" in v or v.get("min_cosine", 1.0) < floor(k[1])]
     if bad:
         print("gradient check failed: %s" % bad)

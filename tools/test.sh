@@ -196,10 +196,12 @@ pytorch() {
     # its own process, and the VGG-style CNN's fixed-budget table (plain, ebac): 35 s user + 7 s system with the workers, 2.2 min wall at load 10.
     timed "memory report smoke" /usr/bin/python3 studies/memory_report.py --smoke --out build/memory-report-smoke
     # Issue 50's peak-of-a-step study, small: resnet20 at batch 32, plain / ebac / checkpoint /
-    # ebac_torch.checkpoint, each in its own process; fails when a way fails or a recomputing way's
-    # gradient cosine is below 0.99 (23 s; with vit12 too, 5.5 CPU-minutes: run that by hand;
-    # tests/test_recompute.py checks ebac_torch.checkpoint's gradients on a small residual net).
-    timed "peak step smoke" /usr/bin/python3 studies/peak_step.py --smoke --networks resnet20 --out build/peak-step-smoke
+    # ebac_torch.checkpoint / ebac with conv_backward_slices=4, each in its own process; fails when a
+    # way fails or a recomputing way's gradient cosine is below 0.99 (23 s; with vit12 too, 5.5
+    # CPU-minutes: run that by hand; tests/test_recompute.py and test_sliced_conv.py check
+    # ebac_torch.checkpoint's and the sliced convolutions' gradients on small nets).
+    timed "peak step smoke" /usr/bin/python3 studies/peak_step.py --smoke --networks resnet20 \
+        --ways plain,ebac,checkpoint,ebac-recompute,ebac-sliced --conv-slices 4 --out build/peak-step-smoke
     # The extension's host codec speed, smoke (~2 s): one tensor, checked against its bound.
     timed "torch host speed smoke" /usr/bin/python3 studies/torch_host_speed.py --smoke
     # Training-size corpus generator, tiny (~20 s): 2 networks, 1 step, a slice; read back and checked.

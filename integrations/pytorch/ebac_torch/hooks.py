@@ -62,6 +62,7 @@ import torch
 
 from . import _ext
 from . import derived as _derived
+from . import sliced_conv as _sliced_conv
 
 _FLOAT_CODES = {torch.float32: 1, torch.float16: 2, torch.bfloat16: 3}
 # Every dtype ebac codes, as its element code (ebac::dtype): floats under the
@@ -434,12 +435,18 @@ class compressed_activations:
             those saved tensors, rebuilt in backward, when the bound allows
             (see ebac_torch/derived.py); an nn.GELU's input is then stored
             under the bound its output needs. False: every tensor is stored.
+        conv_backward_slices: None (default: off), an int K >= 1 or "auto":
+            nn.Conv1d/2d/3d run in the session through a Function whose
+            backward computes the gradients over K slices of the batch
+            ("auto": slices of at most sliced_conv.AUTO_SLICE_BYTES of input),
+            their input kept through this session as any saved tensor; this
+            cuts the convolution backward's working set (see sliced_conv.py).
     """
 
     def __init__(self, error_bound=1e-2, mode="rel", pipeline="auto", *, min_numel=4096, model=None,
                  bounds=None, policy=None, threads=None, checksum=False, measure_error=False,
                  unsupported_device="raw", keep_details=True, kernel_path="staged", layernorm_rows=True,
-                 batchnorm_bound_scale=BATCHNORM_BOUND_SCALE, derive=True):
+                 batchnorm_bound_scale=BATCHNORM_BOUND_SCALE, derive=True, conv_backward_slices=None):
         if mode not in ("rel", "abs", "relative", "absolute"):
             raise ValueError("ebac_torch: mode must be 'rel' or 'abs', got %r" % (mode,))
         if not (error_bound > 0) or not math.isfinite(error_bound):
@@ -454,6 +461,7 @@ class compressed_activations:
                              % (batchnorm_bound_scale,))
         self.batchnorm_bound_scale = float(batchnorm_bound_scale)
         self.derive = bool(derive)
+        self.conv_backward_slices = _sliced_conv.check_slices(conv_backward_slices)
         self.C = _ext.load()
         for p in [pipeline] + [b[2] for b in (bounds or {}).values()
                                if isinstance(b, (tuple, list)) and len(b) == 3]:
@@ -501,10 +509,12 @@ class compressed_activations:
         mm = torch.nn.modules.module
         self._handles = [mm.register_module_forward_pre_hook(self._pre),
                          mm.register_module_forward_hook(self._post)]
+        _sliced_conv.enter(self)
         _last_session = self
         return self
 
     def __exit__(self, *exc):
+        _sliced_conv.exit(self)
         for h in self._handles:
             h.remove()
         self._handles = []
