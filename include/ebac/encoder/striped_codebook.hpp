@@ -27,20 +27,27 @@ EBAC_NAMESPACE_BEGIN
 
 /// A decode-table entry: bits 0-7 the code's length (0: no code has these
 /// bits, a corrupt stream), 8-15 the raw bits that follow, bit 16 a zero
-/// run, bits 32-63 the base value (striped_symbol).
+/// run, bits 24-31 the token's bits (length + raw bits: one read on the
+/// decoder's critical path instead of two and an add), bits 32-63 the base
+/// value (striped_symbol).
 namespace striped_entry {
 inline constexpr std::uint64_t run_flag = std::uint64_t{1} << 16;
+/// The entry of bits no code starts with: length 0, and a run longer than
+/// any chunk, so that the decoder meets it only on the branch it takes for
+/// long runs (encoder/striped_decode.hpp), which checks the length.
+inline constexpr std::uint64_t invalid = run_flag | (std::uint64_t{0xffffffffu} << 32);
 [[nodiscard]] constexpr std::uint64_t make(std::uint32_t symbol, int length) noexcept {
   const striped_symbol_value v = striped_symbol(symbol);
   return static_cast<std::uint64_t>(length) | (std::uint64_t{v.nextra} << 8) | (v.run ? run_flag : 0) |
-         (std::uint64_t{v.base} << 32);
+         (static_cast<std::uint64_t>(length + static_cast<int>(v.nextra)) << 24) | (std::uint64_t{v.base} << 32);
 }
 }  // namespace striped_entry
 
 struct striped_codebook {
   std::vector<std::uint8_t> length = std::vector<std::uint8_t>(striped_alphabet::size, 0);      ///< 0: unused
   std::vector<std::uint32_t> code_lsb = std::vector<std::uint32_t>(striped_alphabet::size, 0);  ///< canonical, bit-reversed
-  std::vector<std::uint64_t> table = std::vector<std::uint64_t>(std::size_t{1} << striped_alphabet::table_bits, 0);
+  std::vector<std::uint64_t> table =
+      std::vector<std::uint64_t>(std::size_t{1} << striped_alphabet::table_bits, striped_entry::invalid);
 
   /// Codes and table from `length`; false if a length exceeds the maximum
   /// or the lengths are not a prefix code (Kraft).
@@ -60,7 +67,7 @@ struct striped_codebook {
       next[l] = code;
       code = (code + count[l]) << 1;
     }
-    std::fill(table.begin(), table.end(), 0);
+    std::fill(table.begin(), table.end(), striped_entry::invalid);
     for (std::uint32_t s = 0; s < A::size; ++s) {
       const int l = length[s];
       if (!l) continue;

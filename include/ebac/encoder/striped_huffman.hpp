@@ -25,6 +25,7 @@
 #include <ebac/detail/bytes.hpp>
 #include <ebac/encoder/encoder_id.hpp>
 #include <ebac/encoder/striped_codebook.hpp>
+#include <ebac/encoder/striped_decode.hpp>
 #include <ebac/encoder/striped_tokens.hpp>
 #include <ebac/status.hpp>
 
@@ -56,41 +57,6 @@ struct stripe_writer {
   }
   /// The end of the stream: its pending bits were stored with the last put.
   std::byte* finish() const noexcept { return p + (bits > 0 ? 1 : 0); }
-};
-
-/// An LSB-first reader over [base, base + limit): eight bytes a refill where
-/// they are there, zeros past the limit (consumed_bits() then tells).
-struct stripe_reader {
-  const std::byte* base;
-  std::size_t pos;
-  std::size_t limit;
-  std::uint64_t buf = 0;
-  unsigned count = 0;
-  /// At least 56 bits in buf afterwards.
-  void refill() noexcept {
-    if (pos + 8 <= limit) {
-      buf |= load_le<std::uint64_t>(base + pos) << count;
-      pos += (63u - count) >> 3;
-      count |= 56u;
-      return;
-    }
-    refill_near_end();
-  }
-  /// The last bytes (and zeros past them), one at a time: kept out of line
-  /// so that the hot loop holds only the eight-byte path.
-#if defined(__GNUC__) || defined(__clang__)
-  __attribute__((noinline))
-#endif
-  void
-  refill_near_end() noexcept {
-    while (count <= 56) {
-      const std::uint64_t b = pos < limit ? static_cast<std::uint64_t>(base[pos]) : 0;
-      buf |= b << count;
-      ++pos;
-      count += 8;
-    }
-  }
-  [[nodiscard]] std::uint64_t consumed_bits() const noexcept { return std::uint64_t{pos} * 8 - count; }
 };
 
 }  // namespace detail
@@ -208,64 +174,10 @@ struct striped_huffman {
     const auto after = static_cast<std::uint64_t>(end - p);
     if (used > after) return status::corrupt_stream;
     sizes[3] = after - used;
-    // Every reader may read on to the chunk's end (into the next streams):
-    // consumed_bits() against its own size decides at the end.
-    // Four named readers, not an array: each stays in registers.
-    auto reader = [&](unsigned s) {
-      std::uint64_t start = 0;
-      for (unsigned k = 0; k < s; ++k) start += sizes[k];
-      return detail::stripe_reader{p + start, 0, static_cast<std::size_t>(after - start)};
-    };
-    detail::stripe_reader r0 = reader(0), r1 = reader(1), r2 = reader(2), r3 = reader(3);
-    constexpr std::uint64_t table_mask = (std::uint64_t{1} << striped_alphabet::table_bits) - 1;
-    const std::uint64_t* const t = table;
-    std::size_t i = 0;
-    std::uint64_t bad = 0;
-    // One token of reader rd, without a branch on its kind: a literal is
-    // stored, a run stores zeros; where 17 codes of room remain, 16 zeros
-    // go behind every token (the next tokens overwrite them), so only runs
-    // longer than 16 take the fill loop. A run past the chunk's end is cut
-    // there and marks the chunk bad.
-    auto token = [&](detail::stripe_reader& rd) EBAC_FORCE_INLINE_LAMBDA {
-      rd.refill();
-      const std::uint64_t e = t[rd.buf & table_mask];
-      const auto len = static_cast<unsigned>(e & 0xffu), nextra = static_cast<unsigned>((e >> 8) & 0xffu);
-      std::uint64_t v = (e >> 32) + ((rd.buf >> len) & ((std::uint64_t{1} << nextra) - 1));
-      rd.buf >>= len + nextra;
-      rd.count -= len + nextra;
-      const bool run = (e & striped_entry::run_flag) != 0;
-      const std::uint64_t room = n - i;
-      const bool past = run && v > room;
-      bad |= static_cast<std::uint64_t>(len == 0) | static_cast<std::uint64_t>(past);  // bits no code starts with
-      v = past ? room : v;
-      codes[i] = run ? 0u : static_cast<std::uint32_t>(v);
-      const std::size_t step = run ? static_cast<std::size_t>(v) : 1;
-      if (room >= 17) {
-        std::uint32_t* z = codes + i + 1;
-        std::memset(z, 0, 16 * sizeof(std::uint32_t));  // a constant size: two vector stores
-        if (step > 17) std::memset(z + 16, 0, (step - 17) * sizeof(std::uint32_t));
-      } else if (step > 1) {
-        std::memset(codes + i + 1, 0, (step - 1) * sizeof(std::uint32_t));
-      }
-      i += step;
-    };
-    while (i < n) {
-      token(r0);
-      if (i == n) break;
-      token(r1);
-      if (i == n) break;
-      token(r2);
-      if (i == n) break;
-      token(r3);
-      if (bad) return status::corrupt_stream;
-    }
-    if (bad) return status::corrupt_stream;
-    const detail::stripe_reader* const readers[streams] = {&r0, &r1, &r2, &r3};
-    for (unsigned s = 0; s < streams; ++s) {  // every stream ends in its last byte
-      const std::uint64_t c = readers[s]->consumed_bits();
-      if ((c + 7) / 8 != sizes[s]) return status::corrupt_stream;
-    }
-    return status::ok;
+    const std::byte* first[streams];
+    first[0] = p;
+    for (unsigned s = 1; s < streams; ++s) first[s] = first[s - 1] + sizes[s - 1];
+    return detail::striped_decode_streams(table, first, sizes, end, codes, n);
   }
 };
 
