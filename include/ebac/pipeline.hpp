@@ -140,7 +140,8 @@ inline bool parse_pipeline(std::string_view name, pipeline_spec& s) {
   }
   // ratio's stages with the striped Huffman encoder (encoder/striped_huffman.hpp):
   // within 1% of ratio's streams on the training slice, decompressed
-  // 0.98-1.75x and compressed 0.93-1.49x as fast (docs/benchmarks.md). Host
+  // 0.98-1.75x and compressed 0.93-1.49x as fast, and decompressed
+  // 1.16-1.70x faster again since the striped decoder (docs/benchmarks.md). Host
   // only: the CUDA backend refuses its pipelines and its streams.
   if (name == "balanced") {
     s.lorenzo_auto_dims = 2;
