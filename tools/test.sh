@@ -225,6 +225,9 @@ pytorch() {
     OMP_NUM_THREADS=1 timed "param error smoke" /usr/bin/python3 studies/param_error.py --smoke
     # Its LayerNorm-weight prediction against an exact replay of LayerNorm's backward (<1 s).
     OMP_NUM_THREADS=1 timed "param error unit test" /usr/bin/python3 -m unittest tests/studies/test_param_error.py
+    # Whether a parameter's gradient change is rounding noise, sampling noise or ebac's, tiny (~3 s): the
+    # VGG-style CNN at batch 8 (full size: studies/grad_noise.py --network mobilenet_v2, docs/error-model.md 9).
+    OMP_NUM_THREADS=1 timed "grad noise smoke" /usr/bin/python3 studies/grad_noise.py --smoke
   else
     echo "SKIPPED: /usr/bin/python3 lacks torch/numpy/matplotlib (Debian: python3-torch python3-numpy python3-matplotlib)."
   fi
