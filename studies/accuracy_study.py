@@ -310,6 +310,10 @@ def gradient_probe(model, xb, yb, cfg, threads, policy=None, layer_bound=None):
 
     out = []
     for n, mod in layers:
+        if "delta" not in rec.get(n, {}):
+            # Its forward never ran as a module call: nn.MultiheadAttention hands out_proj's weight to
+            # F.multi_head_attention_forward (torchvision's vit_b_16). No input or output gradient to model.
+            continue
         a, delta = rec[n]["a"], rec[n]["delta"]
         eb = layer_bound(n) if layer_bound else cfg["eb"]
         c = ebac_torch.compress(a, eb, cfg["mode"], cfg["pipeline"], threads=threads)

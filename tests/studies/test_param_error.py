@@ -64,5 +64,33 @@ class LayerNormGamma(unittest.TestCase):
                 self.assertTrue(0.8 <= pred / meas <= 1.25, "eb %g: predicted %.3g, measured %.3g" % (eb, pred, meas))
 
 
+class TinyAttention(nn.Module):
+    """Linear -> nn.MultiheadAttention -> Linear: MultiheadAttention uses out_proj's weight without calling
+    out_proj (F.multi_head_attention_forward), as torchvision's vit_b_16 does."""
+
+    def __init__(self, d=16, classes=10):
+        super().__init__()
+        self.inp = nn.Linear(d, d)
+        self.attn = nn.MultiheadAttention(d, 2, batch_first=True)
+        self.head = nn.Linear(d, classes)
+
+    def forward(self, x):
+        h = self.inp(x)
+        return self.head(self.attn(h, h, h, need_weights=False)[0]).mean(dim=1)
+
+
+class UncalledLinear(unittest.TestCase):
+    def test_out_proj_is_not_modelled(self):
+        # predict_parameters once failed here with a KeyError on attn.out_proj (the memory report's vit_b_16)
+        torch.manual_seed(4)
+        model = TinyAttention().train()
+        x, y = torch.randn(8, 6, 16), torch.randint(0, 10, (8,))
+        pred = pe.predict_parameters(model, x, y, 1e-2, "rel", "fast")
+        self.assertNotIn("attn.out_proj.weight", pred)
+        for name in ("inp.weight", "head.weight"):
+            self.assertIn(name, pred)
+            self.assertGreater(pred[name], 0)
+
+
 if __name__ == "__main__":
     unittest.main()
