@@ -85,9 +85,14 @@ def layernorm_rows_bound(rows, row_eb, weight, bias, eb, mode):
             bound = tighter
     # rows - shift and the LayerNorm's own (x - mean) * rstd differ by a few
     # ulps of |rows| + |shift| (cancellation), times |w|.
-    r_lo, r_hi = (float(v) for v in torch.aminmax(rows))  # max |rows| without an |rows| tensor
-    rounding = 2.0 ** -20 * (max(abs(r_lo), abs(r_hi)) + float(shift.abs().max())) * w_max
+    rounding = 2.0 ** -20 * (max_magnitude(rows) + float(shift.abs().max())) * w_max
     return bound, shift, w_max * bound + rounding
+
+
+def max_magnitude(t):
+    """max |t| of a non-empty tensor in one pass, without forming |t| (NaN if t holds one)."""
+    lo, hi = (float(v) for v in torch.aminmax(t))
+    return max(abs(lo), abs(hi)) if lo == lo and hi == hi else float("nan")
 
 
 def _output_range(z, weight, bias):

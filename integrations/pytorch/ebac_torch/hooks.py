@@ -175,12 +175,6 @@ def _footprint(t):
     return (1 + sum((n - 1) * abs(st) for n, st in zip(t.shape, t.stride()))) * t.element_size()
 
 
-def _max_magnitude(t):
-    """max |t| of a non-empty tensor in one pass, without forming |t|."""
-    lo, hi = (float(v) for v in torch.aminmax(t))
-    return max(abs(lo), abs(hi)) if lo == lo and hi == hi else float("nan")
-
-
 def _row_normalized(t, ln, eb, mode):
     """The rows of a LayerNorm's float32 input divided by their standard
     deviation, with the absolute bound that keeps every element of the input
@@ -605,7 +599,7 @@ class compressed_activations:
                 if n.dtype == torch.bool:
                     params = {"scale": scale, "noise_max": 1.0}
                 elif n.dtype == torch.float32:
-                    params = {"scale": 1.0, "noise_max": _max_magnitude(n) if n.numel() else 0.0}
+                    params = {"scale": 1.0, "noise_max": _derived.max_magnitude(n) if n.numel() else 0.0}
                 else:
                     return
                 # A spot check that the output is x * noise (* scale): a few
