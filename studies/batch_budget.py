@@ -196,20 +196,16 @@ def largest_fitting(args, net, way, budget, guess, log):
 
 
 def probes_of(args, net, probe_batch):
-    """Each way's probe step (the ebac ways' also record what they saved) and
-    its second probe step at half the batch (under "<way>/2"; none when the
-    probe batch is 1)."""
+    """Each way's probe step at `probe_batch` (the ebac ways' also record what
+    they saved); the second probe steps are second_probe's."""
     probes = {}
-
-    def probe(key, way, batch, stats):
-        probes[key] = run_one(args, net, way, batch, stats=stats)
-        if not probes[key].get("ok"):
-            raise RuntimeError("%s %s probe at batch %d failed: %s" % (net, way, batch, probes[key].get("error")))
-
     for way in args.ways:
         for w in {way, STATS_OF[way][0]}:
             if w not in probes:
-                probe(w, w, probe_batch, w.startswith("ebac"))
+                probes[w] = run_one(args, net, w, probe_batch, stats=w.startswith("ebac"))
+                if not probes[w].get("ok"):
+                    raise RuntimeError("%s %s probe at batch %d failed: %s" % (net, w, probe_batch,
+                                                                              probes[w].get("error")))
     return probes
 
 
