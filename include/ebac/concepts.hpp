@@ -88,4 +88,20 @@ concept estimating_encoder = codebook_encoder<E> && requires(const typename E::s
   { E::learn_frequencies(cs) } -> std::same_as<typename E::codebook>;
 };
 
+/// A codebook encoder that codes a chunk from tokens it forms from the codes
+/// (encoder/striped_huffman.hpp), and whose statistics count those tokens:
+/// the host backend's statistics pass keeps each chunk's tokens so that the
+/// coding pass does not form them again (host/encode_stream.hpp). keeps(n,
+/// codes_or) says whether a chunk of n codes whose bitwise OR is codes_or
+/// fits the kept form: at most n tokens, a symbol byte and 16 raw bits each.
+template <class E>
+concept token_encoder = codebook_encoder<E> &&
+    requires(const E& e, typename E::statistics& s, const std::uint32_t* codes, std::size_t n, std::uint8_t* symbol,
+             std::uint16_t* extra, std::byte* out) {
+  { E::keeps(n, std::uint32_t{}) } -> std::same_as<bool>;
+  { E::tokenize(codes, n, symbol, extra) } -> std::same_as<std::size_t>;
+  {s.add_symbols(symbol, n)};
+  { e.encode_tokens(symbol, extra, n, n, out) } -> std::same_as<std::size_t>;
+};
+
 EBAC_NAMESPACE_END

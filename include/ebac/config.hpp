@@ -33,6 +33,17 @@
 #define EBAC_FORCE_INLINE_LAMBDA
 #endif
 
+// Before a function: the same for a helper that takes its caller's state by
+// reference (the striped encoder's four bit writers, which stay in
+// registers only once the helper is inlined).
+#if defined(__GNUC__) || defined(__clang__)
+#define EBAC_FORCE_INLINE inline __attribute__((always_inline))
+#elif defined(_MSC_VER)
+#define EBAC_FORCE_INLINE __forceinline
+#else
+#define EBAC_FORCE_INLINE inline
+#endif
+
 // A pointer through which nothing else in its scope is accessed: lets the
 // compiler vectorize a loop that writes bytes beside the words it reads (a
 // byte store may otherwise alias them). GCC, Clang, nvcc and MSVC spell it so.

@@ -89,4 +89,54 @@ TEST_SUITE("host") {
     }
   }
 
+  TEST_CASE("striped: kept tokens count and code as the codes do") {
+    using E = ebac::striped_huffman;
+    std::vector<code_set> sets = code_sets(5);
+    // At the kept form's limits: a run of 2^16 zeros (class 16, no raw
+    // bits), one of 2^16 - 1 (class 15, 2^15 - 1 in its raw bits), and
+    // codes just below 2^16 (13 raw bits).
+    sets.push_back({"run of 2^16", std::vector<std::uint32_t>(std::size_t{1} << 16, 0u)});
+    sets.push_back({"run of 2^16 - 1", std::vector<std::uint32_t>((std::size_t{1} << 16) - 1, 0u)});
+    sets.back().codes.push_back(7);
+    sets.push_back({"below 2^16", std::vector<std::uint32_t>{0xffffu, 0, 0, 0x8000u, 0xfffeu, 0, 31, 32}});
+    std::size_t kept = 0;
+    for (const auto& cs : sets) {
+      CAPTURE(cs.name);
+      std::uint32_t any = 0;
+      for (std::uint32_t v : cs.codes) any |= v;
+      const bool fits = cs.codes.size() <= (std::size_t{1} << 16) && any < (1u << 16);
+      CHECK(E::keeps(cs.codes.size(), any) == fits);
+      if (!fits || cs.codes.empty()) continue;
+      ++kept;
+      std::vector<std::uint8_t> symbol(cs.codes.size());
+      std::vector<std::uint16_t> extra(cs.codes.size());
+      const std::size_t k = E::tokenize(cs.codes.data(), cs.codes.size(), symbol.data(), extra.data());
+      REQUIRE(k <= cs.codes.size());
+      // The tokens are the reference cursor's, raw bits included.
+      ebac::striped_cursor cursor{cs.codes.data(), cs.codes.size()};
+      ebac::striped_token t;
+      std::size_t i = 0;
+      while (cursor.next(t)) {
+        REQUIRE(i < k);
+        CHECK(symbol[i] == t.symbol);
+        CHECK(extra[i] == t.extra);
+        ++i;
+      }
+      CHECK(i == k);
+      E::statistics st;
+      st.add_symbols(symbol.data(), k);
+      CHECK(st.count == striped_histogram(cs.codes));
+      const auto cb = E::learn(st);
+      const E enc = E::bind(cb);
+      std::vector<std::byte> a(enc.max_chunk_bytes(cs.codes.size())), b(a.size());
+      const std::size_t na = enc.encode_chunk(cs.codes.data(), cs.codes.size(), a.data());
+      const std::size_t nb = enc.encode_tokens(symbol.data(), extra.data(), k, cs.codes.size(), b.data());
+      REQUIRE(na == nb);
+      CHECK(std::memcmp(a.data(), b.data(), na) == 0);
+    }
+    CHECK(kept > 10);
+    CHECK_FALSE(E::keeps((std::size_t{1} << 16) + 1, 0));
+    CHECK_FALSE(E::keeps(16, 1u << 16));
+  }
+
 }  // TEST_SUITE

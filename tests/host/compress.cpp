@@ -362,6 +362,31 @@ TEST_SUITE("host") {
 
 }  // TEST_SUITE
 
+TEST_CASE("striped pipelines: chunks kept as tokens beside chunks coded again (codes of 2^16 or more, chunks over 2^16)") {
+  // The statistics pass keeps a chunk's tokens only when its codes are below
+  // 2^16 and it has at most 2^16 of them (striped_huffman::keeps); the others
+  // are computed and tokenized again when coded. Mixed in one tensor: chunk 1
+  // spans +-3e5 bounds (codes far above 2^16), the rest are small walks with
+  // zero runs; and the same tensor in chunks of 2^17, none kept.
+  const ebac::extents e{4, 3, 9000};  // 108000 elements: 6.6 chunks of 2^14
+  const std::size_t n = static_cast<std::size_t>(count_of(e));
+  std::mt19937 rng(17);
+  std::uniform_real_distribution<float> u(-1.f, 1.f);
+  std::vector<float> x(n);
+  float walk = 0;
+  for (std::size_t i = 0; i < n; ++i) {
+    walk += (i % 7 < 3) ? 0.f : 0.01f * u(rng);
+    x[i] = (i >= 16384 && i < 2 * 16384) ? 3e3f * u(rng) : walk;
+  }
+  const ebac::error_bound eb{1e-2, ebac::bound_mode::absolute};
+  for (const char* pipe : {"balanced", "balanced-bound", "lorenzo:linear:striped", "none:sign:striped"})
+    for (std::uint32_t chunk : {0u, 1u << 17}) {
+      CAPTURE(pipe);
+      CAPTURE(chunk);
+      check_roundtrip(x, e, pipe, eb, "one chunk of wide codes", chunk);
+    }
+}
+
 TEST_CASE("host compress into a buffer: a null buffer is refused up front, the lorenzo factory never writes past its arrays") {
   using fast_t = ebac::pipeline<ebac::lorenzo, ebac::sign_preserving_quantizer, ebac::block_bitpack>;
   const std::vector<float> x(100, 1.25f);

@@ -128,9 +128,25 @@ std::size_t encode_stream(const S* in, std::uint64_t n, const extents& shape, co
   // an element until the call returns, so that the second widens them
   // instead of quantizing and predicting again; a chunk with a larger code
   // is computed again.
+  //
+  // A token encoder (concepts.hpp) keeps more: a chunk's tokens, a symbol
+  // byte and 16 raw bits each (three bytes an element at most), where they
+  // fit (E::keeps), so that the coding pass neither computes the codes nor
+  // forms the tokens again (forming them was as costly as counting them:
+  // docs/benchmarks.md). A chunk that does not fit is computed again.
   std::unique_ptr<std::uint16_t[]> kept_store;
   std::vector<std::uint8_t> chunk_kept;  // chunk c's codes are in kept_store
-  if constexpr (E::needs_codebook) {
+  std::unique_ptr<std::uint8_t[]> kept_symbol;
+  std::unique_ptr<std::uint16_t[]> kept_extra;
+  constexpr std::size_t not_kept = ~std::size_t{0};
+  std::vector<std::size_t> chunk_tokens;  // chunk c's kept tokens (at c * C), or not_kept
+  if constexpr (token_encoder<E>) {
+    if (estimated_bytes == nullptr && n > 0) {
+      kept_symbol.reset(new std::uint8_t[static_cast<std::size_t>(n)]);
+      kept_extra.reset(new std::uint16_t[static_cast<std::size_t>(n)]);
+      chunk_tokens.assign(static_cast<std::size_t>(chunks), not_kept);
+    }
+  } else if constexpr (E::needs_codebook) {
     if (local && estimated_bytes == nullptr && n > 0) {
       kept_store.reset(new std::uint16_t[static_cast<std::size_t>(n)]);
       chunk_kept.assign(static_cast<std::size_t>(chunks), 0);
@@ -141,7 +157,7 @@ std::size_t encode_stream(const S* in, std::uint64_t n, const extents& shape, co
     if (!local) return field + c * C;
     const std::size_t m = chunk_len(c);
     std::uint32_t* const quant = scratch.get(2 * m);
-    if (coding && chunk_kept[c]) {
+    if (coding && kept_store && chunk_kept[c]) {
       const std::uint16_t* from = kept_store.get() + c * C;
       for (std::size_t i = 0; i < m; ++i) quant[i] = from[i];
       return quant;
@@ -160,8 +176,35 @@ std::size_t encode_stream(const S* in, std::uint64_t n, const extents& shape, co
     }
     return quant + m;
   };
+  // The statistics of chunk c, whose codes are `codes`, from its tokens,
+  // kept for the coding pass; false (nothing done) where they do not fit.
+  auto count_kept_tokens = [&](auto& s, std::uint64_t c, const std::uint32_t* codes) {
+    if constexpr (token_encoder<E>) {
+      const std::size_t m = chunk_len(c);
+      std::uint32_t any = 0;
+      for (std::size_t i = 0; i < m; ++i) any |= codes[i];
+      if (!kept_symbol || !E::keeps(m, any)) return false;
+      std::uint8_t* const symbol = kept_symbol.get() + c * C;
+      chunk_tokens[c] = E::tokenize(codes, m, symbol, kept_extra.get() + c * C);
+      s.add_symbols(symbol, chunk_tokens[c]);
+      return true;
+    } else {
+      (void)s, (void)c, (void)codes;
+      return false;
+    }
+  };
   auto encode_all = [&](const auto& enc, bool record) {
     auto encode_one = [&](std::uint64_t c) {
+      if constexpr (token_encoder<E>) {
+        if (!chunk_tokens.empty() && chunk_tokens[c] != not_kept) {
+          const std::size_t m = chunk_len(c);
+          std::byte* const buf = encode_scratch.get(enc.max_chunk_bytes(m));
+          const std::size_t bytes =
+              enc.encode_tokens(kept_symbol.get() + c * C, kept_extra.get() + c * C, chunk_tokens[c], m, buf);
+          payload[c].assign(buf, buf + bytes);
+          return;
+        }
+      }
       detail::encode_into(enc, codes_of(c, record, code_scratch[0]), chunk_len(c), payload[c], encode_scratch);
     };
     // Several chunks side by side where the encoder can (the same bytes).
@@ -184,8 +227,10 @@ std::size_t encode_stream(const S* in, std::uint64_t n, const extents& shape, co
     std::vector<typename E::statistics> stats(static_cast<std::size_t>(groups), make_statistics<E>(shape));
     parallel_for(static_cast<std::int64_t>(groups), threads, [&](std::int64_t gi) {
       const auto g = static_cast<std::uint64_t>(gi);
-      for (std::uint64_t c = chunks * g / groups; c < chunks * (g + 1) / groups; ++c)
-        stats[g].add(codes_of(c, true, code_scratch[0]), chunk_len(c));
+      for (std::uint64_t c = chunks * g / groups; c < chunks * (g + 1) / groups; ++c) {
+        const std::uint32_t* const codes = codes_of(c, true, code_scratch[0]);
+        if (!count_kept_tokens(stats[g], c, codes)) stats[g].add(codes, chunk_len(c));
+      }
     });
     coding = true;
     for (std::size_t g = 1; g < stats.size(); ++g) stats[0].merge(stats[g]);
