@@ -660,16 +660,23 @@ def worker(spec):
     return res
 
 
-def run_worker(script, spec, work, tag, timeout):
+def run_worker(script, spec, work, tag, timeout, fixed_malloc=True):
     """Runs `script --worker SPEC` in a process of its own (WORKER_ENV, one
     OpenMP thread), SPEC being `spec` written to WORK/TAG.spec.json and its
     output going to WORK/TAG.log; returns the JSON the worker wrote to
-    spec["result"], or {"ok": False, "error": ...} when it wrote none."""
+    spec["result"], or {"ok": False, "error": ...} when it wrote none.
+    `fixed_malloc` False leaves glibc's mmap and trim thresholds at their
+    defaults (step times as a user's process sees them; its peak RSS rise
+    then hides the blocks glibc keeps after free)."""
     sp = os.path.join(work, tag + ".spec.json")
     with open(sp, "w") as f:
         json.dump(spec, f)
     env = dict(os.environ)
     env.update(WORKER_ENV)
+    if not fixed_malloc:
+        for k in WORKER_ENV:
+            if k.startswith("MALLOC_"):
+                env.pop(k)
     env["OMP_NUM_THREADS"] = "1"
     with open(os.path.join(work, tag + ".log"), "w") as lf:
         subprocess.run([sys.executable, os.path.abspath(script), "--worker", sp], cwd=REPO, env=env,

@@ -213,12 +213,18 @@ def _measured_step(sr, res):
     import gc
     gc.collect()
     before = sr.mem.before()
+    import resource
+    r0 = resource.getrusage(resource.RUSAGE_SELF)
     t0, c0 = time.perf_counter(), time.process_time()
     loss, _ = sr.step()
     sec, cpu = time.perf_counter() - t0, time.process_time() - c0
+    r1 = resource.getrusage(resource.RUSAGE_SELF)
     peak = sr.mem.peak()
     res["losses"].append(loss)
-    res.update(rss_before=before, peak=peak, rise=peak - before, seconds=sec, cpu_seconds=cpu)
+    # The kernel's share of the step (page faults of fresh allocations, munmap) apart from user time.
+    res.update(rss_before=before, peak=peak, rise=peak - before, seconds=sec, cpu_seconds=cpu,
+               user_seconds=r1.ru_utime - r0.ru_utime, sys_seconds=r1.ru_stime - r0.ru_stime,
+               minor_faults=r1.ru_minflt - r0.ru_minflt)
     if sr.session is not None:
         st = sr.session.stats()
         res["saved"] = {k: st[k] for k in ("raw_bytes", "compressed_bytes", "ratio", "tensors",
@@ -277,7 +283,7 @@ def run_one(args, net, way, rnd, timeline, grads_path=None):
     spec = {"network": net, "way": way, "batch": batch_of(args, net), "seed": args.seed, "error_bound": args.error_bound,
             "timeline": timeline, "sample_ms": args.sample_ms, "result": os.path.join(work, tag + ".json"),
             "grads_path": grads_path, "pipeline": args.pipeline, "conv_slices": args.conv_slices}
-    r = mr.run_worker(__file__, spec, work, tag, args.timeout)
+    r = mr.run_worker(__file__, spec, work, tag, args.timeout, fixed_malloc=args.malloc == "fixed")
     if not r.get("ok", True) and "network" not in r:
         r.update(network=net, way=way)
     return r
@@ -330,6 +336,8 @@ def summarize(runs):
     out = {"n": len(ok), "rise_median": statistics.median(rise), "rise_min": min(rise), "rise_max": max(rise),
            "sec_median": statistics.median(sec), "sec_min": min(sec), "sec_max": max(sec),
            "cpu_median": statistics.median(r.get("cpu_seconds", float("nan")) for r in ok),
+           "sys_median": statistics.median(r.get("sys_seconds", float("nan")) for r in ok),
+           "faults_median": statistics.median(r.get("minor_faults", float("nan")) for r in ok),
            "rss_before": statistics.median(r["rss_before"] for r in ok)}
     if "saved" in ok[0]:
         out["saved"] = ok[0]["saved"]
@@ -417,12 +425,16 @@ def report(results, args, out, grads=None):
          "ebac: rel %g, pipeline `%s`, otherwise compressed_activations' defaults.  " % (args.error_bound, args.pipeline),
          "Batch %s, Adam, two warm-up steps, then one measured step: peak RSS rise over the RSS before it "
          "(VmHWM after clear_refs, %s), one torch thread, each run in its own process; %d round(s), ways "
-         "interleaved; median [min-max]. The machine is shared with other jobs: times are noisy." % (
+         "interleaved; median [min-max]. The machine is shared with other jobs: times are noisy. "
+         "Step CPU s: user + sys; sys and minor page faults are the kernel's share (with the thresholds fixed "
+         "every large block is a fresh mapping whose pages fault in)." % (
              args.batch or "per network (%s)" % ", ".join("%s %d" % (n, batch_of(args, n)) for n in args.networks),
-             ", ".join("%s=%s" % kv for kv in mr.WORKER_ENV.items()), args.rounds), ""]
-    L += ["| network | way | peak rise MB | plain/way | step s (wall) | step CPU s | codec CPU s | saved raw MB "
-          "| stored MB | ratio |",
-          "|---|---|---|---|---|---|---|---|---|---|"]
+             ", ".join("%s=%s" % kv for kv in mr.WORKER_ENV.items()) if args.malloc == "fixed" else
+             "--malloc default: glibc's own mmap and trim thresholds, so the rise hides blocks kept after free",
+             args.rounds), ""]
+    L += ["| network | way | peak rise MB | plain/way | step s (wall) | step CPU s (sys) | minor faults | codec CPU s "
+          "| saved raw MB | stored MB | ratio |",
+          "|---|---|---|---|---|---|---|---|---|---|---|"]
     summ = {}
     for net in args.networks:
         for way in args.ways:
@@ -434,14 +446,14 @@ def report(results, args, out, grads=None):
             if not results:
                 continue
             if s is None:
-                L.append("| %s | %s | failed | | | | | | | |" % (net, way))
+                L.append("| %s | %s | failed | | | | | | | | |" % (net, way))
                 continue
             sv = s.get("saved") or {}
             codec = [sv.get("compress_cpu_seconds"), sv.get("decompress_cpu_seconds")]
-            L.append("| %s | %s | %.1f [%.1f-%.1f] | %s | %.2f [%.2f-%.2f] | %.2f | %s | %s | %s | %s |" % (
+            L.append("| %s | %s | %.1f [%.1f-%.1f] | %s | %.2f [%.2f-%.2f] | %.2f (%.2f) | %.0fk | %s | %s | %s | %s |" % (
                 net, way, s["rise_median"] / 1e6, s["rise_min"] / 1e6, s["rise_max"] / 1e6,
                 "%.2fx" % (p["rise_median"] / s["rise_median"]) if p and s["rise_median"] > 0 else "",
-                s["sec_median"], s["sec_min"], s["sec_max"], s["cpu_median"],
+                s["sec_median"], s["sec_min"], s["sec_max"], s["cpu_median"], s["sys_median"], s["faults_median"] / 1e3,
                 "%.2f (%.2f + %.2f)" % (codec[0] + codec[1], codec[0], codec[1]) if None not in codec else "",
                 "%.1f" % (sv["raw_bytes"] / 1e6) if sv else "", "%.1f" % (sv["compressed_bytes"] / 1e6) if sv else "",
                 "%.2fx" % sv["ratio"] if sv else ""))
@@ -501,6 +513,11 @@ def main():
     ap.add_argument("--conv-slices", default="auto",
                     help="the ebac-sliced way's conv_backward_slices (an int, or auto)")
     ap.add_argument("--timeout", type=int, default=1200)
+    ap.add_argument("--malloc", choices=("fixed", "default"), default="fixed",
+                    help="fixed (default): glibc's mmap and trim thresholds fixed at 128 KiB, so that the peak RSS rise "
+                         "shows every block (every large allocation is then a fresh mapping, its pages faulted in: "
+                         "the step's sys seconds); default: glibc's own thresholds, step times as a user's process "
+                         "sees them (the rise then hides blocks glibc keeps after free)")
     ap.add_argument("--report-only", action="store_true", help="rewrite report.md and the plot from results.json")
     ap.add_argument("--grads", action="store_true",
                     help="also (or, with --rounds 0, only) compare one step's gradients of every way against plain's")
