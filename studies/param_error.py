@@ -22,7 +22,9 @@ change (measured) and what ebac's error model predicts for it:
   combined with the terms above as independent (root sum of squares);
 * biases, norm betas, embeddings: not modelled. Their gradients (sums of dy)
   read no saved tensor; their error arrives only through dy from later layers.
-  Nor are errors that reach dy from later blocks through the residual stream.
+  Nor are errors that reach dy from later blocks through the residual stream,
+  nor the error of a LayerNorm's saved per-row mean and 1/sigma (compressed
+  too when they have min_numel elements: docs/error-model.md 6.6).
 
 predict_parameters and judge are what studies/memory_report.py calls for its
 every-parameter table.
@@ -137,9 +139,9 @@ def attention_operand_predictions(model, x, y, eb, mode="rel", samples=4, min_nu
     own code saves (its children's saved inputs stay exact: they are the own-input terms), and autograd's
     backward gives the changes. The model's error, never a compressor's output: zeros exact; a value within
     2 eb_abs of zero lands on its first bin's centre, sign(x) eb_abs (the sign-keeping quantizer of
-    DESIGN.md, whose first-bin error sign(x) eb_abs - x is a bias, not noise: docs/error-model.md 6.4; it
-    dominates softmax probabilities, most of them far below eb_abs in a long or causal row; first_bin=False
-    drops this and is uniform everywhere); any other value gets i.i.d. uniform noise in [-eb_abs, eb_abs].
+    DESIGN.md, whose first-bin error sign(x) eb_abs - x is a bias, not noise: docs/error-model.md 6.4; 85% of
+    the study GPT's non-zero probabilities lie there; first_bin=False drops this and is uniform everywhere);
+    any other value gets i.i.d. uniform noise in [-eb_abs, eb_abs].
     A dropout output that the session rebuilds from P gets noise of its own (first order, sharing P's
     error would only couple dV with dQ/dK). Dropout replays the step's masks; the noise draws use a
     generator of their own. (nn.MultiheadAttention's out_proj runs without a module call, so its entry here
