@@ -15,10 +15,16 @@ change (measured) and what ebac's error model predicts for it:
   convolution with dy scaled by 1/s_c (section 6), at the bound the session
   gives a BatchNorm input (batchnorm_bound_scale); a LayerNorm's the same view
   over its rows, as the session stores them (divided by each row's sigma);
+* attention's own saved operands (Q, K, the softmax output, V: section 6.4)
+  reach the gradient the attention hands its qkv projection, dY = [dQ, dK, dV],
+  and from there the qkv weight gradient (dY^T X) and, through dX = dY W, the
+  gamma gradient of the LayerNorm that feeds it (attention_operand_predictions);
+  combined with the terms above as independent (root sum of squares);
 * biases, norm betas, embeddings: not modelled. Their gradients (sums of dy)
   read no saved tensor; their error arrives only through dy from later layers.
-  Nor is the path from attention's own saved operands (Q, K, softmax, V) into
-  the qkv projection's weight gradient and the LayerNorm before it (section 9).
+  Nor are errors that reach dy from later blocks through the residual stream,
+  nor the error of a LayerNorm's saved per-row mean and 1/sigma (compressed
+  too when they have min_numel elements: docs/error-model.md 6.6).
 
 predict_parameters and judge are what studies/memory_report.py calls for its
 every-parameter table.
@@ -109,11 +115,136 @@ def norm_weight_predictions(model, x, y, eb, mode, pipeline, threads):
     return out
 
 
+ATTENTIONS = (sm.Attention, nn.MultiheadAttention)  # modules whose own forward saves Q, K, P, V
+
+
+def attention_operand_predictions(model, x, y, eb, mode="rel", samples=4, min_numel=4096, seed=0, first_bin=True):
+    """{parameter name: predicted RMS of its gradient's change} from the error of attention's own saved
+    operands, for the weights of each attention module's direct Linear children (the qkv projection) and the
+    gamma of a LayerNorm whose output is the attention's input.
+
+    What and why. In a session every float tensor the attention's own code saves (Q, K^T, the softmax output
+    P, the dropped P, V; for nn.MultiheadAttention the same, as its functional form saves them) is stored
+    within eb_abs = eb x its value range (mode "rel"; "abs": eb). Backward reads them in dV = P^T dO,
+    dP = dO V^T, dS = P (dP - rowsum(dP P)), dQ = scale dS K, dK = scale dS^T Q, so the gradient the qkv
+    projection receives, dY = [dQ, dK, dV], is off by dY_err even where dO is exact. That changes the
+    projection's weight gradient by dY_err^T X and its input gradient by dX_err = dY_err W, the output
+    gradient of the LayerNorm before it, whose gamma gradient changes by sum_rows dX_err xhat (xhat its
+    normalized input). The per-layer model sees only a layer's own saved input, so it misses this path
+    (docs/error-model.md 6.4, 9).
+
+    How: first order, a small Monte Carlo on this step's tensors. The model runs once (each attention's
+    arguments, RNG state and output gradient kept), then each attention module is replayed on its arguments
+    `samples` times with the model's error added to every float tensor of at least `min_numel` elements its
+    own code saves (its children's saved inputs stay exact: they are the own-input terms), and autograd's
+    backward gives the changes. The model's error, never a compressor's output: zeros exact; a value within
+    2 eb_abs of zero lands on its first bin's centre, sign(x) eb_abs (the sign-keeping quantizer of
+    DESIGN.md, whose first-bin error sign(x) eb_abs - x is a bias, not noise: docs/error-model.md 6.4; 85% of
+    the study GPT's non-zero probabilities lie there; first_bin=False drops this and is uniform everywhere);
+    any other value gets i.i.d. uniform noise in [-eb_abs, eb_abs].
+    A dropout output that the session rebuilds from P gets noise of its own (first order, sharing P's
+    error would only couple dV with dQ/dK). Dropout replays the step's masks; the noise draws use a
+    generator of their own. (nn.MultiheadAttention's out_proj runs without a module call, so its entry here
+    has its own input's noise; predict_parameters does not predict that weight and ignores it.)"""
+    attns = [(n, m) for n, m in model.named_modules() if isinstance(m, ATTENTIONS)]
+    if not attns:
+        return {}
+    calls, ln_of, hooks = {}, {}, []
+    for n, m in model.named_modules():
+        if isinstance(m, nn.LayerNorm) and m.weight is not None and len(m.normalized_shape) == 1:
+            hooks.append(m.register_forward_hook(
+                lambda mod, inp, out, n=n: ln_of.__setitem__(id(out), (n, mod, inp[0].detach(), out))))
+    for n, m in attns:  # an instance forward that keeps the call (this torch's hooks do not see kwargs)
+        def keep(*args, n=n, m=m, **kwargs):
+            calls[n] = {"args": args, "kwargs": kwargs, "rng": torch.get_rng_state()}
+            out = type(m).forward(m, *args, **kwargs)
+            o = out[0] if isinstance(out, tuple) else out
+            o.register_hook(lambda g: calls[n].__setitem__("dout", g.detach().clone()))
+            return out
+        m.forward = keep
+    try:
+        model.zero_grad(set_to_none=True)
+        sm.loss_of(model(x), y).backward()
+    finally:
+        for h in hooks:
+            h.remove()
+        for _, m in attns:
+            del m.forward
+    gen = torch.Generator().manual_seed(seed)
+    depth = [0]
+
+    def noisy(t):  # a saved tensor as the model stores it (see above)
+        if (depth[0] or not t.is_floating_point() or t.numel() < min_numel or (t.requires_grad and t.is_leaf)):
+            return t
+        t = t.detach()
+        lo, hi = torch.aminmax(t)
+        eb_abs = eb * float(hi - lo) if mode == "rel" else eb
+        u = (torch.rand(t.shape, generator=gen, dtype=torch.float64) * 2 - 1) * eb_abs
+        td = t.double()
+        if first_bin:
+            u = torch.where(td.abs() <= 2 * eb_abs, td.sign() * eb_abs - td, u)
+        return torch.where(t == 0, t, (td + u).to(t.dtype))
+
+    def replay(mod, call, weights, noise):
+        """(weight gradients, input gradients) of one run of `mod` on its kept arguments."""
+        leaves = {}
+
+        def leaf(a):
+            if isinstance(a, torch.Tensor) and a.is_floating_point():
+                return leaves.setdefault(id(a), (a, a.detach().requires_grad_()))[1]
+            return a
+        args = [leaf(a) for a in call["args"]]
+        kwargs = {k: leaf(v) for k, v in call["kwargs"].items()}
+        torch.set_rng_state(call["rng"])
+        with torch.autograd.graph.saved_tensors_hooks(noisy if noise else (lambda t: t), lambda t: t):
+            out = mod(*args, **kwargs)
+        out = out[0] if isinstance(out, tuple) else out
+        ins = list(leaves.values())
+        g = torch.autograd.grad(out, weights + [v for _, v in ins], call["dout"], allow_unused=True)
+        return g[:len(weights)], {id(a): gi for (a, _), gi in zip(ins, g[len(weights):])}
+
+    out = {}
+    for n, m in attns:
+        call = calls.get(n)
+        if call is None or "dout" not in call:
+            continue
+        kids = [(c, k.weight) for c, k in m.named_children()
+                if isinstance(k, nn.Linear) and k.weight.requires_grad]
+        weights = [w for _, w in kids]
+        subs = [s for s in m.modules() if s is not m]
+        handles = [s.register_forward_pre_hook(lambda *a: depth.__setitem__(0, depth[0] + 1)) for s in subs]
+        handles += [s.register_forward_hook(lambda *a: depth.__setitem__(0, depth[0] - 1)) for s in subs]
+        try:
+            with torch.random.fork_rng(devices=[]):
+                w0, x0 = replay(m, call, weights, False)
+                runs = [replay(m, call, weights, True) for _ in range(samples)]
+        finally:
+            for h in handles:
+                h.remove()
+        ms = lambda a, b: float((a.double() - b.double()).pow(2).mean())  # noqa: E731
+        for i, (c, _) in enumerate(kids):
+            if w0[i] is not None:
+                out["%s.%s.weight" % (n, c)] = math.sqrt(sum(ms(w[i], w0[i]) for w, _ in runs) / samples)
+        for key, g0 in x0.items():
+            if g0 is None or key not in ln_of:
+                continue
+            ln_name, ln, a, _ = ln_of[key]
+            d = ln.normalized_shape[0]
+            a = a.reshape(-1, d).double()
+            xhat = (a - a.mean(1, keepdim=True)) / (a.var(1, unbiased=False, keepdim=True) + ln.eps).sqrt()
+            dg = [((g[key].double() - g0.double()).reshape(-1, d) * xhat).sum(0) for _, g in runs]
+            out[ln_name + ".weight"] = math.sqrt(sum(float(v.pow(2).mean()) for v in dg) / samples)
+    model.zero_grad(set_to_none=True)
+    return out
+
+
 def predict_parameters(model, x, y, eb, mode, pipeline, threads=1):
     """{parameter name: predicted RMS of its gradient's change} for every parameter the model covers:
     Conv2d / Linear weights (accuracy_study.gradient_probe's "model total": own input plus what a
     BatchNorm or GELU/SiLU after the layer passes back) and BatchNorm2d / LayerNorm weights
-    (norm_weight_predictions). `model`'s state and the RNG are left as they were."""
+    (norm_weight_predictions), each with the error attention's own saved operands add to a qkv projection's
+    weight and the LayerNorm gamma before it (attention_operand_predictions) in quadrature. `model`'s state
+    and the RNG are left as they were."""
     state = {k: v.clone() for k, v in model.state_dict().items()}
     rng = torch.get_rng_state()
     probe, _ = acc.gradient_probe(model, x, y, {"eb": eb, "mode": mode, "pipeline": pipeline}, threads)
@@ -122,6 +253,10 @@ def predict_parameters(model, x, y, eb, mode, pipeline, threads=1):
     with torch.random.fork_rng(devices=[]):
         predicted.update({n + ".weight": v for n, v in
                           norm_weight_predictions(model, x, y, eb, mode, pipeline, threads).items()})
+    with torch.random.fork_rng(devices=[]):
+        for n, v in attention_operand_predictions(model, x, y, eb, mode).items():
+            if n in predicted:  # independent of the own-input term
+                predicted[n] = math.hypot(predicted[n], v)
     model.load_state_dict(state)
     model.zero_grad(set_to_none=True)
     return predicted
