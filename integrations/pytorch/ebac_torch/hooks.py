@@ -28,6 +28,10 @@ is counted:
   exceeds the one asked for. A row with a small spread (a ViT's class token
   at initialisation) otherwise comes back with an error of several times its
   own scale, which LayerNorm's backward multiplies by 1/std;
+* the mean and 1/sigma an ``nn.LayerNorm`` saves (one element a row) are
+  kept raw (kept reason "norm-statistics"): its backward scales a whole row's
+  gradients by them, and a bound relative to their range (one class-token row
+  can stretch it 20x) moved the other rows' 1/sigma by tens of percent;
 * the input a BatchNorm saves is compressed under ``batchnorm_bound_scale``
   (default 0.5) times the session's bound when that bound is the session's
   default (``bounds`` and ``policy`` answers are used as given). BatchNorm's
@@ -726,6 +730,19 @@ class compressed_activations:
             return False
         return self._module_inputs.get(self._stack[-1]) == (t.data_ptr(), tuple(t.shape), t.dtype)
 
+    def _is_row_statistics_of_running_layernorm(self, t):
+        """True when the module running now is an nn.LayerNorm and `t` has one element per row of
+        its input (the shape of its input with the normalized dims set to 1): its mean or 1/sigma."""
+        if not self._stack or not isinstance(self._stack[-1], torch.nn.LayerNorm):
+            return False
+        ln = self._stack[-1]
+        seen = self._module_inputs.get(ln)
+        if seen is None:
+            return False
+        k = len(ln.normalized_shape)
+        shape = seen[1]
+        return len(shape) >= k and tuple(t.shape) == tuple(shape[:len(shape) - k]) + (1,) * k
+
     def _keep_reason(self, t):
         if t.layout != torch.strided:
             return "layout"
@@ -737,6 +754,12 @@ class compressed_activations:
             return "broadcast"
         if t.numel() < self.min_numel or _nbytes(t) <= _STREAM_OVERHEAD + 8 * t.dim():
             return "tiny"  # (a stream is never smaller than its header)
+        if self._is_row_statistics_of_running_layernorm(t):
+            # LayerNorm's saved mean and 1/sigma, one per row (1/D of its input's bytes): every
+            # gradient of a row is scaled by them, and a bound relative to their range (which one
+            # row, e.g. a ViT's class token, can stretch 20x past the rest) would move most rows'
+            # 1/sigma by tens of percent (docs/error-model.md 6.6).
+            return "norm-statistics"
         if t.device.type != "cpu" and not self.C.has_cuda():
             if self.unsupported_device == "error":
                 raise RuntimeError("ebac_torch: this build has no %s backend (saved tensor of shape %s)"
