@@ -8,6 +8,10 @@ TEST_SUITE("host") {
     CHECK(striped_tokens_check::check_reader_against_cursor(7) > 2000);
   }
 
+  TEST_CASE("striped tokens: a whole chunk in the kept form gives the cursor's tokens") {
+    CHECK(striped_tokens_check::check_kept_tokens_against_cursor(8) > 1000);
+  }
+
   TEST_CASE("striped tokens: the raw-bit table is each symbol's raw-bit count") {
     for (std::uint32_t s = 0; s < ebac::striped_alphabet::size; ++s)
       CHECK(ebac::striped_raw_bits[s] == ebac::striped_symbol(s).nextra);

@@ -130,4 +130,45 @@ inline int check_reader_against_cursor(std::uint32_t seed) {
   return agreed;
 }
 
+/// striped_tokenize_kept (a whole chunk of at most 2^16 codes below 2^16,
+/// raw bits in 16 bits) against the cursor: the code sets above brought
+/// below 2^16, and runs and islands at every offset of the 64-code windows
+/// and across them, chunks that start or end in a run, tails of every length;
+/// returns how many sets agreed.
+inline int check_kept_tokens_against_cursor(std::uint32_t seed) {
+  std::mt19937 rng(seed);
+  std::vector<std::vector<std::uint32_t>> sets;
+  for (auto codes : code_sets(rng)) {
+    if (codes.size() > (std::size_t{1} << 16)) codes.resize(std::size_t{1} << 16);
+    for (auto& v : codes)
+      if (v >= (1u << 16)) v = 1 + v % 0xffffu;  // non-zero stays non-zero
+    sets.push_back(std::move(codes));
+  }
+  for (std::size_t n : {1, 2, 63, 64, 65, 127, 128, 129, 191, 192, 193, 300})
+    for (std::size_t at = 0; at < n; at += (n > 64 ? 5 : 1))
+      for (std::size_t len : {1, 2, 3, 62, 63, 64, 65, 130}) {
+        std::vector<std::uint32_t> run(n, 7u), island(n, 0u);  // a run among values, values among zeros
+        for (std::size_t i = at; i < n && i < at + len; ++i) run[i] = 0, island[i] = 40000u + static_cast<std::uint32_t>(i);
+        sets.push_back(std::move(run));
+        sets.push_back(std::move(island));
+      }
+  sets.push_back(std::vector<std::uint32_t>(std::size_t{1} << 16, 0u));       // one run of 2^16
+  sets.push_back(std::vector<std::uint32_t>(std::size_t{1} << 16, 0xffffu));  // no zero, the widest kept code
+  int agreed = 0;
+  for (const auto& codes : sets) {
+    const std::vector<token> want = reference_tokens(codes);
+    std::vector<std::uint8_t> symbol(codes.size() + 1, 0xee);
+    std::vector<std::uint16_t> extra(codes.size() + 1, 0xeeee);
+    const std::size_t k = ebac::striped_tokenize_kept(codes.data(), codes.size(), symbol.data(), extra.data());
+    std::vector<token> got;
+    for (std::size_t i = 0; i < k && i < codes.size(); ++i)
+      got.push_back({symbol[i], extra[i], static_cast<std::uint32_t>(ebac::striped_raw_bits[symbol[i]])});
+    const bool ok = k <= codes.size() && got == want && symbol[codes.size()] == 0xee && extra[codes.size()] == 0xeeee;
+    CHECK_MESSAGE(ok, codes.size() << " codes: " << k << " tokens, the cursor gives " << want.size());
+    agreed += ok;
+  }
+  CHECK(agreed == static_cast<int>(sets.size()));
+  return agreed;
+}
+
 }  // namespace striped_tokens_check

@@ -12,4 +12,8 @@ TEST_SUITE("isa") {
   TEST_CASE("isa: the striped block token reader with AVX2 gives the cursor's tokens, at every block size") {
     CHECK(striped_tokens_check::check_reader_against_cursor(7) > 2000);
   }
+
+  TEST_CASE("isa: a whole chunk in the kept form with AVX2 (64-code windows) gives the cursor's tokens") {
+    CHECK(striped_tokens_check::check_kept_tokens_against_cursor(8) > 1000);
+  }
 }

@@ -126,12 +126,7 @@ struct striped_huffman {
   /// symbols into symbol[] and raw bits into extra[] (room for n each);
   /// returns how many. encode_tokens codes them as encode_chunk codes the codes.
   static std::size_t tokenize(const std::uint32_t* codes, std::size_t n, std::uint8_t* symbol, std::uint16_t* extra) noexcept {
-    std::uint32_t wide[token_block];
-    striped_token_reader reader{codes, n};
-    std::size_t k = 0;
-    for (std::size_t got; (got = reader.fill(symbol + k, wide, token_block)) > 0; k += got)
-      for (std::size_t i = 0; i < got; ++i) extra[k + i] = static_cast<std::uint16_t>(wide[i]);
-    return k;
+    return striped_tokenize_kept(codes, n, symbol, extra);
   }
 
   using codebook = striped_codebook;

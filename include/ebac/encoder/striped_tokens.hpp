@@ -161,41 +161,48 @@ struct striped_cursor {
   return j;
 }
 
+#if EBAC_HOST_AVX2
+/// striped_value_tokens on eight codes, with AVX2. A code's bit width from
+/// the exponent of its float conversion, exact below 2^24; a larger code is
+/// converted shifted right by 8 (the width then gains 8), so no conversion
+/// ever rounds.
+EBAC_FORCE_INLINE void striped_value_tokens_x8(const std::uint32_t* EBAC_RESTRICT codes, std::uint8_t* EBAC_RESTRICT symbol,
+                                               std::uint32_t* EBAC_RESTRICT extra) noexcept {
+  namespace A = striped_alphabet;
+  const __m256i literals = _mm256_set1_epi32(static_cast<int>(A::literals - 1)), one = _mm256_set1_epi32(1),
+                three = _mm256_set1_epi32(3), eight = _mm256_set1_epi32(8), exponent_bias = _mm256_set1_epi32(126),
+                low_bytes = _mm256_setr_epi8(0, 4, 8, 12, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, 0, 4, 8, 12, -1, -1, -1,
+                                             -1, -1, -1, -1, -1, -1, -1, -1, -1);
+  const __m256i v = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(codes));
+  const __m256i wide = _mm256_cmpgt_epi32(_mm256_srli_epi32(v, 24), _mm256_setzero_si256());  // v >= 2^24
+  const __m256i x = _mm256_blendv_epi8(v, _mm256_srli_epi32(v, 8), wide);
+  const __m256i width =
+      _mm256_add_epi32(_mm256_sub_epi32(_mm256_srli_epi32(_mm256_castps_si256(_mm256_cvtepi32_ps(x)), 23), exponent_bias),
+                       _mm256_and_si256(wide, eight));
+  // Signed compare against 31 is right for v < 2^31; a larger v is a bucket too.
+  const __m256i bucket = _mm256_or_si256(_mm256_cmpgt_epi32(v, literals), _mm256_srai_epi32(v, 31));
+  const __m256i shift = _mm256_and_si256(bucket, _mm256_sub_epi32(width, three));
+  const __m256i bucket_symbol = _mm256_add_epi32(_mm256_add_epi32(_mm256_slli_epi32(width, 2), eight),
+                                                 _mm256_and_si256(_mm256_srlv_epi32(v, shift), three));
+  const __m256i sym = _mm256_blendv_epi8(v, bucket_symbol, bucket);
+  const __m256i raw = _mm256_and_si256(v, _mm256_sub_epi32(_mm256_sllv_epi32(one, shift), one));
+  _mm256_storeu_si256(reinterpret_cast<__m256i*>(extra), raw);
+  const __m256i bytes = _mm256_shuffle_epi8(sym, low_bytes);
+  const auto lo = static_cast<std::uint32_t>(_mm256_cvtsi256_si32(bytes));
+  const auto hi = static_cast<std::uint32_t>(_mm_cvtsi128_si32(_mm256_extracti128_si256(bytes, 1)));
+  const std::uint64_t eight_symbols = std::uint64_t{lo} | (std::uint64_t{hi} << 32);
+  std::memcpy(symbol, &eight_symbols, 8);
+}
+#endif
+
 /// The value tokens of m codes, none part of a zero run: striped_value_token
-/// without a branch on the code's size.
+/// without a branch on the code's size (eight codes a step with AVX2).
 inline void striped_value_tokens(const std::uint32_t* EBAC_RESTRICT codes, std::size_t m, std::uint8_t* EBAC_RESTRICT symbol,
                                  std::uint32_t* EBAC_RESTRICT extra) noexcept {
   namespace A = striped_alphabet;
   std::size_t k = 0;
 #if EBAC_HOST_AVX2
-  // Eight codes a step. A code's bit width from the exponent of its float
-  // conversion, exact below 2^24; a larger code is converted shifted right
-  // by 8 (the width then gains 8), so no conversion ever rounds.
-  const __m256i literals = _mm256_set1_epi32(static_cast<int>(A::literals - 1)), one = _mm256_set1_epi32(1),
-                three = _mm256_set1_epi32(3), eight = _mm256_set1_epi32(8), exponent_bias = _mm256_set1_epi32(126),
-                low_bytes = _mm256_setr_epi8(0, 4, 8, 12, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, 0, 4, 8, 12, -1, -1, -1,
-                                             -1, -1, -1, -1, -1, -1, -1, -1, -1);
-  for (; k + 8 <= m; k += 8) {
-    const __m256i v = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(codes + k));
-    const __m256i wide = _mm256_cmpgt_epi32(_mm256_srli_epi32(v, 24), _mm256_setzero_si256());  // v >= 2^24
-    const __m256i x = _mm256_blendv_epi8(v, _mm256_srli_epi32(v, 8), wide);
-    const __m256i width =
-        _mm256_add_epi32(_mm256_sub_epi32(_mm256_srli_epi32(_mm256_castps_si256(_mm256_cvtepi32_ps(x)), 23), exponent_bias),
-                         _mm256_and_si256(wide, eight));
-    // Signed compare against 31 is right for v < 2^31; a larger v is a bucket too.
-    const __m256i bucket = _mm256_or_si256(_mm256_cmpgt_epi32(v, literals), _mm256_srai_epi32(v, 31));
-    const __m256i shift = _mm256_and_si256(bucket, _mm256_sub_epi32(width, three));
-    const __m256i bucket_symbol = _mm256_add_epi32(_mm256_add_epi32(_mm256_slli_epi32(width, 2), eight),
-                                                   _mm256_and_si256(_mm256_srlv_epi32(v, shift), three));
-    const __m256i sym = _mm256_blendv_epi8(v, bucket_symbol, bucket);
-    const __m256i raw = _mm256_and_si256(v, _mm256_sub_epi32(_mm256_sllv_epi32(one, shift), one));
-    _mm256_storeu_si256(reinterpret_cast<__m256i*>(extra + k), raw);
-    const __m256i bytes = _mm256_shuffle_epi8(sym, low_bytes);
-    const auto lo = static_cast<std::uint32_t>(_mm256_cvtsi256_si32(bytes));
-    const auto hi = static_cast<std::uint32_t>(_mm_cvtsi128_si32(_mm256_extracti128_si256(bytes, 1)));
-    const std::uint64_t eight_symbols = std::uint64_t{lo} | (std::uint64_t{hi} << 32);
-    std::memcpy(symbol + k, &eight_symbols, 8);
-  }
+  for (; k + 8 <= m; k += 8) striped_value_tokens_x8(codes + k, symbol + k, extra + k);
 #endif
   for (; k < m; ++k) {
     const std::uint32_t v = codes[k];
@@ -260,6 +267,125 @@ struct striped_token_reader {
     return k;
   }
 };
+
+/// The tokens of a whole chunk of n <= 2^16 codes, all below 2^16 (the form
+/// striped_huffman keeps: raw bits in 16 bits), into symbol[] and extra[]
+/// (room for n each); returns how many: striped_cursor's tokens.
+///
+/// With AVX2, 64 codes a window and no branch on what a token is (why: on
+/// dense residuals at rel 1e-2, short zero runs between single values, the
+/// block reader's branches on where runs start and end were a quarter of a
+/// compression, docs/benchmarks.md): the window's zero mask Z gives the
+/// tokens' starts (every non-zero, every zero after a non-zero), a zero
+/// token's length is the distance to the next non-zero, and each token is
+/// chosen between its value token and its run token by a select. A run still
+/// open at a window's end is carried into the next.
+inline std::size_t striped_tokenize_kept(const std::uint32_t* EBAC_RESTRICT codes, std::size_t n,
+                                         std::uint8_t* EBAC_RESTRICT symbol, std::uint16_t* EBAC_RESTRICT extra) noexcept {
+  std::size_t k = 0;
+#if EBAC_HOST_AVX2
+  namespace A = striped_alphabet;
+  // The token of a zero run of length L >= 1 (a single zero is the literal 0).
+  auto run_token = [&](std::size_t L) EBAC_FORCE_INLINE_LAMBDA {
+    const auto c = static_cast<std::uint32_t>(std::bit_width(L)) - 1u;
+    symbol[k] = static_cast<std::uint8_t>(L == 1 ? 0u : A::run_base + c - 1u);
+    extra[k] = static_cast<std::uint16_t>(L - (std::size_t{1} << c));
+    ++k;
+  };
+  std::uint8_t value_symbol[64];
+  std::uint32_t value_extra[64];
+  std::uint32_t padded[64];
+  std::size_t open = 0;  // zeros of a run that reached the previous window's end, not yet a token
+  for (std::size_t w = 0; w < n; w += 64) {
+    const std::uint32_t* x = codes + w;
+    const std::size_t m = n - w < 64 ? n - w : 64;
+    if (m < 64) {  // the last window, padded with non-zeros that end any run at the chunk's end
+      std::memcpy(padded, x, m * sizeof(std::uint32_t));
+      for (std::size_t i = m; i < 64; ++i) padded[i] = 1;
+      x = padded;
+    }
+    std::uint64_t zero = 0;
+    const __m256i z8 = _mm256_setzero_si256();
+    for (unsigned b = 0; b < 8; ++b) {
+      const __m256i v = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(x + 8 * b));
+      zero |= std::uint64_t{static_cast<std::uint32_t>(_mm256_movemask_ps(_mm256_castsi256_ps(_mm256_cmpeq_epi32(v, z8))))}
+              << (8 * b);
+    }
+    const std::uint64_t nonzero = ~zero;
+    if (nonzero == 0) {  // all zero: the run goes on
+      open += 64;
+      continue;
+    }
+    if (open != 0) {  // the open run ends at the window's first non-zero
+      run_token(open + static_cast<std::size_t>(std::countr_zero(nonzero)));
+      open = 0;
+    } else if (m == 64 && (zero & ((zero >> 1) | (std::uint64_t{1} << 63))) == 0) {
+      // No two zeros side by side and none last: every code is its own value token (a single
+      // zero is the literal 0), the window's value tokens as they are.
+      for (unsigned b = 0; b < 64; b += 8) striped_value_tokens_x8(x + b, symbol + k + b, value_extra + b);
+      for (unsigned i = 0; i < 64; ++i) extra[k + i] = static_cast<std::uint16_t>(value_extra[i]);
+      k += 64;
+      continue;
+    }
+    for (unsigned b = 0; b < 64; b += 8) striped_value_tokens_x8(x + b, value_symbol + b, value_extra + b);
+    // Starts: every non-zero, and every zero whose predecessor in the window is a non-zero (the
+    // window's leading zeros belong to the run just closed, or start one when none was open,
+    // which the first non-zero above them ends: `lead`).
+    const std::uint64_t lead = (zero & 1u) && (w == 0 || codes[w - 1] != 0) ? 1u : 0u;
+    std::uint64_t starts = ((nonzero | (zero & ~(zero << 1))) & ~(zero & 1u)) | lead;
+    if (m < 64) starts &= (std::uint64_t{1} << m) - 1;
+    // A run reaching the window's end stays open (never in the padded last window).
+    unsigned end = static_cast<unsigned>(m);  // the window's tokens lie in [first start, end)
+    if (zero >> 63) {
+      end = 63u - static_cast<unsigned>(std::countl_zero(starts));
+      open = 64 - end;
+      starts &= ~(std::uint64_t{1} << end);
+    }
+    std::uint64_t runs = starts & zero & (zero >> 1);  // starts of zero runs of 2 or more
+    if (4 * std::popcount(runs) <= std::popcount(starts)) {
+      // Mostly values: the values between runs copied as segments, one run token each.
+      std::uint16_t value_extra16[64];
+      for (unsigned i = 0; i < 64; ++i) value_extra16[i] = static_cast<std::uint16_t>(value_extra[i]);
+      unsigned a = starts != 0 ? static_cast<unsigned>(std::countr_zero(starts)) : end;
+      auto values = [&](unsigned b) EBAC_FORCE_INLINE_LAMBDA {  // the value tokens of [a, b)
+        std::memcpy(symbol + k, value_symbol + a, b - a);
+        std::memcpy(extra + k, value_extra16 + a, (b - a) * sizeof(std::uint16_t));
+        k += b - a;
+      };
+      while (runs != 0) {
+        const auto p = static_cast<unsigned>(std::countr_zero(runs));
+        runs &= runs - 1;
+        values(p);
+        const auto L = static_cast<unsigned>(std::countr_zero(nonzero >> p));
+        run_token(L);
+        a = p + L;
+      }
+      values(end);
+      continue;
+    }
+    while (starts != 0) {
+      const auto p = static_cast<unsigned>(std::countr_zero(starts));
+      starts &= starts - 1;
+      const std::uint64_t ahead = nonzero >> p;  // bit 0: p is a non-zero; else zeros up to the next one
+      const auto L = static_cast<std::uint32_t>(std::countr_zero(ahead));
+      const auto c = static_cast<std::uint32_t>(std::bit_width(L | 1u)) - 1u;
+      const std::uint32_t run_symbol = L <= 1 ? 0u : A::run_base + c - 1u;
+      const std::uint32_t run_extra = L - (1u << c);
+      const bool value = (ahead & 1u) != 0;
+      symbol[k] = static_cast<std::uint8_t>(value ? value_symbol[p] : run_symbol);
+      extra[k] = static_cast<std::uint16_t>(value ? value_extra[p] : run_extra);
+      ++k;
+    }
+  }
+  if (open != 0) run_token(open);
+#else
+  std::uint32_t wide[512];
+  striped_token_reader reader{codes, n};
+  for (std::size_t got; (got = reader.fill(symbol + k, wide, 512)) > 0; k += got)
+    for (std::size_t i = 0; i < got; ++i) extra[k + i] = static_cast<std::uint16_t>(wide[i]);
+#endif
+  return k;
+}
 
 /// Calls emit(token) for each token of a chunk of n codes, in order.
 template <class Emit>
