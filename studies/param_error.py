@@ -22,9 +22,9 @@ change (measured) and what ebac's error model predicts for it:
   combined with the terms above as independent (root sum of squares);
 * biases, norm betas, embeddings: not modelled. Their gradients (sums of dy)
   read no saved tensor; their error arrives only through dy from later layers.
-  Nor are errors that reach dy from later blocks through the residual stream,
-  nor the error of a LayerNorm's saved per-row mean and 1/sigma (compressed
-  too when they have min_numel elements: docs/error-model.md 6.6).
+  Nor are errors that reach dy from later blocks through the residual stream.
+  (A LayerNorm's saved per-row mean and 1/sigma need no term: the session
+  keeps them raw, docs/error-model.md 6.6.)
 
 predict_parameters and judge are what studies/memory_report.py calls for its
 every-parameter table.

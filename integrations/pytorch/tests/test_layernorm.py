@@ -19,6 +19,20 @@ def tokens(seed=0):
     return x
 
 
+def session_grads(net, x, w, **kw):
+    """(parameter gradients, input gradient) of sum(net(x) * w), inside compressed_activations(**kw) when
+    kw is given. x * 1: a non-leaf input (a leaf that requires grad is treated as a parameter)."""
+    net.zero_grad()
+    x.grad = None
+    if kw:
+        with ebac_torch.compressed_activations(model=net, **kw):
+            out = net(x * 1.0)
+    else:
+        out = net(x * 1.0)
+    (out * w).sum().backward()
+    return [p.grad.clone() for p in net.parameters()], x.grad.clone()
+
+
 def cosine(a, b):
     a, b = a.double().flatten(), b.double().flatten()
     return float((a @ b) / (a.norm() * b.norm()))
@@ -45,17 +59,9 @@ class LayerNormRows(unittest.TestCase):
         w = torch.randn(32, 50, 96)
 
         def grads(**kw):
-            net.zero_grad()
-            x.grad = None
-            # x * 1: a non-leaf input (a leaf that requires grad is treated as a parameter)
-            if kw:
-                with ebac_torch.compressed_activations(model=net, **kw):
-                    out = net(x * 1.0)
-            else:
-                out = net(x * 1.0)
-            (out * w).sum().backward()
+            params, dx = session_grads(net, x, w, **kw)
             # the class-token rows' input gradient is what a ViT's class token parameter gets
-            return [p.grad.clone() for p in net.parameters()] + [x.grad.clone(), x.grad[:, 0, :].clone()]
+            return params + [dx, dx[:, 0, :]]
 
         plain = grads()
         rows = grads(error_bound=1e-2, mode="rel")
@@ -81,15 +87,8 @@ class LayerNormRows(unittest.TestCase):
         w = torch.randn((128, 50, 96), generator=g)
 
         def grads(**kw):
-            net.zero_grad()
-            x.grad = None
-            if kw:
-                with ebac_torch.compressed_activations(model=net, **kw):
-                    out = net(x * 1.0)
-            else:
-                out = net(x * 1.0)
-            (out * w).sum().backward()
-            return net[0].weight.grad.clone(), x.grad.clone()
+            params, dx = session_grads(net, x, w, **kw)
+            return params[0], dx  # the LayerNorm's gamma, the input
 
         plain = grads()
         ebac = grads(error_bound=1e-2, mode="rel")
