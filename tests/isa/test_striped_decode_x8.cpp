@@ -1,4 +1,4 @@
-// The striped decoder with AVX2 (its stores of zeros: ebac/encoder/striped_decode.hpp)
+// The striped decoder in the x86-64-v3 build (ebac/encoder/striped_decode.hpp)
 // against the reference decoder, the same checks as tests/encoder/striped_decode.cpp.
 // Compiled with -march=x86-64-v3.
 #include "../encoder/striped_decode_check.hpp"
