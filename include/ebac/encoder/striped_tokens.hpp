@@ -63,6 +63,16 @@ struct striped_token {
   return {4 * b + 8 + ((v >> shift) & 3u), v & ((1u << shift) - 1u), shift};
 }
 
+/// The token of a zero run of 1 <= L < 2^32 codes: a single zero is the
+/// literal 0; a longer run is class c = floor(log2 L) (symbol run_base + c -
+/// 1) and L - 2^c in c raw bits. Every tokenizer forms runs through this
+/// (the branch-free window loop of striped_tokenize_kept as a select).
+[[nodiscard]] constexpr striped_token striped_run_token(std::uint64_t L) noexcept {
+  const auto c = static_cast<std::uint32_t>(std::bit_width(L | 1u)) - 1u;
+  const striped_token run{striped_alphabet::run_base + c - 1u, static_cast<std::uint32_t>(L - (std::uint64_t{1} << c)), c};
+  return L <= 1 ? striped_token{0, 0, 0} : run;
+}
+
 /// The value a value symbol stands for before its raw bits are added, and
 /// how many raw bits follow; for a run symbol, the run's least length and
 /// its raw bits. (What the decode table stores per entry.)
@@ -119,8 +129,7 @@ struct striped_cursor {
       return true;
     }
     const std::size_t take = run_left >= (std::size_t{1} << 32) ? (std::size_t{1} << 32) - 1 : run_left;
-    const auto k = static_cast<std::uint32_t>(std::bit_width(take)) - 1u;
-    t = striped_token{striped_alphabet::run_base + k - 1u, static_cast<std::uint32_t>(take - (std::size_t{1} << k)), k};
+    t = striped_run_token(take);
     run_left -= take;
     return true;
   }
@@ -243,9 +252,9 @@ struct striped_token_reader {
           symbol[k] = 0, extra[k] = 0, run_left = 0;
         } else {
           const std::size_t take = run_left >= (std::size_t{1} << 32) ? (std::size_t{1} << 32) - 1 : run_left;
-          const auto c = static_cast<std::uint32_t>(std::bit_width(take)) - 1u;
-          symbol[k] = static_cast<std::uint8_t>(striped_alphabet::run_base + c - 1u);
-          extra[k] = static_cast<std::uint32_t>(take - (std::size_t{1} << c));
+          const striped_token t = striped_run_token(take);
+          symbol[k] = static_cast<std::uint8_t>(t.symbol);
+          extra[k] = t.extra;
           run_left -= take;
         }
         ++k;
@@ -284,12 +293,11 @@ inline std::size_t striped_tokenize_kept(const std::uint32_t* EBAC_RESTRICT code
                                          std::uint8_t* EBAC_RESTRICT symbol, std::uint16_t* EBAC_RESTRICT extra) noexcept {
   std::size_t k = 0;
 #if EBAC_HOST_AVX2
-  namespace A = striped_alphabet;
   // The token of a zero run of length L >= 1 (a single zero is the literal 0).
   auto run_token = [&](std::size_t L) EBAC_FORCE_INLINE_LAMBDA {
-    const auto c = static_cast<std::uint32_t>(std::bit_width(L)) - 1u;
-    symbol[k] = static_cast<std::uint8_t>(L == 1 ? 0u : A::run_base + c - 1u);
-    extra[k] = static_cast<std::uint16_t>(L - (std::size_t{1} << c));
+    const striped_token t = striped_run_token(L);
+    symbol[k] = static_cast<std::uint8_t>(t.symbol);
+    extra[k] = static_cast<std::uint16_t>(t.extra);
     ++k;
   };
   std::uint8_t value_symbol[64];
@@ -368,12 +376,10 @@ inline std::size_t striped_tokenize_kept(const std::uint32_t* EBAC_RESTRICT code
       starts &= starts - 1;
       const std::uint64_t ahead = nonzero >> p;  // bit 0: p is a non-zero; else zeros up to the next one
       const auto L = static_cast<std::uint32_t>(std::countr_zero(ahead));
-      const auto c = static_cast<std::uint32_t>(std::bit_width(L | 1u)) - 1u;
-      const std::uint32_t run_symbol = L <= 1 ? 0u : A::run_base + c - 1u;
-      const std::uint32_t run_extra = L - (1u << c);
+      const striped_token run = striped_run_token(L);  // L 0 or 1 where p is a non-zero: not taken
       const bool value = (ahead & 1u) != 0;
-      symbol[k] = static_cast<std::uint8_t>(value ? value_symbol[p] : run_symbol);
-      extra[k] = static_cast<std::uint16_t>(value ? value_extra[p] : run_extra);
+      symbol[k] = static_cast<std::uint8_t>(value ? value_symbol[p] : run.symbol);
+      extra[k] = static_cast<std::uint16_t>(value ? value_extra[p] : run.extra);
       ++k;
     }
   }
