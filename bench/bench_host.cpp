@@ -27,7 +27,10 @@
 // tokens that are a run of 1-16 zeros with probability 0.75 (sparse: about
 // 96% zeros, the other codes 1 + geometric of mean 2) or 0.1 (wide: about
 // 49% zeros, the other codes 1 + geometric of mean 49). Counters:
-// codes_per_second, bits_per_code.
+// codes_per_second, bits_per_code. encode-tokens/striped/<codes> times the
+// striped coder's encode as the stream encoder runs it: each chunk's tokens
+// formed once, counted and kept, then coded (encode/striped/<codes> forms
+// them twice, as encode_chunk does).
 //
 // DIR defaults to the corpus this was built with (EBAC_CORPUS_DIR) or the
 // EBAC_CORPUS environment variable. Without a corpus it falls back to
@@ -350,6 +353,53 @@ void register_coder(const char* name) {
   }
 }
 
+/// The encode case for a token encoder (concepts.hpp) along the path the
+/// stream encoder takes (host/encode_stream.hpp): each chunk's tokens are
+/// formed once, counted and kept, then the codebook is learned and the kept
+/// tokens are coded.
+///
+///   encode-tokens/<encoder>/<codes>
+template <class E>
+void register_token_coder(const char* name) {
+  for (bool sparse : {true, false}) {
+    const std::string suffix = std::string(name) + (sparse ? "/sparse" : "/wide");
+    benchmark::RegisterBenchmark(("encode-tokens/" + suffix).c_str(), [sparse](benchmark::State& state) {
+      constexpr std::size_t C = coder_chunk;
+      const std::vector<std::uint32_t> codes = coder_codes(sparse);
+      const std::size_t chunks = (codes.size() + C - 1) / C;
+      std::vector<std::uint8_t> symbol(codes.size());
+      std::vector<std::uint16_t> extra(codes.size());
+      std::vector<std::size_t> tokens(chunks);
+      std::vector<std::byte> out(E{}.max_chunk_bytes(C) * chunks);
+      std::uint32_t any = 0;
+      for (std::uint32_t c : codes) any |= c;
+      if (!E::keeps(C, any)) {
+        state.SkipWithError("the synthetic codes do not fit kept tokens");
+        return;
+      }
+      std::size_t bytes = 0;
+      for (auto _ : state) {
+        typename E::statistics stats;
+        for (std::size_t c = 0; c < chunks; ++c) {
+          const std::size_t m = std::min(C, codes.size() - c * C);
+          tokens[c] = E::tokenize(codes.data() + c * C, m, symbol.data() + c * C, extra.data() + c * C);
+          stats.add_symbols(symbol.data() + c * C, tokens[c]);
+        }
+        const auto cb = E::learn(stats);
+        const E enc = E::bind(cb);
+        bytes = 0;
+        for (std::size_t c = 0; c < chunks; ++c)
+          bytes += enc.encode_tokens(symbol.data() + c * C, extra.data() + c * C, tokens[c], std::min(C, codes.size() - c * C),
+                                     out.data() + bytes);
+        benchmark::DoNotOptimize(out.data());
+      }
+      state.counters["codes_per_second"] =
+          benchmark::Counter(static_cast<double>(codes.size()), benchmark::Counter::kIsIterationInvariantRate);
+      state.counters["bits_per_code"] = 8.0 * static_cast<double>(bytes) / static_cast<double>(codes.size());
+    })->Unit(benchmark::kMillisecond);
+  }
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -383,6 +433,7 @@ int main(int argc, char** argv) {
   register_learn<ebac::striped_huffman>("striped");
   register_coder<ebac::huffman>("huffman");
   register_coder<ebac::striped_huffman>("striped");
+  register_token_coder<ebac::striped_huffman>("striped");
   benchmark::RunSpecifiedBenchmarks();
   benchmark::Shutdown();
   return 0;
