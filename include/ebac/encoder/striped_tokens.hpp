@@ -300,8 +300,10 @@ inline std::size_t striped_tokenize_kept(const std::uint32_t* EBAC_RESTRICT code
     extra[k] = static_cast<std::uint16_t>(t.extra);
     ++k;
   };
-  std::uint8_t value_symbol[64];
+  // A window's value tokens, then 64 zeros that a segment's fixed-size copy may read past them.
+  std::uint8_t value_symbol[128] = {};
   std::uint32_t value_extra[64];
+  std::uint16_t value_extra16[128] = {};
   std::uint32_t padded[64];
   std::size_t open = 0;  // zeros of a run that reached the previous window's end, not yet a token
   for (std::size_t w = 0; w < n; w += 64) {
@@ -352,12 +354,23 @@ inline std::size_t striped_tokenize_kept(const std::uint32_t* EBAC_RESTRICT code
     std::uint64_t runs = starts & zero & (zero >> 1);  // starts of zero runs of 2 or more
     if (4 * std::popcount(runs) <= std::popcount(starts)) {
       // Mostly values: the values between runs copied as segments, one run token each.
-      std::uint16_t value_extra16[64];
       for (unsigned i = 0; i < 64; ++i) value_extra16[i] = static_cast<std::uint16_t>(value_extra[i]);
       unsigned a = starts != 0 ? static_cast<unsigned>(std::countr_zero(starts)) : end;
       auto values = [&](unsigned b) EBAC_FORCE_INLINE_LAMBDA {  // the value tokens of [a, b)
-        std::memcpy(symbol + k, value_symbol + a, b - a);
-        std::memcpy(extra + k, value_extra16 + a, (b - a) * sizeof(std::uint16_t));
+        if (k + 64 <= n) {
+          // 64 tokens copied whatever b - a is (the ones past b are overwritten by the tokens
+          // after them, or lie past the chunk's last): a copy of a varying length was a libc
+          // call a segment, 8-10% of a compression at rel 1e-2 (docs/benchmarks.md).
+          for (unsigned j = 0; j < 64; j += 32)
+            _mm256_storeu_si256(reinterpret_cast<__m256i*>(symbol + k + j),
+                                _mm256_loadu_si256(reinterpret_cast<const __m256i*>(value_symbol + a + j)));
+          for (unsigned j = 0; j < 64; j += 16)
+            _mm256_storeu_si256(reinterpret_cast<__m256i*>(extra + k + j),
+                                _mm256_loadu_si256(reinterpret_cast<const __m256i*>(value_extra16 + a + j)));
+        } else {
+          std::memcpy(symbol + k, value_symbol + a, b - a);
+          std::memcpy(extra + k, value_extra16 + a, (b - a) * sizeof(std::uint16_t));
+        }
         k += b - a;
       };
       while (runs != 0) {
