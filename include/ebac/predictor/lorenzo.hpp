@@ -188,13 +188,31 @@ struct lorenzo {
 #endif
   }
 
+  /// inverse_line, then prev[c] added to line[c] (prev: the row before,
+  /// final): both inverses of a 2-D predictor on one row in one trip.
+  static void inverse_line_and_add(std::uint32_t* EBAC_RESTRICT line, const std::uint32_t* EBAC_RESTRICT prev,
+                                   std::uint64_t n) noexcept {
 #if EBAC_HOST_AVX2
-  /// inverse_line eight elements a step. Why: one element at a time is a
-  /// chain of dependent adds, and the last axis's pass was a tenth of
-  /// decoding a CNN map. Within each 128-bit half by two shifted adds, then
-  /// the low half's total into the high half, then the sum of the elements
-  /// before. The same sums as the loop (tests/isa compares them).
-  static void prefix_sum_avx2(std::uint32_t* line, std::uint64_t n) noexcept {
+    prefix_sum_avx2<true>(line, n, prev);
+#else
+    std::uint32_t sum = 0;
+    for (std::uint64_t c = 0; c < n; ++c) {
+      sum = inverse(line[c], sum);
+      line[c] = inverse(sum, prev[c]);
+    }
+#endif
+  }
+
+#if EBAC_HOST_AVX2
+  /// inverse_line eight elements a step (with `AddPrev`, prev[c] added to
+  /// each sum as it is stored: inverse_line_and_add). Why: one element at a
+  /// time is a chain of dependent adds, and the last axis's pass was a tenth
+  /// of decoding a CNN map. Within each 128-bit half by two shifted adds,
+  /// then the low half's total into the high half, then the sum of the
+  /// elements before. The same sums as the loop (tests/isa compares them).
+  template <bool AddPrev = false>
+  static void prefix_sum_avx2(std::uint32_t* EBAC_RESTRICT line, std::uint64_t n,
+                              const std::uint32_t* EBAC_RESTRICT prev = nullptr) noexcept {
     const __m256i zero = _mm256_setzero_si256(), element_3 = _mm256_set1_epi32(3), element_7 = _mm256_set1_epi32(7);
     __m256i before = zero;  // the sum of the elements before, in every lane
     std::uint64_t c = 0;
@@ -204,11 +222,15 @@ struct lorenzo {
       v = _mm256_add_epi32(v, _mm256_slli_si256(v, 8));
       v = _mm256_add_epi32(v, _mm256_blend_epi32(zero, _mm256_permutevar8x32_epi32(v, element_3), 0xf0));
       v = _mm256_add_epi32(v, before);
-      _mm256_storeu_si256(reinterpret_cast<__m256i*>(line + c), v);
       before = _mm256_permutevar8x32_epi32(v, element_7);
+      if constexpr (AddPrev) v = _mm256_add_epi32(v, _mm256_loadu_si256(reinterpret_cast<const __m256i*>(prev + c)));
+      _mm256_storeu_si256(reinterpret_cast<__m256i*>(line + c), v);
     }
-    std::uint32_t sum = c > 0 ? line[c - 1] : 0;
-    for (; c < n; ++c) line[c] = sum = inverse(line[c], sum);
+    auto sum = static_cast<std::uint32_t>(_mm_cvtsi128_si32(_mm256_castsi256_si128(before)));
+    for (; c < n; ++c) {
+      sum = inverse(line[c], sum);
+      line[c] = AddPrev ? inverse(sum, prev[c]) : sum;
+    }
   }
 #endif
 
@@ -281,6 +303,10 @@ struct lorenzo {
     }
     extents sub;
     const lorenzo local = on_blocks(shape, m, sub);
+    if (local.dims == 2 && local.axis[1] == sub.rank - 1 && local.axis[0] + 1 == local.axis[1]) {
+      inverse_2d_by_rows(f, local.pass(sub, 0), local.tile[1]);
+      return;
+    }
     for (int k = local.passes() - 1; k >= 0; --k) local.for_each_unit<false>(f, local.pass(sub, k));
   }
 
@@ -312,6 +338,29 @@ struct lorenzo {
   }
 
  private:
+  /// The inverse of the two passes of a 2-D predictor over the last two
+  /// axes, `rows` the pass along the rows (its inner extent the row length),
+  /// fused row by row: a row's prefix sums along its column tiles, then the
+  /// row before it (already final) added as each sum is stored, unless the
+  /// row starts a row tile.
+  /// The same sums as the last axis's pass over every row and then the row
+  /// pass (wrapping adds, each row's after its predecessor's), in one trip
+  /// through the chunk instead of two (the two were 20-40% of a
+  /// decompression on CNN maps: docs/benchmarks.md).
+  static void inverse_2d_by_rows(std::uint32_t* f, const axis_pass& rows, std::uint64_t column_tile) noexcept {
+    const std::uint64_t W = rows.inner, H = rows.extent;
+    for (std::uint64_t o = 0; o < rows.outer; ++o)
+      for (std::uint64_t r = 0; r < H; ++r) {
+        std::uint32_t* const row = f + (o * H + r) * W;
+        const bool first = r % rows.tile == 0;  // a row tile's first row: no row before it
+        for (std::uint64_t c0 = 0; c0 < W; c0 += column_tile) {
+          const std::uint64_t len = (W - c0 < column_tile ? W : c0 + column_tile) - c0;
+          if (first) inverse_line(row + c0, len);
+          else inverse_line_and_add(row + c0, row + c0 - W, len);
+        }
+      }
+  }
+
   template <bool Forward>
   static void for_each_unit(std::uint32_t* f, const axis_pass& p) noexcept {
     const std::uint64_t tiles = (p.extent + p.tile - 1) / p.tile;
