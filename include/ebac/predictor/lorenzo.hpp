@@ -271,8 +271,52 @@ struct lorenzo {
     }
     extents sub;
     const lorenzo local = on_blocks(shape, m, sub);
+    if (local.dims == 2 && local.axis[1] == sub.rank - 1 && local.axis[0] + 1 == local.axis[1]) {
+      residuals_2d_by_rows(q, codes, local.pass(sub, 0), local.tile[1]);
+      return;
+    }
     for (int k = 0; k < local.passes(); ++k) local.for_each_unit<true>(q, local.pass(sub, k));
     zigzag_residuals(q, nullptr, codes, m);
+  }
+
+  /// predict_chunk for a 2-D predictor over the last two axes (`rows` the
+  /// pass along the rows, its inner extent the row length), row by row in
+  /// one trip, q unchanged: a residual is q[r][c] - q[r][c-1] - q[r-1][c] +
+  /// q[r-1][c-1], the terms of a row or a column tile's start dropped, then
+  /// zigzagged. The same codes as the two passes and the zigzag (wrapping
+  /// arithmetic), which took three trips through the chunk.
+  static void residuals_2d_by_rows(const std::uint32_t* EBAC_RESTRICT q, std::uint32_t* EBAC_RESTRICT codes,
+                                   const axis_pass& rows, std::uint64_t column_tile) noexcept {
+    const std::uint64_t W = rows.inner, H = rows.extent;
+    for (std::uint64_t o = 0; o < rows.outer; ++o)
+      for (std::uint64_t r = 0; r < H; ++r) {
+        const std::uint64_t at = (o * H + r) * W;
+        const std::uint32_t* const prev = r % rows.tile != 0 ? q + at - W : nullptr;  // none at a row tile's start
+        for (std::uint64_t c0 = 0; c0 < W; c0 += column_tile) {
+          const std::uint64_t c1 = W - c0 < column_tile ? W : c0 + column_tile;
+          const std::uint32_t up = prev ? prev[c0] : 0u;
+          codes[at + c0] = detail::zigzag(static_cast<std::int32_t>(forward(q[at + c0], up)));
+          if (prev) residual_row(q + at + c0, prev + c0, codes + at + c0, c1 - c0);
+          else zigzag_residuals(q + at + c0 + 1, q + at + c0, codes + at + c0 + 1, c1 - c0 - 1);
+        }
+      }
+  }
+
+  /// codes[c] = zigzag(row[c] - row[c-1] - prev[c] + prev[c-1]) for 1 <= c < n.
+  static void residual_row(const std::uint32_t* EBAC_RESTRICT row, const std::uint32_t* EBAC_RESTRICT prev,
+                           std::uint32_t* EBAC_RESTRICT codes, std::uint64_t n) noexcept {
+    std::uint64_t c = 1;
+#if EBAC_HOST_AVX2
+    for (; c + 8 <= n; c += 8) {
+      auto at = [](const std::uint32_t* p) { return _mm256_loadu_si256(reinterpret_cast<const __m256i*>(p)); };
+      const __m256i d =
+          _mm256_sub_epi32(_mm256_sub_epi32(at(row + c), at(row + c - 1)), _mm256_sub_epi32(at(prev + c), at(prev + c - 1)));
+      _mm256_storeu_si256(reinterpret_cast<__m256i*>(codes + c),
+                          _mm256_xor_si256(_mm256_slli_epi32(d, 1), _mm256_srai_epi32(d, 31)));  // zigzag
+    }
+#endif
+    for (; c < n; ++c)
+      codes[c] = detail::zigzag(static_cast<std::int32_t>(forward(forward(row[c], row[c - 1]), forward(prev[c], prev[c - 1]))));
   }
 
   /// zigzag_residuals' constant trip count: tiles and chunks are long, and
