@@ -141,6 +141,8 @@ inline unsigned striped_fast_rounds(const std::uint64_t* table, const std::byte*
   auto bits_at = [&](std::uint64_t b) EBAC_FORCE_INLINE_LAMBDA {
     return load_le<std::uint64_t>(in + (b >> 3)) >> (b & 7u);  // at least 57 bits
   };
+  // The first round's check before the first loads: a stream may start within eight bytes of the end.
+  if (std::max(std::max(b0, b1), std::max(b2, b3)) > last_bit) return 0;
   std::uint64_t w0 = bits_at(b0), w1 = bits_at(b1), w2 = bits_at(b2), w3 = bits_at(b3);
   bool invalid = false;
   auto step = [&](std::uint64_t& b, std::uint64_t& w) EBAC_FORCE_INLINE_LAMBDA {
@@ -205,7 +207,7 @@ inline std::uint32_t* striped_tail(const std::uint64_t* table, stripe_reader r[4
   const auto bytes = static_cast<std::size_t>(end - in);
   std::uint64_t start[4], bit[4];
   for (unsigned s = 0; s < 4; ++s) bit[s] = start[s] = std::uint64_t{8} * static_cast<std::uint64_t>(first[s] - in);
-  std::memset(codes, 0, n * sizeof(std::uint32_t));  // a run's codes (striped_store)
+  if (n != 0) std::memset(codes, 0, n * sizeof(std::uint32_t));  // a run's codes (striped_store); codes may be null for none
   std::uint32_t* out = codes;
   bool bad = false;
   const unsigned turn = striped_fast_rounds(table, in, bytes, bit, out, codes + n, bad);
