@@ -41,12 +41,60 @@ inline void quantize_block_fast(const Q& quantizer, const S* EBAC_RESTRICT in, s
   }
 }
 
+/// A level quantizer's codes for quantize_block elements, and 1 in `found`
+/// where an element is one of the palette's levels. One compare of every
+/// element with each level, branch-free (the levels are distinct, so at most
+/// one matches): the element-by-element search in level_quantizer::quantize
+/// was a quarter of compressing a dropout mask, for the same codes.
+template <class S>
+inline void level_block(const level_quantizer& q, const S* EBAC_RESTRICT in, std::uint32_t* EBAC_RESTRICT codes,
+                        std::uint8_t* EBAC_RESTRICT found) noexcept {
+  using B = decltype(raw_bits(S{}));
+  B bits[quantize_block];
+  std::uint32_t index[quantize_block];
+  for (std::size_t i = 0; i < quantize_block; ++i) {
+    bits[i] = raw_bits(in[i]);
+    index[i] = 0;
+    found[i] = 0;
+  }
+  for (std::uint32_t k = 0; k < q.palette.count && k < max_levels; ++k) {
+    const auto level = static_cast<B>(q.palette.bits[k]);
+    for (std::size_t i = 0; i < quantize_block; ++i) {
+      const bool equal = bits[i] == level;
+      index[i] |= equal ? k : 0u;
+      found[i] |= static_cast<std::uint8_t>(equal);
+    }
+  }
+  for (std::size_t i = 0; i < quantize_block; ++i) codes[i] = static_cast<std::uint32_t>(::ebac::detail::unzigzag(index[i]));
+}
+
 /// Quantizes one chunk (elements first .. first + m - 1 of the tensor) into
 /// codes, recording outliers (their code is 0).
 template <class Q, class S>
 inline void quantize_chunk(const Q& q, const S* in, std::size_t m, std::uint64_t first, std::uint32_t* codes,
                            std::vector<std::uint64_t>& outliers) {
-  if constexpr (!is_float_quantizer<Q>) {
+  if constexpr (std::is_same_v<Q, level_quantizer>) {
+    // Whole blocks branch-free (level_block), the rest and every element
+    // outside the palette (code 0, an outlier) one at a time, as quantize does.
+    std::size_t i = 0;
+    for (; i + quantize_block <= m; i += quantize_block) {
+      std::uint8_t found[quantize_block];
+      level_block(q, in + i, codes + i, found);
+      std::uint8_t all = 1;
+      for (std::size_t j = 0; j < quantize_block; ++j) all &= found[j];
+      if (all) continue;
+      for (std::size_t j = 0; j < quantize_block; ++j)
+        if (!found[j]) {
+          codes[i + j] = 0;
+          outliers.push_back(first + i + j);
+        }
+    }
+    for (; i < m; ++i) {
+      const quantized r = quantize_at(q, in[i], first + i);
+      codes[i] = static_cast<std::uint32_t>(r.code);
+      if (r.outlier) outliers.push_back(first + i);
+    }
+  } else if constexpr (!is_float_quantizer<Q>) {
     for (std::size_t i = 0; i < m; ++i) {
       const quantized r = quantize_at(q, in[i], first + i);
       codes[i] = static_cast<std::uint32_t>(r.code);
@@ -130,6 +178,30 @@ value_range finite_range(const T* in, std::uint64_t n, std::uint32_t chunk, int 
   return all;
 }
 
+/// Elements find_levels counts at once when all are values it has seen.
+inline constexpr std::size_t level_scan_block = 256;
+
+/// Adds level_scan_block elements to `s` when every one is a value `s`
+/// holds (true), else changes nothing (false).
+template <class S>
+inline bool count_known_levels(const S* EBAC_RESTRICT in, level_set& s) noexcept {
+  using B = decltype(raw_bits(S{}));
+  B bits[level_scan_block];
+  for (std::size_t i = 0; i < level_scan_block; ++i) bits[i] = raw_bits(in[i]);
+  std::uint64_t counts[max_levels];
+  std::uint64_t total = 0;
+  for (std::uint32_t k = 0; k < s.size && k < max_levels; ++k) {
+    const auto level = static_cast<B>(s.value[k]);
+    std::uint32_t count = 0;
+    for (std::size_t i = 0; i < level_scan_block; ++i) count += bits[i] == level ? 1u : 0u;
+    counts[k] = count;
+    total += count;
+  }
+  if (total != level_scan_block) return false;  // the values are distinct: each element matched at most once
+  for (std::uint32_t k = 0; k < s.size && k < max_levels; ++k) s.count[k] += counts[k];
+  return true;
+}
+
 /// The palette of a tensor with at most `capacity` distinct values (bit
 /// patterns), or an empty one. Per-chunk sets merged in chunk order
 /// (levels.hpp); once any chunk has seen more values than the capacity the
@@ -149,14 +221,25 @@ level_palette find_levels(const S* in, std::uint64_t n, std::uint32_t chunk, std
       return;
     }
     const std::uint64_t b = c * chunk, e = std::min<std::uint64_t>(n, b + chunk);
-    // Runs of one value are the common case in a mask: count a run at once.
     std::uint64_t i = b;
     while (i < e && !s.overflow) {
-      const auto v = raw_bits(in[i]);
-      std::uint64_t j = i + 1;
-      while (j < e && raw_bits(in[j]) == v) ++j;
-      s.add(static_cast<std::uint64_t>(v), j - i);
-      i = j;
+      // A block of elements all among the values already seen (a mask, once
+      // both its values were met) is counted by one branch-free compare of
+      // each element with each value; a block with a new value is read
+      // run by run below. Counted either way, the set is the same.
+      if (s.size != 0 && i + level_scan_block <= e && count_known_levels(in + i, s)) {
+        i += level_scan_block;
+        continue;
+      }
+      // Runs of one value: count a run at once, up to the block's end.
+      const std::uint64_t stop = std::min<std::uint64_t>(e, i + level_scan_block);
+      while (i < stop && !s.overflow) {
+        const auto v = raw_bits(in[i]);
+        std::uint64_t j = i + 1;
+        while (j < e && raw_bits(in[j]) == v) ++j;
+        s.add(static_cast<std::uint64_t>(v), j - i);
+        i = j;
+      }
     }
     if (s.overflow) too_many.store(true, std::memory_order_relaxed);
   });
