@@ -32,6 +32,7 @@
 #include <sys/mman.h>
 #endif
 #include <algorithm>
+#include <cstdio>
 #include <cstdint>
 #include <memory>
 #include <numeric>
@@ -412,23 +413,52 @@ void check_fields(const at::Tensor& blob, const std::vector<int64_t>& sizes, con
   check_against_stream(header_of(blob), sizes, strides, elem_code);
 }
 
-/// Asks Linux to back the whole 2 MiB pages inside [p, p + bytes) with huge
-/// pages (transparent huge pages in "madvise" mode, the common default) when
-/// the block is large. A decompressed tensor is fresh memory written once in
-/// full: with 4 KiB pages every page is a fault, and those faults (not the
-/// zeroing) were a fifth of a ViT step's kernel time on the host. Only whole
-/// huge pages inside the block are advised, so no byte outside it is touched
-/// or kept; an error (no THP, another OS) changes nothing but the speed.
-void advise_huge_pages(void* p, std::size_t bytes) {
+/// Whether Linux backs memory advised with MADV_HUGEPAGE by transparent huge
+/// pages ("always" or "madvise" in /sys/kernel/mm/transparent_hugepage/enabled),
+/// read once.
+bool huge_pages_available() {
+#if defined(__linux__) && defined(MADV_HUGEPAGE)
+  static const bool available = [] {
+    std::FILE* f = std::fopen("/sys/kernel/mm/transparent_hugepage/enabled", "r");
+    if (f == nullptr) return false;
+    char line[128] = {};
+    const bool read = std::fgets(line, sizeof line, f) != nullptr;
+    std::fclose(f);
+    const std::string mode(read ? line : "");
+    return mode.find("[always]") != std::string::npos || mode.find("[madvise]") != std::string::npos;
+  }();
+  return available;
+#else
+  return false;
+#endif
+}
+
+/// An uninitialized dense CPU tensor for a decompressed stream. One of 4 MiB
+/// or more gets a mapping of its own whose whole 2 MiB pages are advised for
+/// transparent huge pages, where Linux has them: a decompressed tensor is
+/// fresh memory written once in full, and with 4 KiB pages every page is a
+/// fault; those faults (not the zeroing) were a fifth of a ViT step's kernel
+/// time on the host. Its own mapping (unmapped when the tensor is freed), so
+/// that the advice never reaches memory the allocator hands out later.
+/// Otherwise, or if the mapping fails, at::empty_strided.
+at::Tensor empty_output(const std::vector<int64_t>& sizes, const std::vector<int64_t>& strides, at::ScalarType st) {
+  const at::TensorOptions options = at::TensorOptions().dtype(st).device(at::kCPU);
 #if defined(__linux__) && defined(MADV_HUGEPAGE)
   constexpr std::uintptr_t huge = std::uintptr_t{2} << 20;
-  if (bytes < 2 * huge) return;
-  const auto begin = (reinterpret_cast<std::uintptr_t>(p) + huge - 1) & ~(huge - 1);
-  const auto end = (reinterpret_cast<std::uintptr_t>(p) + bytes) & ~(huge - 1);
-  if (end > begin) (void)madvise(reinterpret_cast<void*>(begin), end - begin, MADV_HUGEPAGE);
-#else
-  (void)p, (void)bytes;
+  std::size_t bytes = c10::elementSize(st);
+  for (int64_t d : sizes) bytes *= static_cast<std::size_t>(d);  // dense (check_layout): numel elements
+  if (bytes >= 2 * huge && huge_pages_available()) {
+    void* p = mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    if (p != MAP_FAILED) {
+      const auto begin = (reinterpret_cast<std::uintptr_t>(p) + huge - 1) & ~(huge - 1);
+      const auto end = (reinterpret_cast<std::uintptr_t>(p) + bytes) & ~(huge - 1);
+      if (end > begin) (void)madvise(reinterpret_cast<void*>(begin), end - begin, MADV_HUGEPAGE);
+      return at::from_blob(
+          p, sizes, strides, [bytes](void* q) { (void)munmap(q, bytes); }, options);
+    }
+  }
 #endif
+  return at::empty_strided(sizes, strides, options);
 }
 
 /// decompress(blob, sizes, strides, elem_code, threads, kernel_path) -> tensor
@@ -461,8 +491,7 @@ at::Tensor decompress(const at::Tensor& blob, std::vector<int64_t> sizes, std::v
   }
   TORCH_CHECK(blob.device().is_cpu(), "ebac_torch: unsupported device ", blob.device());
   check_against_stream(header_of(blob), sizes, strides, elem_code);
-  at::Tensor out = at::empty_strided(sizes, strides, at::TensorOptions().dtype(st).device(at::kCPU));
-  advise_huge_pages(out.data_ptr(), static_cast<std::size_t>(out.numel()) * out.element_size());
+  at::Tensor out = empty_output(sizes, strides, st);
   const auto* data = reinterpret_cast<const std::byte*>(blob.data_ptr<std::uint8_t>());
   const auto size = static_cast<std::size_t>(blob.numel());
   void* dst = out.data_ptr();
