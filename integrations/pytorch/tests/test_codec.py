@@ -101,6 +101,33 @@ class RoundTrip(unittest.TestCase):
         off = x.view(-1)[7:7 + 500]  # storage offset
         self.check(off, 1e-3, "abs", "fast")
 
+    def test_large_outputs(self):
+        # 4 MiB and more: the output gets a mapping of its own (huge pages
+        # where Linux has them), unmapped when the tensor is freed; the same
+        # values, layout and bound as a small tensor's, in both layouts, and
+        # the tensor behaves as any other (written, freed, used by autograd).
+        x = activation((32, 16, 48, 48), seed=5)  # 4.7 MB
+        for t in (x, x.contiguous(memory_format=torch.channels_last)):
+            for p in ("fast", "balanced", "max"):
+                with self.subTest(pipeline=p, stride=t.stride()):
+                    c, y = self.check(t, 1e-2, "rel", p)
+                    self.assertEqual(y.stride(), t.stride())
+                    y.add_(1.0)
+                    self.assertLessEqual(max_err(t + 1.0, y), 1e-2 * float(t.max() - t.min()) * (1 + 1e-6) + 1e-6)
+                    del y
+                    gc.collect()
+                    self.assertTrue(torch.equal(ebac_torch.decompress(c), ebac_torch.decompress(c)))
+        w = torch.randn(8, 16, 3, 3, requires_grad=True)
+        with ebac_torch.compressed_activations(1e-2, pipeline="balanced"):
+            out = torch.nn.functional.conv2d(x, w, padding=1).sum()
+        out.backward()
+        ref = torch.randn(8, 16, 3, 3, requires_grad=True)
+        with torch.no_grad():
+            ref.copy_(w)
+        torch.nn.functional.conv2d(x, ref, padding=1).sum().backward()
+        cos = torch.nn.functional.cosine_similarity(w.grad.flatten(), ref.grad.flatten(), dim=0)
+        self.assertGreater(float(cos), 0.999)
+
     def test_odd_shapes(self):
         self.check(torch.tensor(3.5), 1e-2, "abs", "fast")                       # 0-d
         self.check(activation((1, 1, 1, 37)), 1e-2, "rel", "ratio")               # size-1 axes
