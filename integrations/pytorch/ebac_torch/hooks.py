@@ -81,11 +81,13 @@ _INPUT_READERS = (torch.nn.LayerNorm, torch.nn.GELU) + _BATCHNORMS
 BATCHNORM_BOUND_SCALE = 0.5  # compressed_activations' default batchnorm_bound_scale
 # The pipeline "auto" picks per device: the one with the best memory/time
 # trade measured on whole training steps (docs/pytorch.md, "Which pipeline").
-# On the host `max` stores 13-24% less than `ratio` and compresses faster
-# (resnet20 / vit12 at rel 1e-2, one thread: 11.6x / 13.0x against 9.3x /
-# 11.4x; pack CPU 0.26 / 1.75 s against 0.49 / 2.14 s); it has no CUDA
+# On the host `balanced` takes 11-24% less step time than `max` for 13-21%
+# more stored bytes (resnet20 / vit12 at rel 1e-2, one thread, batch 256:
+# 9.1x / 12.9x against 10.9x / 14.6x; steps 1.85 / 7.1 s against 2.15 /
+# 8.7 s), and the peak rise stays below per-block checkpointing's on both;
+# step time is where ebac trailed checkpointing. It has no CUDA
 # implementation, where `ratio` is the best ratio. All reconstruct the same values.
-AUTO_PIPELINES = {"cpu": "max", "cuda": "ratio"}
+AUTO_PIPELINES = {"cpu": "balanced", "cuda": "ratio"}
 
 
 def resolve_pipeline(pipeline, t):
@@ -386,11 +388,12 @@ class compressed_activations:
             |x - y| <= error_bound * (max - min) of each tensor; absolute with
             mode="abs").
         mode: "rel" or "abs".
-        pipeline: "auto" (the default: `max` for CPU tensors, `ratio` for
-            CUDA tensors; see AUTO_PIPELINES), an ebac pipeline name ("max"
-            (CPU tensors only): ~11.6x on a ResNet-20-shaped CNN at rel 1e-2;
-            "ratio": ~9.3x, slower on the host; "fast": ~6.8x, several times
-            faster; "ratio-flat", "rle", "plain") or a "PREDICTOR:QUANTIZER:ENCODER"
+        pipeline: "auto" (the default: `balanced` for CPU tensors, `ratio`
+            for CUDA tensors; see AUTO_PIPELINES), an ebac pipeline name
+            ("balanced" (CPU tensors only): ~9.1x on a ResNet-20-shaped CNN
+            at rel 1e-2; "max" (CPU tensors only): ~10.9x, slower; "ratio":
+            ~9.3x, slower on the host; "fast": ~6.8x, faster; "ratio-flat",
+            "rle", "plain") or a "PREDICTOR:QUANTIZER:ENCODER"
             triple. At one bound all these named pipelines reconstruct the same
             values, so the choice never changes training, only size and speed.
             "max-bound" (CPU tensors only) does not: it may quantize linearly,
