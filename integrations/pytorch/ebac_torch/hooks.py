@@ -81,10 +81,10 @@ _INPUT_READERS = (torch.nn.LayerNorm, torch.nn.GELU) + _BATCHNORMS
 BATCHNORM_BOUND_SCALE = 0.5  # compressed_activations' default batchnorm_bound_scale
 # The pipeline "auto" picks per device: the one with the best memory/time
 # trade measured on whole training steps (docs/pytorch.md, "Which pipeline").
-# On the host `balanced` takes 11-24% less step time than `max` for 13-21%
+# On the host `balanced` takes 13-16% less step time than `max` for 13-20%
 # more stored bytes (resnet20 / vit12 at rel 1e-2, one thread, batch 256:
-# 9.1x / 12.9x against 10.9x / 14.6x; steps 1.85 / 7.1 s against 2.15 /
-# 8.7 s), and the peak rise stays below per-block checkpointing's on both;
+# 9.1x / 12.9x against 10.9x / 14.6x; steps 1.75 / 7.14 s against 2.02 /
+# 8.49 s), and the peak rise stays below per-block checkpointing's on both;
 # step time is where ebac trailed checkpointing. It has no CUDA
 # implementation, where `ratio` is the best ratio. All reconstruct the same values.
 AUTO_PIPELINES = {"cpu": "balanced", "cuda": "ratio"}
