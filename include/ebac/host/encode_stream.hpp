@@ -24,6 +24,7 @@
 #include <ebac/format/stream_stages.hpp>
 #include <ebac/host/chunk_passes.hpp>
 #include <ebac/host/encode_chunks.hpp>
+#include <ebac/host/large_buffer.hpp>
 #include <ebac/host/parallel.hpp>
 #include <ebac/host/scratch.hpp>
 #include <ebac/host/stream_destination.hpp>
@@ -96,11 +97,11 @@ std::size_t encode_stream(const S* in, std::uint64_t n, const extents& shape, co
   // Otherwise the integer field of the whole tensor is built first so that
   // residuals may use codes from other chunks.
   const bool local = chunks_independent(pred, shape, C);
-  std::unique_ptr<std::uint32_t[]> field_store;
+  large_buffer<std::uint32_t> field_store;
   std::uint32_t* field = nullptr;
   if (!local) {
     // Uninitialized: every element is written before it is read.
-    field_store.reset(new std::uint32_t[static_cast<std::size_t>(n)]);
+    field_store.reset(static_cast<std::size_t>(n));
     field = field_store.get();
     parallel_for(static_cast<std::int64_t>(chunks), threads, [&](std::int64_t ci) {
       const auto c = static_cast<std::uint64_t>(ci);
@@ -134,21 +135,22 @@ std::size_t encode_stream(const S* in, std::uint64_t n, const extents& shape, co
   // fit (E::keeps), so that the coding pass neither computes the codes nor
   // forms the tokens again (forming them was as costly as counting them:
   // docs/benchmarks.md). A chunk that does not fit is computed again.
-  std::unique_ptr<std::uint16_t[]> kept_store;
+  // (large_buffer: on huge pages where Linux has them, see large_buffer.hpp.)
+  large_buffer<std::uint16_t> kept_store;
   std::vector<std::uint8_t> chunk_kept;  // chunk c's codes are in kept_store
-  std::unique_ptr<std::uint8_t[]> kept_symbol;
-  std::unique_ptr<std::uint16_t[]> kept_extra;
+  large_buffer<std::uint8_t> kept_symbol;
+  large_buffer<std::uint16_t> kept_extra;
   constexpr std::size_t not_kept = ~std::size_t{0};
   std::vector<std::size_t> chunk_tokens;  // chunk c's kept tokens (at c * C), or not_kept
   if constexpr (token_encoder<E>) {
     if (estimated_bytes == nullptr && n > 0) {
-      kept_symbol.reset(new std::uint8_t[static_cast<std::size_t>(n)]);
-      kept_extra.reset(new std::uint16_t[static_cast<std::size_t>(n)]);
+      kept_symbol.reset(static_cast<std::size_t>(n));
+      kept_extra.reset(static_cast<std::size_t>(n));
       chunk_tokens.assign(static_cast<std::size_t>(chunks), not_kept);
     }
   } else if constexpr (E::needs_codebook) {
     if (local && estimated_bytes == nullptr && n > 0) {
-      kept_store.reset(new std::uint16_t[static_cast<std::size_t>(n)]);
+      kept_store.reset(static_cast<std::size_t>(n));
       chunk_kept.assign(static_cast<std::size_t>(chunks), 0);
     }
   }
