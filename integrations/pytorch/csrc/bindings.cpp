@@ -28,11 +28,8 @@
 #include <c10/core/StorageImpl.h>
 #include <c10/util/intrusive_ptr.h>
 
-#if defined(__linux__)
-#include <sys/mman.h>
-#endif
 #include <algorithm>
-#include <cstdio>
+#include <cmath>
 #include <cstdint>
 #include <memory>
 #include <numeric>
@@ -41,6 +38,8 @@
 #include <vector>
 
 #include "codec_api.hpp"
+
+#include <ebac/host/large_buffer.hpp>
 
 namespace py = pybind11;
 
@@ -413,51 +412,21 @@ void check_fields(const at::Tensor& blob, const std::vector<int64_t>& sizes, con
   check_against_stream(header_of(blob), sizes, strides, elem_code);
 }
 
-/// Whether Linux backs memory advised with MADV_HUGEPAGE by transparent huge
-/// pages ("always" or "madvise" in /sys/kernel/mm/transparent_hugepage/enabled),
-/// read once.
-bool huge_pages_available() {
-#if defined(__linux__) && defined(MADV_HUGEPAGE)
-  static const bool available = [] {
-    std::FILE* f = std::fopen("/sys/kernel/mm/transparent_hugepage/enabled", "r");
-    if (f == nullptr) return false;
-    char line[128] = {};
-    const bool read = std::fgets(line, sizeof line, f) != nullptr;
-    std::fclose(f);
-    const std::string mode(read ? line : "");
-    return mode.find("[always]") != std::string::npos || mode.find("[madvise]") != std::string::npos;
-  }();
-  return available;
-#else
-  return false;
-#endif
-}
-
 /// An uninitialized dense CPU tensor for a decompressed stream. One of 4 MiB
 /// or more gets a mapping of its own whose whole 2 MiB pages are advised for
 /// transparent huge pages, where Linux has them: a decompressed tensor is
 /// fresh memory written once in full, and with 4 KiB pages every page is a
 /// fault; those faults (not the zeroing) were a fifth of a ViT step's kernel
-/// time on the host. Its own mapping (unmapped when the tensor is freed), so
-/// that the advice never reaches memory the allocator hands out later.
-/// Otherwise, or if the mapping fails, at::empty_strided.
+/// time on the host. ebac::host::map_huge_pages gives it a mapping of its own
+/// (unmapped when the tensor is freed); otherwise, or if the mapping fails,
+/// at::empty_strided.
 at::Tensor empty_output(const std::vector<int64_t>& sizes, const std::vector<int64_t>& strides, at::ScalarType st) {
   const at::TensorOptions options = at::TensorOptions().dtype(st).device(at::kCPU);
-#if defined(__linux__) && defined(MADV_HUGEPAGE)
-  constexpr std::uintptr_t huge = std::uintptr_t{2} << 20;
   std::size_t bytes = c10::elementSize(st);
   for (int64_t d : sizes) bytes *= static_cast<std::size_t>(d);  // dense (check_layout): numel elements
-  if (bytes >= 2 * huge && huge_pages_available()) {
-    void* p = mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-    if (p != MAP_FAILED) {
-      const auto begin = (reinterpret_cast<std::uintptr_t>(p) + huge - 1) & ~(huge - 1);
-      const auto end = (reinterpret_cast<std::uintptr_t>(p) + bytes) & ~(huge - 1);
-      if (end > begin) (void)madvise(reinterpret_cast<void*>(begin), end - begin, MADV_HUGEPAGE);
-      return at::from_blob(
-          p, sizes, strides, [bytes](void* q) { (void)munmap(q, bytes); }, options);
-    }
-  }
-#endif
+  if (void* p = ebac::host::map_huge_pages(bytes))
+    return at::from_blob(
+        p, sizes, strides, [bytes](void* q) { ebac::host::unmap_huge_pages(q, bytes); }, options);
   return at::empty_strided(sizes, strides, options);
 }
 
@@ -585,10 +554,30 @@ at::Tensor elementwise_input_grad_change_py(const std::string& fn, const at::Ten
   return out;
 }
 
-/// predict_weight_error(x, y, dy, eb_abs, kernel, stride, padding, dilation, groups) -> dict
-/// x, y: a Conv2d's saved input and its reconstruction (N, C, H, W), dy its
-/// output gradient (N, O, Ho, Wo); or, for a Linear, x, y (N, F) and dy (N, O)
-/// with kernel etc. ignored.
+/// layernorm_rows(x, eps) -> None or (rows, sigma, shift, col_lo, col_hi,
+/// lo, hi, sigma_max, rows_max_abs, shift_max_abs): normalize_rows
+/// (codec_api.hpp) on a contiguous CPU float32 matrix; None when an element
+/// is not finite.
+py::object layernorm_rows_py(const at::Tensor& x, double eps) {
+  TORCH_CHECK(x.device().is_cpu() && x.scalar_type() == at::kFloat && x.dim() == 2 && x.is_contiguous(),
+              "ebac_torch: layernorm_rows takes a contiguous CPU float32 matrix, got ", x.scalar_type(), " of rank ", x.dim(),
+              " on ", x.device());
+  TORCH_CHECK(x.size(0) > 0 && x.size(1) > 0, "ebac_torch: layernorm_rows: an empty matrix");
+  TORCH_CHECK(eps >= 0 && std::isfinite(eps), "ebac_torch: layernorm_rows: eps must be finite and >= 0, got ", eps);
+  const auto f = at::TensorOptions().dtype(at::kFloat);
+  // rows: as large as x, written once in full (empty_output: huge pages where it is large).
+  at::Tensor rows = empty_output(x.sizes().vec(), {x.size(1), 1}, at::kFloat), sigma = at::empty({x.size(0)}, f),
+             shift = at::empty({x.size(0)}, f), col_lo = at::empty({x.size(1)}, f), col_hi = at::empty({x.size(1)}, f);
+  row_normalization r;
+  {
+    py::gil_scoped_release nogil;
+    r = normalize_rows(x.data_ptr<float>(), x.size(0), x.size(1), eps, rows.data_ptr<float>(), sigma.data_ptr<float>(),
+                       shift.data_ptr<float>(), col_lo.data_ptr<float>(), col_hi.data_ptr<float>());
+  }
+  if (!r.finite) return py::none();
+  return py::make_tuple(rows, sigma, shift, col_lo, col_hi, r.lo, r.hi, r.sigma_max, r.rows_max_abs, r.shift_max_abs);
+}
+
 /// d(dx) of a BatchNorm2d (error_model/batchnorm_propagation.hpp); CPU float
 /// copies of CUDA or half tensors are made here (an observation-step cost).
 at::Tensor batchnorm_input_grad_change_py(const at::Tensor& x, const at::Tensor& y, const at::Tensor& dy,
@@ -611,6 +600,10 @@ at::Tensor batchnorm_input_grad_change_py(const at::Tensor& x, const at::Tensor&
   return out;
 }
 
+/// predict_weight_error(x, y, dy, eb_abs, kernel, stride, padding, dilation, groups) -> dict
+/// x, y: a Conv2d's saved input and its reconstruction (N, C, H, W), dy its
+/// output gradient (N, O, Ho, Wo); or, for a Linear, x, y (N, F) and dy (N, O)
+/// with kernel etc. ignored.
 py::dict predict_weight_error_py(const at::Tensor& x, const at::Tensor& y, const at::Tensor& dy, double eb_abs,
                                  std::vector<int64_t> kernel, std::vector<int64_t> stride, std::vector<int64_t> padding,
                                  std::vector<int64_t> dilation, int64_t groups, double weight_grad_rms) {
@@ -743,6 +736,9 @@ PYBIND11_MODULE(TORCH_EXTENSION_NAME, m) {
         py::arg("dy"),
         "ebac::error_model::elementwise_input_grad_change: d(dx) = dy (g(y) - g(x)) of an elementwise function "
         "(gelu, silu, tanh, sigmoid) whose saved tensor x is replaced by y (float64, shaped like x).");
+  m.def("layernorm_rows", &layernorm_rows_py, py::arg("x"), py::arg("eps"),
+        "A LayerNorm input's rows in its units, in one pass: (rows, sigma, shift, col_lo, col_hi, lo, hi, sigma_max, "
+        "rows_max_abs, shift_max_abs), or None when an element is not finite (see hooks._row_normalized).");
   m.def("ebac_version", &ebac_version);
   m.def("host_isa", &host_isa_name,
         "The build of the host codec that runs for f32/f16/bf16: x86-64-v3 or baseline (EBAC_HOST_ISA).");

@@ -3,7 +3,8 @@
 // bindings.cpp (torch + pybind11) talks to a backend only through these
 // declarations, so the translation unit that instantiates ebac's templates
 // (host_codec.cpp) never sees torch's headers and the torch one never sees
-// ebac's. A CUDA backend is added the same way: a cuda_codec.cu defining the
+// ebac's codec (it includes one standalone ebac header, host/large_buffer.hpp,
+// for the huge-page mappings of the tensors it creates). A CUDA backend is added the same way: a cuda_codec.cu defining the
 // cuda_* functions below, compiled only when EBAC_TORCH_WITH_CUDA is set
 // (setup.py / the in-tree loader decide; see docs/pytorch.md).
 #pragma once
@@ -42,6 +43,25 @@ struct compress_request {
   int pool_dims = 0;
   std::int64_t pool_input[3]{}, pool_kernel[3]{}, pool_stride[3]{}, pool_padding[3]{}, pool_dilation[3]{};
 };
+
+/// A LayerNorm input's rows in LayerNorm's units (ebac_torch/hooks.py,
+/// _row_normalized), in one pass over memory (layernorm_rows.cpp): for x of
+/// n_rows x d float32, row-major,
+///   sigma[r] = sqrt(biased variance of row r + eps), rounded to float,
+///   rows[r][i] = x[r][i] / sigma[r] (float division),
+///   shift[r] = the mean of rows[r] (accumulated in double, rounded to float),
+///   col_lo[i], col_hi[i] = min, max over r of rows[r][i] - shift[r] (float),
+/// and what the result holds. When an element is not finite, finite is false
+/// and the outputs are unspecified.
+struct row_normalization {
+  bool finite = true;
+  float lo = 0, hi = 0;     ///< min and max of x
+  float sigma_max = 0;      ///< max of sigma
+  float rows_max_abs = 0;   ///< max |rows|
+  float shift_max_abs = 0;  ///< max |shift|
+};
+row_normalization normalize_rows(const float* x, std::int64_t n_rows, std::int64_t d, double eps, float* rows, float* sigma,
+                                 float* shift, float* col_lo, float* col_hi);
 
 /// What a stream says about itself (ebac::host::inspect).
 struct stream_info {

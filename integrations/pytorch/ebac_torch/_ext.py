@@ -31,7 +31,7 @@ CXX_FLAGS = ["-O3", "-g0", "-std=c++20", "-fopenmp", "-ffp-contract=off", "-fvis
              "-DEBAC_HOST_CODEC_PREBUILT"]
 LD_FLAGS = ["-fopenmp"]
 # csrc/'s own units; codec_units() writes the codec's, one per element type.
-SOURCES = ["bindings.cpp", "host_codec.cpp", "host_codec_x86_64_v3.cpp", "error_model.cpp", "adapt.cpp"]
+SOURCES = ["bindings.cpp", "host_codec.cpp", "host_codec_x86_64_v3.cpp", "error_model.cpp", "adapt.cpp", "layernorm_rows.cpp"]
 # The CUDA backend: one more source (the dispatcher; cuda_codec_units()
 # writes the per-element units), compiled by nvcc, and a define for all.
 CUDA_SOURCES = ["cuda_codec.cu"]

@@ -66,16 +66,35 @@ def contiguous_key(t):
 LAYERNORM_MAX_TIGHTENING = 4.0
 
 
-def layernorm_rows_bound(rows, row_eb, weight, bias, eb, mode):
-    """For a LayerNorm input stored as `rows` (x / sigma per row) under
-    `row_eb`: (bound, shift, output error) where shift = mean / sigma per row
-    (the output is (rows - shift) * w + b), bound = the rows' bound that
-    keeps the output within (eb, mode) of its own range (never looser than
-    row_eb; row_eb itself when the tightening would cost more than
-    LAYERNORM_MAX_TIGHTENING), and the output error that bound carries,
-    rounding included."""
-    shift = rows.mean(dim=1)
-    lo, hi = _output_range(rows - shift[:, None], weight, bias)
+class RowStatistics:
+    """What layernorm_rows_bound needs of a LayerNorm input's stored rows
+    (x / sigma per row): shift = the mean of each row, col_lo / col_hi = the
+    min / max over rows of rows - shift in each column (float32, as the
+    output is rebuilt), and max |rows|, max |shift|."""
+
+    __slots__ = ("shift", "col_lo", "col_hi", "rows_max_abs", "shift_max_abs")
+
+    def __init__(self, shift, col_lo, col_hi, rows_max_abs, shift_max_abs):
+        self.shift, self.col_lo, self.col_hi = shift, col_lo, col_hi
+        self.rows_max_abs, self.shift_max_abs = float(rows_max_abs), float(shift_max_abs)
+
+    @classmethod
+    def of(cls, rows):
+        """With torch's ops (any device; the extension's layernorm_rows computes the same for CPU tensors)."""
+        shift = rows.mean(dim=1)
+        col_lo, col_hi = torch.aminmax(rows - shift[:, None], dim=0)
+        return cls(shift, col_lo, col_hi, max_magnitude(rows), float(shift.abs().max()))
+
+
+def layernorm_rows_bound(stats, row_eb, weight, bias, eb, mode):
+    """For a LayerNorm input stored as rows (x / sigma per row, whose
+    RowStatistics are `stats`) under `row_eb`: (bound, shift, output error)
+    where shift = mean / sigma per row (the output is (rows - shift) * w +
+    b), bound = the rows' bound that keeps the output within (eb, mode) of
+    its own range (never looser than row_eb; row_eb itself when the
+    tightening would cost more than LAYERNORM_MAX_TIGHTENING), and the output
+    error that bound carries, rounding included."""
+    lo, hi = _output_range(stats.col_lo, stats.col_hi, weight, bias)
     w_max = 1.0 if weight is None else float(weight.detach().abs().max())
     need = eb * (hi - lo) if mode == "rel" else eb
     bound = row_eb
@@ -85,8 +104,8 @@ def layernorm_rows_bound(rows, row_eb, weight, bias, eb, mode):
             bound = tighter
     # rows - shift and the LayerNorm's own (x - mean) * rstd differ by a few
     # ulps of |rows| + |shift| (cancellation), times |w|.
-    rounding = 2.0 ** -20 * (max_magnitude(rows) + float(shift.abs().max())) * w_max
-    return bound, shift, w_max * bound + rounding
+    rounding = 2.0 ** -20 * (stats.rows_max_abs + stats.shift_max_abs) * w_max
+    return bound, stats.shift, w_max * bound + rounding
 
 
 def max_magnitude(t):
@@ -95,12 +114,11 @@ def max_magnitude(t):
     return max(abs(lo), abs(hi)) if lo == lo and hi == hi else float("nan")
 
 
-def _output_range(z, weight, bias):
+def _output_range(z_lo, z_hi, weight, bias):
     """min and max of y = z * w + b (w, b per column, float32 as LayerNorm's
-    output is rebuilt) without forming y: per column, z * w and then + b are
-    monotone in z (rounding included), so y's extremes are those of the
-    column's smallest and largest z."""
-    z_lo, z_hi = torch.aminmax(z, dim=0)
+    output is rebuilt) without forming y, from each column's smallest and
+    largest z (z_lo, z_hi): per column, z * w and then + b are monotone in z
+    (rounding included), so y's extremes are those of z's."""
     if weight is not None:
         w = weight.detach().reshape(-1)
         z_lo, z_hi = z_lo * w, z_hi * w
@@ -220,8 +238,10 @@ def rebuild(node, value_of, rows_of):
         y = torch.nn.functional.gelu(xs[0], approximate=node.params["approximate"])
     else:
         n = xs[1]
+        # A source rebuilt from a recipe (dropout after GELU) is this call's own new tensor: the
+        # product goes into it. A stored source's value may be handed to its own unpack: not touched.
+        fresh = isinstance(node.sources[0], Recipe) and xs[0].shape == n.shape and xs[0].dtype == torch.float32
+        y = xs[0].mul_(n) if fresh else xs[0] * n
         if n.dtype == torch.bool:
-            y = (xs[0] * n).mul_(node.params["scale"])  # in place on the new product
-        else:
-            y = xs[0] * n
+            y.mul_(node.params["scale"])  # in place on the product
     return y.reshape(node.shape)

@@ -81,11 +81,11 @@ _INPUT_READERS = (torch.nn.LayerNorm, torch.nn.GELU) + _BATCHNORMS
 BATCHNORM_BOUND_SCALE = 0.5  # compressed_activations' default batchnorm_bound_scale
 # The pipeline "auto" picks per device: the one with the best memory/time
 # trade measured on whole training steps (docs/pytorch.md, "Which pipeline").
-# On the host `balanced` takes 13-16% less step time than `max` for 13-20%
+# On the host `balanced` takes 11-19% less step time than `max` for 13-20%
 # more stored bytes (resnet20 / vit12 at rel 1e-2, one thread, batch 256:
-# 9.1x / 12.9x against 10.9x / 14.6x; steps 1.75 / 7.14 s against 2.02 /
-# 8.49 s), and the peak rise stays below per-block checkpointing's on both;
-# step time is where ebac trailed checkpointing. It has no CUDA
+# 9.1x / 12.9x against 10.9x / 14.6x; steps 2.59 / 9.77 s against 3.19 /
+# 10.94 s in the recorded run), and the peak rise stays below per-block
+# checkpointing's on both; step time is where ebac trailed checkpointing. It has no CUDA
 # implementation, where `ratio` is the best ratio. All reconstruct the same values.
 AUTO_PIPELINES = {"cpu": "balanced", "cuda": "ratio"}
 
@@ -186,7 +186,8 @@ def _row_normalized(t, ln, eb, mode):
     deviation, with the absolute bound that keeps every element of the input
     within the one asked for: (rows, sigma, bound), or None when the tensor
     does not qualify (not LayerNorm's input shape, non-finite values, a
-    degenerate range).
+    degenerate range). _row_normalization gives the same with the rows'
+    statistics.
 
     LayerNorm's backward sees (x - mean) / sigma per row. A bound relative to
     the whole tensor's range can exceed a row's sigma many times over (a
@@ -197,6 +198,42 @@ def _row_normalized(t, ln, eb, mode):
     (sigma_r <= max sigma). The float32 division and multiplication round by
     at most 2^-24 |x| each; the bound leaves 4 x 2^-24 max|x| of room for that.
     """
+    r = _row_normalization(t, ln, eb, mode)
+    return None if r is None else (r.rows, r.sigma, r.bound)
+
+
+class RowNormalization:
+    """_row_normalization's result: rows = x / sigma per row, sigma, the
+    rows' absolute bound, and their derived.RowStatistics."""
+
+    __slots__ = ("rows", "sigma", "bound", "statistics")
+
+    def __init__(self, rows, sigma, bound, statistics):
+        self.rows, self.sigma, self.bound, self.statistics = rows, sigma, bound, statistics
+
+
+def _normalize_rows_torch(x, eps):
+    """The extension's layernorm_rows(x, eps) with torch's ops, on any device:
+    (rows, sigma, shift, col_lo, col_hi, lo, hi, sigma_max, rows_max_abs,
+    shift_max_abs), or None when an element is not finite. The same
+    quantities up to rounding (the extension accumulates in double)."""
+    # One pass for the range and the finiteness check: aminmax propagates a
+    # NaN, and an infinity is an extreme, so both are finite iff every element is.
+    lo, hi = (float(v) for v in torch.aminmax(x))
+    if not (math.isfinite(lo) and math.isfinite(hi)):
+        return None
+    sigma = (x.var(dim=1, unbiased=False) + eps).sqrt()
+    rows = x / sigma[:, None]
+    st = _derived.RowStatistics.of(rows)
+    return rows, sigma, st.shift, st.col_lo, st.col_hi, lo, hi, float(sigma.max()), st.rows_max_abs, st.shift_max_abs
+
+
+def _row_normalization(t, ln, eb, mode):
+    """_row_normalized as a RowNormalization, or None. A CPU tensor's rows
+    and statistics come from the extension's layernorm_rows, in one pass
+    over memory (4-6 ms for a 12-block ViT's LayerNorm input, 256 x 50 x
+    96, on one core, against 18-23 ms with _normalize_rows_torch's eight
+    passes); another device's from _normalize_rows_torch."""
     ns = tuple(ln.normalized_shape)
     if t.dtype != torch.float32 or t.dim() < len(ns) or tuple(t.shape[t.dim() - len(ns):]) != ns:
         return None
@@ -204,20 +241,21 @@ def _row_normalized(t, ln, eb, mode):
     for v in ns:
         d *= int(v)
     x = t.detach().reshape(-1, d)
-    if x.shape[0] < 2:
+    if x.shape[0] < 2 or d == 0:
         return None
-    # One pass for the range and the finiteness check: aminmax propagates a
-    # NaN, and an infinity is an extreme, so both are finite iff every element is.
-    lo, hi = (float(v) for v in torch.aminmax(x))
-    if not (math.isfinite(lo) and math.isfinite(hi)):
+    if x.device.type == "cpu":
+        r = _ext.load().layernorm_rows(x.contiguous(), float(ln.eps))
+    else:
+        r = _normalize_rows_torch(x, ln.eps)
+    if r is None:  # an element is not finite
         return None
-    sigma = (x.var(dim=1, unbiased=False) + ln.eps).sqrt()
-    smax = float(sigma.max())
+    rows, sigma, shift, col_lo, col_hi, lo, hi, smax, rows_max, shift_max = r
     eb_x = eb * (hi - lo) if mode == "rel" else eb
     room = eb_x * (1 - 2.0 ** -20) - 4 * 2.0 ** -24 * max(abs(lo), abs(hi))
     if not (smax > 0 and room > 0):
         return None
-    return x / sigma[:, None], sigma, room / smax
+    return RowNormalization(rows, sigma, room / smax,
+                            _derived.RowStatistics(shift, col_lo, col_hi, rows_max, shift_max))
 
 
 def round_trip(t, eb, mode="rel", pipeline="auto", threads=None):
@@ -865,7 +903,7 @@ class compressed_activations:
             pooling = pooling_geometry(pool, self._pool_inputs.get(pool), t)
         rows = None
         if not lossless and self.layernorm_rows and self._is_input_of_running(t, torch.nn.LayerNorm):
-            rows = _row_normalized(t, self._stack[-1], eb, mode)
+            rows = _row_normalization(t, self._stack[-1], eb, mode)
         if rows is not None:
             p, row_eb = self._pack_rows(P, t, key, rows, eb, mode, pipeline, threads)
         else:
@@ -910,11 +948,12 @@ class compressed_activations:
     def _pack_rows(self, P, t, key, rows, eb, mode, pipeline, threads):
         """A LayerNorm input stored as rows x / sigma under row_eb (tightened to what its output
         needs when derive is on and that is cheap: derived.layernorm_rows_bound)."""
-        x_rows, sigma, row_eb = rows
+        x_rows, sigma, row_eb = rows.rows, rows.sigma, rows.bound
         ln = self._stack[-1]
         shift = None
         if self.derive and key is not None and type(ln) is torch.nn.LayerNorm:
-            row_eb, shift, row_error = _derived.layernorm_rows_bound(x_rows, row_eb, ln.weight, ln.bias, eb, mode)
+            row_eb, shift, row_error = _derived.layernorm_rows_bound(rows.statistics, row_eb, ln.weight, ln.bias, eb,
+                                                                     mode)
         blob, strides = self._codec(P, "compress_cpu_seconds", self.C.compress, x_rows, row_eb, "abs", pipeline, threads,
                                     self.checksum, self.kernel_path, None)
         p = _Packed(self, blob.numel() + _nbytes(sigma) + (_nbytes(shift) if shift is not None else 0))

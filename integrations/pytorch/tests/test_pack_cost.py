@@ -1,12 +1,15 @@
 """The pack/unpack paths' cheaper forms (issue 50, step time) give exactly what the plain formulas give.
 
-hooks._row_normalized checks finiteness and takes the range in one aminmax
-pass, derived.layernorm_rows_bound takes the LayerNorm output's range per
-column without forming the output and max |rows| without forming |rows|,
-the dropout noise's largest magnitude comes from aminmax, and rebuilds work in
-place on the tensors they create. Each is checked here, bit for bit, against
-the straightforward formula written out in this file (the one the code used
-before), on inputs that exercise signs, zeros, NaN and infinities.
+hooks._row_normalized takes a CPU tensor's rows and their statistics from
+the extension's layernorm_rows in one pass (checked against each quantity
+in float64, and against torch's ops), derived.layernorm_rows_bound takes
+the LayerNorm output's range from the rows' column ranges without forming
+the output, the dropout noise's largest magnitude comes from aminmax, and
+rebuilds work in place on the tensors they create. Each is checked here
+against the straightforward formula written out in this file (the one the
+code used before): bit for bit, or within one unit in the last place where
+a double sum is rounded to float32; on inputs that exercise signs, zeros,
+NaN and infinities.
 """
 
 import math
@@ -67,14 +70,14 @@ class OutputRangeTest(unittest.TestCase):
     def test_equals_the_formed_output(self):
         for rows, w, b in self.cases():
             shift = rows.mean(dim=1)
-            got = derived._output_range(rows - shift[:, None], w, b)
+            got = derived._output_range(*torch.aminmax(rows - shift[:, None], dim=0), w, b)
             self.assertEqual(got, reference_output_range(rows, w, b))
 
     def test_rows_bound_equals_the_reference(self):
         for rows, w, b in self.cases():
             for eb, mode in ((1e-2, "rel"), (1e-3, "rel"), (5e-3, "abs")):
                 row_eb = 0.05
-                bound, shift, err = derived.layernorm_rows_bound(rows, row_eb, w, b, eb, mode)
+                bound, shift, err = derived.layernorm_rows_bound(derived.RowStatistics.of(rows), row_eb, w, b, eb, mode)
                 ref_bound, ref_err = reference_rows_bound(rows, row_eb, w, b, eb, mode)
                 self.assertEqual(bound, ref_bound)
                 self.assertEqual(err, ref_err)
@@ -84,7 +87,7 @@ class OutputRangeTest(unittest.TestCase):
         rows = torch.randn(8, 16)
         w = torch.ones(16)
         w[5] = float("nan")
-        bound, _, err = derived.layernorm_rows_bound(rows, 0.01, w, None, 1e-2, "rel")
+        bound, _, err = derived.layernorm_rows_bound(derived.RowStatistics.of(rows), 0.01, w, None, 1e-2, "rel")
         ref_bound, ref_err = reference_rows_bound(rows, 0.01, w, None, 1e-2, "rel")
         self.assertTrue(same_float(bound, ref_bound) and same_float(err, ref_err), (bound, err, ref_bound, ref_err))
 
@@ -104,12 +107,74 @@ class RowNormalizedTest(unittest.TestCase):
         x = torch.randn(4, 10, 32) * 3 - 1
         rows, sigma, bound = hooks._row_normalized(x, ln, 1e-2, "rel")
         r = x.reshape(-1, 32)
-        ref_sigma = (r.var(dim=1, unbiased=False) + ln.eps).sqrt()
+        ref_sigma = (r.double().var(dim=1, unbiased=False) + ln.eps).sqrt().float()
         lo, hi = float(r.min()), float(r.max())
         room = 1e-2 * (hi - lo) * (1 - 2.0 ** -20) - 4 * 2.0 ** -24 * max(abs(lo), abs(hi))
-        self.assertTrue(torch.equal(sigma, ref_sigma))
-        self.assertTrue(torch.equal(rows, r / ref_sigma[:, None]))
-        self.assertEqual(bound, room / float(ref_sigma.max()))
+        within_ulp(self, sigma, ref_sigma)
+        self.assertTrue(torch.equal(rows, r / sigma[:, None]))  # divided by the sigma it returns, exactly
+        self.assertEqual(bound, room / float(sigma.max()))
+
+
+def within_ulp(test, got, want):
+    """Float32 tensors equal or one unit in the last place apart (rounding a double result twice)."""
+    test.assertEqual(got.dtype, torch.float32)
+    test.assertEqual(got.shape, want.shape)
+    gap = (got.double() - want.double()).abs()
+    ulp = torch.nextafter(want.abs(), torch.tensor(float("inf"))).double() - want.abs().double()
+    test.assertTrue(bool((gap <= ulp).all()), float((gap / ulp).max()))
+
+
+class LayerNormRowsTest(unittest.TestCase):
+    """The extension's layernorm_rows (one pass, CPU) against each quantity written out here in float64,
+    and against hooks._normalize_rows_torch (torch's ops, the path of other devices)."""
+
+    def matrices(self):
+        g = torch.Generator().manual_seed(11)
+        for n, d in ((2, 1), (3, 5), (64, 33), (200, 96), (17, 768)):
+            x = torch.randn(n, d, generator=g) * torch.rand(n, 1, generator=g) * 4
+            yield x
+            yield x + 1000.0                 # a large mean: the variance cancels
+            y = x.clone()
+            y[0] = 0.25                      # a constant row: sigma = sqrt(eps)
+            yield y
+
+    def test_every_quantity(self):
+        C = ebac_torch._ext.load()
+        eps = 1e-5
+        for x in self.matrices():
+            r = C.layernorm_rows(x, eps)
+            self.assertIsNotNone(r)
+            rows, sigma, shift, col_lo, col_hi, lo, hi, smax, rmax, shmax = r
+            x64 = x.double()
+            within_ulp(self, sigma, (x64.var(dim=1, unbiased=False) + eps).sqrt().float())
+            self.assertTrue(torch.equal(rows, x / sigma[:, None]))
+            within_ulp(self, shift, rows.double().mean(dim=1).float())
+            lo_z, hi_z = torch.aminmax(rows - shift[:, None], dim=0)
+            self.assertTrue(torch.equal(col_lo, lo_z) and torch.equal(col_hi, hi_z))
+            self.assertEqual((lo, hi), (float(x.min()), float(x.max())))
+            self.assertEqual(smax, float(sigma.max()))
+            self.assertEqual(rmax, float(rows.abs().max()))
+            self.assertEqual(shmax, float(shift.abs().max()))
+            t = hooks._normalize_rows_torch(x, eps)
+            self.assertTrue(torch.allclose(t[1], sigma, rtol=1e-4, atol=0))
+            self.assertTrue(torch.allclose(t[0], rows, rtol=1e-4, atol=1e-6))
+
+    def test_a_non_finite_element_anywhere_gives_none(self):
+        C = ebac_torch._ext.load()
+        for bad in (float("nan"), float("inf"), -float("inf")):
+            for at in ((0, 0), (0, 5), (3, 17), (7, 31)):  # first, inside a row (a NaN hides from min/max), last
+                x = torch.randn(8, 32)
+                x[at] = bad
+                self.assertIsNone(C.layernorm_rows(x, 1e-5), (bad, at))
+                self.assertIsNone(hooks._normalize_rows_torch(x, 1e-5), (bad, at))
+
+    def test_bad_arguments_are_refused_by_name(self):
+        C = ebac_torch._ext.load()
+        for bad in (torch.randn(4, 8).double(), torch.randn(4, 8).t(), torch.randn(2, 4, 8), torch.randn(0, 8)):
+            with self.assertRaisesRegex(RuntimeError, "layernorm_rows"):
+                C.layernorm_rows(bad, 1e-5)
+        with self.assertRaisesRegex(RuntimeError, "eps"):
+            C.layernorm_rows(torch.randn(4, 8), -1.0)
 
 
 class MaxMagnitudeTest(unittest.TestCase):
@@ -144,6 +209,44 @@ class InPlaceRebuildTest(unittest.TestCase):
         got = derived.rebuild(rec, lambda s: s, None)
         self.assertTrue(torch.equal(got, x * mask * (1.0 / 0.9)))
         self.assertTrue(torch.equal(x, keep_x))
+
+    def test_dropout_after_gelu_multiplies_into_the_rebuilt_gelu(self):
+        """mul over a gelu recipe (an MLP's dropped hidden activation): the product is formed in the
+        tensor gelu's rebuild made, equal to the out-of-place formula; the stored input and mask untouched."""
+        g = torch.Generator().manual_seed(9)
+        a = torch.randn(6, 10, 32, generator=g)
+        keep_a = a.clone()
+        for noise in ((torch.rand(6, 10, 32, generator=g) > 0.1),
+                      (torch.rand(6, 10, 32, generator=g) > 0.1).float() / 0.9):
+            keep_n = noise.clone()
+            gelu = derived.Recipe("gelu", [], {"approximate": "none"}, a.shape, torch.float32)
+            gelu.sources = [a]
+            scale = 1.0 / 0.9 if noise.dtype == torch.bool else 1.0
+            rec = derived.Recipe("mul", [], {"scale": scale, "noise_max": 1.0 / 0.9}, a.shape, torch.float32)
+            rec.sources = [gelu, noise]
+            made = []
+
+            def value_of(s):
+                return s
+
+            orig = torch.nn.functional.gelu
+
+            def spy(x, approximate="none"):
+                out = orig(x, approximate=approximate)
+                made.append(out)
+                return out
+
+            torch.nn.functional.gelu = spy
+            try:
+                got = derived.rebuild(rec, value_of, None)
+            finally:
+                torch.nn.functional.gelu = orig
+            want = orig(a) * noise
+            if noise.dtype == torch.bool:
+                want = want * scale
+            self.assertTrue(torch.equal(got, want))
+            self.assertEqual(got.data_ptr(), made[0].data_ptr())  # no second tensor
+            self.assertTrue(torch.equal(a, keep_a) and torch.equal(noise, keep_n))
 
     def test_layernorm_rows_unpack_is_within_the_bound(self):
         """A LayerNorm input a session restores (its rows scaled back in place) against the tensor packed,
