@@ -73,29 +73,26 @@ inline void level_block(const level_quantizer& q, const S* EBAC_RESTRICT in, std
 template <class Q, class S>
 inline void quantize_chunk(const Q& q, const S* in, std::size_t m, std::uint64_t first, std::uint32_t* codes,
                            std::vector<std::uint64_t>& outliers) {
-  if constexpr (std::is_same_v<Q, level_quantizer>) {
-    // Whole blocks branch-free (level_block), the rest and every element
-    // outside the palette (code 0, an outlier) one at a time, as quantize does.
+  if constexpr (!is_float_quantizer<Q>) {
+    // Lossless quantizers one element at a time, as quantize does; a level
+    // quantizer first takes whole blocks branch-free (level_block), every
+    // element outside the palette being an outlier of code 0.
     std::size_t i = 0;
-    for (; i + quantize_block <= m; i += quantize_block) {
-      std::uint8_t found[quantize_block];
-      level_block(q, in + i, codes + i, found);
-      std::uint8_t all = 1;
-      for (std::size_t j = 0; j < quantize_block; ++j) all &= found[j];
-      if (all) continue;
-      for (std::size_t j = 0; j < quantize_block; ++j)
-        if (!found[j]) {
-          codes[i + j] = 0;
-          outliers.push_back(first + i + j);
-        }
+    if constexpr (std::is_same_v<Q, level_quantizer>) {
+      for (; i + quantize_block <= m; i += quantize_block) {
+        std::uint8_t found[quantize_block];
+        level_block(q, in + i, codes + i, found);
+        std::uint8_t all = 1;
+        for (std::size_t j = 0; j < quantize_block; ++j) all &= found[j];
+        if (all) continue;
+        for (std::size_t j = 0; j < quantize_block; ++j)
+          if (!found[j]) {
+            codes[i + j] = 0;
+            outliers.push_back(first + i + j);
+          }
+      }
     }
     for (; i < m; ++i) {
-      const quantized r = quantize_at(q, in[i], first + i);
-      codes[i] = static_cast<std::uint32_t>(r.code);
-      if (r.outlier) outliers.push_back(first + i);
-    }
-  } else if constexpr (!is_float_quantizer<Q>) {
-    for (std::size_t i = 0; i < m; ++i) {
       const quantized r = quantize_at(q, in[i], first + i);
       codes[i] = static_cast<std::uint32_t>(r.code);
       if (r.outlier) outliers.push_back(first + i);

@@ -271,7 +271,7 @@ struct lorenzo {
     }
     extents sub;
     const lorenzo local = on_blocks(shape, m, sub);
-    if (local.dims == 2 && local.axis[1] == sub.rank - 1 && local.axis[0] + 1 == local.axis[1]) {
+    if (local.over_last_two_axes(sub)) {
       residuals_2d_by_rows(q, codes, local.pass(sub, 0), local.tile[1]);
       return;
     }
@@ -347,7 +347,7 @@ struct lorenzo {
     }
     extents sub;
     const lorenzo local = on_blocks(shape, m, sub);
-    if (local.dims == 2 && local.axis[1] == sub.rank - 1 && local.axis[0] + 1 == local.axis[1]) {
+    if (local.over_last_two_axes(sub)) {
       inverse_2d_by_rows(f, local.pass(sub, 0), local.tile[1]);
       return;
     }
@@ -382,6 +382,13 @@ struct lorenzo {
   }
 
  private:
+  /// Whether this (a chunk's predictor, on_blocks) is 2-D over the last two
+  /// axes of `sub`, the case predict_chunk and unpredict_chunk take row by
+  /// row in one trip.
+  [[nodiscard]] bool over_last_two_axes(const extents& sub) const noexcept {
+    return dims == 2 && axis[1] == sub.rank - 1 && axis[0] + 1 == axis[1];
+  }
+
   /// The inverse of the two passes of a 2-D predictor over the last two
   /// axes, `rows` the pass along the rows (its inner extent the row length),
   /// fused row by row: a row's prefix sums along its column tiles, then the
