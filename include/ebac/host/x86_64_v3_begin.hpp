@@ -54,6 +54,7 @@
 #include <concepts>
 #include <cstddef>
 #include <cstdint>
+#include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <exception>
@@ -74,6 +75,10 @@
 #include <vector>
 #if defined(_OPENMP)
 #include <omp.h>
+#endif
+#if defined(__linux__)  // ebac/host/large_buffer.hpp: huge-page mappings
+#include <sys/mman.h>
+#include <unistd.h>
 #endif
 
 #define EBAC_ABI_TAG x86_64_v3
