@@ -126,6 +126,34 @@ TEST_CASE("large_buffer: small buffers come from new[], large ones are mappings 
   CHECK_FALSE(n2);
 }
 
+TEST_CASE("large_buffer: one whole huge page is enough for a mapping of its own, less is not") {
+  using ebac::host::large_buffer;
+  const std::size_t huge = ebac::host::huge_page_bytes;
+  large_buffer<std::uint8_t> below(huge - 1);
+  CHECK_FALSE(below.mapped());
+  fill_and_check(below, huge - 1);
+  // 2.5 MiB: one whole huge page and a tail of half of one.
+  const std::size_t bytes = huge + huge / 4;
+  large_buffer<std::uint8_t> b(bytes);
+  REQUIRE(b);
+  CHECK(b.mapped() == ebac::host::huge_pages_available());
+  fill_and_check(b, bytes);
+#if defined(__linux__)
+  if (ebac::host::huge_pages_available()) {
+    const auto* first = reinterpret_cast<const unsigned char*>(b.get());
+    CHECK(reinterpret_cast<std::uintptr_t>(first) % huge == 0);
+    for (const unsigned char* p : {first, first + huge - 1}) {
+      const std::string flags = vm_flags_of(p);
+      INFO(flags);
+      CHECK(flags.find(" hg") != std::string::npos);
+    }
+    const mapping_of_address tail = mapping_of(first + bytes - 1);
+    INFO(tail.flags);
+    CHECK(tail.flags.find(" hg") == std::string::npos);
+  }
+#endif
+}
+
 TEST_CASE("large_buffer: a size whose bytes overflow is refused with bad_alloc before anything is allocated") {
   ebac::host::large_buffer<std::uint16_t> b;
   CHECK_THROWS_AS(b.reset(std::numeric_limits<std::size_t>::max() / 2 + 1), std::bad_alloc);

@@ -412,8 +412,8 @@ void check_fields(const at::Tensor& blob, const std::vector<int64_t>& sizes, con
   check_against_stream(header_of(blob), sizes, strides, elem_code);
 }
 
-/// An uninitialized dense CPU tensor for a decompressed stream. One of 4 MiB
-/// or more gets a mapping of its own whose whole 2 MiB pages are advised for
+/// An uninitialized dense CPU tensor for a decompressed stream. One of 2 MiB
+/// or more (host::large_mapping_min_bytes) gets a mapping of its own whose whole 2 MiB pages are advised for
 /// transparent huge pages, where Linux has them: a decompressed tensor is
 /// fresh memory written once in full, and with 4 KiB pages every page is a
 /// fault; those faults (not the zeroing) were a fifth of a ViT step's kernel

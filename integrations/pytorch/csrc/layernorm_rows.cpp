@@ -59,22 +59,22 @@ row_normalization normalize_rows(const float* x, std::int64_t n_rows, std::int64
   for (std::int64_t r = 0; r < n_rows; ++r) {
     const float* xr = x + r * d;
     float* yr = rows + r * d;
-    // Range first: a row holding a NaN or an infinity ends the work (the
-    // caller then stores the tensor as any other).
+    // Range and finiteness in one read of the row: a NaN compares false and
+    // would hide from the extremes, so each element is tested. A row holding
+    // a NaN or an infinity ends the work (the caller then stores the tensor
+    // as any other).
     float rlo = xr[0], rhi = xr[0];
-    for (std::int64_t i = 1; i < d; ++i) {
-      rlo = xr[i] < rlo ? xr[i] : rlo;
-      rhi = xr[i] > rhi ? xr[i] : rhi;
+    bool finite = true;
+    for (std::int64_t i = 0; i < d; ++i) {
+      const float v = xr[i];
+      finite = finite && std::isfinite(v);
+      rlo = v < rlo ? v : rlo;
+      rhi = v > rhi ? v : rhi;
     }
-    if (!(std::isfinite(rlo) && std::isfinite(rhi))) {  // a NaN compares false, so it can hide: check every element
+    if (!finite) {
       out.finite = false;
       return out;
     }
-    for (std::int64_t i = 0; i < d; ++i)
-      if (!std::isfinite(xr[i])) {
-        out.finite = false;
-        return out;
-      }
     lo = rlo < lo ? rlo : lo;
     hi = rhi > hi ? rhi : hi;
     const double mean = sum_of(xr, d) / static_cast<double>(d);
