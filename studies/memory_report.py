@@ -1269,7 +1269,20 @@ def _save(fig, out, name, plt):
     return name
 
 
-def _r_header(meta):
+def ebac_pipelines(results):
+    """The pipelines the ebac way's workers compressed floating-point tensors
+    with (what `auto` resolved to), read from their per-tensor details."""
+    used = set()
+    for n in results:
+        w = n.get("ways", {}).get("ebac") or {}
+        for d in (w.get("ebac") or {}).get("details", []):
+            if d.get("pipeline") and not d.get("lossless") and d.get("dtype", "").startswith(("float", "bfloat")):
+                used.add(d["pipeline"])
+    return sorted(used)
+
+
+def _r_header(meta, results=()):
+    used = ebac_pipelines(results)
     L = ["# Whole-network memory report%s" % (" (smoke)" if meta["smoke"] else ""), "",
          "Command: `%s`  " % meta["command"],
          "Wall time: %.1f min; %s; git %s.%s  " % (
@@ -1288,9 +1301,11 @@ def _r_header(meta):
         L.append("Machine load (`uptime`): before `%s`; after `%s`%s.  " % (
             meta["uptime_before"], meta.get("uptime_after", "?"),
             "; the run's priority: nice %d" % meta["nice"] if meta.get("nice") else ""))
-    L += ["ebac: relative bound %g, compressed_activations' defaults (pipeline `auto`: `max` on the host; "
+    L += ["ebac: relative bound %g, compressed_activations' defaults (pipeline `auto`: %s on %s; "
           "derive=True: GELU and Dropout outputs rebuilt from recipes; batchnorm_bound_scale 0.5; layernorm_rows; "
-          "min_numel 4096), model= given.  " % meta["error_bound"],
+          "min_numel 4096), model= given.  " % (
+              meta["error_bound"], " and ".join("`%s`" % u for u in used) or "no float tensor compressed",
+              "the device %s" % meta["device"] if meta["device"] != "cpu" else "the host"),
           "Each way runs in a fresh process: one warm-up step (it is also the gradient-fidelity step), then "
           "%d timed step(s), then one instrumented step (the timeline and the breakdown); SGD (momentum 0.9) "
           "steps between them. Memory: %s; each worker runs with %s (glibc's initial thresholds, fixed), so freed "
@@ -1592,7 +1607,7 @@ def _r_param_error(results, out):
 
 
 def write_report(results, meta, figs, out):
-    L = (_r_header(meta) + _r_warnings(results, meta) + _r_networks(results, meta) + _r_summary(results)
+    L = (_r_header(meta, results) + _r_warnings(results, meta) + _r_networks(results, meta) + _r_summary(results)
          + _r_targets(results) + _r_breakdown(results) + _r_budget(results, meta) + _r_kinds(results)
          + _r_memory(results) + _r_time(results, meta) + _r_fidelity(results) + _r_param_error(results, out))
     others = [f for f in figs if f != "timeline.png"]

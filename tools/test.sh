@@ -220,6 +220,8 @@ pytorch() {
     OMP_NUM_THREADS=1 timed "held-out study smoke" /usr/bin/python3 studies/heldout_study.py --smoke --ebac "$ebac_bin"
     # Its measurement rule (batches pooled, the interval's degrees of freedom) on figures the test chose (<1 s).
     timed "held-out pooling unit test" /usr/bin/python3 -m unittest tests/studies/test_heldout_pooling.py
+    # The memory report's header names the pipelines its ebac workers used (<1 s).
+    timed "memory report header unit test" /usr/bin/python3 -m unittest tests/studies/test_memory_report_header.py
     # Issue 54's every-parameter table, tiny (~10 s): a ResNet-20 of widths 4/8/8 at batch 8, every
     # parameter's predicted and measured gradient change (full size: studies/param_error.py --batch 256).
     OMP_NUM_THREADS=1 timed "param error smoke" /usr/bin/python3 studies/param_error.py --smoke
