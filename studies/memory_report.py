@@ -1582,9 +1582,11 @@ def _r_param_error(results, out):
     L = ["## Every parameter's gradient error: predicted and measured", "",
          "The ebac way's fidelity step, per parameter: the measured RMS change of its gradient against plain's and "
          "what ebac's error model predicts for it (studies/param_error.py: Conv2d / Linear weights from their own "
-         "compressed input plus what a BatchNorm or GELU after them passes back; BatchNorm2d and LayerNorm weights "
-         "from their own input; biases, norm betas and embeddings are not modelled: their error arrives through "
-         "the output gradient from later layers). Not judged: negligible gradients by the rule above. CPU only. "
+         "compressed input plus what a BatchNorm or GELU after them passes back; LayerNorm weights from their own "
+         "input; BatchNorm2d weights from every BatchNorm's saved input at once, their own and the later ones' "
+         "whose error reaches them through those BatchNorms' input gradients; the qkv projection and the LayerNorm "
+         "before an attention also from attention's own saved operands; biases, norm betas and embeddings are not "
+         "modelled: their error arrives through the output gradient from later layers). Not judged: negligible gradients by the rule above. CPU only. "
          "Every row: [params.md](params.md).", "",
          "| network | parameters | judged | not modelled | negligible | predicted / measured, judged | "
          "under-predicted by more than 1.5x |", "|---|---|---|---|---|---|---|"]

@@ -15,6 +15,9 @@ change (measured) and what ebac's error model predicts for it:
   convolution with dy scaled by 1/s_c (section 6), at the bound the session
   gives a BatchNorm input (batchnorm_bound_scale); a LayerNorm's the same view
   over its rows, as the session stores them (divided by each row's sigma);
+  in a network with several BatchNorms, a BatchNorm weight's from every
+  BatchNorm's saved input at once, whose error reaches its dy through the
+  later BatchNorms' input gradients (batchnorm_chain_predictions);
 * attention's own saved operands (Q, K, the softmax output, V: section 6.4)
   reach the gradient the attention hands its qkv projection, dY = [dQ, dK, dV],
   and from there the qkv weight gradient (dY^T X) and, through dX = dY W, the
@@ -118,6 +121,82 @@ def norm_weight_predictions(model, x, y, eb, mode, pipeline, threads):
 ATTENTIONS = (sm.Attention, nn.MultiheadAttention)  # modules whose own forward saves Q, K, P, V
 
 
+def model_error(t, eb_abs, gen, first_bin=True):
+    """t as the error model stores it under eb_abs (never a compressor's output): zeros exact; a value
+    within 2 eb_abs of zero at its first bin's centre, sign(x) eb_abs (the sign-keeping quantizer's
+    first-bin error is a bias fixed by x, docs/error-model.md 6.4; first_bin=False: uniform there too);
+    any other value with i.i.d. uniform noise in [-eb_abs, eb_abs] drawn from `gen`."""
+    t = t.detach()
+    u = (torch.rand(t.shape, generator=gen, dtype=torch.float64) * 2 - 1) * eb_abs
+    td = t.double()
+    if first_bin:
+        u = torch.where(td.abs() <= 2 * eb_abs, td.sign() * eb_abs - td, u)
+    return torch.where(t == 0, t, (td + u).to(t.dtype))
+
+
+def batchnorm_chain_predictions(model, x, y, eb, mode="rel", samples=2, seed=0):
+    """{BatchNorm2d weight name: predicted RMS of its gradient's change} from the error of every
+    BatchNorm's saved input at once, not only its own.
+
+    What and why. A BatchNorm's input gradient reads its saved input: dx = (gamma / s) (dy - mean(dy) -
+    xhat mean(dy xhat)), so the session's error in that input changes dx, and through the layers before
+    it (a depthwise convolution, a ReLU6) the output gradient dy' of every earlier BatchNorm. Its gamma
+    gradient sum(dy' xhat') is a cancelling sum, small at initialisation (mobilenet_v2's expansion
+    BatchNorms: 1e-5 to 1e-4 of the largest gradient), the error it gets this way is not: on
+    mobilenet_v2 (the memory report's step, rel 1e-2) the own-input term is about half of the measured
+    change, a replay with every BatchNorm input perturbed by the model's error gives 0.97-1.15 of it, one
+    with only the own input 0.5-0.6 (docs/error-model.md 6.6).
+
+    How: first order, a small Monte Carlo. The step runs once exact and `samples` times with every
+    training-mode BatchNorm2d's saved input replaced by model_error at the session's BatchNorm bound
+    (batchnorm_bound_scale x eb, x its value range for mode "rel"), nothing else perturbed (the other
+    saved tensors' paths are the other terms; ReLU outputs leave BatchNorm weights exact, 6.6), the same
+    RNG state (dropout masks) each run. The prediction is the RMS over the runs of the change, own input
+    included, so it replaces the own-input term. {} for fewer than two BatchNorms: the own-input term is
+    then the whole of it."""
+    bns = [(n, m) for n, m in model.named_modules()
+           if isinstance(m, nn.BatchNorm2d) and m.training and m.weight is not None and m.weight.requires_grad]
+    if len(bns) < 2:
+        return {}
+    scale = eb * ebac_torch.hooks.BATCHNORM_BOUND_SCALE
+    gen = torch.Generator().manual_seed(seed)
+    rng = torch.get_rng_state()
+    state = {k: v.clone() for k, v in model.state_dict().items()}  # BatchNorm running statistics move each run
+    inputs = {}
+    hooks = [m.register_forward_pre_hook(lambda mod, inp: inputs.__setitem__(id(inp[0]), inp[0])) for _, m in bns]
+
+    def pack(t):
+        if inputs.get(id(t)) is t:
+            lo, hi = torch.aminmax(t.detach())
+            return model_error(t, scale * float(hi - lo) if mode == "rel" else scale, gen)
+        return t
+
+    def weight_grads(noise):
+        inputs.clear()
+        model.load_state_dict(state)
+        model.zero_grad(set_to_none=True)
+        torch.set_rng_state(rng)
+        with torch.autograd.graph.saved_tensors_hooks(pack if noise else (lambda t: t), lambda t: t):
+            loss = sm.loss_of(model(x), y)
+        loss.backward()
+        return [None if m.weight.grad is None else m.weight.grad.detach().double().clone() for _, m in bns]
+    try:
+        g0 = weight_grads(False)
+        runs = [weight_grads(True) for _ in range(samples)]
+    finally:
+        for h in hooks:
+            h.remove()
+        inputs.clear()
+        model.load_state_dict(state)
+        model.zero_grad(set_to_none=True)
+        torch.set_rng_state(rng)
+    out = {}
+    for i, (n, _) in enumerate(bns):
+        if g0[i] is not None and all(r[i] is not None for r in runs):
+            out[n + ".weight"] = math.sqrt(sum(float((r[i] - g0[i]).pow(2).mean()) for r in runs) / samples)
+    return out
+
+
 def attention_operand_predictions(model, x, y, eb, mode="rel", samples=4, min_numel=4096, seed=0, first_bin=True):
     """{parameter name: predicted RMS of its gradient's change} from the error of attention's own saved
     operands, for the weights of each attention module's direct Linear children (the qkv projection) and the
@@ -176,14 +255,8 @@ def attention_operand_predictions(model, x, y, eb, mode="rel", samples=4, min_nu
     def noisy(t):  # a saved tensor as the model stores it (see above)
         if (depth[0] or not t.is_floating_point() or t.numel() < min_numel or (t.requires_grad and t.is_leaf)):
             return t
-        t = t.detach()
-        lo, hi = torch.aminmax(t)
-        eb_abs = eb * float(hi - lo) if mode == "rel" else eb
-        u = (torch.rand(t.shape, generator=gen, dtype=torch.float64) * 2 - 1) * eb_abs
-        td = t.double()
-        if first_bin:
-            u = torch.where(td.abs() <= 2 * eb_abs, td.sign() * eb_abs - td, u)
-        return torch.where(t == 0, t, (td + u).to(t.dtype))
+        lo, hi = torch.aminmax(t.detach())
+        return model_error(t, eb * float(hi - lo) if mode == "rel" else eb, gen, first_bin)
 
     def replay(mod, call, weights, noise):
         """(weight gradients, input gradients) of one run of `mod` on its kept arguments."""
@@ -242,9 +315,10 @@ def predict_parameters(model, x, y, eb, mode, pipeline, threads=1):
     """{parameter name: predicted RMS of its gradient's change} for every parameter the model covers:
     Conv2d / Linear weights (accuracy_study.gradient_probe's "model total": own input plus what a
     BatchNorm or GELU/SiLU after the layer passes back) and BatchNorm2d / LayerNorm weights
-    (norm_weight_predictions), each with the error attention's own saved operands add to a qkv projection's
-    weight and the LayerNorm gamma before it (attention_operand_predictions) in quadrature. `model`'s state
-    and the RNG are left as they were."""
+    (norm_weight_predictions; a BatchNorm2d weight of a network with several from every BatchNorm's saved
+    input at once, batchnorm_chain_predictions), each with the error attention's own saved operands add to
+    a qkv projection's weight and the LayerNorm gamma before it (attention_operand_predictions) in
+    quadrature. `model`'s state and the RNG are left as they were."""
     state = {k: v.clone() for k, v in model.state_dict().items()}
     rng = torch.get_rng_state()
     probe, _ = acc.gradient_probe(model, x, y, {"eb": eb, "mode": mode, "pipeline": pipeline}, threads)
@@ -253,6 +327,8 @@ def predict_parameters(model, x, y, eb, mode, pipeline, threads=1):
     with torch.random.fork_rng(devices=[]):
         predicted.update({n + ".weight": v for n, v in
                           norm_weight_predictions(model, x, y, eb, mode, pipeline, threads).items()})
+    with torch.random.fork_rng(devices=[]):
+        predicted.update(batchnorm_chain_predictions(model, x, y, eb, mode))  # own input included: replaces it
     with torch.random.fork_rng(devices=[]):
         for n, v in attention_operand_predictions(model, x, y, eb, mode).items():
             if n in predicted:  # independent of the own-input term
