@@ -65,7 +65,7 @@ def _depthwise_view_sigma(x4, x4_hat, dy4, eb_abs):
     return ebac_torch.predict_weight_error(view, x4, x4_hat, dy4.float(), eb_abs)["sigma"]
 
 
-def norm_weight_predictions(model, x, y, eb, mode, pipeline, threads):
+def norm_weight_predictions(model, x, y, eb, mode, pipeline, threads, skip=()):
     """{BatchNorm2d / LayerNorm name: predicted RMS of its gamma gradient's change} from its own saved
     input, compressed as a default session stores it.
 
@@ -75,11 +75,12 @@ def norm_weight_predictions(model, x, y, eb, mode, pipeline, threads):
     absolute bound (hooks._row_normalized, ``layernorm_rows``) and backward's xhat = (x - mu) / sigma_r,
     so d(dgamma_j) = sum_r dy_rj (x'_hat - x')_rj with x' = x / sigma_r: the same depthwise view over the
     rows, with dy unscaled and x' what was compressed (a tensor that does not qualify for the row path is
-    compressed whole, as the session does, and its error divided by sigma_r)."""
+    compressed whole, as the session does, and its error divided by sigma_r). Modules named in `skip`
+    are left out (predict_parameters: the BatchNorms batchnorm_chain_predictions covers)."""
     saved, grads, hooks = {}, {}, []
     norms = [(n, m) for n, m in model.named_modules()
              if (isinstance(m, nn.BatchNorm2d) or (isinstance(m, nn.LayerNorm) and len(m.normalized_shape) == 1))
-             and m.weight is not None]
+             and m.weight is not None and n not in skip]
     for n, m in norms:
         def fwd(mod, inp, out, n=n):
             saved[n] = inp[0].detach().clone()
@@ -325,10 +326,12 @@ def predict_parameters(model, x, y, eb, mode, pipeline, threads=1):
     predicted = {r["layer"] + ".weight": r["predicted_total"] for r in probe}
     torch.set_rng_state(rng)
     with torch.random.fork_rng(devices=[]):
-        predicted.update({n + ".weight": v for n, v in
-                          norm_weight_predictions(model, x, y, eb, mode, pipeline, threads).items()})
+        chain = batchnorm_chain_predictions(model, x, y, eb, mode)  # own input included: replaces that term
     with torch.random.fork_rng(devices=[]):
-        predicted.update(batchnorm_chain_predictions(model, x, y, eb, mode))  # own input included: replaces it
+        covered = {n[:-len(".weight")] for n in chain}
+        predicted.update({n + ".weight": v for n, v in
+                          norm_weight_predictions(model, x, y, eb, mode, pipeline, threads, covered).items()})
+    predicted.update(chain)
     with torch.random.fork_rng(devices=[]):
         for n, v in attention_operand_predictions(model, x, y, eb, mode).items():
             if n in predicted:  # independent of the own-input term
