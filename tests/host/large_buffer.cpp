@@ -8,6 +8,7 @@
 
 #include <cstdint>
 #include <fstream>
+#include <initializer_list>
 #include <limits>
 #include <new>
 #include <sstream>
@@ -53,6 +54,25 @@ mapping_of_address mapping_of(const void* p) {
 
 std::string vm_flags_of(const void* p) { return mapping_of(p).flags; }
 
+/// A large_buffer mapping of `bytes` at p: it starts on a huge page, the
+/// advice ("hg" in VmFlags) covers the bytes at `advised` offsets (its whole
+/// huge pages), and not its last byte's mapping (the tail, left to small
+/// pages so that it holds no more memory than asked), which it returns.
+mapping_of_address check_huge_page_layout(const void* p, std::size_t bytes, std::initializer_list<std::size_t> advised) {
+  const auto* first = static_cast<const unsigned char*>(p);
+  CHECK(reinterpret_cast<std::uintptr_t>(first) % ebac::host::huge_page_bytes == 0);
+  for (const std::size_t at : advised) {
+    const std::string flags = vm_flags_of(first + at);
+    INFO("offset " << at << ": " << flags);
+    CHECK(flags.find(" hg") != std::string::npos);
+  }
+  mapping_of_address tail = mapping_of(first + bytes - 1);
+  INFO(tail.flags);
+  CHECK(!tail.flags.empty());
+  CHECK(tail.flags.find(" hg") == std::string::npos);
+  return tail;
+}
+
 template <class T>
 void fill_and_check(ebac::host::large_buffer<T>& b, std::size_t n) {
   for (std::size_t i = 0; i < n; ++i) b.get()[i] = static_cast<T>(i * 2654435761u);
@@ -87,17 +107,8 @@ TEST_CASE("large_buffer: small buffers come from new[], large ones are mappings 
     // huge pages, from the first byte on, and not its tail (a part of a huge
     // page, left to small pages so that it holds no more memory than asked).
     const std::size_t huge = ebac::host::huge_page_bytes, bytes = 2 * large;
-    CHECK(reinterpret_cast<std::uintptr_t>(l.get()) % huge == 0);
     const auto* first = reinterpret_cast<const unsigned char*>(l.get());
-    for (const unsigned char* p : {first, first + huge + 5, first + 3 * huge - 1}) {
-      const std::string flags = vm_flags_of(p);
-      INFO(flags);
-      CHECK(flags.find(" hg") != std::string::npos);
-    }
-    const mapping_of_address tail = mapping_of(first + bytes - 1);
-    INFO(tail.flags);
-    CHECK(!tail.flags.empty());
-    CHECK(tail.flags.find(" hg") == std::string::npos);
+    const mapping_of_address tail = check_huge_page_layout(first, bytes, {0, huge + 5, 3 * huge - 1});
     // ... and ends with the last small page that `bytes` reaches: the spare
     // huge page asked for to align it was handed back.
     const auto page = static_cast<std::uintptr_t>(sysconf(_SC_PAGESIZE));
@@ -139,18 +150,7 @@ TEST_CASE("large_buffer: one whole huge page is enough for a mapping of its own,
   CHECK(b.mapped() == ebac::host::huge_pages_available());
   fill_and_check(b, bytes);
 #if defined(__linux__)
-  if (ebac::host::huge_pages_available()) {
-    const auto* first = reinterpret_cast<const unsigned char*>(b.get());
-    CHECK(reinterpret_cast<std::uintptr_t>(first) % huge == 0);
-    for (const unsigned char* p : {first, first + huge - 1}) {
-      const std::string flags = vm_flags_of(p);
-      INFO(flags);
-      CHECK(flags.find(" hg") != std::string::npos);
-    }
-    const mapping_of_address tail = mapping_of(first + bytes - 1);
-    INFO(tail.flags);
-    CHECK(tail.flags.find(" hg") == std::string::npos);
-  }
+  if (ebac::host::huge_pages_available()) { (void)check_huge_page_layout(b.get(), bytes, {0, huge - 1}); }
 #endif
 }
 

@@ -34,6 +34,22 @@ import param_error as pe  # noqa: E402
 torch, nn, ebac_torch = pe.torch, pe.nn, pe.ebac_torch
 
 
+def session_grads(model, x, y, compress, state=None):
+    """Every parameter's gradient (float64) of one step on (x, y), plain or inside a default session with
+    the `fast` pipeline (the measured side of the checks below); `state`, when given, is loaded first
+    (a training-mode BatchNorm moves its running statistics each step)."""
+    if state is not None:
+        model.load_state_dict(state)
+    model.zero_grad(set_to_none=True)
+    if compress:
+        with ebac_torch.compressed_activations(1e-2, "rel", "fast", model=model, threads=1):
+            loss = pe.sm.loss_of(model(x), y)
+    else:
+        loss = pe.sm.loss_of(model(x), y)
+    loss.backward()
+    return {n: p.grad.detach().double().clone() for n, p in model.named_parameters()}
+
+
 class OneLayerNorm(nn.Module):
     """x -> LayerNorm -> Linear -> logits: the LayerNorm's output gradient is a dense, non-trivial dy."""
 
@@ -125,23 +141,12 @@ class AttentionOperands(unittest.TestCase):
         with torch.no_grad():
             model.attn.qkv.weight.mul_(3)
         x, y = torch.randn(16, 32, 64), torch.randint(0, 10, (16,))
-
-        def grads(compress):
-            model.zero_grad(set_to_none=True)
-            if compress:
-                with ebac_torch.compressed_activations(1e-2, "rel", "fast", model=model, threads=1):
-                    loss = pe.sm.loss_of(model(x), y)
-            else:
-                loss = pe.sm.loss_of(model(x), y)
-            loss.backward()
-            return {n: p.grad.detach().double().clone() for n, p in model.named_parameters()}
-        plain, comp = grads(False), grads(True)
+        plain, comp = session_grads(model, x, y, False), session_grads(model, x, y, True)
         pred = pe.predict_parameters(model, x, y, 1e-2, "rel", "fast")
         for name in ("attn.qkv.weight", "ln.weight"):
             meas = float((comp[name] - plain[name]).pow(2).mean().sqrt())
             self.assertTrue(0.8 <= pred[name] / meas <= 1.25,
                             "%s: predicted %.3g, measured %.3g" % (name, pred[name], meas))
-
 
 
 class MiniMobileNet(nn.Module):
@@ -168,18 +173,7 @@ class BatchNormChain(unittest.TestCase):
         torch.manual_seed(3)
         x, y = torch.randn(8, 3, 32, 32), torch.randint(0, 10, (8,))
         state = {k: v.clone() for k, v in model.state_dict().items()}
-
-        def grads(compress):
-            model.load_state_dict(state)
-            model.zero_grad(set_to_none=True)
-            if compress:
-                with ebac_torch.compressed_activations(1e-2, "rel", "fast", model=model, threads=1):
-                    loss = pe.sm.loss_of(model(x), y)
-            else:
-                loss = pe.sm.loss_of(model(x), y)
-            loss.backward()
-            return {n: p.grad.detach().double().clone() for n, p in model.named_parameters()}
-        plain, comp = grads(False), grads(True)
+        plain, comp = session_grads(model, x, y, False, state), session_grads(model, x, y, True, state)
         model.load_state_dict(state)
         own = pe.norm_weight_predictions(model, x, y, 1e-2, "rel", "fast", 1)
         model.load_state_dict(state)
